@@ -214,8 +214,33 @@ class Aws:
         self.dlq_url = env["INTERRUPTION_DLQ_URL"]
 
     def purge_queues(self) -> None:
+        """Empties the interruption queue and DLQ. SQS (and moto) allow one PurgeQueue a minute;
+        within that minute the visible messages are received and deleted instead."""
         for url in (self.queue_url, self.dlq_url):
-            self.sqs.purge_queue(QueueUrl=url)
+            try:
+                self.sqs.purge_queue(QueueUrl=url)
+            except self.sqs.exceptions.PurgeQueueInProgress:
+                while True:
+                    got = self.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10,
+                                                   WaitTimeSeconds=0).get("Messages", [])
+                    if not got:
+                        break
+                    for m in got:
+                        self.sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
+
+    def new_queue_pair(self, name: str, visibility_timeout: int = 10,
+                       max_receive_count: int = 3) -> tuple[str, str]:
+        """A private queue + DLQ (same redrive as the stack's) for a test that must not share
+        the interruption queue; returns (queue_url, dlq_url)."""
+        dlq_url = self.sqs.create_queue(QueueName=f"{name}-dlq")["QueueUrl"]
+        dlq_arn = self.sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])[
+            "Attributes"]["QueueArn"]
+        queue_url = self.sqs.create_queue(QueueName=name, Attributes={
+            "VisibilityTimeout": str(visibility_timeout),
+            "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn,
+                                         "maxReceiveCount": str(max_receive_count)}),
+        })["QueueUrl"]
+        return queue_url, dlq_url
 
     def queue_counts(self, url: str | None = None) -> dict[str, int]:
         attrs = self.sqs.get_queue_attributes(
@@ -327,8 +352,16 @@ class LambdaWatch:
         env.update(self.stack_env)
         env.setdefault("CARGO_TARGET_DIR", str(Path.home() / ".cache/prewarm/target"))
         env.update(self.extra_env)
+        # Build first, outside the emulator: the first invocation then does not wait for a
+        # compile (and a compile error shows here, with cargo's message).
+        build = subprocess.run(["cargo", "build", "--bin", "prewarm"], cwd=REPO, env=env,
+                               capture_output=True, text=True)
+        if build.returncode != 0:
+            raise RuntimeError(f"cargo build --bin prewarm failed:\n{build.stderr[-4000:]}")
         cargo_lambda = os.path.join(self.stack_env["CARGO_LAMBDA_BIN"], "cargo-lambda")
-        cmd = [cargo_lambda, "lambda", "watch", "-A", "127.0.0.1", "-P", str(self.PORT)]
+        # --ignore-changes: a file edited during a run must not restart the function mid-test.
+        cmd = [cargo_lambda, "lambda", "watch", "--ignore-changes",
+               "-A", "127.0.0.1", "-P", str(self.PORT)]
         log = open(self.log_path, "ab")
         # Own process group: `stop` (and tests/stack/down via the PID file) ends cargo and the
         # function processes it spawned together.
@@ -396,9 +429,10 @@ def invoke():
 @pytest.fixture
 def poll_sqs(stack_env, aws):
     """poll_sqs(function="prewarm") -> sqs_poller.PollResult: one SQS -> Lambda delivery round."""
-    def poll(function: str = "prewarm", wait_seconds: int = 1) -> sqs_poller.PollResult:
-        return sqs_poller.poll_once(function, queue_url=aws.queue_url,
-                                    queue_arn=stack_env.get("INTERRUPTION_QUEUE_ARN"),
+    def poll(function: str = "prewarm", wait_seconds: int = 1,
+             queue_url: str | None = None) -> sqs_poller.PollResult:
+        return sqs_poller.poll_once(function, queue_url=queue_url or aws.queue_url,
+                                    queue_arn=None if queue_url else stack_env.get("INTERRUPTION_QUEUE_ARN"),
                                     wait_seconds=wait_seconds,
                                     base_url=f"http://127.0.0.1:{LambdaWatch.PORT}", sqs=aws.sqs)
     return poll

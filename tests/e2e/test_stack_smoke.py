@@ -135,3 +135,49 @@ def test_pdb_status_is_computed_by_the_controller_manager(k8s, wait_until):
     assert status["currentHealthy"] == 0
     assert status["desiredHealthy"] == 1
     assert status["disruptionsAllowed"] == 0
+
+
+def test_eventbridge_rules_route_interruption_events_to_the_queue(aws):
+    detail = {"instance-id": "i-0123456789abcdef0", "instance-action": "terminate"}
+    aws.events.put_events(Entries=[
+        {"Source": "aws.ec2", "DetailType": "EC2 Spot Instance Interruption Warning",
+         "Detail": json.dumps(detail), "Resources": ["arn:aws:ec2:us-east-1:123456789012:instance/i-0123456789abcdef0"]},
+        # Matches no rule: must not reach the queue.
+        {"Source": "aws.ec2", "DetailType": "EC2 AMI State Change", "Detail": "{}"},
+    ])
+    got = aws.sqs.receive_message(QueueUrl=aws.queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=2)
+    bodies = [json.loads(m["Body"]) for m in got.get("Messages", [])]
+    assert [b["detail-type"] for b in bodies] == ["EC2 Spot Instance Interruption Warning"]
+    assert bodies[0]["detail"] == detail and bodies[0]["source"] == "aws.ec2"
+    redrive = json.loads(aws.sqs.get_queue_attributes(
+        QueueUrl=aws.queue_url, AttributeNames=["RedrivePolicy"])["Attributes"]["RedrivePolicy"])
+    assert int(redrive["maxReceiveCount"]) == 3 and redrive["deadLetterTargetArn"].endswith("-dlq")
+    assert aws.eks.describe_cluster(name="prewarm-test")["cluster"]["name"] == "prewarm-test"
+
+
+def test_prometheus_scrapes_the_load_generator(loadgen, prometheus, wait_until):
+    loadgen.capacity(model="smoke-model", replicas=1, concurrency=2, service_s=5)
+    loadgen.scenario("constant", model="smoke-model", rps=10)
+    # Demand (10/s) is far above capacity (2 in flight / 5 s): the queue must grow.
+    waiting = wait_until(
+        lambda: (v := prometheus.value('vllm:num_requests_waiting{model_name="smoke-model"}')) and v >= 20 and v,
+        timeout=60, what="Prometheus to see a growing vLLM queue")
+    assert waiting >= 20
+    assert prometheus.value('vllm:num_requests_running{model_name="smoke-model"}') == 2
+
+
+def test_localstack_serves_cloudwatch_metrics(aws, wait_until):
+    import datetime as dt
+    now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+    name = f"SmokeQueue{uuid.uuid4().hex[:6]}"
+    aws.cloudwatch.put_metric_data(Namespace="PrewarmSmoke", MetricData=[
+        {"MetricName": name, "Value": 7.0, "Timestamp": now, "Unit": "Count"}])
+
+    def fetch():
+        out = aws.cloudwatch.get_metric_data(
+            MetricDataQueries=[{"Id": "q", "MetricStat": {
+                "Metric": {"Namespace": "PrewarmSmoke", "MetricName": name}, "Period": 60, "Stat": "Maximum"}}],
+            StartTime=now - dt.timedelta(minutes=5), EndTime=now + dt.timedelta(minutes=5))
+        return out["MetricDataResults"][0]["Values"]
+
+    assert wait_until(fetch, timeout=30, what="CloudWatch datapoint") == [7.0]
