@@ -44,19 +44,31 @@ wait_for() {
 
 http_ok() { curl -fsS -o /dev/null --max-time 2 "$@"; }
 
-# stop NAME : ends the process group started by `start` (TERM, then KILL after 10 s).
+# stop NAME... : ends the process groups started by `start`: TERM to all, wait up to 10 s, then
+# KILL whatever is left. The names are signalled in the order given (dependants first).
 stop() {
-  local name=$1 pidfile=$RUN_DIR/$1.pid pid
-  [[ -f $pidfile ]] || return 0
-  pid=$(cat "$pidfile")
-  if kill -0 "$pid" 2>/dev/null; then
-    log "stopping $name (pid $pid)"
-    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  local name pid pids=() names=()
+  for name in "$@"; do
+    [[ -f $RUN_DIR/$name.pid ]] || continue
+    pid=$(cat "$RUN_DIR/$name.pid")
     if kill -0 "$pid" 2>/dev/null; then
-      log "$name did not stop in 10 s; killing it"
-      kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+      log "stopping $name (pid $pid)"
+      kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+      pids+=("$pid"); names+=("$name")
     fi
-  fi
-  rm -f "$pidfile"
+    rm -f "$RUN_DIR/$name.pid"
+  done
+  local i alive
+  for _ in $(seq 1 100); do
+    alive=0
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    ((alive)) || return 0
+    sleep 0.1
+  done
+  for i in "${!pids[@]}"; do
+    if kill -0 "${pids[$i]}" 2>/dev/null; then
+      log "${names[$i]} did not stop in 10 s; killing it"
+      kill -KILL -- "-${pids[$i]}" 2>/dev/null || kill -KILL "${pids[$i]}" 2>/dev/null || true
+    fi
+  done
 }
