@@ -6,6 +6,7 @@
 #   infra/lint.sh            all checks
 #   infra/lint.sh template   only the template checks (no Rust toolchain needed)
 #   infra/lint.sh rust       only fmt + clippy
+#   infra/lint.sh venv       only make sure the Python tools are installed
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -16,12 +17,13 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/prewarm/target}"
 export AWS_DEFAULT_REGION="${AWS_DEFAULT_REGION:-us-east-1}"
 
 # Pinned so that a new linter release cannot turn a green build red overnight.
-PY_TOOLS=(aws-sam-cli==1.170.0 cfn-lint==1.58.0 cfn-lint-serverless==0.3.6)
+# pytest runs tests/infra (infra/test.sh); cfn-lint brings pyyaml and jsonschema, which they use.
+PY_TOOLS=(aws-sam-cli==1.170.0 cfn-lint==1.58.0 cfn-lint-serverless==0.3.6 pytest==8.4.2)
 
 step() { printf '\n==> %s\n' "$*"; }
 
 ensure_venv() {
-  if [[ -x "$VENV/bin/sam" && -x "$VENV/bin/cfn-lint" ]] && "$VENV/bin/python" -c 'import cfn_lint_serverless' 2>/dev/null; then
+  if [[ -x "$VENV/bin/sam" && -x "$VENV/bin/cfn-lint" ]] && "$VENV/bin/python" -c 'import cfn_lint_serverless, pytest, jsonschema, yaml' 2>/dev/null; then
     return
   fi
   step "installing ${PY_TOOLS[*]} into $VENV"
@@ -52,6 +54,7 @@ case "${1:-all}" in
   rust) lint_rust ;;
   template) lint_template ;;
   all) lint_rust; lint_template ;;
-  *) echo "usage: $0 [all|rust|template]" >&2; exit 2 ;;
+  venv) ensure_venv; exit 0 ;;
+  *) echo "usage: $0 [all|rust|template|venv]" >&2; exit 2 ;;
 esac
 step "lint ok"

@@ -10,7 +10,7 @@ import json
 import pytest
 from cfnlint.decode import decode
 
-from conftest import REPO
+from infra_paths import REPO
 
 EVENTS = REPO / "events"
 

@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 import yaml
 
-from conftest import REPO, crds_dir
+from infra_paths import REPO, crds_dir
 
 K8S = REPO / "infra" / "k8s"
 

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from cfnlint.decode import decode, decode_str
 
-from conftest import REPO
+from infra_paths import REPO
 
 TEMPLATE = REPO / "template.yaml"
 
