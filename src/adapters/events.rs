@@ -1,0 +1,1 @@
+//! Event parsing: SQS records and EventBridge envelopes into core notices. (Interruption owner.)

@@ -1,0 +1,1 @@
+//! Metric sources: Prometheus, Amazon Managed Prometheus (SigV4), CloudWatch. (Metrics owner.)
