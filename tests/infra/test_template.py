@@ -4,6 +4,7 @@ so intrinsic functions appear as {"Ref": ...}, {"Fn::GetAtt": [...]}, {"Fn::If":
 """
 
 import copy
+import json
 import re
 
 import pytest
@@ -394,8 +395,6 @@ def _rust_struct_fields(text: str, struct: str) -> tuple[set[str], set[str]]:
 
 def test_default_targets_parse_as_the_crate_expects(template, repo):
     """TargetSpec denies unknown fields: a default the binary refuses would fail at start-up."""
-    import json
-
     spec = repo / "src" / "core" / "spec.rs"
     if not spec.exists():
         pytest.skip("src/core/spec.rs not in this checkout yet")
@@ -415,3 +414,29 @@ def test_reader_of_rust_fields_sees_unknown_fields():
     fields, required = _rust_struct_fields(
         "pub struct T {\n    pub node_pool: String,\n    #[serde(default)]\n    pub min_spare: u32,\n}\n", "T")
     assert fields == {"nodePool", "minSpare"} and required == {"nodePool"}
+
+
+# ------------------------------------------------------------------ dashboard
+
+EMF_METRICS = {
+    "Target": ["Forecast", "Observed", "Headroom", "Desired", "Actions", "Errors"],
+    "Kind": ["NoticesReceived", "NoticeToCordonMs", "NoticeToReplacementReadyMs", "DrainsBeforeDeadline",
+             "BlockedPods", "Errors"],
+}
+
+
+def test_dashboard_is_valid_json_and_shows_every_emf_metric(template):
+    body = template["Resources"]["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
+    # What CloudFormation substitutes: parameters, pseudo parameters, resource names/attributes.
+    rendered = re.sub(r"\$\{([^}!]+)\}", lambda m: "x-" + m.group(1).replace(".", "-").replace(":", "-"), body)
+    dash = json.loads(rendered)
+    expressions = [m[0]["expression"] for w in dash["widgets"] for m in w["properties"]["metrics"]
+                   if isinstance(m[0], dict)]
+    for dim, names in EMF_METRICS.items():
+        for name in names:
+            assert any(f"{{x-EmfNamespace,{dim}}} MetricName=\"{name}\"" in e for e in expressions), (dim, name)
+    # The names in the template's contract comment are the ones on the dashboard.
+    text = TEMPLATE.read_text()
+    for names in EMF_METRICS.values():
+        for name in names:
+            assert re.search(rf"^#\s+{name}\s", text, re.M), f"{name} missing from the contract comment"
