@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""Builds the SQS sample events (events/sqs-*.json) from the bare EventBridge bodies in
+events/eventbridge/ (written from the AWS documentation samples), so the two never disagree.
+
+Run from anywhere: python3 events/build_sqs_events.py. tests/infra/test_events.py checks that the
+committed files are what this script produces.
+"""
+
+import hashlib
+import json
+import uuid
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+BARE = HERE / "eventbridge"
+ACCOUNT = "123456789012"
+REGION = "us-east-1"
+QUEUE_ARN = f"arn:aws:sqs:{REGION}:{ACCOUNT}:prewarm-InterruptionQueue-1A2B3C4D5E6F"
+SENT_MS = 1795953600000  # 2026-11-29T12:00:00Z, the time of the sample notices
+
+# Not EventBridge envelopes at all: what else lands on interruption queues in practice.
+NOT_JSON = "spot interruption for i-0abc7777777777777 {not json"
+ASG_TEST_NOTIFICATION = json.dumps(
+    {
+        "AccountId": ACCOUNT,
+        "RequestId": "b7f5c2d0-8a51-11ea-bc55-0242ac130003",
+        "AutoScalingGroupARN": f"arn:aws:autoscaling:{REGION}:{ACCOUNT}:autoScalingGroup:4e8d3c1a-0000-4000-8000-000000000000:autoScalingGroupName/gpu-nodes",
+        "AutoScalingGroupName": "gpu-nodes",
+        "Service": "AWS Auto Scaling",
+        "Event": "autoscaling:TEST_NOTIFICATION",
+        "Time": "2026-11-29T12:00:00.000Z",
+    },
+    separators=(",", ":"),
+)
+
+
+def bare(name: str) -> str:
+    """The EventBridge event as SQS delivers it: compact JSON text."""
+    return json.dumps(json.loads((BARE / f"{name}.json").read_text()), separators=(",", ":"))
+
+
+def record(n: int, body: str, receive_count: int = 1) -> dict:
+    # Stable ids so the files do not change on every run.
+    message_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"prewarm-sample/{n}/{body}"))
+    return {
+        "messageId": message_id,
+        "receiptHandle": "AQEB" + hashlib.sha256(message_id.encode()).hexdigest() + "==",
+        "body": body,
+        "attributes": {
+            "ApproximateReceiveCount": str(receive_count),
+            "SentTimestamp": str(SENT_MS),
+            "SenderId": "AIDAIENQZJOLO23YVJ4VO",
+            "ApproximateFirstReceiveTimestamp": str(SENT_MS + 150),
+        },
+        "messageAttributes": {},
+        "md5OfBody": hashlib.md5(body.encode()).hexdigest(),
+        "eventSource": "aws:sqs",
+        "eventSourceARN": QUEUE_ARN,
+        "awsRegion": REGION,
+    }
+
+
+def batch(bodies: list) -> dict:
+    recs = []
+    for i, b in enumerate(bodies):
+        body, count = b if isinstance(b, tuple) else (b, 1)
+        recs.append(record(i, body, count))
+    return {"Records": recs}
+
+
+SQS_EVENTS = {
+    "sqs-spot-interruption.json": [bare("spot-interruption")],
+    "sqs-rebalance.json": [bare("rebalance-recommendation")],
+    "sqs-state-change.json": [bare("state-change-stopping")],
+    "sqs-state-change-pending.json": [bare("state-change-pending")],
+    "sqs-health-scheduled.json": [bare("health-scheduled-change")],
+    "sqs-capacity-reservation.json": [bare("capacity-reservation-interruption")],
+    "sqs-ignored-asg.json": [bare("asg-terminate-lifecycle"), ASG_TEST_NOTIFICATION, bare("health-issue")],
+    # The second record was received 4 times already: poison that is about to reach the DLQ.
+    "sqs-poison.json": [NOT_JSON, (bare("spot-interruption-missing-instance-id"), 4)],
+    "sqs-mixed-batch.json": [
+        bare("spot-interruption"),
+        bare("rebalance-recommendation"),
+        bare("state-change-terminated"),
+        bare("state-change-pending"),
+        bare("health-scheduled-change"),
+        bare("capacity-reservation-interruption"),
+        bare("asg-terminate-lifecycle"),
+        NOT_JSON,
+    ],
+}
+
+
+def render() -> dict[str, str]:
+    return {name: json.dumps(batch(bodies), indent=2) + "\n" for name, bodies in SQS_EVENTS.items()}
+
+
+if __name__ == "__main__":
+    for name, text in render().items():
+        (HERE / name).write_text(text)
+        print(f"wrote events/{name}")

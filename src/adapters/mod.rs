@@ -1,0 +1,5 @@
+//! Thin edges: metric sources, Kubernetes operations, event parsing.
+
+pub mod events;
+pub mod kube;
+pub mod metrics;

@@ -1,0 +1,41 @@
+//! The `prewarm` command line for people: run a tick, explain events, simulate and backtest.
+
+use clap::{Parser, Subcommand};
+
+pub mod backtest;
+pub mod explain;
+pub mod simulate;
+pub mod tick;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "prewarm",
+    version,
+    about = "Warm GPU capacity ahead of LLM inference demand"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run one decision against the configured sources and print the plan.
+    Tick(tick::TickArgs),
+    /// Explain what the interruption handler would do with an SQS or EventBridge event.
+    Explain(explain::ExplainArgs),
+    /// Simulate policies on a request trace or a built-in scenario.
+    Simulate(simulate::SimulateArgs),
+    /// Replay a metrics history (queue length, arrival rate) through the policies.
+    Backtest(backtest::BacktestArgs),
+}
+
+/// Runs the command line; returns the process exit code.
+pub async fn run(cli: Cli) -> crate::Result<()> {
+    match cli.command {
+        Command::Tick(args) => tick::run(args).await,
+        Command::Explain(args) => explain::run(args),
+        Command::Simulate(args) => simulate::run(args),
+        Command::Backtest(args) => backtest::run(args),
+    }
+}

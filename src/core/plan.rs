@@ -1,0 +1,81 @@
+//! The output of a decision: what to do with one target's headroom, and why.
+//! Plans are computed first and carried out by a separate executor (adapters::kube), like
+//! Karpenter's disruption commands.
+
+use serde::{Deserialize, Serialize};
+
+use super::spec::HeadroomState;
+
+/// What the executor should do with the headroom object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    /// Raise the spare replicas to `Plan::desired_spare`.
+    ScaleUp,
+    /// Lower the spare replicas to `Plan::desired_spare`.
+    ScaleDown,
+    /// Keep the object as it is (the state annotations may still be refreshed).
+    None,
+    /// Metrics are missing, stale or malformed: keep the current headroom and never scale down.
+    FailStatic,
+}
+
+/// Why the plan is what it is; several may apply at once. Logged as strings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+pub enum Reason {
+    Forecast,
+    MetricsMissing { detail: String },
+    Floor { min_spare: u32 },
+    Ceiling { max_spare: u32 },
+    GpuCap { gpu_cap: u32 },
+    StepUpLimited { max_step_up: u32 },
+    StepDownLimited { max_step_down: u32 },
+    ScaleDownDelay { hold_spare: u32, until: f64 },
+    Cooldown { until: f64 },
+    PendingPods { count: u32 },
+    ReplacementReserved { replicas: u32 },
+}
+
+/// The forecast numbers behind a plan, for the decision log line and EMF.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ForecastSummary {
+    /// Observed arrival rate now (req/s).
+    pub observed_rate: f64,
+    /// EWMA level and damped trend (req/s, req/s per step).
+    pub level: f64,
+    pub trend: f64,
+    /// Upper quantile of recent forecast error added to the forecast (req/s).
+    pub error_quantile: f64,
+    /// Highest forecast rate over the lead time, including the error quantile (req/s).
+    pub rate_at_horizon: f64,
+    /// Mean service time used for sizing (s).
+    pub service_time_s: f64,
+    /// Replicas needed now and at the horizon.
+    pub replicas_now: u32,
+    pub replicas_at_horizon: u32,
+}
+
+/// One target's decision.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    pub target: String,
+    pub action: Action,
+    pub current_spare: u32,
+    pub desired_spare: u32,
+    /// Whether the NodePool's consolidation should be frozen (Some(true)), restored
+    /// (Some(false)), or left as it is (None).
+    pub freeze_consolidation: Option<bool>,
+    pub forecast: ForecastSummary,
+    pub reasons: Vec<Reason>,
+    /// The state to persist on the headroom object after the plan is carried out.
+    pub next_state: HeadroomState,
+}
+
+impl Plan {
+    /// Whether carrying out the plan changes the headroom object's size.
+    pub fn changes_size(&self) -> bool {
+        matches!(self.action, Action::ScaleUp | Action::ScaleDown)
+            && self.desired_spare != self.current_spare
+    }
+}

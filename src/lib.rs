@@ -1,0 +1,21 @@
+//! prewarm: keep warm GPU capacity ahead of LLM inference demand on EKS with Karpenter, and drain
+//! interrupted nodes make-before-break.
+//!
+//! Layout (pure core, thin edges):
+//! - [`core`]: forecast, sizing, policy and interruption planning. No tokio, kube or AWS here:
+//!   time is a parameter, state is passed in and returned.
+//! - [`adapters`]: metric sources, Kubernetes operations, event parsing, EMF output.
+//! - [`handlers`]: the tick and interruption handlers that join adapters to the core.
+//! - [`sim`]: the discrete-event simulator that runs the same core code on request traces.
+//! - [`cli`]: the `prewarm` command line for people.
+
+pub mod adapters;
+pub mod cli;
+pub mod config;
+pub mod core;
+pub mod error;
+pub mod handlers;
+pub mod sim;
+pub mod telemetry;
+
+pub use error::{Error, Result};

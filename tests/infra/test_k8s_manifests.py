@@ -1,0 +1,210 @@
+"""Offline checks of infra/k8s against the real Karpenter CRDs' openAPIV3Schema.
+
+The schema part of what the apiserver checks (types, enums, patterns, required fields, unknown
+fields); the CEL rules and the core kinds are checked by the server-side dry-run in
+tests/e2e/test_infra_manifests.py against the test cluster. A few CEL rules that matter for these
+manifests are restated here by hand, each with the rule it mirrors.
+"""
+
+import copy
+import re
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from infra_paths import REPO, crds_dir
+
+K8S = REPO / "infra" / "k8s"
+
+
+def load_docs(path: Path) -> list[dict]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+
+def all_objects() -> list[tuple[str, dict]]:
+    out = []
+    for f in sorted(K8S.glob("*.yaml")):
+        for d in load_docs(f):
+            out.append((f.name, d))
+    return out
+
+
+def to_jsonschema(s: dict) -> dict:
+    """Turn a structural openAPIV3Schema into JSON Schema: int-or-string, preserve-unknown-fields,
+    and no additional properties where the CRD lists them (the apiserver prunes or, with
+    strict field validation, rejects unknown fields; we want to know)."""
+    s = copy.deepcopy(s)
+
+    def walk(n: dict) -> dict:
+        if n.get("x-kubernetes-int-or-string"):
+            n.pop("type", None)
+            any_of = n.pop("anyOf", None)
+            pattern = n.pop("pattern", None)
+            n["anyOf"] = [{"type": "integer"}, {"type": "string", **({"pattern": pattern} if pattern else {})}]
+            del any_of
+        for k in ("properties",):
+            if k in n:
+                for name, sub in n[k].items():
+                    n[k][name] = walk(sub)
+                if not n.get("x-kubernetes-preserve-unknown-fields") and "additionalProperties" not in n:
+                    n["additionalProperties"] = False
+        if isinstance(n.get("additionalProperties"), dict):
+            n["additionalProperties"] = walk(n["additionalProperties"])
+        if isinstance(n.get("items"), dict):
+            n["items"] = walk(n["items"])
+        for k in ("anyOf", "allOf", "oneOf"):
+            if k in n:
+                n[k] = [walk(x) for x in n[k]]
+        return n
+
+    return walk(s)
+
+
+def crd_schemas() -> dict[tuple[str, str], dict]:
+    d = crds_dir()
+    if d is None:
+        pytest.skip("Karpenter CRDs not found (set PREWARM_CRDS_DIR)")
+    out = {}
+    for f in d.glob("*.yaml"):
+        for crd in load_docs(f):
+            group = crd["spec"]["group"]
+            kind = crd["spec"]["names"]["kind"]
+            for v in crd["spec"]["versions"]:
+                out[(f"{group}/{v['name']}", kind)] = v["schema"]["openAPIV3Schema"]
+    return out
+
+
+CUSTOM = [(f, o) for f, o in all_objects() if "." in o["apiVersion"].split("/")[0] and not o["apiVersion"].startswith(("apps/", "policy/", "rbac.authorization.k8s.io/", "scheduling.k8s.io/"))]
+
+
+def test_every_custom_object_has_a_crd():
+    schemas = crd_schemas()
+    kinds = {(o["apiVersion"], o["kind"]) for _, o in CUSTOM}
+    assert kinds, "no custom objects found in infra/k8s"
+    missing = kinds - set(schemas)
+    assert not missing, f"no CRD in the pinned set for {missing}"
+
+
+@pytest.mark.parametrize("fname,obj", CUSTOM, ids=[f"{f}:{o['kind']}" for f, o in CUSTOM])
+def test_custom_object_matches_crd_schema(fname, obj):
+    schema = to_jsonschema(crd_schemas()[(obj["apiVersion"], obj["kind"])])
+    errors = sorted(jsonschema.Draft7Validator(schema).iter_errors(obj), key=lambda e: list(e.path))
+    assert not errors, "\n".join(f"{fname} {'/'.join(map(str, e.path))}: {e.message}" for e in errors)
+
+
+def test_schema_check_catches_a_bad_field():
+    """The check above must be able to fail: a retired v1beta1-style value and an unknown field."""
+    schema = to_jsonschema(crd_schemas()[("karpenter.sh/v1", "NodePool")])
+    nodepool = copy.deepcopy(next(o for _, o in CUSTOM if o["kind"] == "NodePool"))
+    nodepool["spec"]["disruption"]["consolidationPolicy"] = "WhenUnderutilized"
+    nodepool["spec"]["disruption"]["notAField"] = 1
+    messages = [e.message for e in jsonschema.Draft7Validator(schema).iter_errors(nodepool)]
+    assert any("WhenUnderutilized" in m for m in messages), messages
+    assert any("notAField" in m for m in messages), messages
+
+
+def by_kind(kind: str) -> dict:
+    found = [o for _, o in all_objects() if o["kind"] == kind]
+    assert len(found) == 1, f"expected one {kind}, found {len(found)}"
+    return found[0]
+
+
+def test_nodepool_is_the_gpu_pool_the_issue_asks_for():
+    np = by_kind("NodePool")
+    assert np["apiVersion"] == "karpenter.sh/v1"
+    spec = np["spec"]
+    reqs = {r["key"]: r for r in spec["template"]["spec"]["requirements"]}
+    assert set(reqs["karpenter.k8s.aws/instance-category"]["values"]) == {"g", "p"}
+    gen = reqs["karpenter.k8s.aws/instance-generation"]
+    assert gen["operator"] == "Gt" and gen["values"] == ["4"]
+    assert set(reqs["karpenter.sh/capacity-type"]["values"]) == {"spot", "on-demand"}
+    assert {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"} in spec["template"]["spec"]["taints"]
+    assert "nvidia.com/gpu" in spec["limits"]
+    d = spec["disruption"]
+    assert d["consolidationPolicy"] == "WhenEmptyOrUnderutilized"
+    assert "consolidateAfter" in d  # required by Karpenter 1.x
+    assert d["budgets"]
+    # CEL: self.all(x, has(x.schedule) == has(x.duration))
+    assert all(("schedule" in b) == ("duration" in b) for b in d["budgets"])
+    # CEL: Gt/Lt need exactly one non-negative integer value
+    for r in reqs.values():
+        if r["operator"] in ("Gt", "Lt", "Gte", "Lte"):
+            assert len(r["values"]) == 1 and int(r["values"][0]) >= 0
+
+
+def test_ec2nodeclass_pins_al2023_and_sizes_the_root_volume():
+    nc = by_kind("EC2NodeClass")
+    assert nc["apiVersion"] == "karpenter.k8s.aws/v1"
+    aliases = [t["alias"] for t in nc["spec"]["amiSelectorTerms"] if "alias" in t]
+    assert len(aliases) == 1
+    # CEL: family@version, family in the supported list; pinned means a vYYYYMMDD release.
+    family, version = aliases[0].split("@")
+    assert family == "al2023"
+    assert re.fullmatch(r"v\d{8}", version), f"AMI alias must be pinned, got {aliases[0]}"
+    roots = [b for b in nc["spec"]["blockDeviceMappings"] if b.get("rootVolume")]
+    assert len(roots) == 1
+    ebs = roots[0]["ebs"]
+    assert (ebs["volumeType"], ebs["volumeSize"], ebs["iops"], ebs["throughput"]) == ("gp3", "200Gi", 10000, 500)
+
+
+def test_capacitybuffer_refers_to_a_podtemplate_in_the_same_file():
+    cb = by_kind("CapacityBuffer")
+    pt = by_kind("PodTemplate")
+    # CEL: podTemplateRef needs replicas or limits; not both podTemplateRef and scalableRef.
+    assert "replicas" in cb["spec"] or "limits" in cb["spec"]
+    assert not ("podTemplateRef" in cb["spec"] and "scalableRef" in cb["spec"])
+    assert cb["spec"]["podTemplateRef"]["name"] == pt["metadata"]["name"]
+    assert cb["metadata"]["namespace"] == pt["metadata"]["namespace"] == "prewarm"
+
+
+def test_balloon_follows_the_conventions():
+    pc = by_kind("PriorityClass")
+    assert (pc["metadata"]["name"], pc["value"], pc["preemptionPolicy"], pc["globalDefault"]) == (
+        "prewarm-balloon", -10, "Never", False)
+    dep = next(o for _, o in all_objects() if o["kind"] == "Deployment" and o["metadata"]["name"].startswith("balloon"))
+    spec = dep["spec"]["template"]["spec"]
+    assert dep["metadata"]["namespace"] == "prewarm"
+    assert dep["spec"]["replicas"] == 0
+    assert spec["priorityClassName"] == "prewarm-balloon"
+    assert spec["nodeSelector"]["karpenter.sh/nodepool"] == by_kind("NodePool")["metadata"]["name"]
+    assert any(t["key"] == "nvidia.com/gpu" for t in spec["tolerations"])
+
+
+# Exactly the access both paths use (issue 2 actuators, issue 4 mechanics). Changing the RBAC
+# means changing this table on purpose.
+EXPECTED_RULES = {
+    ("", "nodes"): {"get", "list", "watch", "patch"},
+    ("", "pods"): {"get", "list", "watch"},
+    ("", "pods/eviction"): {"create"},
+    ("", "events"): {"create", "patch"},
+    ("events.k8s.io", "events"): {"create", "patch"},
+    ("policy", "poddisruptionbudgets"): {"get", "list"},
+    ("karpenter.sh", "nodepools"): {"get", "list", "watch", "patch"},
+    ("karpenter.sh", "nodeclaims"): {"get", "list", "watch"},
+    ("autoscaling.x-k8s.io", "capacitybuffers"): {"get", "list", "watch", "patch", "update"},
+    ("apps", "deployments"): {"get", "list", "patch"},
+    ("apps", "deployments/scale"): {"get", "patch", "update"},
+}
+
+
+def test_rbac_grants_exactly_the_verbs_used():
+    role = by_kind("ClusterRole")
+    granted: dict[tuple[str, str], set[str]] = {}
+    for rule in role["rules"]:
+        assert "*" not in rule["verbs"] and "*" not in rule["resources"] and "*" not in rule["apiGroups"]
+        assert "resourceNames" not in rule or rule["resourceNames"]
+        for g in rule["apiGroups"]:
+            for r in rule["resources"]:
+                granted.setdefault((g, r), set()).update(rule["verbs"])
+    assert granted == EXPECTED_RULES
+    # Never a NodePool template write path: no update (full replace) on nodepools.
+    assert "update" not in granted[("karpenter.sh", "nodepools")]
+
+
+def test_rbac_binds_the_access_entry_group():
+    binding = by_kind("ClusterRoleBinding")
+    assert binding["metadata"]["name"] == "prewarm"
+    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "prewarm"}
+    assert binding["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "prewarm-controller"}]

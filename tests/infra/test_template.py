@@ -1,0 +1,442 @@
+"""Checks of template.yaml that linters do not make: least privilege, configuration completeness,
+event wiring. The template is read with cfn-lint's decoder (it understands !Ref, !Sub, !If ...),
+so intrinsic functions appear as {"Ref": ...}, {"Fn::GetAtt": [...]}, {"Fn::If": [...]}.
+"""
+
+import copy
+import json
+import re
+
+import pytest
+import yaml
+from cfnlint.decode import decode, decode_str
+
+from infra_paths import REPO
+
+TEMPLATE = REPO / "template.yaml"
+
+
+@pytest.fixture(scope="module")
+def template() -> dict:
+    tpl, matches = decode(str(TEMPLATE))
+    assert not matches, matches
+    return tpl
+
+
+def resources_of(tpl: dict, *types: str) -> dict:
+    return {k: v for k, v in tpl["Resources"].items() if v["Type"] in types}
+
+
+# ------------------------------------------------------------------ IAM: no wildcard actions
+
+SERVICE_WIDE = re.compile(r"^[A-Za-z0-9-]+:\*$")
+
+
+def branches(node):
+    """Every concrete value a node may take: both sides of each Fn::If."""
+    if isinstance(node, dict) and set(node) == {"Fn::If"}:
+        _, yes, no = node["Fn::If"]
+        yield from branches(yes)
+        yield from branches(no)
+    elif isinstance(node, dict) and set(node) == {"Ref"} and node["Ref"] == "AWS::NoValue":
+        return
+    else:
+        yield node
+
+
+def statements_of(document) -> list[tuple[str, dict]]:
+    out = []
+    for doc in branches(document):
+        if not isinstance(doc, dict):
+            continue
+        stmts = doc.get("Statement", [])
+        for stmt_node in branches(stmts):
+            for s in stmt_node if isinstance(stmt_node, list) else [stmt_node]:
+                for concrete in branches(s):
+                    out.append(concrete)
+    return out
+
+
+def policy_documents(tpl: dict):
+    """(where, document) for every IAM policy document in the template: roles (trust and inline),
+    IAM policies, queue / topic / bucket policies, and SAM function inline Policies."""
+    for name, res in tpl["Resources"].items():
+        props = res.get("Properties", {}) or {}
+        t = res["Type"]
+        if t == "AWS::IAM::Role":
+            yield f"{name}.AssumeRolePolicyDocument", props.get("AssumeRolePolicyDocument")
+            for p in props.get("Policies", []) or []:
+                for pb in branches(p):
+                    yield f"{name}.Policies.{pb.get('PolicyName')}", pb.get("PolicyDocument")
+        elif t in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy", "AWS::SQS::QueuePolicy",
+                   "AWS::SQS::QueueInlinePolicy", "AWS::SNS::TopicPolicy", "AWS::S3::BucketPolicy",
+                   "AWS::KMS::Key"):
+            yield f"{name}.PolicyDocument", props.get("PolicyDocument") or props.get("KeyPolicy")
+        elif t == "AWS::Serverless::Function":
+            policies = props.get("Policies", [])
+            for p in policies if isinstance(policies, list) else [policies]:
+                for pb in branches(p):
+                    if isinstance(pb, dict) and "Statement" in pb:
+                        yield f"{name}.Policies", pb
+
+
+def wildcard_actions(tpl: dict) -> list[str]:
+    found = []
+    for where, doc in policy_documents(tpl):
+        for s in statements_of(doc):
+            if "NotAction" in s:
+                found.append(f"{where}: NotAction grants everything else")
+            actions = s.get("Action", [])
+            for a in actions if isinstance(actions, list) else [actions]:
+                if isinstance(a, str) and (a == "*" or SERVICE_WIDE.match(a)):
+                    found.append(f"{where}: Action {a!r}")
+    return found
+
+
+def test_no_iam_statement_has_a_wildcard_action(template):
+    assert wildcard_actions(template) == []
+
+
+def test_the_scan_sees_policy_documents(template):
+    """Guard against a scanner that silently looks at nothing."""
+    wheres = [w for w, _ in policy_documents(template)]
+    assert any("TickRole.Policies" in w for w in wheres)
+    assert any("InterruptionRole.Policies" in w for w in wheres)
+    assert any("InterruptionQueuePolicy" in w for w in wheres)
+    n = sum(len(statements_of(d)) for _, d in policy_documents(template))
+    assert n >= 15
+
+
+def _bad_role(tpl, action):
+    tpl["Resources"]["TickRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"].append(
+        {"Effect": "Allow", "Action": action, "Resource": "*"})
+
+
+def _bad_conditional(tpl, action):
+    tpl["Resources"]["InterruptionRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"].append(
+        {"Fn::If": ["IsAmp", {"Effect": "Allow", "Action": [action], "Resource": "*"}, {"Ref": "AWS::NoValue"}]})
+
+
+def _bad_queue_policy(tpl, action):
+    tpl["Resources"]["InterruptionQueuePolicy"]["Properties"]["PolicyDocument"]["Statement"][0]["Action"] = action
+
+
+def _bad_sam_inline(tpl, action):
+    tpl["Resources"]["TickFunction"]["Properties"]["Policies"] = [
+        {"Statement": [{"Effect": "Allow", "Action": ["logs:PutLogEvents", action], "Resource": "*"}]}]
+
+
+def _bad_extra_policy(tpl, action):
+    tpl["Resources"]["Extra"] = {"Type": "AWS::IAM::Policy", "Properties": {
+        "PolicyName": "x", "Roles": [{"Ref": "TickRole"}],
+        "PolicyDocument": {"Version": "2012-10-17", "Statement": {"Effect": "Allow", "Action": action, "Resource": "*"}}}}
+
+
+@pytest.mark.parametrize("mutate", [_bad_role, _bad_conditional, _bad_queue_policy, _bad_sam_inline, _bad_extra_policy])
+@pytest.mark.parametrize("action", ["*", "sqs:*", "eks:*"])
+def test_a_wildcard_action_is_caught(template, mutate, action):
+    bad = copy.deepcopy(template)
+    mutate(bad, action)
+    assert wildcard_actions(bad), f"{mutate.__name__} with {action!r} was not caught"
+
+
+def test_a_wildcard_in_template_text_is_caught():
+    """The same end to end from YAML text, through the decoder."""
+    text = TEMPLATE.read_text().replace("Action: eks:DescribeCluster", 'Action: "*"', 1)
+    assert text != TEMPLATE.read_text()
+    bad, matches = decode_str(text)
+    assert not matches
+    assert any("Action '*'" in f for f in wildcard_actions(bad))
+
+
+# ------------------------------------------------------------------ configuration
+
+# Every setting the functions read (src/config; the conventions' list), except KUBECONFIG, which
+# is for local runs (in Lambda the cluster comes from CLUSTER_NAME through eks:DescribeCluster).
+SETTINGS = [
+    "CLUSTER_NAME", "METRIC_SOURCE", "PROMETHEUS_URL", "AMP_WORKSPACE_URL", "CLOUDWATCH_NAMESPACE",
+    "PREWARM_TARGETS", "TICK_SECONDS", "LEAD_TIME_SECONDS", "METRICS_WINDOW_SECONDS",
+    "METRICS_STEP_SECONDS", "ERROR_QUANTILE", "TARGET_WAIT_SECONDS", "SCALE_DOWN_DELAY_SECONDS",
+    "COOLDOWN_SECONDS", "STALE_AFTER_SECONDS", "DRY_RUN", "EMF_NAMESPACE", "ACTIONS",
+    "EVICTION_BUDGET_SECONDS", "RECHECK_SECONDS",
+]
+
+
+def function_env(tpl: dict, name: str) -> dict:
+    env = dict(tpl.get("Globals", {}).get("Function", {}).get("Environment", {}).get("Variables", {}))
+    env.update(tpl["Resources"][name]["Properties"].get("Environment", {}).get("Variables", {}))
+    return env
+
+
+def refs_in(node) -> set[str]:
+    """Names referenced by Ref, GetAtt or ${...} inside Sub."""
+    out: set[str] = set()
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k == "Ref":
+                out.add(v)
+            elif k == "Fn::GetAtt":
+                out.add(v[0] if isinstance(v, list) else v.split(".")[0])
+            elif k == "Fn::Sub":
+                s = v if isinstance(v, str) else v[0]
+                out.update(x.split(".")[0] for x in re.findall(r"\$\{([^}!]+)\}", s))
+                if not isinstance(v, str):
+                    out.update(refs_in(v[1]))
+            else:
+                out.update(refs_in(v))
+    elif isinstance(node, list):
+        for v in node:
+            out.update(refs_in(v))
+    return out
+
+
+def test_every_function_setting_is_a_parameter(template):
+    params = set(template["Parameters"])
+    resources = set(template["Resources"])
+    for fn in resources_of(template, "AWS::Serverless::Function"):
+        env = function_env(template, fn)
+        missing = [s for s in SETTINGS if s not in env]
+        assert not missing, f"{fn} lacks {missing}"
+        for var, value in env.items():
+            if var == "PREWARM_HANDLER":
+                assert value in ("tick", "interruption")
+                continue
+            if var == "INTERRUPTION_QUEUE_URL":
+                assert value == {"Ref": "InterruptionQueue"}
+                continue
+            assert var in SETTINGS, f"{fn}: {var} is not a setting the binary reads"
+            names = {n for n in refs_in(value) if not n.startswith("AWS::")}
+            assert names and names <= params, f"{fn}: {var} = {value} must come from a Parameter"
+            assert not (names & resources)
+
+
+def test_handlers_are_selected_per_function(template):
+    assert function_env(template, "TickFunction")["PREWARM_HANDLER"] == "tick"
+    assert function_env(template, "InterruptionFunction")["PREWARM_HANDLER"] == "interruption"
+
+
+def test_settings_are_read_by_the_binary(repo):
+    """When the crate's config module is present, each setting here must be read there: a rename
+    on one side fails this test instead of silently using a default in production."""
+    config = repo / "src" / "config"
+    files = list(config.rglob("*.rs")) if config.is_dir() else []
+    if (repo / "src" / "config.rs").exists():
+        files.append(repo / "src" / "config.rs")
+    if not files:
+        pytest.skip("src/config not in this checkout yet")
+    text = "\n".join(f.read_text() for f in files)
+    unread = [s for s in SETTINGS if f'"{s}"' not in text]
+    assert not unread, f"template sets {unread}, src/config never reads them"
+
+
+# ------------------------------------------------------------------ functions and events
+
+def test_functions_are_built_from_the_one_rust_binary(template):
+    glob = template["Globals"]["Function"]
+    assert (glob["Runtime"], glob["Handler"], glob["CodeUri"]) == ("provided.al2023", "bootstrap", ".")
+    assert glob["Tracing"] == "Active"
+    arch = template["Parameters"]["Architecture"]
+    assert arch["Default"] == "arm64" and set(arch["AllowedValues"]) == {"arm64", "x86_64"}
+    for name, fn in resources_of(template, "AWS::Serverless::Function").items():
+        assert fn["Metadata"]["BuildMethod"] == "rust-cargolambda"
+        assert fn["Metadata"]["BuildProperties"]["Binary"] == "prewarm"
+        assert fn["Properties"]["LoggingConfig"]["LogFormat"] == "JSON"
+        group = template["Resources"][fn["Properties"]["LoggingConfig"]["LogGroup"]["Ref"]]
+        assert "RetentionInDays" in group["Properties"]
+
+
+def test_tick_runs_every_minute_alone(template):
+    props = template["Resources"]["TickFunction"]["Properties"]
+    assert props["ReservedConcurrentExecutions"] == 1
+    (event,) = props["Events"].values()
+    assert event["Type"] == "Schedule" and event["Properties"]["Schedule"] == "rate(1 minute)"
+    # Loops ticks within the minute: longer than a minute, far from Lambda's 15-minute maximum.
+    assert 60 <= props["Timeout"] <= 90
+
+
+def test_interruption_reads_the_queue_in_batches_with_partial_failures(template):
+    props = template["Resources"]["InterruptionFunction"]["Properties"]
+    (event,) = props["Events"].values()
+    assert event["Type"] == "SQS"
+    ep = event["Properties"]
+    assert ep["Queue"] == {"Fn::GetAtt": ["InterruptionQueue", "Arn"]}
+    assert ep["BatchSize"] == 10
+    assert ep["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert "MaximumBatchingWindowInSeconds" in ep
+    queue = template["Resources"]["InterruptionQueue"]["Properties"]
+    # AWS guidance for SQS event sources.
+    assert queue["VisibilityTimeout"] >= 6 * props["Timeout"]
+
+
+def test_queue_has_a_redrive_policy_to_a_dead_letter_queue(template):
+    queue = template["Resources"]["InterruptionQueue"]["Properties"]
+    assert queue["SqsManagedSseEnabled"] is True
+    redrive = queue["RedrivePolicy"]
+    target = redrive["deadLetterTargetArn"]["Fn::GetAtt"][0]
+    assert template["Resources"][target]["Type"] == "AWS::SQS::Queue"
+    assert target != "InterruptionQueue"
+    assert "maxReceiveCount" in redrive
+
+
+INTERRUPTION_KINDS = {
+    ("aws.ec2", "EC2 Spot Instance Interruption Warning"),
+    ("aws.ec2", "EC2 Instance Rebalance Recommendation"),
+    ("aws.ec2", "EC2 Instance State-change Notification"),
+    ("aws.health", "AWS Health Event"),
+    ("aws.ec2", "EC2 Capacity Reservation Instance Interruption Warning"),
+}
+
+
+def test_every_rule_targets_the_queue_and_may_send_to_it(template):
+    rules = resources_of(template, "AWS::Events::Rule")
+    policy = template["Resources"]["InterruptionQueuePolicy"]["Properties"]
+    assert policy["Queues"] == [{"Ref": "InterruptionQueue"}]
+    allowed = set()
+    for s in policy["PolicyDocument"]["Statement"]:
+        assert s["Principal"] == {"Service": "events.amazonaws.com"}
+        assert s["Action"] == "sqs:SendMessage"
+        allowed.update(a["Fn::GetAtt"][0] for a in s["Condition"]["ArnEquals"]["aws:SourceArn"])
+    kinds = set()
+    for name, rule in rules.items():
+        props = rule["Properties"]
+        assert props["State"] == "ENABLED"
+        targets = props["Targets"]
+        assert [t["Arn"] for t in targets] == [{"Fn::GetAtt": ["InterruptionQueue", "Arn"]}], name
+        assert name in allowed, f"{name} is not allowed to send by the queue policy"
+        pattern = props["EventPattern"]
+        for src in pattern["source"]:
+            for dt in pattern["detail-type"]:
+                kinds.add((src, dt))
+    assert kinds == INTERRUPTION_KINDS
+    assert allowed == set(rules), "queue policy allows a rule that does not exist"
+
+
+def test_alarms_cover_dlq_errors_and_a_silent_tick(template):
+    alarms = resources_of(template, "AWS::CloudWatch::Alarm")
+    by_metric = {(a["Properties"]["Namespace"], a["Properties"]["MetricName"]): a["Properties"] for a in alarms.values()}
+    dlq = by_metric[("AWS/SQS", "ApproximateNumberOfMessagesVisible")]
+    assert dlq["Dimensions"][0]["Value"] == {"Fn::GetAtt": ["InterruptionDeadLetterQueue", "QueueName"]}
+    assert (dlq["ComparisonOperator"], dlq["Threshold"]) == ("GreaterThanThreshold", 0)
+    silent = by_metric[("AWS/Lambda", "Invocations")]
+    assert silent["ComparisonOperator"] == "LessThanThreshold" and silent["Threshold"] == 1
+    assert silent["TreatMissingData"] == "breaching"
+    errors = [a for a in alarms.values() if a["Properties"]["MetricName"] == "Errors"]
+    assert {a["Properties"]["Dimensions"][0]["Value"]["Ref"] for a in errors} == {"TickFunction", "InterruptionFunction"}
+
+
+def test_query_definitions(template):
+    queries = resources_of(template, "AWS::Logs::QueryDefinition")
+    assert len(queries) >= 4
+    text = "\n".join(q["Properties"]["QueryString"] for q in queries.values())
+    for needle in ('event = "decision"', 'event = "interruption"', 'event = "drain_blocked"', 'level = "ERROR"', "pod"):
+        assert needle in text
+
+
+def test_access_entries_map_roles_to_the_rbac_group(template, repo):
+    rbac = [d for d in yaml.safe_load_all((repo / "infra/k8s/rbac.yaml").read_text()) if d]
+    (binding,) = [d for d in rbac if d["kind"] == "ClusterRoleBinding"]
+    groups = {s["name"] for s in binding["subjects"] if s["kind"] == "Group"}
+    entries = resources_of(template, "AWS::EKS::AccessEntry")
+    principals = set()
+    for e in entries.values():
+        props = e["Properties"]
+        assert props["Type"] == "STANDARD"
+        assert set(props["KubernetesGroups"]) <= groups
+        assert "AccessPolicies" not in props, "RBAC is the whole grant: no EKS access policy"
+        principals.add(props["PrincipalArn"]["Fn::GetAtt"][0])
+    roles = {fn["Properties"]["Role"]["Fn::GetAtt"][0] for fn in resources_of(template, "AWS::Serverless::Function").values()}
+    assert principals == roles
+
+
+def test_scoped_permissions(template):
+    """The narrow resources the issue asks for."""
+    def stmt(role, sid):
+        for s in statements_of(template["Resources"][role]["Properties"]["Policies"][0]["PolicyDocument"]):
+            if s.get("Sid") == sid:
+                return s
+        raise AssertionError(f"{role} has no statement {sid}")
+
+    for role in ("TickRole", "InterruptionRole"):
+        eks = stmt(role, "ClusterEndpoint")
+        assert eks["Action"] == "eks:DescribeCluster"
+        assert ":cluster/${ClusterName}" in eks["Resource"]["Fn::Sub"]
+        put = stmt(role, "PublishOwnMetrics")
+        assert put["Condition"]["StringEquals"]["cloudwatch:namespace"] == {"Ref": "EmfNamespace"}
+    aps = stmt("TickRole", "QueryWorkspace")
+    assert aps["Action"] == "aps:QueryMetrics" and ":workspace/${AmpWorkspaceId}" in aps["Resource"]["Fn::Sub"]
+    sqs = stmt("InterruptionRole", "ConsumeInterruptionQueue")
+    assert "sqs:ChangeMessageVisibility" in sqs["Action"]
+    assert sqs["Resource"] == {"Fn::GetAtt": ["InterruptionQueue", "Arn"]}
+
+
+# ------------------------------------------------------------------ default targets vs the crate
+
+def _rust_struct_fields(text: str, struct: str) -> tuple[set[str], set[str]]:
+    """(all fields, fields without #[serde(default)]) of a `pub struct` with camelCase serde
+    names. Enough of a reader for the plain structs of src/core/spec.rs."""
+    start = text.index(f"pub struct {struct} {{")
+    body = text[start:text.index("\n}", start)]
+    fields, required = set(), set()
+    has_default = False
+    for line in body.splitlines()[1:]:
+        line = line.strip()
+        if line.startswith("#[serde(default"):
+            has_default = True
+        m = re.match(r"pub (\w+):", line)
+        if m:
+            parts = m.group(1).split("_")
+            name = parts[0] + "".join(p.title() for p in parts[1:])
+            fields.add(name)
+            if not has_default and not line.split(":", 1)[1].strip().startswith("Option<"):
+                required.add(name)
+            has_default = False
+    return fields, required
+
+
+def test_default_targets_parse_as_the_crate_expects(template, repo):
+    """TargetSpec denies unknown fields: a default the binary refuses would fail at start-up."""
+    spec = repo / "src" / "core" / "spec.rs"
+    if not spec.exists():
+        pytest.skip("src/core/spec.rs not in this checkout yet")
+    text = spec.read_text()
+    fields, required = _rust_struct_fields(text, "TargetSpec")
+    assert {"name", "nodePool", "headroom", "maxSpare"} <= fields, fields
+    targets = json.loads(template["Parameters"]["PrewarmTargets"]["Default"])
+    assert targets
+    for t in targets:
+        assert set(t) <= fields, f"unknown target fields {set(t) - fields}"
+        assert required <= set(t), f"missing required target fields {required - set(t)}"
+        assert t["headroom"]["kind"] in ("balloon", "capacityBuffer", "nodePoolReplicas")
+        assert t["server"] in ("vllm", "triton", "tgi", "sglang")
+
+
+def test_reader_of_rust_fields_sees_unknown_fields():
+    fields, required = _rust_struct_fields(
+        "pub struct T {\n    pub node_pool: String,\n    #[serde(default)]\n    pub min_spare: u32,\n}\n", "T")
+    assert fields == {"nodePool", "minSpare"} and required == {"nodePool"}
+
+
+# ------------------------------------------------------------------ dashboard
+
+EMF_METRICS = {
+    "Target": ["Forecast", "Observed", "Headroom", "Desired", "Actions", "Errors"],
+    "Kind": ["NoticesReceived", "NoticeToCordonMs", "NoticeToReplacementReadyMs", "DrainsBeforeDeadline",
+             "BlockedPods", "Errors"],
+}
+
+
+def test_dashboard_is_valid_json_and_shows_every_emf_metric(template):
+    body = template["Resources"]["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
+    # What CloudFormation substitutes: parameters, pseudo parameters, resource names/attributes.
+    rendered = re.sub(r"\$\{([^}!]+)\}", lambda m: "x-" + m.group(1).replace(".", "-").replace(":", "-"), body)
+    dash = json.loads(rendered)
+    expressions = [m[0]["expression"] for w in dash["widgets"] for m in w["properties"]["metrics"]
+                   if isinstance(m[0], dict)]
+    for dim, names in EMF_METRICS.items():
+        for name in names:
+            assert any(f"{{x-EmfNamespace,{dim}}} MetricName=\"{name}\"" in e for e in expressions), (dim, name)
+    # The names in the template's contract comment are the ones on the dashboard.
+    text = TEMPLATE.read_text()
+    for names in EMF_METRICS.values():
+        for name in names:
+            assert re.search(rf"^#\s+{name}\s", text, re.M), f"{name} missing from the contract comment"
