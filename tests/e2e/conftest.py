@@ -436,3 +436,32 @@ def poll_sqs(stack_env, aws):
                                     wait_seconds=wait_seconds,
                                     base_url=f"http://127.0.0.1:{LambdaWatch.PORT}", sqs=aws.sqs)
     return poll
+
+
+@pytest.fixture
+def reset_cluster(k8s, wait_until):
+    """Opt-in: a cluster as `up` left it, before and after the test. Deletes workloads in the
+    `inference` and `prewarm` namespaces (Deployments, pods, PDBs, CapacityBuffers), every
+    NodeClaim (Karpenter then removes its kwok node), and re-applies the stack's fixtures, which
+    restores NodePool `gpu` fields such as budgets and limits."""
+    fixtures = STACK / "manifests" / "fixtures.yaml"
+
+    def reset() -> None:
+        for ns in ("inference", "prewarm"):
+            k8s.run("delete", "deployments,replicasets,pods,poddisruptionbudgets", "--all", "-n", ns,
+                    "--wait=false", "--grace-period=0", "--force", check=False)
+            k8s.run("delete", "capacitybuffers.autoscaling.x-k8s.io", "--all", "-n", ns, "--wait=false",
+                    check=False)
+        k8s.run("delete", "nodeclaims.karpenter.sh", "--all", "--wait=false")
+        k8s.run("apply", "--server-side", "--force-conflicts", "--field-manager=prewarm-stack",
+                "-f", str(fixtures))
+        pool = k8s.get("nodepool", "gpu") or {}
+        stale = [k for k in pool.get("metadata", {}).get("annotations", {}) if k.startswith("prewarm.io/")]
+        if stale:
+            k8s.run("annotate", "nodepool", "gpu", *[f"{k}-" for k in stale])
+        wait_until(lambda: not k8s.get("nodeclaims.karpenter.sh") and not k8s.get("nodes"),
+                   timeout=180, what="NodeClaims and nodes to be gone")
+
+    reset()
+    yield reset
+    reset()

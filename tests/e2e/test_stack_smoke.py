@@ -33,7 +33,7 @@ def gpu_pod(name: str, gpus: int = 1) -> dict:
     }
 
 
-def test_pending_gpu_pod_gets_a_karpenter_node_and_runs(k8s, wait_until):
+def test_pending_gpu_pod_gets_a_karpenter_node_and_runs(k8s, wait_until, reset_cluster):
     name = f"smoke-gpu-{uuid.uuid4().hex[:6]}"
     t0 = time.monotonic()
     k8s.apply(gpu_pod(name))
