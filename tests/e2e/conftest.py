@@ -22,6 +22,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -382,7 +383,40 @@ class LambdaWatch:
             return ""
 
     def invoke(self, payload: Any, function: str = "prewarm", timeout: float = 900) -> Any:
-        return sqs_poller.invoke(function, payload, f"http://127.0.0.1:{self.PORT}", timeout)
+        """Invokes the function; returns its decoded JSON response.
+
+        Raises RuntimeError (with the emulator's log tail) when the function reports an error or
+        its process exits. The emulator itself would keep an invocation waiting for a function
+        that died at start-up (e.g. a bad setting), so the log is watched for that meanwhile.
+        """
+        offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        outcome: dict[str, Any] = {}
+
+        def call() -> None:
+            try:
+                outcome["value"] = sqs_poller.invoke(function, payload, f"http://127.0.0.1:{self.PORT}",
+                                                     timeout)
+            except Exception as e:  # noqa: BLE001 - handed to the waiting thread
+                outcome["error"] = e
+
+        worker = threading.Thread(target=call, daemon=True)
+        worker.start()
+        deadline = time.monotonic() + timeout
+        while worker.is_alive():
+            worker.join(0.5)
+            if not worker.is_alive():
+                break
+            with open(self.log_path, "rb") as f:
+                f.seek(offset)
+                new = f.read().decode(errors="replace")
+            if "command exited code=" in new and "ERROR" in new:
+                raise RuntimeError(f"the {function} process exited during the invocation:\n{new[-4000:]}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"invocation of {function} timed out after {timeout:.0f}s:\n"
+                                   f"{self.log_tail()}")
+        if "error" in outcome:
+            raise RuntimeError(f"{outcome['error']}\n--- cargo lambda watch log ---\n{self.log_tail()}")
+        return outcome["value"]
 
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:
