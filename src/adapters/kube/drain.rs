@@ -20,6 +20,9 @@ use crate::core::interruption::state::ALL_KEYS;
 use crate::core::interruption::{DrainState, NodeView, NoticeKind, PodOwner, PodRef, PodView};
 use crate::error::{Error, Result};
 
+pub mod execute;
+pub mod replacement;
+
 /// The taint prewarm puts on a draining node (value: the notice kind).
 pub const DRAINING_TAINT: &str = "prewarm.io/draining";
 pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
@@ -111,14 +114,14 @@ fn has_draining_taint(node: &Node) -> bool {
 fn schedulable(node: &Node) -> bool {
     let spec = node.spec.as_ref();
     !spec.and_then(|s| s.unschedulable).unwrap_or(false)
-        && !spec
-            .and_then(|s| s.taints.as_ref())
-            .is_some_and(|ts| ts.iter().any(|t| {
+        && !spec.and_then(|s| s.taints.as_ref()).is_some_and(|ts| {
+            ts.iter().any(|t| {
                 t.key == DRAINING_TAINT
                     || t.key == "karpenter.sh/disrupted"
                     || t.key == "karpenter.sh/unregistered"
                     || t.key == "node.kubernetes.io/unschedulable"
-            }))
+            })
+        })
 }
 
 /// GPUs a pod requests (the larger of requests and limits, as the scheduler counts extended
@@ -131,10 +134,14 @@ pub fn pod_gpus(pod: &Pod) -> u32 {
                 .iter()
                 .map(|c| {
                     let r = c.resources.as_ref();
-                    gpu_quantity(r.and_then(|r| r.requests.as_ref()).and_then(|m| m.get(GPU_RESOURCE)))
-                        .max(gpu_quantity(
-                            r.and_then(|r| r.limits.as_ref()).and_then(|m| m.get(GPU_RESOURCE)),
-                        ))
+                    gpu_quantity(
+                        r.and_then(|r| r.requests.as_ref())
+                            .and_then(|m| m.get(GPU_RESOURCE)),
+                    )
+                    .max(gpu_quantity(
+                        r.and_then(|r| r.limits.as_ref())
+                            .and_then(|m| m.get(GPU_RESOURCE)),
+                    ))
                 })
                 .sum()
         })
@@ -149,7 +156,10 @@ fn pod_finished(pod: &Pod) -> bool {
 }
 
 fn is_balloon(pod: &Pod) -> bool {
-    pod.spec.as_ref().and_then(|s| s.priority_class_name.as_deref()) == Some(BALLOON_PRIORITY_CLASS)
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.priority_class_name.as_deref())
+        == Some(BALLOON_PRIORITY_CLASS)
 }
 
 /// What the planner needs to know about a pod.
@@ -158,11 +168,10 @@ pub fn pod_view(pod: &Pod) -> PodView {
     let annotations = meta.annotations.as_ref();
     let owner = if annotations.is_some_and(|a| a.contains_key(MIRROR_ANNOTATION)) {
         PodOwner::Mirror
-    } else if meta
-        .owner_references
-        .as_ref()
-        .is_some_and(|os| os.iter().any(|o| o.kind == "DaemonSet" && o.controller == Some(true)))
-    {
+    } else if meta.owner_references.as_ref().is_some_and(|os| {
+        os.iter()
+            .any(|o| o.kind == "DaemonSet" && o.controller == Some(true))
+    }) {
         PodOwner::DaemonSet
     } else {
         PodOwner::Other
@@ -308,7 +317,10 @@ pub fn node_patch(
             effect: "NoSchedule".into(),
             time_added: None,
         });
-        spec.insert("taints".into(), serde_json::to_value(taints).unwrap_or_default());
+        spec.insert(
+            "taints".into(),
+            serde_json::to_value(taints).unwrap_or_default(),
+        );
     }
     if !spec.is_empty() {
         patch["spec"] = Value::Object(spec);
@@ -321,7 +333,11 @@ pub fn node_patch(
 pub async fn patch_node(client: &kube::Client, node: &Node, patch: &Value) -> Result<bool> {
     let name = node.metadata.name.as_deref().unwrap_or_default();
     match Api::<Node>::all(client.clone())
-        .patch(name, &PatchParams::apply(FIELD_MANAGER), &Patch::Merge(patch))
+        .patch(
+            name,
+            &PatchParams::apply(FIELD_MANAGER),
+            &Patch::Merge(patch),
+        )
         .await
     {
         Ok(_) => Ok(true),
@@ -338,7 +354,10 @@ pub enum EvictionOutcome {
     /// 404 or 409: already gone (or being replaced under the same name): nothing to do.
     Gone,
     /// 429: a PodDisruptionBudget allows no disruption now.
-    Blocked { pdb: Option<String>, message: String },
+    Blocked {
+        pdb: Option<String>,
+        message: String,
+    },
 }
 
 /// Evicts one pod through the Eviction API, so PodDisruptionBudgets and grace periods hold.
@@ -460,7 +479,10 @@ mod tests {
     #[test]
     fn instance_ids_from_provider_ids() {
         let cases = [
-            ("aws:///us-east-1a/i-0abc1111111111111", Some("i-0abc1111111111111")),
+            (
+                "aws:///us-east-1a/i-0abc1111111111111",
+                Some("i-0abc1111111111111"),
+            ),
             ("kwok://gpu-x7k2p", Some("gpu-x7k2p")),
             ("aws:///us-east-1a/", None),
         ];
@@ -482,46 +504,74 @@ mod tests {
         let mirror = pod(json!({"metadata": {"name": "m", "namespace": "kube-system",
             "annotations": {"kubernetes.io/config.mirror": "abc"}}, "spec": {"containers": []}}));
         assert_eq!(pod_view(&mirror).owner, PodOwner::Mirror);
-        let llama = pod(json!({"metadata": {"name": "llama-0", "namespace": "inference",
+        let llama = pod(
+            json!({"metadata": {"name": "llama-0", "namespace": "inference",
             "annotations": {"karpenter.sh/do-not-disrupt": "true"}, "deletionTimestamp": "2026-11-29T12:00:00Z"},
             "spec": {"priority": 1000, "containers": [
                 {"name": "a", "resources": {"requests": {"nvidia.com/gpu": "2"}}},
                 {"name": "b", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]},
-            "status": {"phase": "Running"}}));
+            "status": {"phase": "Running"}}),
+        );
         let v = pod_view(&llama);
-        assert_eq!((v.owner, v.critical, v.do_not_disrupt, v.terminating, v.finished, v.gpus),
-            (PodOwner::Other, false, true, true, false, 3));
-        let crit = pod(json!({"metadata": {"name": "c", "namespace": "kube-system"},
+        assert_eq!(
+            (
+                v.owner,
+                v.critical,
+                v.do_not_disrupt,
+                v.terminating,
+                v.finished,
+                v.gpus
+            ),
+            (PodOwner::Other, false, true, true, false, 3)
+        );
+        let crit = pod(
+            json!({"metadata": {"name": "c", "namespace": "kube-system"},
             "spec": {"priorityClassName": "system-node-critical", "containers": []},
-            "status": {"phase": "Succeeded"}}));
+            "status": {"phase": "Succeeded"}}),
+        );
         let v = pod_view(&crit);
         assert!(v.critical && v.finished);
     }
 
     #[test]
     fn label_selectors() {
-        let labels: BTreeMap<String, String> =
-            [("app".to_string(), "llama".to_string()), ("tier".into(), "gpu".into())].into();
-        let sel = |ml: Option<Vec<(&str, &str)>>, ex: Option<Vec<(&str, &str, Vec<&str>)>>| LabelSelector {
-            match_labels: ml.map(|m| m.into_iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()),
-            match_expressions: ex.map(|es| {
-                es.into_iter()
-                    .map(|(k, op, vs)| LabelSelectorRequirement {
-                        key: k.into(),
-                        operator: op.into(),
-                        values: Some(vs.into_iter().map(String::from).collect()),
-                    })
-                    .collect()
-            }),
+        let labels: BTreeMap<String, String> = [
+            ("app".to_string(), "llama".to_string()),
+            ("tier".into(), "gpu".into()),
+        ]
+        .into();
+        let sel = |ml: Option<Vec<(&str, &str)>>, ex: Option<Vec<(&str, &str, Vec<&str>)>>| {
+            LabelSelector {
+                match_labels: ml.map(|m| {
+                    m.into_iter()
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                        .collect()
+                }),
+                match_expressions: ex.map(|es| {
+                    es.into_iter()
+                        .map(|(k, op, vs)| LabelSelectorRequirement {
+                            key: k.into(),
+                            operator: op.into(),
+                            values: Some(vs.into_iter().map(String::from).collect()),
+                        })
+                        .collect()
+                }),
+            }
         };
         let cases = [
             (sel(None, None), true),
             (sel(Some(vec![("app", "llama")]), None), true),
             (sel(Some(vec![("app", "qwen")]), None), false),
-            (sel(None, Some(vec![("tier", "In", vec!["gpu", "cpu"])])), true),
+            (
+                sel(None, Some(vec![("tier", "In", vec!["gpu", "cpu"])])),
+                true,
+            ),
             (sel(None, Some(vec![("tier", "NotIn", vec!["gpu"])])), false),
             (sel(None, Some(vec![("zone", "Exists", vec![])])), false),
-            (sel(None, Some(vec![("zone", "DoesNotExist", vec![])])), true),
+            (
+                sel(None, Some(vec![("zone", "DoesNotExist", vec![])])),
+                true,
+            ),
         ];
         for (i, (s, expected)) in cases.into_iter().enumerate() {
             assert_eq!(selector_matches(&s, &labels), expected, "case {i}");
@@ -552,9 +602,15 @@ mod tests {
         };
         let p = node_patch(&node, &state, true, Some(NoticeKind::SpotInterruption));
         assert_eq!(p["metadata"]["resourceVersion"], "42");
-        assert_eq!(p["metadata"]["annotations"]["prewarm.io/drain-event-id"], "e");
+        assert_eq!(
+            p["metadata"]["annotations"]["prewarm.io/drain-event-id"],
+            "e"
+        );
         // Keys without a value are removed (null in a merge patch), so stale state cannot linger.
-        assert_eq!(p["metadata"]["annotations"]["prewarm.io/drain-deadline"], Value::Null);
+        assert_eq!(
+            p["metadata"]["annotations"]["prewarm.io/drain-deadline"],
+            Value::Null
+        );
         assert_eq!(p["spec"]["unschedulable"], true);
         assert_eq!(
             p["spec"]["taints"],
