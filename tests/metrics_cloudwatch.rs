@@ -25,6 +25,8 @@ fn localstack_url() -> String {
 /// running in parallel in this binary agree.
 fn use_localstack() {
     std::env::set_var("AWS_ENDPOINT_URL", localstack_url());
+    // Never let the chain ask instance metadata (a non-loopback address).
+    std::env::set_var("AWS_EC2_METADATA_DISABLED", "true");
     for (k, v) in [
         ("AWS_REGION", "us-east-1"),
         ("AWS_ACCESS_KEY_ID", "testing"),

@@ -12,6 +12,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use aws_credential_types::provider::SharedCredentialsProvider;
 use aws_credential_types::Credentials;
 use prewarm::adapters::metrics::{amp, MetricSource, PrometheusSource};
+use prewarm::config::MetricSourceConfig;
 use prewarm::core::spec::{HeadroomKind, QueryOverrides, ServerKind};
 use prewarm::core::{Observation, PolicySpec, TargetSpec};
 use prewarm::Error;
@@ -220,6 +221,36 @@ async fn amp_source_signed_requests_are_well_formed_end_to_end() {
     ));
     signer.preload().await.unwrap();
     let source = amp::source(&format!("{}/", prometheus_url()), signer).unwrap();
+    let obs = source
+        .observe(&target(&model), &PolicySpec::default(), now as f64)
+        .await
+        .unwrap();
+    assert_known(&obs, now);
+}
+
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn amp_from_config_loads_credentials_from_the_environment_chain() {
+    // The stack's env file holds static test credentials; keep IMDS (a non-loopback address)
+    // out of the chain in any case.
+    std::env::set_var("AWS_EC2_METADATA_DISABLED", "true");
+    for (k, v) in [
+        ("AWS_ACCESS_KEY_ID", "testing"),
+        ("AWS_SECRET_ACCESS_KEY", "testing"),
+    ] {
+        if std::env::var(k).is_err() {
+            std::env::set_var(k, v);
+        }
+    }
+    let model = unique_model("ampcfg");
+    let now = now_whole_seconds();
+    remote_write(&known_history(now), &model).await;
+    let source = prewarm::adapters::metrics::from_config(&MetricSourceConfig::Amp {
+        workspace_url: prometheus_url(),
+        region: "us-east-1".into(),
+    })
+    .await
+    .unwrap();
     let obs = source
         .observe(&target(&model), &PolicySpec::default(), now as f64)
         .await
