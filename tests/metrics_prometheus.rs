@@ -354,3 +354,69 @@ async fn an_unreachable_server_is_a_retryable_error() {
     assert_eq!(err.kind(), "metrics");
     assert!(err.to_string().contains("t-x"), "{err}");
 }
+
+// ---- scraped end to end: the stack's load generator --------------------------------------------
+
+async fn loadgen(path: &str, body: serde_json::Value) {
+    let url = std::env::var("LOADGEN_URL").expect("LOADGEN_URL (source tests/stack/.run/env)");
+    let r = reqwest::Client::new()
+        .post(format!("{url}{path}"))
+        .json(&body)
+        .send()
+        .await
+        .expect("load generator reachable");
+    assert!(r.status().is_success(), "loadgen {path}: {}", r.status());
+}
+
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn built_in_vllm_queries_read_the_scraped_load_generator() {
+    // One replica with 8 slots whose requests take 1000 s: after the first second, 8 requests
+    // run and the rest of the 3/s arrivals queue up. So running = 8, waiting grows, and the
+    // arrival rate (completions 8/1000 per second + growth of the queue) is about 3/s.
+    let model = unique_model("loadgen");
+    loadgen(
+        "/capacity",
+        serde_json::json!({"model": model, "replicas": 1, "concurrency": 8, "service_s": 1000.0}),
+    )
+    .await;
+    loadgen(
+        "/scenario",
+        serde_json::json!({"model": model, "name": "constant", "rps": 3.0}),
+    )
+    .await;
+    let source = PrometheusSource::new(&prometheus_url()).unwrap();
+    let policy = PolicySpec {
+        step_s: 2.0,
+        window_s: 60.0,
+        ..PolicySpec::default()
+    };
+    let mut last = Observation::default();
+    let mut seen = false;
+    // Wait (not a timing assertion) for enough scrapes that deriv has points to work on.
+    for _ in 0..45 {
+        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64();
+        last = source.observe(&target(&model), &policy, now).await.unwrap();
+        let newest = |s: &[prewarm::core::Sample]| s.last().map(|x| x.v);
+        if newest(&last.running) == Some(8.0)
+            && newest(&last.waiting).is_some_and(|w| w >= 10.0)
+            && newest(&last.arrival_rate).is_some_and(|a| (a - 3.0).abs() < 0.3)
+        {
+            seen = true;
+            break;
+        }
+    }
+    loadgen(
+        "/scenario",
+        serde_json::json!({"model": model, "name": "idle"}),
+    )
+    .await;
+    assert!(
+        seen,
+        "never saw running 8, a queue and ~3/s arrivals: {last:?}"
+    );
+}
