@@ -7,6 +7,7 @@
 pub mod annotations;
 pub mod api_error;
 pub mod client;
+pub mod drain;
 pub mod eks_token;
 pub mod headroom;
 pub mod nodepool;
