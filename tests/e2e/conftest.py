@@ -477,7 +477,8 @@ def reset_cluster(k8s, wait_until):
     """Opt-in: a cluster as `up` left it, before and after the test. Deletes workloads in the
     `inference` and `prewarm` namespaces (Deployments, pods, PDBs, CapacityBuffers), every
     NodeClaim (Karpenter then removes its kwok node), and re-applies the stack's fixtures, which
-    restores NodePool `gpu` fields such as budgets and limits."""
+    restores NodePool `gpu` fields such as budgets and limits. Not for a stack shared with
+    someone else's run: it deletes their objects too."""
     fixtures = STACK / "manifests" / "fixtures.yaml"
 
     def reset() -> None:
@@ -493,8 +494,9 @@ def reset_cluster(k8s, wait_until):
         stale = [k for k in pool.get("metadata", {}).get("annotations", {}) if k.startswith("prewarm.io/")]
         if stale:
             k8s.run("annotate", "nodepool", "gpu", *[f"{k}-" for k in stale])
-        wait_until(lambda: not k8s.get("nodeclaims.karpenter.sh") and not k8s.get("nodes"),
-                   timeout=180, what="NodeClaims and nodes to be gone")
+        wait_until(lambda: not k8s.get("nodeclaims.karpenter.sh")
+                   and not k8s.get("nodes", selector="karpenter.sh/nodepool"),
+                   timeout=180, what="NodeClaims and Karpenter's nodes to be gone")
 
     reset()
     yield reset
