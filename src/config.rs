@@ -34,8 +34,9 @@ pub enum ClusterAccess {
 /// Settings of the interruption path.
 #[derive(Clone, Debug, PartialEq)]
 pub struct InterruptionSettings {
-    /// ACTIONS, raw `kind=action` pairs; parsed by the interruption module.
-    pub actions: String,
+    /// ACTIONS: `kind=action` pairs (e.g. `rebalance=cordon-prewarm`); kinds not named keep
+    /// their default.
+    pub actions: crate::core::interruption::ActionTable,
     /// EVICTION_BUDGET_SECONDS (30): eviction starts this long before a hard deadline.
     pub eviction_budget_s: f64,
     /// RECHECK_SECONDS (15): when a drain is not done, the message comes back after this.
@@ -225,7 +226,10 @@ impl Config {
                 .get("EMF_NAMESPACE")
                 .unwrap_or_else(|| "Prewarm".into()),
             interruption: InterruptionSettings {
-                actions: vars.get("ACTIONS").unwrap_or_default(),
+                actions: crate::core::interruption::ActionTable::parse(
+                    &vars.get("ACTIONS").unwrap_or_default(),
+                )
+                .map_err(|message| Error::config("ACTIONS", message))?,
                 eviction_budget_s,
                 recheck_s,
                 queue_url: vars.get("INTERRUPTION_QUEUE_URL"),
@@ -346,6 +350,8 @@ mod tests {
                 "EVICTION_BUDGET_SECONDS",
             ),
             (&[("RECHECK_SECONDS", "0")], "RECHECK_SECONDS"),
+            (&[("ACTIONS", "rebalance=nap")], "ACTIONS"),
+            (&[("ACTIONS", "spot")], "ACTIONS"),
         ];
         for (pairs, var) in cases {
             assert_eq!(error_var(config(pairs)), *var, "{pairs:?}");

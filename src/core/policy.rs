@@ -1,9 +1,127 @@
 //! `decide(observed, target, policy, prior, now) -> Plan`: the whole decision for one target,
-//! with its safety rails. (Implemented by the core owner.)
+//! with its safety rails. The model is documented in docs/decision-model.md; in short:
+//!
+//! 1. Check the inputs; when they cannot be trusted, fail static (hold the current spare).
+//! 2. Forecast the arrival rate over the lead time and size both the horizon and now with
+//!    Erlang C; the raw spare is what the horizon needs beyond what is in use or pending now.
+//! 3. Rails, in order, each logged as a `Reason` when it changes the value: floor/ceiling, GPU
+//!    cap, step limits, pending pods (no scale-down), scale-down delay, cooldown (scale-down
+//!    only), then the hard limits again (ceiling, GPU cap and floor win over everything that only
+//!    slows a change), then the interruption path's replacement reserve on top.
 
-use super::plan::Plan;
-use super::signal::Observation;
-use super::spec::{HeadroomState, PolicySpec, TargetSpec};
+use super::forecast::{forecast, Forecast};
+use super::plan::{Action, ForecastSummary, Plan, Reason};
+use super::signal::{Observation, Sample};
+use super::sizing::replicas_for;
+use super::spec::{HeadroomState, Hold, PolicySpec, TargetSpec};
+
+/// The trusted inputs of one decision.
+struct Inputs {
+    observed_rate: f64,
+    service_time_s: f64,
+    forecast: Forecast,
+}
+
+/// The newest sample with a finite time and value (by time, not by position).
+fn newest_finite(series: &[Sample]) -> Option<Sample> {
+    series
+        .iter()
+        .filter(|s| s.t.is_finite() && s.v.is_finite())
+        .copied()
+        .max_by(|a, b| a.t.total_cmp(&b.t))
+}
+
+/// Checks the observation; `Err` carries the reason to fail static, `Ok` the numbers to size
+/// with. A partial summary is filled either way for the log line.
+fn assess(
+    observed: &Observation,
+    policy: &PolicySpec,
+    now: f64,
+    summary: &mut ForecastSummary,
+) -> Result<Inputs, String> {
+    if let Some(problem) = &observed.problem {
+        return Err(format!("metric source problem: {problem}"));
+    }
+    let Some(newest) = newest_finite(&observed.arrival_rate) else {
+        return Err(if observed.arrival_rate.is_empty() {
+            "arrival rate series is empty".to_string()
+        } else {
+            format!(
+                "arrival rate series has no finite sample ({} NaN/inf)",
+                observed.arrival_rate.len()
+            )
+        });
+    };
+    let observed_rate = newest.v.max(0.0);
+    summary.observed_rate = observed_rate;
+    let age = now - newest.t;
+    if age > policy.stale_after_s {
+        return Err(format!(
+            "newest arrival rate sample is {age:.0} s old (STALE_AFTER_SECONDS={})",
+            policy.stale_after_s
+        ));
+    }
+    let Some(forecast) = forecast(&observed.arrival_rate, policy) else {
+        return Err("fewer than two finite arrival rate samples".to_string());
+    };
+    summary.level = forecast.level;
+    summary.trend = forecast.trend;
+    summary.error_quantile = forecast.error_quantile;
+    summary.rate_at_horizon = forecast.upper_over_horizon.max(observed_rate);
+
+    // The newest usable service time: 0 or NaN means no request completed in that step
+    // (sum/count of an idle histogram), not that requests became free.
+    let service = observed
+        .service_time_s
+        .iter()
+        .filter(|s| s.t.is_finite() && s.v.is_finite() && s.v > 0.0)
+        .max_by(|a, b| a.t.total_cmp(&b.t))
+        .map(|s| s.v);
+    let service_time_s = match service {
+        Some(s) => s,
+        // No completed request in the window and no demand: nothing to size, and zero demand
+        // needs zero replicas whatever the service time. (Idle overnight must not freeze the
+        // spare at its last value forever.)
+        None if summary.rate_at_horizon == 0.0 => 0.0,
+        None => {
+            return Err(if observed.service_time_s.is_empty() {
+                "service time series is empty".to_string()
+            } else {
+                "service time series has no finite positive sample".to_string()
+            })
+        }
+    };
+    summary.service_time_s = service_time_s;
+    Ok(Inputs {
+        observed_rate,
+        service_time_s,
+        forecast,
+    })
+}
+
+/// The plan when the inputs cannot be trusted: keep the headroom as it is, say why, and leave
+/// the hold, cooldown and consolidation untouched.
+fn fail_static(
+    target: &TargetSpec,
+    prior: &HeadroomState,
+    now: f64,
+    detail: String,
+    forecast: ForecastSummary,
+) -> Plan {
+    Plan {
+        target: target.name.clone(),
+        action: Action::FailStatic,
+        current_spare: prior.spare,
+        desired_spare: prior.spare,
+        freeze_consolidation: None,
+        forecast,
+        reasons: vec![Reason::MetricsMissing { detail }],
+        next_state: HeadroomState {
+            last_tick: Some(now),
+            ..prior.clone()
+        },
+    }
+}
 
 pub fn decide(
     observed: &Observation,
@@ -12,6 +130,985 @@ pub fn decide(
     prior: &HeadroomState,
     now: f64,
 ) -> Plan {
-    let _ = (observed, target, policy, prior, now);
-    todo!("core owner implements")
+    let mut summary = ForecastSummary::default();
+    let inputs = match assess(observed, policy, now, &mut summary) {
+        Ok(inputs) => inputs,
+        Err(detail) => return fail_static(target, prior, now, detail, summary),
+    };
+
+    // Sizing. The horizon rate is never below the rate observed now: the smoothed level lags a
+    // burst, and demand that is already here is the best evidence of the next minutes.
+    let concurrency = target.replica_concurrency;
+    let wait = policy.target_wait_s;
+    let size = |rate: f64| replicas_for(rate, inputs.service_time_s, concurrency, wait);
+    let replicas_now = size(inputs.observed_rate);
+    let replicas_at_horizon = size(summary.rate_at_horizon);
+    summary.replicas_now = replicas_now;
+    summary.replicas_at_horizon = replicas_at_horizon;
+
+    // Pending inference pods already claim capacity (Karpenter is launching nodes for them), so
+    // they count as in use; they also forbid scale-down below (see the rail).
+    let in_use = observed.serving_replicas.unwrap_or(replicas_now);
+    let current_need = in_use.saturating_add(observed.pending_pods);
+    let raw = replicas_at_horizon.saturating_sub(current_need);
+
+    let rails = Rails::new(target, prior, current_need);
+    let mut reasons = vec![Reason::Forecast];
+    let spare = rails.apply(raw, observed.pending_pods, policy, now, &mut reasons);
+
+    let reserved = prior.replacement_reserved;
+    if reserved > 0 {
+        reasons.push(Reason::ReplacementReserved { replicas: reserved });
+    }
+    let desired = spare.value.saturating_add(reserved);
+    let action = match desired.cmp(&prior.spare) {
+        std::cmp::Ordering::Greater => Action::ScaleUp,
+        std::cmp::Ordering::Less => Action::ScaleDown,
+        std::cmp::Ordering::Equal => Action::None,
+    };
+
+    // Any change of size starts a cooldown; it only gates scale-down (see the rail).
+    let cooldown_until = if desired != prior.spare && policy.cooldown_s > 0.0 {
+        Some(now + policy.cooldown_s)
+    } else {
+        prior.cooldown_until.filter(|until| *until > now)
+    };
+
+    let freeze_consolidation = consolidation(target, prior, &inputs, policy, now);
+    Plan {
+        target: target.name.clone(),
+        action,
+        current_spare: prior.spare,
+        desired_spare: desired,
+        freeze_consolidation,
+        forecast: summary,
+        reasons,
+        next_state: HeadroomState {
+            spare: desired,
+            cooldown_until,
+            hold: spare.hold,
+            replacement_reserved: reserved,
+            consolidation_frozen: freeze_consolidation.unwrap_or(prior.consolidation_frozen),
+            last_tick: Some(now),
+        },
+    }
+}
+
+/// Freeze consolidation while the point forecast (without the error band) needs more replicas
+/// at the horizon than the smoothed level needs now; restore it once that is no longer so and
+/// the scale-down delay of the previous tick has run out (so a ramp that pauses for a tick does
+/// not flap the budgets). The executor treats a restore with nothing saved as a no-op.
+fn consolidation(
+    target: &TargetSpec,
+    prior: &HeadroomState,
+    inputs: &Inputs,
+    policy: &PolicySpec,
+    now: f64,
+) -> Option<bool> {
+    if !target.freeze_consolidation {
+        return None;
+    }
+    let size = |rate: f64| {
+        replicas_for(
+            rate,
+            inputs.service_time_s,
+            target.replica_concurrency,
+            policy.target_wait_s,
+        )
+    };
+    let rising = size(inputs.forecast.point_over_horizon) > size(inputs.forecast.level);
+    let hold_expired = prior.hold.is_none_or(|h| h.until <= now);
+    if rising {
+        Some(true)
+    } else if hold_expired {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// The limits of one decision, fixed before the rails run.
+struct Rails {
+    min_spare: u32,
+    max_spare: u32,
+    /// Spare replicas the GPU cap leaves after what is in use and pending.
+    gpu_room: Option<(u32, u32)>,
+    max_step_up: u32,
+    max_step_down: u32,
+    /// The tick's own share of the current spare (the replacement reserve excluded).
+    base: u32,
+    hold: Option<Hold>,
+    cooldown_until: Option<f64>,
+}
+
+/// The railed spare and the hold to persist.
+struct Railed {
+    value: u32,
+    hold: Option<Hold>,
+}
+
+impl Rails {
+    fn new(target: &TargetSpec, prior: &HeadroomState, current_need: u32) -> Self {
+        let gpus = target.gpus_per_replica.max(1);
+        Rails {
+            min_spare: target.min_spare,
+            max_spare: target.max_spare,
+            gpu_room: target
+                .gpu_cap
+                .map(|cap| (cap, (cap / gpus).saturating_sub(current_need))),
+            max_step_up: target.max_step_up,
+            max_step_down: target.max_step_down,
+            base: prior.spare.saturating_sub(prior.replacement_reserved),
+            hold: prior.hold,
+            cooldown_until: prior.cooldown_until,
+        }
+    }
+
+    fn apply(
+        &self,
+        raw: u32,
+        pending_pods: u32,
+        policy: &PolicySpec,
+        now: f64,
+        reasons: &mut Vec<Reason>,
+    ) -> Railed {
+        let mut v = raw;
+
+        // 1. Floor and ceiling.
+        if v < self.min_spare {
+            v = self.min_spare;
+            reasons.push(Reason::Floor {
+                min_spare: self.min_spare,
+            });
+        }
+        if v > self.max_spare {
+            v = self.max_spare;
+            reasons.push(Reason::Ceiling {
+                max_spare: self.max_spare,
+            });
+        }
+        // 2. GPU cap: (in use + pending + spare) × GPUs per replica ≤ cap.
+        if let Some((gpu_cap, room)) = self.gpu_room {
+            if v > room {
+                v = room;
+                reasons.push(Reason::GpuCap { gpu_cap });
+            }
+        }
+        // What the scale-down delay remembers: the value wanted before any rail that only
+        // slows change.
+        let wanted = v;
+
+        // 3. Step limits, relative to the tick's share of the current spare.
+        let up_limit = self.base.saturating_add(self.max_step_up);
+        let down_limit = self.base.saturating_sub(self.max_step_down);
+        if v > up_limit {
+            v = up_limit;
+            reasons.push(Reason::StepUpLimited {
+                max_step_up: self.max_step_up,
+            });
+        } else if v < down_limit {
+            v = down_limit;
+            reasons.push(Reason::StepDownLimited {
+                max_step_down: self.max_step_down,
+            });
+        }
+        // 4. Pending pods: the spare ran out, so it is not too large; never scale down now.
+        if pending_pods > 0 {
+            v = v.max(self.base);
+            reasons.push(Reason::PendingPods {
+                count: pending_pods,
+            });
+        }
+        // 5. Scale-down delay: no decrease below the held high-water mark while it lasts (it
+        //    blocks decreases only; it never raises the spare above the current one).
+        let active_hold = self.hold.filter(|h| h.until > now);
+        if let Some(h) = active_hold {
+            let keep = h.spare.min(self.base);
+            if v < keep {
+                v = keep;
+                reasons.push(Reason::ScaleDownDelay {
+                    hold_spare: h.spare,
+                    until: h.until,
+                });
+            }
+        }
+        let hold = match active_hold {
+            Some(h) if h.spare >= wanted => Some(h),
+            _ if policy.scale_down_delay_s > 0.0 => Some(Hold {
+                spare: wanted,
+                until: now + policy.scale_down_delay_s,
+            }),
+            _ => None,
+        };
+        // 6. Cooldown gates scale-down only: fast up, slow down (Knative/HPA convention).
+        if let Some(until) = self.cooldown_until.filter(|u| *u > now) {
+            if v < self.base {
+                v = self.base;
+                reasons.push(Reason::Cooldown { until });
+            }
+        }
+        // 7. Hard limits win over the rails that only slow change: never above the ceiling or
+        //    the GPU cap (the cap also wins over the floor), never below the floor.
+        if v > self.max_spare {
+            v = self.max_spare;
+            reasons.push(Reason::Ceiling {
+                max_spare: self.max_spare,
+            });
+        }
+        if v < self.min_spare {
+            // Only the step-up limit can leave v below the floor here. The floor is a promise,
+            // not a forecast: it is met at once, past the step limit.
+            v = self.min_spare;
+            reasons.push(Reason::Floor {
+                min_spare: self.min_spare,
+            });
+        }
+        if let Some((gpu_cap, room)) = self.gpu_room {
+            if v > room {
+                v = room;
+                reasons.push(Reason::GpuCap { gpu_cap });
+            }
+        }
+        Railed { value: v, hold }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::spec::HeadroomKind;
+
+    /// The fixed clock of every row.
+    const NOW: f64 = 1_700_000_000.0;
+
+    /// Sizing in these rows is hand-checkable: one slot per replica, a service time of 1 s and a
+    /// 600 s target wait make Erlang C reduce to the stability condition (c > a, and then
+    /// W = C·S/(c−a) ≤ 1 s ≪ 600 s when c − a ≥ 1), so a rate r needs ⌊r⌋ + 1 replicas, 0 at 0.
+    fn test_policy() -> PolicySpec {
+        PolicySpec {
+            target_wait_s: 600.0,
+            ..PolicySpec::default()
+        }
+    }
+
+    fn test_target() -> TargetSpec {
+        TargetSpec {
+            name: "llama".into(),
+            node_pool: "gpu".into(),
+            headroom: HeadroomKind::Balloon {
+                namespace: "prewarm".into(),
+                name: "llama".into(),
+            },
+            server: Default::default(),
+            selector: String::new(),
+            queries: Default::default(),
+            pod_namespace: None,
+            pod_selector: None,
+            gpus_per_replica: 1,
+            replica_concurrency: 1,
+            min_spare: 0,
+            max_spare: 20,
+            max_step_up: 4,
+            max_step_down: 1,
+            gpu_cap: None,
+            freeze_consolidation: false,
+            limits: None,
+        }
+    }
+
+    /// `values` on the 15 s grid, the newest at `end`.
+    fn series_ending(end: f64, values: &[f64]) -> Vec<Sample> {
+        let n = values.len();
+        values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| Sample::new(end - 15.0 * (n - 1 - i) as f64, *v))
+            .collect()
+    }
+
+    fn observe(rates: &[f64], serving: Option<u32>) -> Observation {
+        Observation {
+            arrival_rate: series_ending(NOW, rates),
+            service_time_s: series_ending(NOW, &[1.0]),
+            serving_replicas: serving,
+            ..Observation::default()
+        }
+    }
+
+    struct Row {
+        name: &'static str,
+        observed: Observation,
+        target: TargetSpec,
+        policy: PolicySpec,
+        prior: HeadroomState,
+        action: Action,
+        desired: u32,
+        reasons: Vec<Reason>,
+        /// For fail-static rows: a piece of the MetricsMissing detail (reasons are not compared).
+        detail: Option<&'static str>,
+        freeze: Option<bool>,
+        hold: Option<Hold>,
+        cooldown: Option<f64>,
+    }
+
+    /// Steady demand of 5 req/s served by 6 replicas (⌊5⌋+1): nothing to do. Each row below
+    /// changes only what its situation needs.
+    fn steady() -> Row {
+        Row {
+            name: "steady",
+            observed: observe(&[5.0; 8], Some(6)),
+            target: test_target(),
+            policy: test_policy(),
+            prior: HeadroomState::default(),
+            action: Action::None,
+            desired: 0,
+            reasons: vec![Reason::Forecast],
+            detail: None,
+            freeze: None,
+            hold: Some(Hold {
+                spare: 0,
+                until: NOW + 300.0,
+            }),
+            cooldown: None,
+        }
+    }
+
+    fn prior(spare: u32) -> HeadroomState {
+        HeadroomState {
+            spare,
+            ..HeadroomState::default()
+        }
+    }
+
+    fn hold(spare: u32, until: f64) -> Option<Hold> {
+        Some(Hold { spare, until })
+    }
+
+    fn fail_static_row(name: &'static str, observed: Observation, detail: &'static str) -> Row {
+        let prior = HeadroomState {
+            spare: 3,
+            cooldown_until: Some(NOW + 10.0),
+            hold: hold(5, NOW + 50.0),
+            ..HeadroomState::default()
+        };
+        Row {
+            name,
+            observed,
+            prior,
+            action: Action::FailStatic,
+            desired: 3,
+            reasons: vec![],
+            detail: Some(detail),
+            hold: hold(5, NOW + 50.0),
+            cooldown: Some(NOW + 10.0),
+            ..steady()
+        }
+    }
+
+    fn rows() -> Vec<Row> {
+        let freezing = TargetSpec {
+            freeze_consolidation: true,
+            ..test_target()
+        };
+        vec![
+            steady(),
+            Row {
+                // Serving unknown: in use = replicas for the current rate (6), same answer.
+                name: "serving unknown",
+                observed: observe(&[5.0; 8], None),
+                ..steady()
+            },
+            Row {
+                // α=β=φ=1, lead 3 steps, rates 2,3,4,5: level 5, trend 1, one-step errors
+                // [1,0,0] → ⌈0.9·3⌉ = 3rd smallest = 1; upper 5 + 3·1 + 1 = 9 → 10 replicas.
+                // 6 serve now → raw spare 4, exactly the step-up limit. Point forecast 8 needs
+                // 9 > 6 for level 5, so consolidation freezes.
+                name: "ramp",
+                observed: observe(&[2.0, 3.0, 4.0, 5.0], Some(6)),
+                target: freezing.clone(),
+                policy: PolicySpec {
+                    ewma_alpha: 1.0,
+                    trend_beta: 1.0,
+                    trend_damping: 1.0,
+                    lead_time_s: 45.0,
+                    ..test_policy()
+                },
+                action: Action::ScaleUp,
+                desired: 4,
+                freeze: Some(true),
+                hold: hold(4, NOW + 300.0),
+                cooldown: Some(NOW + 60.0),
+                ..steady()
+            },
+            Row {
+                // Plain EWMA (β=0, α=0.5): ten samples at 2 then 10 → level 6, errors nine 0s
+                // and one 8 → ⌈0.9·10⌉ = 9th smallest = 0. The horizon rate is
+                // max(6, observed 10) = 10 → 11 replicas; 3 serve → raw 8, step-limited to 4.
+                name: "burst",
+                observed: observe(
+                    &[2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 10.0],
+                    Some(3),
+                ),
+                policy: PolicySpec {
+                    ewma_alpha: 0.5,
+                    trend_beta: 0.0,
+                    ..test_policy()
+                },
+                action: Action::ScaleUp,
+                desired: 4,
+                reasons: vec![Reason::Forecast, Reason::StepUpLimited { max_step_up: 4 }],
+                hold: hold(8, NOW + 300.0),
+                cooldown: Some(NOW + 60.0),
+                ..steady()
+            },
+            Row {
+                // Demand fell to 2 (3 replicas, all serving): raw 0. Step-down would give 5,
+                // the hold of 6 until NOW+100 keeps 6.
+                name: "decay, hold active",
+                observed: observe(&[2.0; 8], Some(3)),
+                prior: HeadroomState {
+                    hold: hold(6, NOW + 100.0),
+                    ..prior(6)
+                },
+                action: Action::None,
+                desired: 6,
+                reasons: vec![
+                    Reason::Forecast,
+                    Reason::StepDownLimited { max_step_down: 1 },
+                    Reason::ScaleDownDelay {
+                        hold_spare: 6,
+                        until: NOW + 100.0,
+                    },
+                ],
+                hold: hold(6, NOW + 100.0),
+                ..steady()
+            },
+            Row {
+                // Same, the hold ran out: one step down to 5, a new hold of the wanted 0.
+                name: "decay, hold expired",
+                observed: observe(&[2.0; 8], Some(3)),
+                prior: HeadroomState {
+                    hold: hold(6, NOW - 1.0),
+                    ..prior(6)
+                },
+                action: Action::ScaleDown,
+                desired: 5,
+                reasons: vec![
+                    Reason::Forecast,
+                    Reason::StepDownLimited { max_step_down: 1 },
+                ],
+                cooldown: Some(NOW + 60.0),
+                ..steady()
+            },
+            Row {
+                // raw 0 from 6 with max step down 2 → 4.
+                name: "step down limit",
+                target: TargetSpec {
+                    max_step_down: 2,
+                    ..test_target()
+                },
+                prior: prior(6),
+                action: Action::ScaleDown,
+                desired: 4,
+                reasons: vec![
+                    Reason::Forecast,
+                    Reason::StepDownLimited { max_step_down: 2 },
+                ],
+                cooldown: Some(NOW + 60.0),
+                ..steady()
+            },
+            Row {
+                // raw 0 from 5: step gives 4, the cooldown until NOW+30 keeps 5.
+                name: "cooldown blocks scale-down",
+                prior: HeadroomState {
+                    cooldown_until: Some(NOW + 30.0),
+                    ..prior(5)
+                },
+                action: Action::None,
+                desired: 5,
+                reasons: vec![
+                    Reason::Forecast,
+                    Reason::StepDownLimited { max_step_down: 1 },
+                    Reason::Cooldown { until: NOW + 30.0 },
+                ],
+                cooldown: Some(NOW + 30.0),
+                ..steady()
+            },
+            Row {
+                // 5 req/s needs 6, 3 serve → raw 3; the cooldown does not gate scale-up and
+                // the change starts a new one.
+                name: "cooldown lets scale-up through",
+                observed: observe(&[5.0; 8], Some(3)),
+                prior: HeadroomState {
+                    cooldown_until: Some(NOW + 30.0),
+                    ..prior(0)
+                },
+                action: Action::ScaleUp,
+                desired: 3,
+                hold: hold(3, NOW + 300.0),
+                cooldown: Some(NOW + 60.0),
+                ..steady()
+            },
+            fail_static_row(
+                "missing data",
+                Observation {
+                    arrival_rate: vec![],
+                    ..observe(&[], Some(6))
+                },
+                "arrival rate series is empty",
+            ),
+            fail_static_row(
+                "NaN series",
+                observe(&[f64::NAN; 8], Some(6)),
+                "no finite sample",
+            ),
+            fail_static_row(
+                "stale data",
+                Observation {
+                    arrival_rate: series_ending(NOW - 121.0, &[5.0; 8]),
+                    ..observe(&[], Some(6))
+                },
+                "121 s old",
+            ),
+            fail_static_row(
+                "source problem",
+                Observation {
+                    problem: Some("prometheus: connection refused".into()),
+                    ..observe(&[5.0; 8], Some(6))
+                },
+                "connection refused",
+            ),
+            fail_static_row("single sample", observe(&[5.0], Some(6)), "fewer than two"),
+            fail_static_row(
+                "service time missing under load",
+                Observation {
+                    service_time_s: series_ending(NOW, &[f64::NAN, 0.0]),
+                    ..observe(&[5.0; 8], Some(6))
+                },
+                "service time",
+            ),
+            Row {
+                // No demand and no completed request: sizing needs no service time; 0 needed.
+                name: "idle without service time",
+                observed: Observation {
+                    service_time_s: vec![],
+                    ..observe(&[0.0; 8], Some(0))
+                },
+                prior: prior(2),
+                action: Action::ScaleDown,
+                desired: 1,
+                reasons: vec![
+                    Reason::Forecast,
+                    Reason::StepDownLimited { max_step_down: 1 },
+                ],
+                cooldown: Some(NOW + 60.0),
+                ..steady()
+            },
+            Row {
+                // 2 GPUs per replica, cap 8 GPUs = 4 replicas; 3 serve → room 1 of raw 3.
+                name: "GPU cap reached",
+                observed: observe(&[5.0; 8], Some(3)),
+                target: TargetSpec {
+                    gpus_per_replica: 2,
+                    gpu_cap: Some(8),
+                    ..test_target()
+                },
+                action: Action::ScaleUp,
+                desired: 1,
+                reasons: vec![Reason::Forecast, Reason::GpuCap { gpu_cap: 8 }],
+                hold: hold(1, NOW + 300.0),
+                cooldown: Some(NOW + 60.0),
+                ..steady()
+            },
+            Row {
+                // 4 replicas serve on 2 GPUs each = the whole cap of 8: room 0. The floor (2)
+                // and the step-down limit (5 → 4) both yield to the cap.
+                name: "GPU cap wins over floor and step",
+                observed: observe(&[3.0; 8], Some(4)),
+                target: TargetSpec {
+                    gpus_per_replica: 2,
+                    gpu_cap: Some(8),
+                    min_spare: 2,
+                    ..test_target()
+                },
+                prior: prior(5),
+                action: Action::ScaleDown,
+                desired: 0,
+                reasons: vec![
+                    Reason::Forecast,
+                    Reason::Floor { min_spare: 2 },
+                    Reason::GpuCap { gpu_cap: 8 },
+                    Reason::StepDownLimited { max_step_down: 1 },
+                    Reason::GpuCap { gpu_cap: 8 },
+                ],
+                cooldown: Some(NOW + 60.0),
+                ..steady()
+            },
+            Row {
+                // 5 req/s needs 6; 3 serve and 2 are pending → need now 5, raw 1. From 4 the
+                // step would give 3, pending pods forbid scale-down.
+                name: "pending pods",
+                observed: Observation {
+                    pending_pods: 2,
+                    ..observe(&[5.0; 8], Some(3))
+                },
+                prior: prior(4),
+                action: Action::None,
+                desired: 4,
+                reasons: vec![
+                    Reason::Forecast,
+                    Reason::StepDownLimited { max_step_down: 1 },
+                    Reason::PendingPods { count: 2 },
+                ],
+                hold: hold(1, NOW + 300.0),
+                ..steady()
+            },
+            Row {
+                // Same signals from 0: pending pods count into the need (raw 1, not 3).
+                name: "pending pods count as in use",
+                observed: Observation {
+                    pending_pods: 2,
+                    ..observe(&[5.0; 8], Some(3))
+                },
+                action: Action::ScaleUp,
+                desired: 1,
+                reasons: vec![Reason::Forecast, Reason::PendingPods { count: 2 }],
+                hold: hold(1, NOW + 300.0),
+                cooldown: Some(NOW + 60.0),
+                ..steady()
+            },
+            Row {
+                // Spare 3 of which 2 reserved for replacements: the tick's share is 1, raw 0
+                // → 0, plus the reserve → 2.
+                name: "replacement reserved is kept",
+                prior: HeadroomState {
+                    replacement_reserved: 2,
+                    ..prior(3)
+                },
+                action: Action::ScaleDown,
+                desired: 2,
+                reasons: vec![
+                    Reason::Forecast,
+                    Reason::ReplacementReserved { replicas: 2 },
+                ],
+                cooldown: Some(NOW + 60.0),
+                ..steady()
+            },
+            Row {
+                // 11 req/s needs 12, 3 serve → raw 9, ceiling 3; the reserve of 2 goes on
+                // top of the ceiling: 5.
+                name: "replacement reserved above ceiling",
+                observed: observe(&[11.0; 8], Some(3)),
+                target: TargetSpec {
+                    max_spare: 3,
+                    ..test_target()
+                },
+                prior: HeadroomState {
+                    replacement_reserved: 2,
+                    ..prior(2)
+                },
+                action: Action::ScaleUp,
+                desired: 5,
+                reasons: vec![
+                    Reason::Forecast,
+                    Reason::Ceiling { max_spare: 3 },
+                    Reason::ReplacementReserved { replicas: 2 },
+                ],
+                hold: hold(3, NOW + 300.0),
+                cooldown: Some(NOW + 60.0),
+                ..steady()
+            },
+            Row {
+                name: "floor",
+                target: TargetSpec {
+                    min_spare: 2,
+                    ..test_target()
+                },
+                prior: prior(2),
+                desired: 2,
+                reasons: vec![Reason::Forecast, Reason::Floor { min_spare: 2 }],
+                hold: hold(2, NOW + 300.0),
+                ..steady()
+            },
+            Row {
+                // Floor 6 from 0: the step-up limit (4) yields to the floor.
+                name: "floor met past the step limit",
+                target: TargetSpec {
+                    min_spare: 6,
+                    ..test_target()
+                },
+                action: Action::ScaleUp,
+                desired: 6,
+                reasons: vec![
+                    Reason::Forecast,
+                    Reason::Floor { min_spare: 6 },
+                    Reason::StepUpLimited { max_step_up: 4 },
+                    Reason::Floor { min_spare: 6 },
+                ],
+                hold: hold(6, NOW + 300.0),
+                cooldown: Some(NOW + 60.0),
+                ..steady()
+            },
+            Row {
+                // 11 req/s → 12 replicas, 3 serve → raw 9, ceiling 3, already there.
+                name: "ceiling",
+                observed: observe(&[11.0; 8], Some(3)),
+                target: TargetSpec {
+                    max_spare: 3,
+                    ..test_target()
+                },
+                prior: prior(3),
+                desired: 3,
+                reasons: vec![Reason::Forecast, Reason::Ceiling { max_spare: 3 }],
+                hold: hold(3, NOW + 300.0),
+                ..steady()
+            },
+            Row {
+                // Ceiling lowered to 3 under a spare of 6: the step-down limit (→ 5) yields.
+                name: "ceiling below current spare",
+                target: TargetSpec {
+                    max_spare: 3,
+                    ..test_target()
+                },
+                prior: prior(6),
+                action: Action::ScaleDown,
+                desired: 3,
+                reasons: vec![
+                    Reason::Forecast,
+                    Reason::StepDownLimited { max_step_down: 1 },
+                    Reason::Ceiling { max_spare: 3 },
+                ],
+                cooldown: Some(NOW + 60.0),
+                ..steady()
+            },
+            Row {
+                // Flat demand, frozen, no hold: restore consolidation.
+                name: "unfreeze when flat and hold expired",
+                target: freezing.clone(),
+                prior: HeadroomState {
+                    consolidation_frozen: true,
+                    ..prior(0)
+                },
+                freeze: Some(false),
+                ..steady()
+            },
+            Row {
+                // Flat demand but the hold still runs: leave consolidation as it is.
+                name: "freeze kept while hold lasts",
+                target: freezing,
+                prior: HeadroomState {
+                    consolidation_frozen: true,
+                    hold: hold(2, NOW + 100.0),
+                    ..prior(2)
+                },
+                desired: 2,
+                reasons: vec![
+                    Reason::Forecast,
+                    Reason::StepDownLimited { max_step_down: 1 },
+                    Reason::ScaleDownDelay {
+                        hold_spare: 2,
+                        until: NOW + 100.0,
+                    },
+                ],
+                freeze: None,
+                hold: hold(2, NOW + 100.0),
+                ..steady()
+            },
+        ]
+    }
+
+    #[test]
+    fn decide_table() {
+        for row in rows() {
+            let plan = decide(&row.observed, &row.target, &row.policy, &row.prior, NOW);
+            let name = row.name;
+            assert_eq!(plan.action, row.action, "{name}: action; plan {plan:#?}");
+            assert_eq!(
+                plan.desired_spare, row.desired,
+                "{name}: desired; plan {plan:#?}"
+            );
+            assert_eq!(plan.current_spare, row.prior.spare, "{name}: current");
+            match row.detail {
+                Some(piece) => match plan.reasons.as_slice() {
+                    [Reason::MetricsMissing { detail }] => {
+                        assert!(detail.contains(piece), "{name}: detail {detail:?}")
+                    }
+                    other => panic!("{name}: reasons {other:?}"),
+                },
+                None => assert_eq!(plan.reasons, row.reasons, "{name}: reasons"),
+            }
+            assert_eq!(plan.freeze_consolidation, row.freeze, "{name}: freeze");
+            let next = &plan.next_state;
+            assert_eq!(next.spare, row.desired, "{name}: next spare");
+            assert_eq!(next.hold, row.hold, "{name}: hold");
+            assert_eq!(next.cooldown_until, row.cooldown, "{name}: cooldown");
+            assert_eq!(next.last_tick, Some(NOW), "{name}: last tick");
+            assert_eq!(
+                next.replacement_reserved, row.prior.replacement_reserved,
+                "{name}: the tick never changes the reserve"
+            );
+        }
+    }
+
+    #[test]
+    fn summary_reports_the_numbers_behind_the_plan() {
+        // The burst row: observed 10, level 6, band 0, horizon rate 10, 11 and 11 replicas.
+        let plan = decide(
+            &observe(
+                &[2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 10.0],
+                Some(3),
+            ),
+            &test_target(),
+            &PolicySpec {
+                ewma_alpha: 0.5,
+                trend_beta: 0.0,
+                ..test_policy()
+            },
+            &HeadroomState::default(),
+            NOW,
+        );
+        let f = &plan.forecast;
+        assert_eq!(
+            (
+                f.observed_rate,
+                f.level,
+                f.trend,
+                f.error_quantile,
+                f.rate_at_horizon
+            ),
+            (10.0, 6.0, 0.0, 0.0, 10.0)
+        );
+        assert_eq!(
+            (f.service_time_s, f.replicas_now, f.replicas_at_horizon),
+            (1.0, 11, 11)
+        );
+    }
+
+    #[test]
+    fn realistic_sizing_uses_erlang_c() {
+        // 1 req/s, 8 s per request, 4 slots per replica, 2 s target: a = 8 Erlangs.
+        // 2 replicas (c = 8) are unstable; 3 replicas (c = 12): C(12, 8) from the textbook sum
+        // Σ_{k<12} 8^k/k! = 2647.3 and 8^12/12!·12/4 = 143.46·3 = 430.4: C = 430.4/3077.7
+        // = 0.140, W = 0.140·8/(12−8) = 0.28 s ≤ 2 s. So 3 replicas; with 3 serving, no spare.
+        let observed = Observation {
+            service_time_s: series_ending(NOW, &[8.0]),
+            ..observe(&[1.0; 8], Some(3))
+        };
+        let target = TargetSpec {
+            replica_concurrency: 4,
+            ..test_target()
+        };
+        let policy = PolicySpec::default();
+        let plan = decide(&observed, &target, &policy, &HeadroomState::default(), NOW);
+        assert_eq!(plan.forecast.replicas_now, 3);
+        assert_eq!(plan.desired_spare, 0);
+    }
+
+    use proptest::prelude::*;
+
+    fn arb_rates() -> impl Strategy<Value = Vec<f64>> {
+        proptest::collection::vec(prop_oneof![8 => 0.0f64..200.0, 1 => Just(f64::NAN)], 0..40)
+    }
+
+    prop_compose! {
+        fn arb_case()(
+            rates in arb_rates(),
+            service in prop_oneof![Just(f64::NAN), 0.05f64..30.0],
+            serving in proptest::option::of(0u32..300),
+            pending in 0u32..20,
+            spare in 0u32..60,
+            reserved in 0u32..10,
+            hold_spare in proptest::option::of((0u32..60, -400.0f64..400.0)),
+            cooldown in proptest::option::of(-100.0f64..100.0),
+            min in 0u32..10,
+            extra in 0u32..30,
+            up in 1u32..8,
+            down in 0u32..8,
+            concurrency in 1u32..16,
+        ) -> (Observation, TargetSpec, HeadroomState) {
+            let observed = Observation {
+                arrival_rate: series_ending(NOW, &rates),
+                service_time_s: series_ending(NOW, &[service]),
+                serving_replicas: serving,
+                pending_pods: pending,
+                ..Observation::default()
+            };
+            let target = TargetSpec {
+                min_spare: min,
+                max_spare: min + extra,
+                max_step_up: up,
+                max_step_down: down,
+                replica_concurrency: concurrency,
+                ..test_target()
+            };
+            let prior = HeadroomState {
+                spare: spare + reserved,
+                replacement_reserved: reserved,
+                hold: hold_spare.map(|(spare, dt)| Hold { spare, until: NOW + dt }),
+                cooldown_until: cooldown.map(|dt| NOW + dt),
+                ..HeadroomState::default()
+            };
+            (observed, target, prior)
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn desired_stays_within_floor_and_ceiling((observed, target, prior) in arb_case()) {
+            let plan = decide(&observed, &target, &PolicySpec::default(), &prior, NOW);
+            if plan.action != Action::FailStatic {
+                let own = plan.desired_spare - prior.replacement_reserved;
+                prop_assert!(own >= target.min_spare && own <= target.max_spare,
+                    "{own} outside [{}, {}]: {plan:?}", target.min_spare, target.max_spare);
+            }
+            prop_assert!(plan.desired_spare >= prior.replacement_reserved);
+        }
+
+        #[test]
+        fn fail_static_never_lowers_spare(
+            (observed, target, prior) in arb_case(),
+            problem in proptest::option::of("[a-z ]{1,20}"),
+            age in 0.0f64..1000.0,
+        ) {
+            let observed = Observation {
+                problem,
+                arrival_rate: observed.arrival_rate.iter()
+                    .map(|s| Sample::new(s.t - age, s.v)).collect(),
+                ..observed
+            };
+            let plan = decide(&observed, &target, &PolicySpec::default(), &prior, NOW);
+            if plan.action == Action::FailStatic {
+                prop_assert_eq!(plan.desired_spare, prior.spare);
+            }
+            let stale = age > PolicySpec::default().stale_after_s;
+            if observed.problem.is_some() || stale || observed.arrival_rate.is_empty() {
+                prop_assert_eq!(plan.action, Action::FailStatic);
+            }
+        }
+
+        #[test]
+        fn never_above_the_gpu_cap(
+            (observed, target, prior) in arb_case(),
+            gpus in 1u32..8,
+            cap in 8u32..200,
+        ) {
+            let target = TargetSpec { gpus_per_replica: gpus, gpu_cap: Some(cap), ..target };
+            let plan = decide(&observed, &target, &PolicySpec::default(), &prior, NOW);
+            if plan.action != Action::FailStatic {
+                let own = plan.desired_spare - prior.replacement_reserved;
+                let in_use = observed.serving_replicas.unwrap_or(plan.forecast.replicas_now)
+                    + observed.pending_pods;
+                prop_assert!(own == 0 || (in_use + own) * gpus <= cap, "{plan:?}");
+            }
+        }
+
+        #[test]
+        fn pending_pods_never_scale_down((observed, target, prior) in arb_case()) {
+            let plan = decide(&observed, &target, &PolicySpec::default(), &prior, NOW);
+            let ceiling_cut = prior.spare - prior.replacement_reserved > target.max_spare;
+            if observed.pending_pods > 0 && !ceiling_cut {
+                prop_assert!(plan.desired_spare >= prior.spare, "{plan:?}");
+            }
+        }
+    }
 }

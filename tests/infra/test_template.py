@@ -4,6 +4,7 @@ so intrinsic functions appear as {"Ref": ...}, {"Fn::GetAtt": [...]}, {"Fn::If":
 """
 
 import copy
+import json
 import re
 
 import pytest
@@ -366,3 +367,76 @@ def test_scoped_permissions(template):
     sqs = stmt("InterruptionRole", "ConsumeInterruptionQueue")
     assert "sqs:ChangeMessageVisibility" in sqs["Action"]
     assert sqs["Resource"] == {"Fn::GetAtt": ["InterruptionQueue", "Arn"]}
+
+
+# ------------------------------------------------------------------ default targets vs the crate
+
+def _rust_struct_fields(text: str, struct: str) -> tuple[set[str], set[str]]:
+    """(all fields, fields without #[serde(default)]) of a `pub struct` with camelCase serde
+    names. Enough of a reader for the plain structs of src/core/spec.rs."""
+    start = text.index(f"pub struct {struct} {{")
+    body = text[start:text.index("\n}", start)]
+    fields, required = set(), set()
+    has_default = False
+    for line in body.splitlines()[1:]:
+        line = line.strip()
+        if line.startswith("#[serde(default"):
+            has_default = True
+        m = re.match(r"pub (\w+):", line)
+        if m:
+            parts = m.group(1).split("_")
+            name = parts[0] + "".join(p.title() for p in parts[1:])
+            fields.add(name)
+            if not has_default and not line.split(":", 1)[1].strip().startswith("Option<"):
+                required.add(name)
+            has_default = False
+    return fields, required
+
+
+def test_default_targets_parse_as_the_crate_expects(template, repo):
+    """TargetSpec denies unknown fields: a default the binary refuses would fail at start-up."""
+    spec = repo / "src" / "core" / "spec.rs"
+    if not spec.exists():
+        pytest.skip("src/core/spec.rs not in this checkout yet")
+    text = spec.read_text()
+    fields, required = _rust_struct_fields(text, "TargetSpec")
+    assert {"name", "nodePool", "headroom", "maxSpare"} <= fields, fields
+    targets = json.loads(template["Parameters"]["PrewarmTargets"]["Default"])
+    assert targets
+    for t in targets:
+        assert set(t) <= fields, f"unknown target fields {set(t) - fields}"
+        assert required <= set(t), f"missing required target fields {required - set(t)}"
+        assert t["headroom"]["kind"] in ("balloon", "capacityBuffer", "nodePoolReplicas")
+        assert t["server"] in ("vllm", "triton", "tgi", "sglang")
+
+
+def test_reader_of_rust_fields_sees_unknown_fields():
+    fields, required = _rust_struct_fields(
+        "pub struct T {\n    pub node_pool: String,\n    #[serde(default)]\n    pub min_spare: u32,\n}\n", "T")
+    assert fields == {"nodePool", "minSpare"} and required == {"nodePool"}
+
+
+# ------------------------------------------------------------------ dashboard
+
+EMF_METRICS = {
+    "Target": ["Forecast", "Observed", "Headroom", "Desired", "Actions", "Errors"],
+    "Kind": ["NoticesReceived", "NoticeToCordonMs", "NoticeToReplacementReadyMs", "DrainsBeforeDeadline",
+             "BlockedPods", "Errors"],
+}
+
+
+def test_dashboard_is_valid_json_and_shows_every_emf_metric(template):
+    body = template["Resources"]["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
+    # What CloudFormation substitutes: parameters, pseudo parameters, resource names/attributes.
+    rendered = re.sub(r"\$\{([^}!]+)\}", lambda m: "x-" + m.group(1).replace(".", "-").replace(":", "-"), body)
+    dash = json.loads(rendered)
+    expressions = [m[0]["expression"] for w in dash["widgets"] for m in w["properties"]["metrics"]
+                   if isinstance(m[0], dict)]
+    for dim, names in EMF_METRICS.items():
+        for name in names:
+            assert any(f"{{x-EmfNamespace,{dim}}} MetricName=\"{name}\"" in e for e in expressions), (dim, name)
+    # The names in the template's contract comment are the ones on the dashboard.
+    text = TEMPLATE.read_text()
+    for names in EMF_METRICS.values():
+        for name in names:
+            assert re.search(rf"^#\s+{name}\s", text, re.M), f"{name} missing from the contract comment"

@@ -1,1 +1,19 @@
-//! Kubernetes: client (kubeconfig or EKS token), headroom actuators, NodePool limits and budgets, pending pods. (Kube owner.)
+//! Kubernetes: client (kubeconfig or EKS token), headroom actuators, NodePool limits and budgets,
+//! pending and serving pods. (Kube owner; `drain.rs` belongs to the interruption path.)
+//!
+//! Everything that decides what to write is a pure function (state parsing, patch building) with
+//! unit tests; the async functions around them only read, call those functions and send.
+
+pub mod annotations;
+pub mod api_error;
+pub mod client;
+pub mod eks_token;
+pub mod headroom;
+pub mod nodepool;
+pub mod pods;
+pub mod resources;
+
+pub use client::{client, ClientCache};
+pub use headroom::{
+    apply_plan, read_headroom, release_replacement, reserve_replacement, ApplyOutcome, HeadroomRead,
+};

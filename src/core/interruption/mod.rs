@@ -1,2 +1,18 @@
-//! Interruption planning: notice kinds, per-kind actions, deadlines and drain plans.
-//! (Implemented by the interruption owner.)
+//! Interruption planning, pure: what a notice is ([`notice`]), what to do per kind ([`actions`]),
+//! when eviction must start ([`deadline`]), the drain state kept on the node ([`state`]) and the
+//! step-by-step drain plan ([`drain`]). The adapters execute the plan's commands; nothing here
+//! talks to Kubernetes or AWS, and the current time is always a parameter.
+
+pub mod actions;
+pub mod deadline;
+pub mod drain;
+pub mod notice;
+pub mod state;
+
+pub use actions::{Action, ActionTable};
+pub use deadline::{eviction_deadline, instance_end};
+pub use drain::{
+    plan_drain, Command, DrainSettings, DrainStep, Finish, NodeView, PodOwner, PodRef, PodView,
+};
+pub use notice::{Notice, NoticeKind};
+pub use state::{DrainState, Phase};

@@ -1,0 +1,509 @@
+//! Headroom actuators: read a target's headroom object (size + prewarm's annotations) and carry
+//! out a plan on it; reserve and release replacement capacity for the interruption path.
+//!
+//! The object is a balloon Deployment, a CapacityBuffer or a static NodePool; all three keep the
+//! size in `spec.replicas`, so one path handles them as dynamic objects. Every write is a JSON
+//! merge patch that carries the `metadata.resourceVersion` that was read: the apiserver refuses it
+//! with 409 if anyone wrote in between, so two overlapping invocations (or a tick racing a
+//! drain's reservation) can never both act on a stale view.
+
+use std::collections::BTreeMap;
+
+use kube::api::{Patch, PatchParams};
+use serde_json::{json, Map, Value};
+
+use super::annotations::{self, ParsedHeadroom};
+use super::api_error::{from_kube, is_conflict};
+use super::resources::HeadroomRef;
+use crate::core::{Action, HeadroomKind, HeadroomState, Plan, TargetSpec};
+use crate::error::{Error, Result};
+
+/// A headroom object as read, with the version a write must match.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HeadroomRead {
+    pub object: HeadroomRef,
+    pub resource_version: String,
+    pub parsed: ParsedHeadroom,
+}
+
+impl HeadroomRead {
+    pub fn state(&self) -> &HeadroomState {
+        &self.parsed.state
+    }
+}
+
+/// What happened to a plan.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ApplyOutcome {
+    /// The patch was accepted; the object's size went from `before` to `after`.
+    Written { before: u32, after: u32 },
+    /// Nothing to write (same size, same state).
+    Unchanged,
+    /// DRY_RUN: this is what would have been written.
+    DryRun { before: u32, after: u32 },
+    /// Someone else wrote the object since it was read (409): this tick leaves it alone.
+    Conflict,
+}
+
+impl ApplyOutcome {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ApplyOutcome::Written { .. } => "written",
+            ApplyOutcome::Unchanged => "unchanged",
+            ApplyOutcome::DryRun { .. } => "dry_run",
+            ApplyOutcome::Conflict => "conflict_skipped",
+        }
+    }
+}
+
+/// Reads `spec.replicas` of the object. A static NodePool must have it; a CapacityBuffer without
+/// it (sized by limits alone) counts as 0 until prewarm sets it.
+pub fn object_size(object: &HeadroomRef, data: &Value) -> Result<u32> {
+    match data.pointer("/spec/replicas") {
+        Some(v) => v
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .ok_or_else(|| Error::Kube {
+                operation: "read".into(),
+                object: object.display.clone(),
+                message: format!("spec.replicas is not a count: {v}"),
+                retryable: false,
+            }),
+        None if object.kind == "NodePool" => Err(Error::Kube {
+            operation: "read".into(),
+            object: object.display.clone(),
+            message:
+                "spec.replicas is not set: the nodePoolReplicas headroom needs a static NodePool"
+                    .into(),
+            retryable: false,
+        }),
+        None => Ok(0),
+    }
+}
+
+/// Reads the headroom object of `target`. A missing object is `Error::NotFound` naming it.
+pub async fn read_headroom(client: &kube::Client, target: &TargetSpec) -> Result<HeadroomRead> {
+    read_ref(client, HeadroomRef::of(target)).await
+}
+
+async fn read_ref(client: &kube::Client, object: HeadroomRef) -> Result<HeadroomRead> {
+    let found = object
+        .api(client)
+        .get(&object.name)
+        .await
+        .map_err(|e| from_kube("get", object.kind, &object.display, e))?;
+    let size = object_size(&object, &found.data)?;
+    let annotations = found.metadata.annotations.clone().unwrap_or_default();
+    let parsed =
+        annotations::parse_headroom(size, &annotations).map_err(|message| Error::Kube {
+            operation: "read".into(),
+            object: object.display.clone(),
+            message,
+            retryable: false,
+        })?;
+    let resource_version = found
+        .metadata
+        .resource_version
+        .clone()
+        .ok_or_else(|| Error::Kube {
+            operation: "read".into(),
+            object: object.display.clone(),
+            message: "the apiserver returned no resourceVersion".into(),
+            retryable: true,
+        })?;
+    Ok(HeadroomRead {
+        object,
+        resource_version,
+        parsed,
+    })
+}
+
+/// The object's size after `plan`: the tick's spare plus what drains have reserved. Only a
+/// scale action moves it, and failing static never lowers it.
+pub fn planned_size(read: &ParsedHeadroom, plan: &Plan) -> u32 {
+    match plan.action {
+        Action::ScaleUp | Action::ScaleDown => plan.desired_spare + read.state.replacement_reserved,
+        Action::None | Action::FailStatic => read.size,
+    }
+}
+
+fn merge_patch(
+    resource_version: &str,
+    annotations: Map<String, Value>,
+    size: Option<u32>,
+) -> Value {
+    let mut patch = json!({
+        "metadata": {"resourceVersion": resource_version, "annotations": annotations}
+    });
+    if let Some(size) = size {
+        patch["spec"] = json!({ "replicas": size });
+    }
+    patch
+}
+
+/// The merge patch that carries out `plan`, or None when it would change nothing but the
+/// last-tick stamp (not worth a write every tick).
+pub fn plan_patch(
+    read: &ParsedHeadroom,
+    resource_version: &str,
+    plan: &Plan,
+    now: f64,
+) -> Option<Value> {
+    let size = planned_size(read, plan);
+    let annotations = annotations::tick_annotation_patch(&read.state, &plan.next_state, now);
+    let state_changes = annotations.len() > 1;
+    if size == read.size && !state_changes {
+        return None;
+    }
+    Some(merge_patch(
+        resource_version,
+        annotations,
+        (size != read.size).then_some(size),
+    ))
+}
+
+async fn send_patch(client: &kube::Client, object: &HeadroomRef, patch: &Value) -> Result<bool> {
+    match object
+        .api(client)
+        .patch(&object.name, &PatchParams::default(), &Patch::Merge(patch))
+        .await
+    {
+        Ok(_) => Ok(true),
+        Err(e) if is_conflict(&e) => Ok(false),
+        Err(e) => Err(from_kube("patch", object.kind, &object.display, e)),
+    }
+}
+
+/// Carries out `plan` on the object read in `read` (unless `dry_run`). A 409 means another
+/// invocation or a drain wrote first: the outcome is `Conflict` and the next tick decides again.
+pub async fn apply_plan(
+    client: &kube::Client,
+    read: &HeadroomRead,
+    plan: &Plan,
+    now: f64,
+    dry_run: bool,
+) -> Result<ApplyOutcome> {
+    let before = read.parsed.size;
+    let Some(patch) = plan_patch(&read.parsed, &read.resource_version, plan, now) else {
+        return Ok(ApplyOutcome::Unchanged);
+    };
+    let after = planned_size(&read.parsed, plan);
+    if dry_run {
+        return Ok(ApplyOutcome::DryRun { before, after });
+    }
+    if send_patch(client, &read.object, &patch).await? {
+        Ok(ApplyOutcome::Written { before, after })
+    } else {
+        Ok(ApplyOutcome::Conflict)
+    }
+}
+
+/// The patch reserving `replicas` for `drain_id`, or None if that drain already has its
+/// reservation (a redelivered message must not reserve twice).
+pub fn reserve_patch(
+    read: &ParsedHeadroom,
+    resource_version: &str,
+    drain_id: &str,
+    replicas: u32,
+) -> Option<Value> {
+    if read.drains.contains_key(drain_id) {
+        return None;
+    }
+    let mut drains = read.drains.clone();
+    drains.insert(drain_id.to_string(), replicas);
+    Some(merge_patch(
+        resource_version,
+        annotations::drains_patch(&drains),
+        Some(read.size + replicas),
+    ))
+}
+
+/// The patch releasing `drain_id`'s reservation, or None if it holds none (already released).
+pub fn release_patch(
+    read: &ParsedHeadroom,
+    resource_version: &str,
+    drain_id: &str,
+) -> Option<Value> {
+    let mut drains = read.drains.clone();
+    let replicas = drains.remove(drain_id)?;
+    Some(merge_patch(
+        resource_version,
+        annotations::drains_patch(&drains),
+        Some(read.size.saturating_sub(replicas)),
+    ))
+}
+
+/// A drain's reservation after `reserve_replacement` / `release_replacement`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reservation {
+    /// The headroom object's size now.
+    pub size: u32,
+    /// All replicas reserved by drains now.
+    pub reserved: u32,
+    /// False when the call found the work already done (idempotent repeat).
+    pub changed: bool,
+}
+
+/// The size and total reservation a reserve/release patch writes.
+fn reservation_after(patch: &Value, before: &ParsedHeadroom) -> Reservation {
+    let size = patch
+        .pointer("/spec/replicas")
+        .and_then(Value::as_u64)
+        .map_or(before.size, |n| n as u32);
+    let reserved = patch["metadata"]["annotations"][annotations::REPLACEMENT_RESERVED]
+        .as_str()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    Reservation {
+        size,
+        reserved,
+        changed: true,
+    }
+}
+
+/// Conflicts are retried this often: unlike a tick, a drain cannot wait for the next minute.
+const RESERVATION_ATTEMPTS: usize = 5;
+
+async fn change_reservation(
+    client: &kube::Client,
+    target: &TargetSpec,
+    build: impl Fn(&ParsedHeadroom, &str) -> Option<Value>,
+) -> Result<Reservation> {
+    let object = HeadroomRef::of(target);
+    for _ in 0..RESERVATION_ATTEMPTS {
+        let read = read_ref(client, object.clone()).await?;
+        let Some(patch) = build(&read.parsed, &read.resource_version) else {
+            return Ok(Reservation {
+                size: read.parsed.size,
+                reserved: read.parsed.state.replacement_reserved,
+                changed: false,
+            });
+        };
+        if send_patch(client, &object, &patch).await? {
+            return Ok(reservation_after(&patch, &read.parsed));
+        }
+    }
+    Err(Error::Kube {
+        operation: "patch".into(),
+        object: object.display,
+        message: format!("still conflicting after {RESERVATION_ATTEMPTS} attempts"),
+        retryable: true,
+    })
+}
+
+/// Raises `target`'s headroom by `replicas` (in the object's units, see `replacement_units`) for
+/// the drain `drain_id`, recording the id so a repeat does nothing. The tick keeps these replicas
+/// on top of its own spare until `release_replacement`.
+pub async fn reserve_replacement(
+    client: &kube::Client,
+    target: &TargetSpec,
+    replicas: u32,
+    drain_id: &str,
+) -> Result<Reservation> {
+    change_reservation(client, target, |read, rv| {
+        reserve_patch(read, rv, drain_id, replicas)
+    })
+    .await
+}
+
+/// Gives back what `drain_id` reserved (once its drain is over); a repeat does nothing.
+pub async fn release_replacement(
+    client: &kube::Client,
+    target: &TargetSpec,
+    drain_id: &str,
+) -> Result<Reservation> {
+    change_reservation(client, target, |read, rv| release_patch(read, rv, drain_id)).await
+}
+
+/// How many units of `target`'s headroom object replace a node with `node_gpus` GPUs: balloon
+/// pods and buffer chunks are one inference replica each, static NodePool replicas are nodes.
+pub fn replacement_units(target: &TargetSpec, node_gpus: u32) -> u32 {
+    match target.headroom {
+        HeadroomKind::NodePoolReplicas => 1,
+        _ => node_gpus.div_ceil(target.gpus_per_replica).max(1),
+    }
+}
+
+/// Drain ids and their reservations, for logs.
+pub fn reservations(read: &HeadroomRead) -> &BTreeMap<String, u32> {
+    &read.parsed.drains
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::plan::ForecastSummary;
+    use crate::core::spec::Hold;
+
+    fn parsed(size: u32, drains: &[(&str, u32)]) -> ParsedHeadroom {
+        let drains: BTreeMap<String, u32> =
+            drains.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+        let reserved: u32 = drains.values().sum();
+        ParsedHeadroom {
+            size,
+            state: HeadroomState {
+                spare: size.saturating_sub(reserved),
+                replacement_reserved: reserved,
+                ..HeadroomState::default()
+            },
+            drains,
+        }
+    }
+
+    fn plan(action: Action, current: u32, desired: u32, next: HeadroomState) -> Plan {
+        Plan {
+            target: "llama".into(),
+            action,
+            current_spare: current,
+            desired_spare: desired,
+            freeze_consolidation: None,
+            forecast: ForecastSummary::default(),
+            reasons: vec![],
+            next_state: next,
+        }
+    }
+
+    const NOW: f64 = 1_795_953_600.0;
+
+    #[test]
+    fn scaling_up_writes_spare_plus_reservations_with_the_version_read() {
+        let read = parsed(5, &[("evt-1", 2)]);
+        let next = HeadroomState {
+            spare: 6,
+            cooldown_until: Some(NOW + 60.0),
+            ..read.state.clone()
+        };
+        let p = plan_patch(&read, "42", &plan(Action::ScaleUp, 3, 6, next), NOW).unwrap();
+        assert_eq!(
+            p,
+            json!({
+                "metadata": {
+                    "resourceVersion": "42",
+                    "annotations": {
+                        "prewarm.io/cooldown-until": "2026-11-29T12:01:00.000Z",
+                        "prewarm.io/last-tick": "2026-11-29T12:00:00.000Z",
+                    }
+                },
+                "spec": {"replicas": 8}
+            })
+        );
+    }
+
+    #[test]
+    fn holding_still_writes_nothing_unless_the_state_changes() {
+        let read = parsed(3, &[]);
+        let same = plan(Action::None, 3, 3, read.state.clone());
+        assert_eq!(plan_patch(&read, "1", &same, NOW), None);
+
+        let held = HeadroomState {
+            hold: Some(Hold {
+                spare: 3,
+                until: NOW + 300.0,
+            }),
+            ..read.state.clone()
+        };
+        let p = plan_patch(&read, "1", &plan(Action::None, 3, 3, held), NOW).unwrap();
+        assert!(p.get("spec").is_none(), "size must not be sent: {p}");
+        assert_eq!(
+            p["metadata"]["annotations"]["prewarm.io/hold"],
+            r#"{"spare":3,"until":"2026-11-29T12:05:00.000Z"}"#
+        );
+    }
+
+    #[test]
+    fn failing_static_never_changes_the_size() {
+        let read = parsed(4, &[]);
+        // Even a malformed plan asking for less keeps the size when the metrics are missing.
+        let p = plan(Action::FailStatic, 4, 1, read.state.clone());
+        assert_eq!(planned_size(&read, &p), 4);
+        assert_eq!(plan_patch(&read, "1", &p, NOW), None);
+    }
+
+    #[test]
+    fn scaling_down_keeps_the_drains_reservations() {
+        let read = parsed(6, &[("evt-1", 3)]);
+        let p = plan(Action::ScaleDown, 3, 1, read.state.clone());
+        assert_eq!(planned_size(&read, &p), 4);
+    }
+
+    #[test]
+    fn a_reservation_is_made_once_per_drain() {
+        let read = parsed(2, &[]);
+        let p = reserve_patch(&read, "7", "evt-1", 2).unwrap();
+        assert_eq!(
+            p,
+            json!({
+                "metadata": {
+                    "resourceVersion": "7",
+                    "annotations": {
+                        "prewarm.io/replacement-drains": "{\"evt-1\":2}",
+                        "prewarm.io/replacement-reserved": "2",
+                    }
+                },
+                "spec": {"replicas": 4}
+            })
+        );
+        let after = parsed(4, &[("evt-1", 2)]);
+        assert_eq!(reserve_patch(&after, "8", "evt-1", 2), None);
+        let second = reserve_patch(&after, "8", "evt-2", 1).unwrap();
+        assert_eq!(second["spec"]["replicas"], 5);
+        assert_eq!(
+            second["metadata"]["annotations"]["prewarm.io/replacement-reserved"],
+            "3"
+        );
+    }
+
+    #[test]
+    fn a_release_gives_back_exactly_that_drains_replicas_once() {
+        let read = parsed(5, &[("evt-1", 2), ("evt-2", 1)]);
+        let p = release_patch(&read, "9", "evt-1").unwrap();
+        assert_eq!(p["spec"]["replicas"], 3);
+        assert_eq!(
+            p["metadata"]["annotations"]["prewarm.io/replacement-drains"],
+            "{\"evt-2\":1}"
+        );
+        assert_eq!(release_patch(&read, "9", "evt-unknown"), None);
+        let last = release_patch(&parsed(1, &[("evt-2", 1)]), "10", "evt-2").unwrap();
+        assert_eq!(last["spec"]["replicas"], 0);
+        assert_eq!(
+            last["metadata"]["annotations"]["prewarm.io/replacement-drains"],
+            Value::Null
+        );
+    }
+
+    #[test]
+    fn replacement_units_follow_the_object_kind() {
+        let mut target: TargetSpec = serde_json::from_value(json!({
+            "name": "llama", "nodePool": "gpu", "maxSpare": 8, "gpusPerReplica": 2,
+            "headroom": {"kind": "balloon", "namespace": "prewarm", "name": "b"}
+        }))
+        .unwrap();
+        assert_eq!(replacement_units(&target, 8), 4);
+        assert_eq!(replacement_units(&target, 3), 2);
+        assert_eq!(replacement_units(&target, 0), 1);
+        target.headroom = HeadroomKind::NodePoolReplicas;
+        assert_eq!(replacement_units(&target, 8), 1);
+    }
+
+    #[test]
+    fn size_is_read_from_spec_replicas() {
+        let t: TargetSpec = serde_json::from_value(json!({
+            "name": "llama", "nodePool": "gpu", "maxSpare": 8,
+            "headroom": {"kind": "capacityBuffer", "namespace": "prewarm", "name": "gpu"}
+        }))
+        .unwrap();
+        let buffer = HeadroomRef::of(&t);
+        assert_eq!(
+            object_size(&buffer, &json!({"spec": {"replicas": 3}})).unwrap(),
+            3
+        );
+        assert_eq!(object_size(&buffer, &json!({"spec": {}})).unwrap(), 0);
+        assert!(object_size(&buffer, &json!({"spec": {"replicas": -1}})).is_err());
+        let pool = HeadroomRef::of(&TargetSpec {
+            headroom: HeadroomKind::NodePoolReplicas,
+            ..t
+        });
+        let err = object_size(&pool, &json!({"spec": {}})).unwrap_err();
+        assert!(err.to_string().contains("static NodePool"), "{err}");
+    }
+}

@@ -1,0 +1,465 @@
+//! The NodePool side of a target: `spec.limits` as a spend cap and a consolidation freeze through
+//! `spec.disruption.budgets` while demand ramps.
+//!
+//! Freezing appends one budget `{nodes: "0", reasons: [Underutilized, Empty]}` to the user's
+//! budgets (Karpenter applies the most restrictive active budget, so drift and expiry budgets keep
+//! working) and saves the user's list verbatim in the `prewarm.io/saved-budgets` annotation;
+//! restoring writes that list back exactly. Every patch is a JSON merge patch that touches only
+//! `spec.limits`, `spec.disruption` (always with `consolidateAfter`, which Karpenter 1.14 requires
+//! whenever `disruption` is sent, copied from the object) and annotations, never `spec.template`:
+//! a template change drifts and replaces every node of the pool.
+
+use std::collections::BTreeMap;
+
+use kube::api::{Patch, PatchParams};
+use serde_json::{json, Map, Value};
+
+use super::api_error::{from_kube, is_conflict};
+use super::headroom::ApplyOutcome;
+use super::resources::node_pool_api;
+use crate::error::{Error, Result};
+
+pub const SAVED_BUDGETS: &str = "prewarm.io/saved-budgets";
+
+/// The budget prewarm adds while consolidation is frozen.
+pub fn freeze_budget() -> Value {
+    json!({"nodes": "0", "reasons": ["Underutilized", "Empty"]})
+}
+
+/// What prewarm reads of a NodePool.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodePoolView {
+    pub name: String,
+    pub resource_version: String,
+    pub annotations: BTreeMap<String, String>,
+    /// The whole `spec` as JSON.
+    pub spec: Value,
+}
+
+impl NodePoolView {
+    /// Whether prewarm's freeze is on (the user's budgets are saved).
+    pub fn consolidation_frozen(&self) -> bool {
+        self.annotations.contains_key(SAVED_BUDGETS)
+    }
+
+    fn budgets(&self) -> Value {
+        self.spec
+            .pointer("/disruption/budgets")
+            .cloned()
+            .unwrap_or(Value::Null)
+    }
+
+    fn consolidate_after(&self) -> std::result::Result<Value, String> {
+        self.spec
+            .pointer("/disruption/consolidateAfter")
+            .cloned()
+            .ok_or_else(|| {
+                format!(
+                    "NodePool {} has no spec.disruption.consolidateAfter to keep",
+                    self.name
+                )
+            })
+    }
+}
+
+/// The disruption block to send: `budgets` plus the current `consolidateAfter`.
+fn disruption(view: &NodePoolView, budgets: Value) -> std::result::Result<Value, String> {
+    Ok(json!({"consolidateAfter": view.consolidate_after()?, "budgets": budgets}))
+}
+
+/// Freeze: budgets + the freeze budget, the user's list saved. None when already frozen.
+pub fn freeze_changes(view: &NodePoolView) -> std::result::Result<Option<(Value, Value)>, String> {
+    if view.consolidation_frozen() {
+        return Ok(None);
+    }
+    let saved = view.budgets();
+    let mut frozen = match &saved {
+        Value::Array(items) => items.clone(),
+        Value::Null => Vec::new(),
+        other => return Err(format!("spec.disruption.budgets is not a list: {other}")),
+    };
+    frozen.push(freeze_budget());
+    let annotation = serde_json::to_string(&saved).expect("JSON always serialises");
+    Ok(Some((
+        disruption(view, Value::Array(frozen))?,
+        Value::String(annotation),
+    )))
+}
+
+/// Restore: the saved budgets back, the annotation removed. None when not frozen. If someone
+/// edited the budgets during the freeze, their edit is kept and only prewarm's budget removed.
+pub fn restore_changes(view: &NodePoolView) -> std::result::Result<Option<Value>, String> {
+    let Some(raw) = view.annotations.get(SAVED_BUDGETS) else {
+        return Ok(None);
+    };
+    let saved: Value = serde_json::from_str(raw)
+        .map_err(|e| format!("annotation {SAVED_BUDGETS} is not JSON: {e}"))?;
+    if !(saved.is_array() || saved.is_null()) {
+        return Err(format!(
+            "annotation {SAVED_BUDGETS} is not a list of budgets"
+        ));
+    }
+    let current = view.budgets();
+    let mut expected = saved.as_array().cloned().unwrap_or_default();
+    expected.push(freeze_budget());
+    let budgets = if current == Value::Array(expected) {
+        saved
+    } else {
+        let mut edited = current.as_array().cloned().unwrap_or_default();
+        if let Some(i) = edited.iter().position(|b| *b == freeze_budget()) {
+            edited.remove(i);
+        }
+        Value::Array(edited)
+    };
+    Ok(Some(disruption(view, budgets)?))
+}
+
+fn quantity_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// The `spec.limits` entries that differ from `wanted` (other limits are left alone).
+pub fn limits_changes(view: &NodePoolView, wanted: &BTreeMap<String, String>) -> Option<Value> {
+    let current = view.spec.get("limits");
+    let changed: Map<String, Value> = wanted
+        .iter()
+        .filter(|(k, v)| {
+            current
+                .and_then(|l| l.get(k.as_str()))
+                .and_then(quantity_text)
+                .as_deref()
+                != Some(v.as_str())
+        })
+        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .collect();
+    (!changed.is_empty()).then_some(Value::Object(changed))
+}
+
+/// The one merge patch for a NodePool this tick, or None when nothing changes.
+/// `freeze`: Some(true) freeze, Some(false) restore, None leave as it is.
+pub fn node_pool_patch(
+    view: &NodePoolView,
+    limits: Option<&BTreeMap<String, String>>,
+    freeze: Option<bool>,
+) -> std::result::Result<Option<Value>, String> {
+    let mut spec = Map::new();
+    let mut annotations = Map::new();
+    if let Some(changed) = limits.and_then(|l| limits_changes(view, l)) {
+        spec.insert("limits".into(), changed);
+    }
+    match freeze {
+        Some(true) => {
+            if let Some((disruption, saved)) = freeze_changes(view)? {
+                spec.insert("disruption".into(), disruption);
+                annotations.insert(SAVED_BUDGETS.into(), saved);
+            }
+        }
+        Some(false) => {
+            if let Some(disruption) = restore_changes(view)? {
+                spec.insert("disruption".into(), disruption);
+                annotations.insert(SAVED_BUDGETS.into(), Value::Null);
+            }
+        }
+        None => {}
+    }
+    if spec.is_empty() {
+        return Ok(None);
+    }
+    let mut metadata = json!({"resourceVersion": view.resource_version});
+    if !annotations.is_empty() {
+        metadata["annotations"] = Value::Object(annotations);
+    }
+    Ok(Some(json!({"metadata": metadata, "spec": spec})))
+}
+
+/// Reads a NodePool; a missing one is `Error::NotFound` naming it.
+pub async fn read_node_pool(client: &kube::Client, name: &str) -> Result<NodePoolView> {
+    let found = node_pool_api(client)
+        .get(name)
+        .await
+        .map_err(|e| from_kube("get", "NodePool", name, e))?;
+    Ok(NodePoolView {
+        name: name.to_string(),
+        resource_version: found.metadata.resource_version.unwrap_or_default(),
+        annotations: found.metadata.annotations.unwrap_or_default(),
+        spec: found.data.get("spec").cloned().unwrap_or(Value::Null),
+    })
+}
+
+/// Builds and (unless `dry_run`) sends this tick's NodePool patch. A rejected patch (422 from
+/// the schema or CEL rules) is a non-retryable `Error::Kube`; a 409 is `Conflict`.
+pub async fn apply_node_pool(
+    client: &kube::Client,
+    view: &NodePoolView,
+    limits: Option<&BTreeMap<String, String>>,
+    freeze: Option<bool>,
+    dry_run: bool,
+) -> Result<ApplyOutcome> {
+    let patch = node_pool_patch(view, limits, freeze).map_err(|message| Error::Kube {
+        operation: "plan patch".into(),
+        object: format!("nodepool {}", view.name),
+        message,
+        retryable: false,
+    })?;
+    let Some(patch) = patch else {
+        return Ok(ApplyOutcome::Unchanged);
+    };
+    if dry_run {
+        return Ok(ApplyOutcome::DryRun {
+            before: 0,
+            after: 0,
+        });
+    }
+    send_node_pool_patch(client, &view.name, &patch).await
+}
+
+/// Sends a NodePool merge patch (public so stack tests can send patches the apiserver rejects).
+pub async fn send_node_pool_patch(
+    client: &kube::Client,
+    name: &str,
+    patch: &Value,
+) -> Result<ApplyOutcome> {
+    match node_pool_api(client)
+        .patch(name, &PatchParams::default(), &Patch::Merge(patch))
+        .await
+    {
+        Ok(_) => Ok(ApplyOutcome::Written {
+            before: 0,
+            after: 0,
+        }),
+        Err(e) if is_conflict(&e) => Ok(ApplyOutcome::Conflict),
+        Err(e) => Err(from_kube(
+            "patch",
+            "NodePool",
+            &format!("nodepool {name}"),
+            e,
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user_budgets() -> Value {
+        json!([
+            {"nodes": "1"},
+            {"nodes": "0", "reasons": ["Underutilized", "Empty"], "schedule": "0 8 * * mon-fri", "duration": "10h"}
+        ])
+    }
+
+    fn view(budgets: Value, annotations: &[(&str, &str)]) -> NodePoolView {
+        NodePoolView {
+            name: "gpu".into(),
+            resource_version: "100".into(),
+            annotations: annotations
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            spec: json!({
+                "template": {"spec": {"nodeClassRef": {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "default"}}},
+                "limits": {"cpu": "1000", "nvidia.com/gpu": "32"},
+                "disruption": {
+                    "consolidationPolicy": "WhenEmptyOrUnderutilized",
+                    "consolidateAfter": "10m",
+                    "budgets": budgets
+                }
+            }),
+        }
+    }
+
+    /// Applies a JSON merge patch (RFC 7386) to `target`, to follow a freeze/restore round trip.
+    fn merge(target: &mut Value, patch: &Value) {
+        if let Value::Object(p) = patch {
+            if !target.is_object() {
+                *target = json!({});
+            }
+            let t = target.as_object_mut().unwrap();
+            for (k, v) in p {
+                if v.is_null() {
+                    t.remove(k);
+                } else {
+                    merge(t.entry(k.clone()).or_insert(Value::Null), v);
+                }
+            }
+        } else {
+            *target = patch.clone();
+        }
+    }
+
+    fn applied(view: &NodePoolView, patch: &Value) -> NodePoolView {
+        let mut object = json!({"metadata": {"annotations": view.annotations}, "spec": view.spec});
+        merge(&mut object, patch);
+        NodePoolView {
+            name: view.name.clone(),
+            resource_version: "101".into(),
+            annotations: serde_json::from_value(object["metadata"]["annotations"].clone())
+                .unwrap_or_default(),
+            spec: object["spec"].clone(),
+        }
+    }
+
+    #[test]
+    fn freezing_appends_the_freeze_budget_and_saves_the_users_list() {
+        let v = view(user_budgets(), &[]);
+        let patch = node_pool_patch(&v, None, Some(true)).unwrap().unwrap();
+        let saved: Value = serde_json::from_str(
+            patch["metadata"]["annotations"][SAVED_BUDGETS]
+                .as_str()
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(saved, user_budgets());
+        assert_eq!(patch["metadata"]["resourceVersion"], "100");
+        assert_eq!(
+            patch["spec"],
+            json!({"disruption": {
+                "consolidateAfter": "10m",
+                "budgets": [
+                    {"nodes": "1"},
+                    {"nodes": "0", "reasons": ["Underutilized", "Empty"], "schedule": "0 8 * * mon-fri", "duration": "10h"},
+                    {"nodes": "0", "reasons": ["Underutilized", "Empty"]}
+                ]
+            }})
+        );
+    }
+
+    #[test]
+    fn freeze_then_restore_gives_back_exactly_the_users_budgets() {
+        let original = view(user_budgets(), &[]);
+        let frozen = applied(
+            &original,
+            &node_pool_patch(&original, None, Some(true))
+                .unwrap()
+                .unwrap(),
+        );
+        assert!(frozen.consolidation_frozen());
+        assert_eq!(node_pool_patch(&frozen, None, Some(true)).unwrap(), None);
+        let restored = applied(
+            &frozen,
+            &node_pool_patch(&frozen, None, Some(false))
+                .unwrap()
+                .unwrap(),
+        );
+        assert_eq!(restored.spec, original.spec);
+        assert_eq!(restored.annotations, original.annotations);
+        assert_eq!(node_pool_patch(&restored, None, Some(false)).unwrap(), None);
+    }
+
+    #[test]
+    fn a_budget_edit_during_the_freeze_is_kept_on_restore() {
+        let saved = serde_json::to_string(&json!([{"nodes": "1"}])).unwrap();
+        let edited = json!([{"nodes": "2"}, {"nodes": "0", "reasons": ["Underutilized", "Empty"]}]);
+        let v = view(edited, &[(SAVED_BUDGETS, &saved)]);
+        let patch = node_pool_patch(&v, None, Some(false)).unwrap().unwrap();
+        assert_eq!(
+            patch["spec"]["disruption"]["budgets"],
+            json!([{"nodes": "2"}])
+        );
+        assert_eq!(patch["metadata"]["annotations"][SAVED_BUDGETS], Value::Null);
+    }
+
+    #[test]
+    fn a_broken_saved_annotation_is_reported_not_guessed() {
+        let v = view(user_budgets(), &[(SAVED_BUDGETS, "{oops")]);
+        let err = node_pool_patch(&v, None, Some(false)).unwrap_err();
+        assert!(err.contains(SAVED_BUDGETS), "{err}");
+    }
+
+    #[test]
+    fn consolidate_after_is_required_to_touch_disruption() {
+        let mut v = view(user_budgets(), &[]);
+        v.spec["disruption"]
+            .as_object_mut()
+            .unwrap()
+            .remove("consolidateAfter");
+        let err = node_pool_patch(&v, None, Some(true)).unwrap_err();
+        assert!(err.contains("consolidateAfter"), "{err}");
+    }
+
+    #[test]
+    fn limits_patch_carries_only_changed_entries() {
+        let v = view(user_budgets(), &[]);
+        let wanted: BTreeMap<String, String> =
+            [("nvidia.com/gpu".to_string(), "16".to_string())].into();
+        assert_eq!(
+            node_pool_patch(&v, Some(&wanted), None).unwrap().unwrap(),
+            json!({"metadata": {"resourceVersion": "100"}, "spec": {"limits": {"nvidia.com/gpu": "16"}}})
+        );
+        let same: BTreeMap<String, String> = [("cpu".to_string(), "1000".to_string())].into();
+        assert_eq!(node_pool_patch(&v, Some(&same), None).unwrap(), None);
+        let mut numeric = v.clone();
+        numeric.spec["limits"]["cpu"] = json!(1000);
+        assert_eq!(node_pool_patch(&numeric, Some(&same), None).unwrap(), None);
+    }
+
+    fn keys_named(value: &Value, name: &str, path: &str, found: &mut Vec<String>) {
+        match value {
+            Value::Object(map) => {
+                for (k, v) in map {
+                    let here = format!("{path}/{k}");
+                    if k == name {
+                        found.push(here.clone());
+                    }
+                    keys_named(v, name, &here, found);
+                }
+            }
+            Value::Array(items) => {
+                for (i, v) in items.iter().enumerate() {
+                    keys_named(v, name, &format!("{path}/{i}"), found);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Every patch prewarm can build, over NodePools in every state, has no `template` key
+    /// anywhere and touches only limits, disruption and metadata.
+    #[test]
+    fn no_patch_ever_touches_the_template() {
+        let wanted: BTreeMap<String, String> =
+            [("nvidia.com/gpu".to_string(), "8".to_string())].into();
+        let saved = serde_json::to_string(&user_budgets()).unwrap();
+        let views = [
+            view(user_budgets(), &[]),
+            view(Value::Null, &[]),
+            view(
+                json!([{"nodes": "10%"}, freeze_budget()]),
+                &[(SAVED_BUDGETS, "[{\"nodes\":\"10%\"}]")],
+            ),
+            view(json!([{"nodes": "3"}]), &[(SAVED_BUDGETS, &saved)]),
+        ];
+        let mut patches = Vec::new();
+        for v in &views {
+            for limits in [None, Some(&wanted)] {
+                for freeze in [None, Some(true), Some(false)] {
+                    if let Some(p) = node_pool_patch(v, limits, freeze).unwrap() {
+                        patches.push(p);
+                    }
+                }
+            }
+        }
+        // The headroom patches reach the NodePool too when it is the headroom object.
+        let read = super::super::annotations::parse_headroom(2, &BTreeMap::new()).unwrap();
+        patches.extend(super::super::headroom::reserve_patch(&read, "1", "evt", 1));
+        assert!(patches.len() >= 10, "only {} patches built", patches.len());
+        for p in &patches {
+            let mut found = Vec::new();
+            keys_named(p, "template", "", &mut found);
+            assert!(found.is_empty(), "template touched at {found:?} in {p}");
+            for key in p["spec"].as_object().into_iter().flat_map(|m| m.keys()) {
+                assert!(
+                    ["limits", "disruption", "replicas"].contains(&key.as_str()),
+                    "unexpected spec key {key} in {p}"
+                );
+            }
+            if let Some(d) = p["spec"].get("disruption") {
+                assert!(d.get("consolidateAfter").is_some(), "{p}");
+            }
+        }
+    }
+}

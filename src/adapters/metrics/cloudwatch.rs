@@ -1,0 +1,436 @@
+//! The CloudWatch source: one `GetMetricData` call with four `MetricStat` queries per target.
+//!
+//! Metrics prewarm reads (namespace `CLOUDWATCH_NAMESPACE`), published by whatever exports the
+//! inference servers' numbers to CloudWatch (an agent, a sidecar, EMF logs):
+//!
+//! | signal         | metric name             | statistic | unit / meaning                    |
+//! |----------------|-------------------------|-----------|-----------------------------------|
+//! | waiting        | `RequestsWaiting`       | Average   | requests queued                   |
+//! | running        | `RequestsRunning`       | Average   | requests being served             |
+//! | arrival rate   | `RequestsCompleted`     | Sum       | requests finished in the period   |
+//! | service time   | `RequestLatencySeconds` | Average   | seconds per finished request      |
+//!
+//! Dimensions: `Target=<target name>` when the target has no selector; otherwise the selector's
+//! equality matchers (`model_name="llama"` → dimension `model_name=llama`). Regex and negative
+//! matchers cannot be expressed as dimensions and are rejected. The PromQL query overrides do not
+//! apply to this source.
+//!
+//! The arrival rate is built like the PromQL one (see `queries.rs`): completions per second plus
+//! the growth of waiting + running per second, the growth clamped at zero. It is computed here
+//! rather than with metric math because `Expression` queries are a different cost class and the
+//! test emulator does not support them.
+//!
+//! Periods: CloudWatch accepts 1, 5, 10, 30 or a multiple of 60 seconds. The period is the
+//! largest valid one not above the policy step, so the metrics must be published with
+//! `StorageResolution=1` when the step is below a minute. Only complete periods are read, each
+//! stamped at its end (the time its aggregate is known), and then put on the policy's step grid
+//! ending at `now` (each grid point takes the newest period that ended within one step before it).
+
+use async_trait::async_trait;
+use aws_sdk_cloudwatch::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_cloudwatch::operation::get_metric_data::GetMetricDataError;
+use aws_sdk_cloudwatch::types::{
+    Dimension, Metric, MetricDataQuery, MetricDataResult, MetricStat, ScanBy, StatusCode,
+};
+use aws_smithy_types::DateTime;
+
+use super::queries::normalized_selector;
+use super::{metrics_error, MetricSource, Window};
+use crate::core::{Observation, PolicySpec, Sample, TargetSpec};
+use crate::error::Error;
+
+pub const WAITING: &str = "RequestsWaiting";
+pub const RUNNING: &str = "RequestsRunning";
+pub const COMPLETED: &str = "RequestsCompleted";
+pub const LATENCY: &str = "RequestLatencySeconds";
+/// The dimension naming the target when it has no selector.
+pub const TARGET_DIMENSION: &str = "Target";
+
+pub struct CloudWatchSource {
+    client: aws_sdk_cloudwatch::Client,
+    namespace: String,
+}
+
+impl CloudWatchSource {
+    pub fn new(client: aws_sdk_cloudwatch::Client, namespace: &str) -> Self {
+        CloudWatchSource {
+            client,
+            namespace: namespace.to_string(),
+        }
+    }
+
+    fn query(
+        &self,
+        id: &str,
+        metric: &str,
+        stat: &str,
+        dims: &[Dimension],
+        period: i32,
+    ) -> MetricDataQuery {
+        MetricDataQuery::builder()
+            .id(id)
+            .metric_stat(
+                MetricStat::builder()
+                    .metric(
+                        Metric::builder()
+                            .namespace(&self.namespace)
+                            .metric_name(metric)
+                            .set_dimensions(Some(dims.to_vec()))
+                            .build(),
+                    )
+                    .period(period)
+                    .stat(stat)
+                    .build(),
+            )
+            .return_data(true)
+            .build()
+    }
+}
+
+#[async_trait]
+impl MetricSource for CloudWatchSource {
+    async fn observe(
+        &self,
+        target: &TargetSpec,
+        policy: &PolicySpec,
+        now: f64,
+    ) -> Result<Observation, Error> {
+        let dims = dimensions(target).map_err(|m| metrics_error(target, m, false))?;
+        let period = period_for(policy.step_s);
+        let p = f64::from(period);
+        // Complete periods only: the newest one ends at or before `now`.
+        let end = (now / p).floor() * p;
+        let start = ((now - policy.window_s - policy.step_s) / p).floor() * p;
+        let queries = vec![
+            self.query("waiting", WAITING, "Average", &dims, period),
+            self.query("running", RUNNING, "Average", &dims, period),
+            self.query("completed", COMPLETED, "Sum", &dims, period),
+            self.query("latency", LATENCY, "Average", &dims, period),
+        ];
+        let mut series = Series::default();
+        let mut next_token: Option<String> = None;
+        loop {
+            let out = self
+                .client
+                .get_metric_data()
+                .start_time(DateTime::from_secs_f64(start))
+                .end_time(DateTime::from_secs_f64(end))
+                .scan_by(ScanBy::TimestampAscending)
+                .set_metric_data_queries(Some(queries.clone()))
+                .set_next_token(next_token.take())
+                .send()
+                .await
+                .map_err(|e| {
+                    let (message, retryable) = describe_sdk_error(&e);
+                    metrics_error(target, format!("GetMetricData: {message}"), retryable)
+                })?;
+            for r in out.metric_data_results() {
+                series
+                    .add(r, p)
+                    .map_err(|m| metrics_error(target, format!("GetMetricData: {m}"), false))?;
+            }
+            match out.next_token() {
+                Some(t) if !t.is_empty() => next_token = Some(t.to_string()),
+                _ => break,
+            }
+        }
+        let w = Window::ending_at(now, policy);
+        let arrivals = arrival_rate(&series.completed, &series.waiting, &series.running, p);
+        Ok(Observation {
+            arrival_rate: to_grid(&arrivals, &w),
+            service_time_s: to_grid(&series.latency, &w),
+            waiting: to_grid(&series.waiting, &w),
+            running: to_grid(&series.running, &w),
+            ..Observation::default()
+        })
+    }
+}
+
+/// The four raw series, stamped at period ends, oldest first.
+#[derive(Default)]
+struct Series {
+    waiting: Vec<Sample>,
+    running: Vec<Sample>,
+    completed: Vec<Sample>,
+    latency: Vec<Sample>,
+}
+
+impl Series {
+    fn add(&mut self, r: &MetricDataResult, period: f64) -> Result<(), String> {
+        let id = r.id().unwrap_or_default();
+        match r.status_code() {
+            Some(StatusCode::InternalError) | Some(StatusCode::Forbidden) => {
+                let why: Vec<_> = r.messages().iter().filter_map(|m| m.value()).collect();
+                return Err(format!(
+                    "query {id} status {:?}: {}",
+                    r.status_code(),
+                    why.join("; ")
+                ));
+            }
+            _ => {}
+        }
+        if r.timestamps().len() != r.values().len() {
+            return Err(format!(
+                "query {id}: {} timestamps but {} values",
+                r.timestamps().len(),
+                r.values().len()
+            ));
+        }
+        let target = match id {
+            "waiting" => &mut self.waiting,
+            "running" => &mut self.running,
+            "completed" => &mut self.completed,
+            "latency" => &mut self.latency,
+            other => return Err(format!("unexpected result id {other:?}")),
+        };
+        for (t, v) in r.timestamps().iter().zip(r.values()) {
+            let t = t.as_secs_f64() + period;
+            if t.is_finite() && v.is_finite() {
+                target.push(Sample::new(t, *v));
+            }
+        }
+        target.sort_by(|a, b| a.t.total_cmp(&b.t));
+        Ok(())
+    }
+}
+
+/// CloudWatch periods: 1, 5, 10, 30 or a multiple of 60 seconds; the largest not above `step_s`.
+pub fn period_for(step_s: f64) -> i32 {
+    if step_s >= 60.0 {
+        ((step_s / 60.0).floor() as i32) * 60
+    } else {
+        [30, 10, 5, 1]
+            .into_iter()
+            .find(|p| f64::from(*p) <= step_s)
+            .unwrap_or(1)
+    }
+}
+
+/// The dimensions of a target (see the module docs).
+pub fn dimensions(target: &TargetSpec) -> Result<Vec<Dimension>, String> {
+    let sel = normalized_selector(&target.selector);
+    if sel.is_empty() {
+        return Ok(vec![Dimension::builder()
+            .name(TARGET_DIMENSION)
+            .value(&target.name)
+            .build()]);
+    }
+    let mut dims = Vec::new();
+    for matcher in split_matchers(sel) {
+        let matcher = matcher.trim();
+        let (name, value) = matcher
+            .split_once('=')
+            .filter(|(n, v)| !n.ends_with('!') && !v.starts_with('~'))
+            .ok_or_else(|| {
+                format!(
+                    "selector matcher {matcher:?} of target {} is not an equality; CloudWatch dimensions need name=\"value\"",
+                    target.name
+                )
+            })?;
+        let value = value.trim();
+        let value = value
+            .strip_prefix('"')
+            .and_then(|v| v.strip_suffix('"'))
+            .unwrap_or(value);
+        dims.push(Dimension::builder().name(name.trim()).value(value).build());
+    }
+    Ok(dims)
+}
+
+/// Splits `a="x,y", b="z"` at the commas outside quotes.
+fn split_matchers(sel: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let (mut start, mut quoted, mut escaped) = (0, false, false);
+    for (i, c) in sel.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            '"' => quoted = !quoted,
+            ',' if !quoted => {
+                parts.push(&sel[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&sel[start..]);
+    parts.into_iter().filter(|p| !p.trim().is_empty()).collect()
+}
+
+/// Completions per second plus the clamped growth of waiting + running per second, per period.
+/// Where the gauges lack a point for this or the previous period the growth counts as zero, as in
+/// the PromQL version.
+pub fn arrival_rate(
+    completed: &[Sample],
+    waiting: &[Sample],
+    running: &[Sample],
+    period: f64,
+) -> Vec<Sample> {
+    let at = |s: &[Sample], t: f64| s.iter().find(|x| (x.t - t).abs() < 1e-6).map(|x| x.v);
+    let in_system = |t: f64| Some(at(waiting, t)? + at(running, t)?);
+    completed
+        .iter()
+        .map(|c| {
+            let growth = match (in_system(c.t), in_system(c.t - period)) {
+                (Some(now), Some(before)) => (now - before).max(0.0),
+                _ => 0.0,
+            };
+            Sample::new(c.t, (c.v + growth) / period)
+        })
+        .collect()
+}
+
+/// Puts a series on the step grid of `w` (ending at `w.end`): each grid point gets the value of
+/// the newest sample stamped in [point - step, point]; points without one are left out.
+pub fn to_grid(samples: &[Sample], w: &Window) -> Vec<Sample> {
+    let n = ((w.end - w.start) / w.step).floor() as i64;
+    (0..=n)
+        .rev()
+        .filter_map(|k| {
+            let g = w.end - k as f64 * w.step;
+            samples
+                .iter()
+                .rev()
+                .find(|s| s.t <= g + 1e-6 && s.t >= g - w.step - 1e-6)
+                .map(|s| Sample::new(g, s.v))
+        })
+        .collect()
+}
+
+fn describe_sdk_error(e: &SdkError<GetMetricDataError>) -> (String, bool) {
+    match e {
+        SdkError::ServiceError(se) => {
+            let err = se.err();
+            let code = err.code().unwrap_or("unknown");
+            let message = err.message().unwrap_or_default();
+            // Throttling and server faults may pass next tick; bad parameters or access never.
+            let retryable = code.contains("Throttl")
+                || code.contains("InternalService")
+                || code.contains("ServiceUnavailable");
+            (format!("{code}: {message}"), retryable)
+        }
+        SdkError::ConstructionFailure(_) => (format!("{e:?}"), false),
+        // Timeouts, connection failures and unreadable responses: the next tick may do better.
+        other => (DisplayErrorContext(other).to_string(), true),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::spec::{HeadroomKind, QueryOverrides, ServerKind};
+
+    fn target(selector: &str) -> TargetSpec {
+        TargetSpec {
+            name: "llama".into(),
+            node_pool: "gpu".into(),
+            headroom: HeadroomKind::NodePoolReplicas,
+            server: ServerKind::Vllm,
+            selector: selector.into(),
+            queries: QueryOverrides::default(),
+            pod_namespace: None,
+            pod_selector: None,
+            gpus_per_replica: 1,
+            replica_concurrency: 8,
+            min_spare: 0,
+            max_spare: 4,
+            max_step_up: 4,
+            max_step_down: 1,
+            gpu_cap: None,
+            freeze_consolidation: false,
+            limits: None,
+        }
+    }
+
+    fn pairs(d: Vec<Dimension>) -> Vec<(String, String)> {
+        d.into_iter()
+            .map(|d| {
+                (
+                    d.name().unwrap().to_string(),
+                    d.value().unwrap().to_string(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn periods_are_valid_cloudwatch_periods() {
+        let cases = [
+            (1.0, 1),
+            (4.0, 1),
+            (5.0, 5),
+            (15.0, 10),
+            (30.0, 30),
+            (59.0, 30),
+            (60.0, 60),
+            (90.0, 60),
+            (300.0, 300),
+        ];
+        for (step, want) in cases {
+            assert_eq!(period_for(step), want, "step {step}");
+        }
+    }
+
+    #[test]
+    fn dimensions_from_name_or_selector() {
+        let s = |a: &str, b: &str| (a.to_string(), b.to_string());
+        assert_eq!(
+            pairs(dimensions(&target("")).unwrap()),
+            vec![s("Target", "llama")]
+        );
+        assert_eq!(
+            pairs(dimensions(&target(r#"{model_name="llama-3", pool = "a,b"}"#)).unwrap()),
+            vec![s("model_name", "llama-3"), s("pool", "a,b")]
+        );
+        for bad in [r#"model=~"l.*""#, r#"model!="x""#, "model"] {
+            let err = dimensions(&target(bad)).unwrap_err();
+            assert!(err.contains("not an equality"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn arrivals_add_clamped_growth_to_completions() {
+        let s = Sample::new;
+        // period 10 s; in system 4 -> 10 -> 6 -> (missing running) ; completions 20, 30, 40, 50
+        let completed = [s(10.0, 20.0), s(20.0, 30.0), s(30.0, 40.0), s(40.0, 50.0)];
+        let waiting = [s(10.0, 1.0), s(20.0, 6.0), s(30.0, 2.0), s(40.0, 9.0)];
+        let running = [s(10.0, 3.0), s(20.0, 4.0), s(30.0, 4.0)];
+        assert_eq!(
+            arrival_rate(&completed, &waiting, &running, 10.0),
+            vec![
+                s(10.0, 2.0), // no previous period: growth 0
+                s(20.0, 3.6), // (30 + 6) / 10
+                s(30.0, 4.0), // shrinking system: growth clamped to 0
+                s(40.0, 5.0), // running missing: growth 0
+            ]
+        );
+    }
+
+    #[test]
+    fn series_go_onto_the_step_grid_ending_now() {
+        let s = Sample::new;
+        let w = Window {
+            start: 55.0,
+            end: 100.0,
+            step: 15.0,
+        };
+        // grid 55, 70, 85, 100; samples every 10 s, one gap at 80
+        let raw = [
+            s(50.0, 1.0),
+            s(60.0, 2.0),
+            s(70.0, 3.0),
+            s(90.0, 5.0),
+            s(100.0, 6.0),
+        ];
+        assert_eq!(
+            to_grid(&raw, &w),
+            vec![s(55.0, 1.0), s(70.0, 3.0), s(85.0, 3.0), s(100.0, 6.0)]
+        );
+        // nothing within one step before a grid point: the point is left out
+        assert_eq!(
+            to_grid(&[s(20.0, 1.0), s(99.0, 2.0)], &w),
+            vec![s(100.0, 2.0)]
+        );
+        assert_eq!(to_grid(&[], &w), vec![]);
+    }
+}

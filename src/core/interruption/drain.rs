@@ -1,0 +1,369 @@
+//! Drain planning: given what the node and its pods look like now, the notice and the clock,
+//! which commands to run in this step. Like Karpenter's disruption controller, planning and
+//! execution are separate: this function only decides; the executor in
+//! `adapters::kube::drain` carries the commands out, and the next check plans again from what
+//! it then observes. Every command is idempotent, so re-planning after a partial step is safe.
+//!
+//! Order of a drain (make before break):
+//! 1. cordon and taint the node (`prewarm.io/draining=<kind>:NoSchedule`), record the state;
+//! 2. request a replacement: raise the headroom of the node's NodePool by the node's GPUs;
+//! 3. wait until warm capacity outside the node can take the node's pods, or until the eviction
+//!    deadline, whichever is first;
+//! 4. evict in tiers: ordinary pods first, then critical pods (system priority classes) once the
+//!    first tier is gone. DaemonSet and mirror pods are left alone (they die with the node and
+//!    would only come back). Pods annotated `karpenter.sh/do-not-disrupt` are evicted only at
+//!    the deadline: their owners asked not to be moved for convenience, and make-before-break is
+//!    a convenience, but at the deadline the instance goes away regardless and an eviction (which
+//!    still honours PodDisruptionBudgets and grace periods) is kinder than a power-off. A notice
+//!    without a deadline (rebalance) leaves them where they are.
+//! 5. done when nothing evictable is left; the replacement reservation is then released so the
+//!    tick manages that headroom again.
+
+use serde::Serialize;
+
+use super::actions::{Action, ActionTable};
+use super::deadline::eviction_deadline;
+use super::notice::{Notice, NoticeKind};
+use super::state::{DrainState, Phase};
+
+/// A notice without a deadline (rebalance) waits this long (from the notice) for its
+/// replacement at most, then
+/// evicts anyway: the node is at elevated risk and the capacity has been asked for. Without a
+/// bound, a replacement that never comes would keep the message cycling until its retention.
+pub const NO_DEADLINE_MAX_WAIT_S: f64 = 1800.0;
+
+/// The settings of drain planning (from `InterruptionSettings`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DrainSettings {
+    pub actions: ActionTable,
+    /// EVICTION_BUDGET_SECONDS: eviction starts this long before the instance goes.
+    pub eviction_budget_s: f64,
+    /// RECHECK_SECONDS: time between two checks of a drain in progress.
+    pub recheck_s: f64,
+}
+
+impl Default for DrainSettings {
+    fn default() -> Self {
+        DrainSettings {
+            actions: ActionTable::default(),
+            eviction_budget_s: 30.0,
+            recheck_s: 15.0,
+        }
+    }
+}
+
+/// What planning needs to know about the node.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeView {
+    pub name: String,
+    pub unschedulable: bool,
+    /// The node carries the `prewarm.io/draining` taint already.
+    pub tainted: bool,
+    /// Allocatable GPUs of the node: the size of the replacement to request.
+    pub gpus: u32,
+    /// The drain state read from the node's annotations (None: not draining, or unreadable).
+    pub state: Option<DrainState>,
+    /// GPUs free on schedulable, Ready nodes of the same NodePool outside this node (balloon
+    /// pods count as free: they yield to any real pod). The replacement is ready when this
+    /// covers the GPUs of the pods to be evicted.
+    pub spare_gpus_elsewhere: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub enum PodOwner {
+    DaemonSet,
+    /// A static pod mirrored by the kubelet: the API cannot evict it for real.
+    Mirror,
+    Other,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct PodRef {
+    pub namespace: String,
+    pub name: String,
+}
+
+impl std::fmt::Display for PodRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+/// What planning needs to know about a pod on the node.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PodView {
+    pub pod: PodRef,
+    pub owner: PodOwner,
+    /// system-node-critical / system-cluster-critical (or priority >= 2e9): evicted last.
+    pub critical: bool,
+    /// `karpenter.sh/do-not-disrupt: "true"`.
+    pub do_not_disrupt: bool,
+    /// Has a deletionTimestamp: already on its way out.
+    pub terminating: bool,
+    /// Succeeded or Failed: holds nothing.
+    pub finished: bool,
+    /// GPUs the pod requests.
+    pub gpus: u32,
+}
+
+/// Why a drain step finishes the message.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "finish", rename_all = "kebab-case")]
+pub enum Finish {
+    /// Nothing evictable left on the node.
+    Drained,
+    /// cordon-prewarm: replacement ready, pods left serving.
+    Prewarmed,
+    /// `ACTIONS` says to ignore this kind.
+    Ignored,
+    /// Another notice with an earlier (or the same) deadline already owns the node's drain.
+    Superseded { by_event: String },
+}
+
+/// One command for the executor.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "command", rename_all = "kebab-case")]
+pub enum Command {
+    /// Write the drain state annotations (first, so concurrent duplicates see the claim).
+    RecordState {
+        state: DrainState,
+    },
+    Cordon,
+    Taint {
+        kind: NoticeKind,
+    },
+    /// Raise the NodePool's headroom by this many GPUs, reserved for this drain.
+    RequestReplacement {
+        gpus: u32,
+    },
+    Evict {
+        pod: PodRef,
+        tier: u8,
+    },
+    /// The drain is over: hand the reserved headroom back to the tick.
+    ReleaseReplacement,
+    /// Work remains: look again at this time (the message's next visibility).
+    WaitUntil {
+        at: f64,
+    },
+    /// The message is finished.
+    Done(Finish),
+}
+
+/// The commands of one step; the last is always `WaitUntil` or `Done`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DrainStep {
+    pub commands: Vec<Command>,
+    /// The node's drain state after this step (None when the step does not own the node).
+    pub state: Option<DrainState>,
+}
+
+impl DrainStep {
+    pub fn last(&self) -> &Command {
+        self.commands
+            .last()
+            .expect("a step always ends in WaitUntil or Done")
+    }
+
+    pub fn evictions(&self) -> impl Iterator<Item = &PodRef> {
+        self.commands.iter().filter_map(|c| match c {
+            Command::Evict { pod, .. } => Some(pod),
+            _ => None,
+        })
+    }
+
+    fn finish(commands: Vec<Command>, state: Option<DrainState>, f: Finish) -> DrainStep {
+        let mut commands = commands;
+        commands.push(Command::Done(f));
+        DrainStep { commands, state }
+    }
+}
+
+/// A notice takes a node over from the notice that owns its drain only when it must act sooner.
+fn supersedes(new_deadline: Option<f64>, old_deadline: Option<f64>) -> bool {
+    match (new_deadline, old_deadline) {
+        (Some(new), Some(old)) => new < old,
+        (Some(_), None) => true,
+        (None, _) => false,
+    }
+}
+
+/// Plans one step of the drain of `node` for `notice` at `now`.
+pub fn plan_drain(
+    node: &NodeView,
+    pods: &[PodView],
+    notice: &Notice,
+    now: f64,
+    settings: &DrainSettings,
+) -> DrainStep {
+    let action = settings.actions.for_kind(notice.kind);
+    if action == Action::Ignore {
+        return DrainStep::finish(vec![], node.state.clone(), Finish::Ignored);
+    }
+    let deadline = eviction_deadline(notice, settings.eviction_budget_s);
+
+    let mut state = match &node.state {
+        Some(s) if s.event_id == notice.event_id => s.clone(),
+        Some(s) if !supersedes(deadline, s.deadline) => {
+            return DrainStep::finish(
+                vec![],
+                Some(s.clone()),
+                Finish::Superseded {
+                    by_event: s.event_id.clone(),
+                },
+            )
+        }
+        // Taking over keeps what was done (cordon, replacement) and moves the deadline earlier.
+        Some(s) => DrainState {
+            event_id: notice.event_id.clone(),
+            kind: notice.kind,
+            notice_time: notice.time,
+            deadline,
+            finished_at: None,
+            ..s.clone()
+        },
+        None => DrainState {
+            event_id: notice.event_id.clone(),
+            kind: notice.kind,
+            phase: Phase::WaitingForReplacement,
+            notice_time: notice.time,
+            deadline,
+            started_at: now,
+            replacement_requested_at: None,
+            replacement_ready_at: None,
+            evicting_since: None,
+            finished_at: None,
+            replacement_gpus: 0,
+        },
+    };
+
+    let mut commands = Vec::new();
+    if !node.unschedulable {
+        commands.push(Command::Cordon);
+    }
+    if !node.tainted {
+        commands.push(Command::Taint { kind: notice.kind });
+    }
+    if state.replacement_requested_at.is_none() && node.gpus > 0 {
+        commands.push(Command::RequestReplacement { gpus: node.gpus });
+        state.replacement_requested_at = Some(now);
+        state.replacement_gpus = node.gpus;
+    }
+
+    // Pods that hold the drain up: everything but DaemonSet, mirror and finished pods.
+    let holding: Vec<&PodView> = pods
+        .iter()
+        .filter(|p| p.owner == PodOwner::Other && !p.finished)
+        .collect();
+    let gpus_needed: u32 = holding
+        .iter()
+        .filter(|p| !p.terminating)
+        .map(|p| p.gpus)
+        .sum();
+    let ready = node.spare_gpus_elsewhere >= gpus_needed;
+    if ready && state.replacement_ready_at.is_none() {
+        state.replacement_ready_at = Some(now);
+    }
+    let past_deadline = deadline.is_some_and(|d| now >= d);
+    let waited_too_long = deadline.is_none() && now >= state.notice_time + NO_DEADLINE_MAX_WAIT_S;
+
+    let start_evicting = match action {
+        Action::EvictNow => true,
+        Action::Drain => ready || past_deadline || waited_too_long,
+        Action::CordonPrewarm => past_deadline,
+        Action::Ignore => unreachable!("handled above"),
+    };
+    if state.evicting_since.is_none() && start_evicting {
+        state.evicting_since = Some(now);
+    }
+
+    let next_check = |at_least_by: Option<f64>| {
+        let soon = now + settings.recheck_s;
+        match at_least_by {
+            Some(d) if d > now && d < soon => d,
+            _ => soon,
+        }
+    };
+
+    if state.evicting_since.is_none() {
+        if action == Action::CordonPrewarm && ready && deadline.is_none() {
+            state.phase = Phase::Prewarmed;
+            state.finished_at = Some(now);
+            commands.insert(
+                0,
+                Command::RecordState {
+                    state: state.clone(),
+                },
+            );
+            return DrainStep::finish(commands, Some(state), Finish::Prewarmed);
+        }
+        state.phase = if action == Action::CordonPrewarm && ready {
+            Phase::Prewarmed
+        } else {
+            Phase::WaitingForReplacement
+        };
+        commands.insert(
+            0,
+            Command::RecordState {
+                state: state.clone(),
+            },
+        );
+        commands.push(Command::WaitUntil {
+            at: next_check(deadline),
+        });
+        return DrainStep {
+            commands,
+            state: Some(state),
+        };
+    }
+
+    // Evicting. do-not-disrupt pods count only once the deadline has passed; with no deadline
+    // they stay (see the module comment).
+    let in_scope: Vec<&PodView> = holding
+        .iter()
+        .copied()
+        .filter(|p| !p.do_not_disrupt || past_deadline)
+        .collect();
+    let protected_waiting = holding.len() - in_scope.len();
+    if in_scope.is_empty() && (protected_waiting == 0 || deadline.is_none()) {
+        state.phase = Phase::Drained;
+        state.finished_at = Some(now);
+        commands.insert(
+            0,
+            Command::RecordState {
+                state: state.clone(),
+            },
+        );
+        commands.push(Command::ReleaseReplacement);
+        return DrainStep::finish(commands, Some(state), Finish::Drained);
+    }
+
+    // Tier 1 (ordinary pods) until it is gone entirely, then tier 2 (critical pods). Pods
+    // already terminating are waited for, not evicted again.
+    let tier_one_left = in_scope.iter().any(|p| !p.critical);
+    let (tier, wanted_critical) = if tier_one_left { (1, false) } else { (2, true) };
+    let mut evict: Vec<&PodView> = in_scope
+        .iter()
+        .copied()
+        .filter(|p| p.critical == wanted_critical && !p.terminating)
+        .collect();
+    evict.sort_by(|a, b| a.pod.cmp(&b.pod));
+    state.phase = Phase::Evicting;
+    commands.insert(
+        0,
+        Command::RecordState {
+            state: state.clone(),
+        },
+    );
+    commands.extend(evict.into_iter().map(|p| Command::Evict {
+        pod: p.pod.clone(),
+        tier,
+    }));
+    commands.push(Command::WaitUntil {
+        at: next_check(deadline),
+    });
+    DrainStep {
+        commands,
+        state: Some(state),
+    }
+}

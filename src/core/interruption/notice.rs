@@ -1,0 +1,71 @@
+//! An interruption notice in prewarm's own terms, independent of how it arrived (SQS record or
+//! bare EventBridge event). Parsing lives in `adapters::events`.
+
+use serde::Serialize;
+
+/// The kinds of notice prewarm acts on. The string forms are the keys of `ACTIONS`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NoticeKind {
+    /// `aws.ec2` / EC2 Spot Instance Interruption Warning: two minutes' notice.
+    SpotInterruption,
+    /// `aws.ec2` / EC2 Instance Rebalance Recommendation: elevated risk, no deadline.
+    Rebalance,
+    /// `aws.ec2` / EC2 Instance State-change Notification (stopping, stopped, shutting-down,
+    /// terminated): the instance is already going.
+    StateChange,
+    /// `aws.health` / AWS Health Event, EC2 scheduledChange: a maintenance window ahead.
+    ScheduledChange,
+    /// `aws.ec2` / EC2 Capacity Reservation Instance Interruption Warning: two minutes' notice.
+    CapacityReservation,
+}
+
+impl NoticeKind {
+    pub const ALL: [NoticeKind; 5] = [
+        NoticeKind::SpotInterruption,
+        NoticeKind::Rebalance,
+        NoticeKind::StateChange,
+        NoticeKind::ScheduledChange,
+        NoticeKind::CapacityReservation,
+    ];
+
+    /// The stable name used in `ACTIONS`, logs, annotations and EMF dimensions.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NoticeKind::SpotInterruption => "spot-interruption",
+            NoticeKind::Rebalance => "rebalance",
+            NoticeKind::StateChange => "state-change",
+            NoticeKind::ScheduledChange => "scheduled-change",
+            NoticeKind::CapacityReservation => "capacity-reservation",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<NoticeKind> {
+        NoticeKind::ALL.into_iter().find(|k| k.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for NoticeKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One notice: which instances, what kind, and the times that set its deadline.
+/// Times are seconds since the Unix epoch.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Notice {
+    /// The EventBridge event id; it marks the node's drain state so re-deliveries are recognised.
+    pub event_id: String,
+    pub kind: NoticeKind,
+    /// EC2 instance ids (one for EC2 notices; every affected entity of a Health event).
+    pub instance_ids: Vec<String>,
+    /// The envelope's `time`: when AWS issued the notice.
+    pub time: f64,
+    /// State-change only: the new instance state.
+    pub instance_state: Option<String>,
+    /// Health only: the start of the maintenance window.
+    pub window_start: Option<f64>,
+    /// Capacity reservation only: `instance-termination-time`, when AWS states it.
+    pub termination_time: Option<f64>,
+}

@@ -1,0 +1,481 @@
+//! Pure drain planning, with a fixed clock: tiers, deadlines, do-not-disrupt, PDB-blocked pods,
+//! duplicates and take-overs. Expected values are worked out by hand from the rules in
+//! `core::interruption::drain`, not computed by the code under test.
+
+use prewarm::core::interruption::{
+    plan_drain, ActionTable, Command, DrainSettings, DrainState, Finish, NodeView, Notice,
+    NoticeKind, Phase, PodOwner, PodRef, PodView,
+};
+
+const T0: f64 = 1_795_953_600.0; // notice time: 2026-11-29T12:00:00Z
+
+fn notice(kind: NoticeKind) -> Notice {
+    Notice {
+        event_id: "ev-1".into(),
+        kind,
+        instance_ids: vec!["i-0abc".into()],
+        time: T0,
+        instance_state: (kind == NoticeKind::StateChange).then(|| "stopping".into()),
+        window_start: (kind == NoticeKind::ScheduledChange).then_some(T0 + 86_400.0),
+        termination_time: None,
+    }
+}
+
+fn node(spare: u32) -> NodeView {
+    NodeView {
+        name: "gpu-node-a".into(),
+        unschedulable: false,
+        tainted: false,
+        gpus: 8,
+        state: None,
+        spare_gpus_elsewhere: spare,
+    }
+}
+
+fn pod(name: &str, gpus: u32) -> PodView {
+    PodView {
+        pod: PodRef {
+            namespace: "inference".into(),
+            name: name.into(),
+        },
+        owner: PodOwner::Other,
+        critical: false,
+        do_not_disrupt: false,
+        terminating: false,
+        finished: false,
+        gpus,
+    }
+}
+
+fn settings() -> DrainSettings {
+    DrainSettings::default() // budget 30 s, recheck 15 s
+}
+
+fn evicted(step: &prewarm::core::interruption::DrainStep) -> Vec<String> {
+    step.evictions().map(|p| p.name.clone()).collect()
+}
+
+/// A node already cordoned, tainted and claimed by `ev-1`, replacement requested at T0+1.
+fn claimed(spare: u32, kind: NoticeKind, evicting_since: Option<f64>) -> NodeView {
+    let n = notice(kind);
+    NodeView {
+        unschedulable: true,
+        tainted: true,
+        state: Some(DrainState {
+            event_id: "ev-1".into(),
+            kind,
+            phase: Phase::WaitingForReplacement,
+            notice_time: T0,
+            deadline: prewarm::core::interruption::eviction_deadline(&n, 30.0),
+            started_at: T0 + 1.0,
+            replacement_requested_at: Some(T0 + 1.0),
+            replacement_ready_at: None,
+            evicting_since,
+            finished_at: None,
+            replacement_gpus: 8,
+        }),
+        ..node(spare)
+    }
+}
+
+#[test]
+fn first_step_of_a_spot_warning_cordons_taints_requests_and_waits() {
+    let pods = [pod("llama-0", 4), pod("llama-1", 4)];
+    let step = plan_drain(
+        &node(0),
+        &pods,
+        &notice(NoticeKind::SpotInterruption),
+        T0 + 1.0,
+        &settings(),
+    );
+    let kinds: Vec<&str> = step
+        .commands
+        .iter()
+        .map(|c| match c {
+            Command::RecordState { .. } => "record",
+            Command::Cordon => "cordon",
+            Command::Taint { .. } => "taint",
+            Command::RequestReplacement { gpus: 8 } => "request-8",
+            Command::WaitUntil { .. } => "wait",
+            other => panic!("unexpected {other:?}"),
+        })
+        .collect();
+    assert_eq!(kinds, ["record", "cordon", "taint", "request-8", "wait"]);
+    assert_eq!(step.last(), &Command::WaitUntil { at: T0 + 16.0 });
+    let s = step.state.unwrap();
+    assert_eq!(s.phase, Phase::WaitingForReplacement);
+    assert_eq!(s.deadline, Some(T0 + 90.0)); // 120 s warning - 30 s budget
+    assert_eq!(s.started_at, T0 + 1.0);
+}
+
+#[test]
+fn the_replacement_being_ready_starts_eviction_before_the_deadline() {
+    let pods = [pod("llama-0", 4), pod("llama-1", 4)];
+    // 8 GPUs free elsewhere covers the 4 + 4 the pods need.
+    let step = plan_drain(
+        &claimed(8, NoticeKind::SpotInterruption, None),
+        &pods,
+        &notice(NoticeKind::SpotInterruption),
+        T0 + 40.0,
+        &settings(),
+    );
+    assert_eq!(evicted(&step), ["llama-0", "llama-1"]);
+    let s = step.state.unwrap();
+    assert_eq!(s.phase, Phase::Evicting);
+    assert_eq!(s.replacement_ready_at, Some(T0 + 40.0));
+    assert_eq!(s.evicting_since, Some(T0 + 40.0));
+    // Already cordoned, tainted and requested: none of that again.
+    assert!(!step.commands.iter().any(|c| matches!(
+        c,
+        Command::Cordon | Command::Taint { .. } | Command::RequestReplacement { .. }
+    )));
+}
+
+#[test]
+fn partial_warm_capacity_is_not_ready() {
+    let pods = [pod("llama-0", 4), pod("llama-1", 4)];
+    let step = plan_drain(
+        &claimed(7, NoticeKind::SpotInterruption, None),
+        &pods,
+        &notice(NoticeKind::SpotInterruption),
+        T0 + 40.0,
+        &settings(),
+    );
+    assert!(evicted(&step).is_empty());
+    assert_eq!(step.last(), &Command::WaitUntil { at: T0 + 55.0 });
+}
+
+#[test]
+fn the_next_check_lands_on_the_deadline_and_the_deadline_forces_eviction() {
+    let pods = [pod("llama-0", 4)];
+    let n = notice(NoticeKind::SpotInterruption);
+    // 80 s after the notice the next check would be 95 s, past the 90 s deadline: wake at 90.
+    let waiting = plan_drain(&claimed(0, n.kind, None), &pods, &n, T0 + 80.0, &settings());
+    assert_eq!(waiting.last(), &Command::WaitUntil { at: T0 + 90.0 });
+    let at_deadline = plan_drain(&claimed(0, n.kind, None), &pods, &n, T0 + 90.0, &settings());
+    assert_eq!(evicted(&at_deadline), ["llama-0"]);
+    assert_eq!(at_deadline.state.unwrap().replacement_ready_at, None);
+}
+
+#[test]
+fn deadlines_per_kind_with_no_warm_capacity() {
+    // (kind, seconds after the notice, evicts?)
+    let cases = [
+        (NoticeKind::SpotInterruption, 89.0, false),
+        (NoticeKind::SpotInterruption, 90.0, true),
+        (NoticeKind::CapacityReservation, 89.0, false),
+        (NoticeKind::CapacityReservation, 90.0, true),
+        (NoticeKind::ScheduledChange, 3600.0, false),
+        (NoticeKind::ScheduledChange, 86_370.0, true), // window start - 30 s
+        (NoticeKind::StateChange, 0.0, true),          // evict at once
+        (NoticeKind::Rebalance, 1799.0, false),        // waits for the replacement...
+        (NoticeKind::Rebalance, 1801.0, true),         // ...but not forever
+    ];
+    for (kind, after, evicts) in cases {
+        let mut n = node(0);
+        n.state = None;
+        let step = plan_drain(
+            &n,
+            &[pod("llama-0", 4)],
+            &notice(kind),
+            T0 + after,
+            &settings(),
+        );
+        assert_eq!(!evicted(&step).is_empty(), evicts, "{kind} at +{after}s");
+    }
+}
+
+#[test]
+fn capacity_reservation_uses_the_stated_termination_time() {
+    let mut n = notice(NoticeKind::CapacityReservation);
+    n.termination_time = Some(T0 + 100.0);
+    let step = plan_drain(&node(0), &[pod("p", 1)], &n, T0 + 70.0, &settings());
+    assert_eq!(evicted(&step), ["p"]);
+}
+
+#[test]
+fn tiers_daemonsets_mirrors_and_critical_pods() {
+    let mut ds = pod("node-exporter", 0);
+    ds.owner = PodOwner::DaemonSet;
+    let mut mirror = pod("static-proxy", 0);
+    mirror.owner = PodOwner::Mirror;
+    let mut critical = pod("gpu-operator", 0);
+    critical.critical = true;
+    let mut done = pod("job-1", 0);
+    done.finished = true;
+    let ordinary = pod("llama-0", 4);
+    let n = notice(NoticeKind::StateChange);
+
+    let first = plan_drain(
+        &node(0),
+        &[
+            ds.clone(),
+            mirror.clone(),
+            critical.clone(),
+            done.clone(),
+            ordinary.clone(),
+        ],
+        &n,
+        T0,
+        &settings(),
+    );
+    assert_eq!(evicted(&first), ["llama-0"]);
+    assert!(first
+        .commands
+        .iter()
+        .any(|c| matches!(c, Command::Evict { tier: 1, .. })));
+
+    // The ordinary pod is terminating: wait for it, do not start tier 2 yet.
+    let mut leaving = ordinary.clone();
+    leaving.terminating = true;
+    let state = first.state.clone();
+    let claimed_node = NodeView {
+        unschedulable: true,
+        tainted: true,
+        state,
+        ..node(0)
+    };
+    let second = plan_drain(
+        &claimed_node,
+        &[ds.clone(), critical.clone(), leaving],
+        &n,
+        T0 + 5.0,
+        &settings(),
+    );
+    assert!(evicted(&second).is_empty());
+    assert!(matches!(second.last(), Command::WaitUntil { .. }));
+
+    // Tier 1 gone: the critical pod is next.
+    let third = plan_drain(
+        &claimed_node,
+        &[ds.clone(), mirror.clone(), critical],
+        &n,
+        T0 + 10.0,
+        &settings(),
+    );
+    assert_eq!(evicted(&third), ["gpu-operator"]);
+    assert!(third
+        .commands
+        .iter()
+        .any(|c| matches!(c, Command::Evict { tier: 2, .. })));
+
+    // Only DaemonSet, mirror and finished pods left: drained, replacement released.
+    let fourth = plan_drain(
+        &claimed_node,
+        &[ds, mirror, done],
+        &n,
+        T0 + 15.0,
+        &settings(),
+    );
+    assert_eq!(fourth.last(), &Command::Done(Finish::Drained));
+    assert!(fourth.commands.contains(&Command::ReleaseReplacement));
+    let s = fourth.state.unwrap();
+    assert_eq!(s.phase, Phase::Drained);
+    assert_eq!(s.finished_at, Some(T0 + 15.0));
+}
+
+#[test]
+fn do_not_disrupt_pods_wait_for_the_deadline() {
+    let mut precious = pod("training-0", 4);
+    precious.do_not_disrupt = true;
+    let pods = [precious.clone(), pod("llama-0", 4)];
+    let n = notice(NoticeKind::SpotInterruption);
+
+    // Warm capacity for everything: the ordinary pod goes, the protected one stays.
+    let before = plan_drain(
+        &claimed(16, n.kind, None),
+        &pods,
+        &n,
+        T0 + 20.0,
+        &settings(),
+    );
+    assert_eq!(evicted(&before), ["llama-0"]);
+
+    // Only the protected pod left before the deadline: not done, wake at the deadline.
+    let only = plan_drain(
+        &claimed(16, n.kind, Some(T0 + 20.0)),
+        &[precious.clone()],
+        &n,
+        T0 + 80.0,
+        &settings(),
+    );
+    assert!(evicted(&only).is_empty());
+    assert_eq!(only.last(), &Command::WaitUntil { at: T0 + 90.0 });
+
+    // At the deadline it is evicted.
+    let at = plan_drain(
+        &claimed(16, n.kind, Some(T0 + 20.0)),
+        &[precious.clone()],
+        &n,
+        T0 + 90.0,
+        &settings(),
+    );
+    assert_eq!(evicted(&at), ["training-0"]);
+
+    // A rebalance has no deadline: the protected pod stays and the drain is over.
+    let r = notice(NoticeKind::Rebalance);
+    let reb = plan_drain(
+        &claimed(16, r.kind, Some(T0 + 20.0)),
+        &[precious],
+        &r,
+        T0 + 30.0,
+        &settings(),
+    );
+    assert_eq!(reb.last(), &Command::Done(Finish::Drained));
+}
+
+#[test]
+fn a_pdb_blocked_pod_is_retried_every_check_until_it_goes() {
+    // The executor got 429 for this pod last time; the plan simply asks again, and keeps the
+    // message in flight (WaitUntil), past the deadline too.
+    let pods = [pod("llama-0", 4)];
+    let n = notice(NoticeKind::SpotInterruption);
+    for after in [40.0, 55.0, 90.0, 200.0] {
+        let step = plan_drain(
+            &claimed(8, n.kind, Some(T0 + 40.0)),
+            &pods,
+            &n,
+            T0 + after,
+            &settings(),
+        );
+        assert_eq!(evicted(&step), ["llama-0"], "+{after}s");
+        assert_eq!(
+            step.last(),
+            &Command::WaitUntil {
+                at: T0 + after + 15.0
+            },
+            "+{after}s"
+        );
+    }
+}
+
+#[test]
+fn a_duplicate_delivery_continues_the_same_drain() {
+    let n = notice(NoticeKind::SpotInterruption);
+    let pods = [pod("llama-0", 4)];
+    let first = plan_drain(&node(0), &pods, &n, T0 + 1.0, &settings());
+    let after = NodeView {
+        unschedulable: true,
+        tainted: true,
+        state: first.state.clone(),
+        ..node(0)
+    };
+    let dup = plan_drain(&after, &pods, &n, T0 + 2.0, &settings());
+    assert_eq!(dup.state.as_ref().unwrap().started_at, T0 + 1.0);
+    assert_eq!(
+        dup.commands.len(),
+        2,
+        "only record + wait: {:?}",
+        dup.commands
+    );
+}
+
+#[test]
+fn a_later_notice_does_not_take_an_earlier_deadline_over_but_an_earlier_one_does() {
+    let pods = [pod("llama-0", 4)];
+    // The node drains for a spot warning (deadline T0+90); a rebalance (no deadline) arrives.
+    let mut rebalance = notice(NoticeKind::Rebalance);
+    rebalance.event_id = "ev-2".into();
+    let step = plan_drain(
+        &claimed(0, NoticeKind::SpotInterruption, None),
+        &pods,
+        &rebalance,
+        T0 + 5.0,
+        &settings(),
+    );
+    assert_eq!(
+        step.last(),
+        &Command::Done(Finish::Superseded {
+            by_event: "ev-1".into()
+        })
+    );
+    assert!(step.evictions().next().is_none());
+
+    // The node drains for a rebalance; a spot warning arrives: it takes over.
+    let mut spot = notice(NoticeKind::SpotInterruption);
+    spot.event_id = "ev-3".into();
+    let step = plan_drain(
+        &claimed(0, NoticeKind::Rebalance, None),
+        &pods,
+        &spot,
+        T0 + 5.0,
+        &settings(),
+    );
+    let s = step.state.unwrap();
+    assert_eq!(s.event_id, "ev-3");
+    assert_eq!(s.deadline, Some(T0 + 90.0));
+    assert_eq!(s.started_at, T0 + 1.0, "keeps what was done");
+    assert!(!step
+        .commands
+        .iter()
+        .any(|c| matches!(c, Command::RequestReplacement { .. })));
+}
+
+#[test]
+fn configured_actions_change_the_plan() {
+    let pods = [pod("llama-0", 4)];
+    let r = notice(NoticeKind::Rebalance);
+    let prewarm_only = DrainSettings {
+        actions: ActionTable::parse("rebalance=cordon-prewarm").unwrap(),
+        ..settings()
+    };
+    // Not ready: cordon + request, wait.
+    let step = plan_drain(&node(0), &pods, &r, T0, &prewarm_only);
+    assert!(step.commands.contains(&Command::Cordon));
+    assert!(evicted(&step).is_empty());
+    // Ready: done, pods left serving, replacement kept.
+    let step = plan_drain(
+        &claimed(8, r.kind, None),
+        &pods,
+        &r,
+        T0 + 30.0,
+        &prewarm_only,
+    );
+    assert_eq!(step.last(), &Command::Done(Finish::Prewarmed));
+    assert!(evicted(&step).is_empty());
+    assert!(!step.commands.contains(&Command::ReleaseReplacement));
+
+    let ignore = DrainSettings {
+        actions: ActionTable::parse("spot-interruption=ignore").unwrap(),
+        ..settings()
+    };
+    let step = plan_drain(
+        &node(0),
+        &pods,
+        &notice(NoticeKind::SpotInterruption),
+        T0,
+        &ignore,
+    );
+    assert_eq!(step.commands, [Command::Done(Finish::Ignored)]);
+
+    let now = DrainSettings {
+        actions: ActionTable::parse("spot-interruption=evict-now").unwrap(),
+        ..settings()
+    };
+    let step = plan_drain(
+        &node(0),
+        &pods,
+        &notice(NoticeKind::SpotInterruption),
+        T0 + 1.0,
+        &now,
+    );
+    assert_eq!(evicted(&step), ["llama-0"]);
+}
+
+#[test]
+fn a_node_without_gpus_asks_for_no_replacement_and_drains_at_once() {
+    let mut n = node(0);
+    n.gpus = 0;
+    let step = plan_drain(
+        &n,
+        &[pod("web-0", 0)],
+        &notice(NoticeKind::SpotInterruption),
+        T0,
+        &settings(),
+    );
+    assert!(!step
+        .commands
+        .iter()
+        .any(|c| matches!(c, Command::RequestReplacement { .. })));
+    assert_eq!(evicted(&step), ["web-0"]);
+}
