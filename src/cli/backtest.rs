@@ -28,7 +28,10 @@ pub struct BacktestArgs {
 
 pub fn run(args: BacktestArgs) -> crate::Result<()> {
     if !(args.service_time.is_finite() && args.service_time > 0.0) {
-        return Err(crate::Error::config("--service-time", "must be a positive number"));
+        return Err(crate::Error::config(
+            "--service-time",
+            "must be a positive number",
+        ));
     }
     if !(args.speed.is_finite() && args.speed > 0.0) {
         return Err(crate::Error::config("--speed", "must be a positive number"));

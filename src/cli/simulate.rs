@@ -227,7 +227,10 @@ fn positive(name: &str, v: f64) -> crate::Result<()> {
     if v.is_finite() && v > 0.0 {
         Ok(())
     } else {
-        Err(config_error(name, format!("must be a positive number, got {v}")))
+        Err(config_error(
+            name,
+            format!("must be a positive number, got {v}"),
+        ))
     }
 }
 
@@ -242,7 +245,13 @@ fn non_negative(name: &str, v: f64) -> crate::Result<()> {
 fn instance(flag: &str, name: &str) -> crate::Result<model::InstanceType> {
     model::instance_type(name).cloned().ok_or_else(|| {
         let known: Vec<&str> = model::INSTANCE_TYPES.iter().map(|t| t.name).collect();
-        config_error(flag, format!("unknown instance type {name:?}; known: {}", known.join(", ")))
+        config_error(
+            flag,
+            format!(
+                "unknown instance type {name:?}; known: {}",
+                known.join(", ")
+            ),
+        )
     })
 }
 
@@ -281,7 +290,10 @@ impl CommonArgs {
             return Err(config_error("--slots", "must be at least 1"));
         }
         if m.min_replicas > m.max_replicas || m.max_replicas == 0 {
-            return Err(config_error("--max-replicas", "must be at least 1 and --min-replicas"));
+            return Err(config_error(
+                "--max-replicas",
+                "must be at least 1 and --min-replicas",
+            ));
         }
         if !(m.spot_price_ratio > 0.0 && m.spot_price_ratio <= 1.0) {
             return Err(config_error("--spot-price-ratio", "must be in (0, 1]"));
@@ -295,11 +307,17 @@ impl CommonArgs {
         };
         let karpenter_type = instance("--instance-type", &m.instance_type)?;
         let ca_type = instance("--ca-instance-type", &m.ca_instance_type)?;
-        for (flag, t) in [("--instance-type", &karpenter_type), ("--ca-instance-type", &ca_type)] {
+        for (flag, t) in [
+            ("--instance-type", &karpenter_type),
+            ("--ca-instance-type", &ca_type),
+        ] {
             if t.gpus < m.gpus_per_replica {
                 return Err(config_error(
                     flag,
-                    format!("{} has {} GPUs, fewer than --gpus-per-replica {}", t.name, t.gpus, m.gpus_per_replica),
+                    format!(
+                        "{} has {} GPUs, fewer than --gpus-per-replica {}",
+                        t.name, t.gpus, m.gpus_per_replica
+                    ),
                 ));
             }
         }
@@ -428,7 +446,11 @@ fn workloads(args: &SimulateArgs, setup: &Setup) -> crate::Result<Vec<Workload>>
         source: Source::Scenario(Scenario {
             kind,
             seed: args.seed,
-            rate_per_pod: rate_per_pod(setup, args.scenario_input_tokens, args.scenario_output_tokens),
+            rate_per_pod: rate_per_pod(
+                setup,
+                args.scenario_input_tokens,
+                args.scenario_output_tokens,
+            ),
             input_tokens: args.scenario_input_tokens,
             output_tokens: args.scenario_output_tokens,
         }),
@@ -447,7 +469,10 @@ fn workloads(args: &SimulateArgs, setup: &Setup) -> crate::Result<Vec<Workload>>
         seed: args.seed,
     };
     if args.all_shipped {
-        let dir = args.trace_dir.as_deref().expect("clap requires --trace-dir");
+        let dir = args
+            .trace_dir
+            .as_deref()
+            .expect("clap requires --trace-dir");
         let mut out = Vec::new();
         for file in [
             "AzureLLMInferenceTrace_conv.csv",
@@ -456,7 +481,10 @@ fn workloads(args: &SimulateArgs, setup: &Setup) -> crate::Result<Vec<Workload>>
         ] {
             let path = dir.join(file);
             if !path.is_file() {
-                return Err(config_error("--trace-dir", format!("{} not found", path.display())));
+                return Err(config_error(
+                    "--trace-dir",
+                    format!("{} not found", path.display()),
+                ));
             }
             out.push(trace(path));
         }
@@ -487,20 +515,30 @@ pub fn run(args: SimulateArgs) -> crate::Result<()> {
 /// Runs the comparisons, prints them and writes the plots.
 pub fn run_jobs(common: &CommonArgs, jobs: Vec<(Workload, Setup)>) -> crate::Result<()> {
     if common.plot.is_some() && jobs.len() > 1 {
-        return Err(config_error("--plot", "several comparisons: use --plot-dir DIR instead"));
+        return Err(config_error(
+            "--plot",
+            "several comparisons: use --plot-dir DIR instead",
+        ));
     }
     if let Some(dir) = &common.plot_dir {
         std::fs::create_dir_all(dir)
             .map_err(|e| config_error("--plot-dir", format!("{}: {e}", dir.display())))?;
     }
-    let bar = indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
+    let bar =
+        indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
     bar.set_style(
-        indicatif::ProgressStyle::with_template("{spinner} {msg}: {human_pos} requests simulated ({per_sec})")
-            .expect("valid template"),
+        indicatif::ProgressStyle::with_template(
+            "{spinner} {msg}: {human_pos} requests simulated ({per_sec})",
+        )
+        .expect("valid template"),
     );
     let mut results: Vec<Comparison> = Vec::new();
     for (workload, setup) in jobs {
-        bar.set_message(format!("{} (lead time {:.0} s)", workload.name, setup.lead_time_s()));
+        bar.set_message(format!(
+            "{} (lead time {:.0} s)",
+            workload.name,
+            setup.lead_time_s()
+        ));
         let started = Instant::now();
         let mut pending = 0u64;
         let mut tick = || {
@@ -575,13 +613,21 @@ pub fn verdict(cmp: &Comparison) -> Option<String> {
     let mut parts = vec![format!(
         "prewarm: delayed {:.3}% ({} 0.1%)",
         prewarm.delayed_fraction * 100.0,
-        if prewarm.delayed_fraction <= 0.001 { "meets <=" } else { "MISSES <=" }
+        if prewarm.delayed_fraction <= 0.001 {
+            "meets <="
+        } else {
+            "MISSES <="
+        }
     )];
     if find("oracle").is_some() {
         parts.push(format!(
             "{:.2}x oracle GPU-h ({} 1.25x)",
             prewarm.gpu_hours_vs_oracle,
-            if prewarm.gpu_hours_vs_oracle <= 1.25 { "meets <=" } else { "MISSES <=" }
+            if prewarm.gpu_hours_vs_oracle <= 1.25 {
+                "meets <="
+            } else {
+                "MISSES <="
+            }
         ));
     }
     if let Some(buffer) = find("buffer").filter(|b| b.meets_slo) {
@@ -628,7 +674,10 @@ mod tests {
 
     #[test]
     fn lead_time_rescales_every_part() {
-        let setup = parse(&["--lead-time", "45"]).common.setup(Some(45.0)).unwrap();
+        let setup = parse(&["--lead-time", "45"])
+            .common
+            .setup(Some(45.0))
+            .unwrap();
         assert!((setup.lead_time_s() - 45.0).abs() < 1e-9);
         assert_eq!(setup.prewarm_policy.lead_time_s, setup.lead_time_s());
         assert!((setup.cluster_autoscaler.node_launch_s - 252.0 * 45.0 / 180.0).abs() < 1e-9);
@@ -639,7 +688,10 @@ mod tests {
         let cases: [(&[&str], &str); 4] = [
             (&["--instance-type", "p9.huge"], "--instance-type"),
             (&["--slots", "0"], "--slots"),
-            (&["--gpus-per-replica", "8", "--instance-type", "g5.12xlarge"], "--instance-type"),
+            (
+                &["--gpus-per-replica", "8", "--instance-type", "g5.12xlarge"],
+                "--instance-type",
+            ),
             (&["--tick", "0"], "TICK_SECONDS"),
         ];
         for (flags, name) in cases {

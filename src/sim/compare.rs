@@ -1,5 +1,5 @@
-//! One comparison: every selected policy on the same request stream, plus the oracle bound and
-//! the search for the smallest fixed buffer that meets the SLO.
+//! One comparison: every selected policy on the same request stream, the oracle and ideal bounds,
+//! and the search for the smallest fixed buffer that meets the SLO.
 
 use std::cell::RefCell;
 use std::path::PathBuf;
@@ -13,7 +13,7 @@ use super::engine::{self, Headroom, Point, Replicas, Request, RunConfig, RunResu
 use super::history::{self, HistoryRow};
 use super::model::{Model, Provisioner};
 use super::oracle::{self, OracleResult};
-use super::report::PolicyReport;
+use super::report::{self, PolicyReport};
 use super::scenario::{self, Scenario};
 use super::trace::{self, TraceError, TraceRecord};
 
@@ -23,7 +23,10 @@ pub enum Source {
     Trace(PathBuf),
     Scenario(Scenario),
     /// A metrics history (backtest): every request gets the same service time.
-    History { rows: Vec<HistoryRow>, service_s: f64 },
+    History {
+        rows: Vec<HistoryRow>,
+        service_s: f64,
+    },
 }
 
 /// A request source with its transforms.
@@ -44,8 +47,13 @@ impl Workload {
     fn requests(
         &self,
         model: &Model,
-    ) -> Result<(Box<dyn Iterator<Item = Request>>, Rc<RefCell<Option<TraceError>>>), TraceError>
-    {
+    ) -> Result<
+        (
+            Box<dyn Iterator<Item = Request>>,
+            Rc<RefCell<Option<TraceError>>>,
+        ),
+        TraceError,
+    > {
         let slot = Rc::new(RefCell::new(None));
         if let Source::History { rows, service_s } = &self.source {
             let speed = self.speed;
@@ -71,12 +79,11 @@ impl Workload {
             }
         });
         let model = model.clone();
-        let reqs = scenario::transform(ok, self.speed, self.scale, self.seed).map(move |r| {
-            Request {
+        let reqs =
+            scenario::transform(ok, self.speed, self.scale, self.seed).map(move |r| Request {
                 arrival: r.t,
                 service_s: model.service_time(r.input_tokens, r.output_tokens),
-            }
-        });
+            });
         Ok((Box::new(reqs), slot))
     }
 }
@@ -98,16 +105,18 @@ pub enum PolicyName {
     Buffer,
     Prewarm,
     Oracle,
+    Ideal,
 }
 
 impl PolicyName {
-    pub const ALL: [PolicyName; 6] = [
+    pub const ALL: [PolicyName; 7] = [
         PolicyName::Reactive,
         PolicyName::ClusterAutoscaler,
         PolicyName::StaticPeak,
         PolicyName::Buffer,
         PolicyName::Prewarm,
         PolicyName::Oracle,
+        PolicyName::Ideal,
     ];
 
     pub fn label(self) -> &'static str {
@@ -118,6 +127,7 @@ impl PolicyName {
             PolicyName::Buffer => "buffer",
             PolicyName::Prewarm => "prewarm",
             PolicyName::Oracle => "oracle",
+            PolicyName::Ideal => "ideal",
         }
     }
 }
@@ -136,7 +146,7 @@ pub struct Setup {
     /// Largest fraction of requests delayed by missing capacity that still meets the SLO.
     pub slo_fraction: f64,
     pub policies: Vec<PolicyName>,
-    /// Upper end of the buffer search; default: the oracle's peak replicas.
+    /// Upper end of the buffer search; default: the ideal packing's peak replicas.
     pub buffer_max: Option<u32>,
     /// Unix time of t = 0.
     pub base_epoch: f64,
@@ -173,7 +183,7 @@ pub struct PlotData {
     pub policies: Vec<(String, Vec<Point>)>,
 }
 
-/// The steady state before t = 0 and the oracle, from one pass over the requests.
+/// The steady state before t = 0 and the ideal-packing bound, from one pass over the requests.
 fn first_pass(
     workload: &Workload,
     setup: &Setup,
@@ -219,7 +229,9 @@ fn first_pass(
     };
     let running = service_sum / span;
     let warm = WarmStart {
-        replicas: m.hpa.raw_desired(running.ceil() as u64, m.slots_per_replica),
+        replicas: m
+            .hpa
+            .raw_desired(running.ceil() as u64, m.slots_per_replica),
         rate,
         service_s,
         running,
@@ -234,8 +246,7 @@ pub fn compare(
     progress: &mut dyn FnMut(),
 ) -> Result<Comparison, TraceError> {
     let step_s = setup.prewarm_policy.step_s;
-    let (oracle, warm) = first_pass(workload, setup, step_s)?;
-    let oracle_gpu_hours = oracle.gpu_seconds / 3600.0;
+    let (ideal, warm) = first_pass(workload, setup, step_s)?;
     let base = RunConfig {
         model: setup.model.clone(),
         provisioner: setup.karpenter.clone(),
@@ -252,27 +263,40 @@ pub fn compare(
         check(&slot)?;
         Ok(result)
     };
-    let report = |name: &str, detail: String, r: RunResult| {
-        PolicyReport::from_run(name, detail, r, oracle_gpu_hours, setup.slo_fraction)
+    // Capacity with perfect foresight: the same replica controller, but a node (with its
+    // images) is there the instant a pod needs one and gone the instant it is empty. Replicas
+    // still load their model. Always run: every ratio is against it.
+    let mut oracle_cfg = RunConfig {
+        provisioner: Provisioner {
+            node_launch_s: 0.0,
+            batch_s: 0.0,
+            empty_after_s: 0.0,
+            ..setup.karpenter.clone()
+        },
+        ..base.clone()
     };
+    oracle_cfg.model.image_pull_s = 0.0;
+    let oracle = run(&oracle_cfg, progress)?;
+    let oracle_gpu_hours = oracle.gpu_seconds / 3600.0;
+
     let mut rows = Vec::new();
     let mut plot = PlotData {
         step_s,
-        rate: oracle.rate_per_step.clone(),
-        demand_gpus: oracle.demand_gpus_per_step.clone(),
+        rate: ideal.rate_per_step.clone(),
+        demand_gpus: ideal.demand_gpus_per_step.clone(),
         policies: Vec::new(),
     };
     let mut buffer_search = Vec::new();
-    let mut duration_s = oracle.end_s;
+    let mut duration_s = ideal.end_s;
     for &policy in &setup.policies {
         let (detail, result) = match policy {
-            PolicyName::Oracle => {
-                rows.push(PolicyReport::from_oracle(
-                    &oracle,
-                    setup.karpenter.usd_per_node_hour(),
-                ));
+            PolicyName::Ideal => {
+                let mut row = PolicyReport::from_ideal(&ideal, setup.karpenter.usd_per_node_hour());
+                row.gpu_hours_vs_oracle = row.gpu_hours / oracle_gpu_hours;
+                rows.push(row);
                 continue;
             }
+            PolicyName::Oracle => ("nodes exactly when needed".to_string(), oracle.clone()),
             PolicyName::Reactive => ("Karpenter alone".to_string(), run(&base, progress)?),
             PolicyName::ClusterAutoscaler => {
                 let cfg = RunConfig {
@@ -280,12 +304,15 @@ pub fn compare(
                     ..base.clone()
                 };
                 (
-                    format!("{}, {:.0}s", cfg.provisioner.instance.name, cfg.provisioner.node_launch_s),
+                    format!(
+                        "{}, {:.0}s",
+                        cfg.provisioner.instance.name, cfg.provisioner.node_launch_s
+                    ),
                     run(&cfg, progress)?,
                 )
             }
             PolicyName::StaticPeak => {
-                let peak = oracle.peak_replicas.max(1);
+                let peak = ideal.peak_replicas.max(1);
                 let cfg = RunConfig {
                     replicas: Replicas::Static(peak),
                     ..base.clone()
@@ -294,7 +321,9 @@ pub fn compare(
             }
             PolicyName::Buffer => {
                 let (n, result, tried) =
-                    search_buffer(&base, setup, oracle.peak_replicas, &mut |cfg| run(cfg, progress))?;
+                    search_buffer(&base, setup, ideal.peak_replicas, &oracle, &mut |cfg| {
+                        run(cfg, progress)
+                    })?;
                 buffer_search = tried;
                 let detail = if result.0 {
                     format!("N={n} (smallest meeting SLO)")
@@ -316,8 +345,16 @@ pub fn compare(
             }
         };
         duration_s = duration_s.max(result.end_s);
-        plot.policies.push((policy.label().to_string(), result.series.clone()));
-        rows.push(report(policy.label(), detail, result));
+        plot.policies
+            .push((policy.label().to_string(), result.series.clone()));
+        rows.push(PolicyReport::from_run(
+            policy.label(),
+            detail,
+            result,
+            &oracle,
+            setup.slo_wait_s,
+            setup.slo_fraction,
+        ));
     }
     Ok(Comparison {
         workload: workload.name.clone(),
@@ -335,24 +372,26 @@ type BufferOutcome = (u32, (bool, RunResult), Vec<(u32, f64)>);
 
 /// The smallest N of spare balloon replicas with a delayed fraction within the SLO, by
 /// bisection (more spare never delays more requests, up to simulation noise). The upper end
-/// starts at the oracle's peak replicas and doubles (up to 4 times) if even that fails.
+/// starts at the ideal packing's peak replicas and doubles (up to 4 times) if even that fails.
 fn search_buffer(
     base: &RunConfig,
     setup: &Setup,
     peak: u32,
+    oracle: &RunResult,
     run: &mut dyn FnMut(&RunConfig) -> Result<RunResult, TraceError>,
 ) -> Result<BufferOutcome, TraceError> {
     let mut tried = Vec::new();
-    let mut attempt = |n: u32, tried: &mut Vec<(u32, f64)>| -> Result<(bool, RunResult), TraceError> {
-        let cfg = RunConfig {
-            headroom: Headroom::Fixed(n),
-            ..base.clone()
+    let mut attempt =
+        |n: u32, tried: &mut Vec<(u32, f64)>| -> Result<(bool, RunResult), TraceError> {
+            let cfg = RunConfig {
+                headroom: Headroom::Fixed(n),
+                ..base.clone()
+            };
+            let r = run(&cfg)?;
+            let fraction = report::delayed_by_capacity(&r.waits, &oracle.waits, setup.slo_wait_s);
+            tried.push((n, fraction));
+            Ok((fraction <= setup.slo_fraction, r))
         };
-        let r = run(&cfg)?;
-        let fraction = r.delayed_by_capacity as f64 / r.requests.max(1) as f64;
-        tried.push((n, fraction));
-        Ok((fraction <= setup.slo_fraction, r))
-    };
     let mut hi = setup.buffer_max.unwrap_or(peak).max(1);
     let mut best = attempt(hi, &mut tried)?;
     let mut doublings = 0;

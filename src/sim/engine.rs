@@ -91,10 +91,8 @@ pub struct Point {
 #[derive(Clone, Debug, Default)]
 pub struct RunResult {
     pub requests: u64,
-    /// Queue wait of every request, seconds, in completion-start order.
+    /// Queue wait of every request, seconds, by arrival index.
     pub waits: Vec<f32>,
-    /// Waited longer than the SLO while some inference pod was waiting for a node.
-    pub delayed_by_capacity: u64,
     /// Waited longer than the SLO for any reason (e.g. a model load on a warm node).
     pub delayed_any: u64,
     pub gpu_seconds: f64,
@@ -199,7 +197,7 @@ struct Node {
 struct Waiting {
     arrival: f64,
     service_s: f64,
-    shortage_at_arrival: f64,
+    index: usize,
 }
 
 /// The simulator state of one run.
@@ -219,9 +217,6 @@ struct Sim<'a> {
     free: Vec<usize>,
     queue: VecDeque<Waiting>,
     active_total: u64,
-    // Cumulative time with an inference pod waiting for a node ("missing capacity").
-    shortage_acc: f64,
-    shortage_since: f64,
     hpa_window: VecDeque<(f64, u32)>,
     // Metric history on the step grid.
     arrivals_per_step: Vec<u32>,
@@ -251,8 +246,6 @@ impl<'a> Sim<'a> {
             free: Vec::new(),
             queue: VecDeque::new(),
             active_total: 0,
-            shortage_acc: 0.0,
-            shortage_since: 0.0,
             hpa_window: VecDeque::new(),
             arrivals_per_step: Vec::new(),
             service_per_step: Vec::new(),
@@ -279,28 +272,6 @@ impl<'a> Sim<'a> {
 
     fn slots(&self) -> u32 {
         self.cfg.model.slots_per_replica
-    }
-
-    // ---- missing-capacity accounting -------------------------------------------------------
-
-    fn shortage(&self) -> bool {
-        self.pending_inference > 0 || self.cold_starting > 0
-    }
-
-    fn shortage_at(&self, t: f64) -> f64 {
-        if self.shortage() {
-            self.shortage_acc + (t - self.shortage_since)
-        } else {
-            self.shortage_acc
-        }
-    }
-
-    /// Call before changing `pending_inference` or `cold_starting`.
-    fn settle_shortage(&mut self) {
-        if self.shortage() {
-            self.shortage_acc += self.now - self.shortage_since;
-        }
-        self.shortage_since = self.now;
     }
 
     // ---- nodes ------------------------------------------------------------------------------
@@ -394,7 +365,6 @@ impl<'a> Sim<'a> {
         });
         let id = self.pods.len() - 1;
         self.live_pods.push(id);
-        self.settle_shortage();
         self.pending_inference += 1;
         self.pending_pods.push_back(id);
         id
@@ -412,7 +382,6 @@ impl<'a> Sim<'a> {
             .get_or_insert_with(|| now.max(n.ready_at) + pull);
         let waits_for_node = image_ready > now + 1e-9;
         let serving_at = now.max(image_ready) + load;
-        self.settle_shortage();
         self.pending_inference -= 1;
         if waits_for_node {
             self.cold_starting += 1;
@@ -530,7 +499,6 @@ impl<'a> Sim<'a> {
             return;
         }
         if self.pods[pod].cold {
-            self.settle_shortage();
             self.cold_starting -= 1;
         }
         self.pods[pod].phase = Phase::Serving { node };
@@ -543,13 +511,11 @@ impl<'a> Sim<'a> {
     fn remove_pod(&mut self, pod: usize) {
         match self.pods[pod].phase {
             Phase::Pending => {
-                self.settle_shortage();
                 self.pending_inference -= 1;
                 self.pods[pod].phase = Phase::Gone;
             }
             Phase::Starting { node, .. } => {
                 if self.pods[pod].cold {
-                    self.settle_shortage();
                     self.cold_starting -= 1;
                 }
                 self.pods[pod].phase = Phase::Gone;
@@ -582,7 +548,9 @@ impl<'a> Sim<'a> {
     fn serving_count(&self) -> u32 {
         self.live_pods
             .iter()
-            .filter(|&&p| matches!(self.pods[p].phase, Phase::Serving { .. }) && !self.pods[p].draining)
+            .filter(|&&p| {
+                matches!(self.pods[p].phase, Phase::Serving { .. }) && !self.pods[p].draining
+            })
             .count() as u32
     }
 
@@ -608,12 +576,9 @@ impl<'a> Sim<'a> {
 
     fn start(&mut self, pod: usize, w: Waiting) {
         let wait = self.now - w.arrival;
-        self.result.waits.push(wait as f32);
+        self.result.waits[w.index] = wait as f32;
         if wait > self.cfg.slo_wait_s {
             self.result.delayed_any += 1;
-            if self.shortage_at(self.now) - w.shortage_at_arrival > 0.0 {
-                self.result.delayed_by_capacity += 1;
-            }
         }
         // The service-time metric (the servers' latency histogram) is recorded at admission: the
         // engine knows a request's slot time then, and per step the mean is the same.
@@ -634,6 +599,8 @@ impl<'a> Sim<'a> {
     }
 
     fn on_arrival(&mut self, r: Request) {
+        let index = self.result.waits.len();
+        self.result.waits.push(f32::NAN);
         self.result.requests += 1;
         let step = (r.arrival / self.cfg.step_s) as usize;
         if self.arrivals_per_step.len() <= step {
@@ -643,7 +610,7 @@ impl<'a> Sim<'a> {
         let w = Waiting {
             arrival: r.arrival,
             service_s: r.service_s,
-            shortage_at_arrival: self.shortage_at(self.now),
+            index,
         };
         if self.queue.is_empty() {
             if let Some(pod) = self.free_replica() {
@@ -759,14 +726,22 @@ impl<'a> Sim<'a> {
             })
             .collect();
         // Newest first within a class (a ReplicaSet removes the youngest pods).
-        candidates.sort_by(|a, b| (a.0, a.1, std::cmp::Reverse(a.2)).cmp(&(b.0, b.1, std::cmp::Reverse(b.2))));
+        candidates.sort_by(|a, b| {
+            (a.0, a.1, std::cmp::Reverse(a.2)).cmp(&(b.0, b.1, std::cmp::Reverse(b.2)))
+        });
         for &(_, _, pod) in candidates.iter().take(count as usize) {
             self.remove_pod(pod);
         }
     }
 
     fn balloon_count(&self) -> u32 {
-        self.pending_balloons + self.nodes.iter().filter(|n| n.alive).map(|n| n.balloons).sum::<u32>()
+        self.pending_balloons
+            + self
+                .nodes
+                .iter()
+                .filter(|n| n.alive)
+                .map(|n| n.balloons)
+                .sum::<u32>()
     }
 
     /// Scales the balloon Deployment to `target` pods.
@@ -889,7 +864,13 @@ impl<'a> Sim<'a> {
             return;
         };
         let obs = self.observation(policy);
-        let plan = decide(&obs, target, policy, &self.headroom_state, self.cfg.base_epoch + self.now);
+        let plan = decide(
+            &obs,
+            target,
+            policy,
+            &self.headroom_state,
+            self.cfg.base_epoch + self.now,
+        );
         self.result.decisions += 1;
         if plan.changes_size() {
             self.result.headroom_changes += 1;
@@ -957,7 +938,13 @@ impl<'a> Sim<'a> {
             Headroom::Fixed(n) => *n,
             Headroom::Prewarm { policy, target } => {
                 let obs = self.observation(policy);
-                let plan = decide(&obs, target, policy, &self.headroom_state, self.cfg.base_epoch);
+                let plan = decide(
+                    &obs,
+                    target,
+                    policy,
+                    &self.headroom_state,
+                    self.cfg.base_epoch,
+                );
                 self.result.decisions += 1;
                 self.headroom_state = plan.next_state;
                 plan.desired_spare
@@ -969,6 +956,9 @@ impl<'a> Sim<'a> {
             self.nodes[node].balloons += 1;
         }
         self.headroom_state.spare = balloons;
+        // The replica controller has been running too: its scale-down window remembers wanting
+        // the warm replicas, so it does not drop them at the first sync.
+        self.hpa_window.push_back((self.now, replicas));
     }
 }
 

@@ -178,10 +178,22 @@ mod tests {
     fn malformed_history_names_the_line() {
         let cases = [
             ("time,rate\n1,2\n2,3\n", "line 1", "header"),
-            ("timestamp,arrival_rate\n1,2\nyesterday,3\n", "line 3", "bad timestamp"),
-            ("timestamp,arrival_rate\n1,2\n2,-3\n", "line 3", "arrival_rate"),
+            (
+                "timestamp,arrival_rate\n1,2\nyesterday,3\n",
+                "line 3",
+                "bad timestamp",
+            ),
+            (
+                "timestamp,arrival_rate\n1,2\n2,-3\n",
+                "line 3",
+                "arrival_rate",
+            ),
             ("timestamp,arrival_rate\n1,2\n1,3\n", "line 3", "increase"),
-            ("timestamp,arrival_rate,queue_length\n1,2,x\n2,3\n", "line 2", "queue_length"),
+            (
+                "timestamp,arrival_rate,queue_length\n1,2,x\n2,3\n",
+                "line 2",
+                "queue_length",
+            ),
         ];
         for (text, line, cause) in cases {
             let error = read(text.as_bytes(), "h.csv").unwrap_err().to_string();

@@ -1,4 +1,4 @@
-//! The perfect-foresight lower bound: capacity appears the instant a request needs it and
+//! The ideal-packing lower bound ("ideal" in reports): capacity appears the instant a request needs it and
 //! disappears the instant it does not. No request waits; replicas are packed perfectly
 //! (`ceil(in-flight / slots)`) and nodes too (`ceil(replica GPUs / GPUs per node)`), so nothing
 //! any real policy does can use fewer node-GPU-seconds while serving every request at arrival.

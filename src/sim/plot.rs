@@ -42,7 +42,11 @@ fn draw<DB: DrawingBackend>(
         ),
         ("sans-serif", 22),
     )?;
-    footer.draw_text(attribution, &("sans-serif", 13).into_text_style(&footer), (10, 8))?;
+    footer.draw_text(
+        attribution,
+        &("sans-serif", 13).into_text_style(&footer),
+        (10, 8),
+    )?;
     let panels = body.split_evenly((3, 1));
     let data = &cmp.plot;
     let step = data.step_s;
@@ -77,7 +81,10 @@ fn draw<DB: DrawingBackend>(
         .margin(8)
         .x_label_area_size(28)
         .y_label_area_size(60)
-        .caption("GPUs on Ready nodes (warm capacity) vs GPUs demand needs", ("sans-serif", 16))
+        .caption(
+            "GPUs on Ready nodes (warm capacity) vs GPUs demand needs",
+            ("sans-serif", 16),
+        )
         .build_cartesian_2d(0.0..t_max, 0.0..gpu_max)?;
     chart.configure_mesh().x_desc("minutes").draw()?;
     chart

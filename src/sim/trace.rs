@@ -121,14 +121,15 @@ impl<R: BufRead> TraceReader<R> {
                 };
                 let t = parse_azure_timestamp(ts.trim())
                     .ok_or_else(|| self.error(format!("bad TIMESTAMP {ts:?}")))?;
-                let input = parse_tokens(ctx).map_err(|m| self.error(format!("ContextTokens {m}")))?;
+                let input =
+                    parse_tokens(ctx).map_err(|m| self.error(format!("ContextTokens {m}")))?;
                 let output =
                     parse_tokens(gen).map_err(|m| self.error(format!("GeneratedTokens {m}")))?;
                 Ok(Some((t, input, output)))
             }
             TraceFormat::MooncakeJsonl => {
-                let value: serde_json::Value = serde_json::from_str(line)
-                    .map_err(|e| self.error(format!("not JSON: {e}")))?;
+                let value: serde_json::Value =
+                    serde_json::from_str(line).map_err(|e| self.error(format!("not JSON: {e}")))?;
                 let field = |name: &str| {
                     value
                         .get(name)
@@ -249,7 +250,10 @@ mod tests {
         let b = parse_azure_timestamp("2023-11-16 18:17:04.0319600").unwrap();
         assert!((b - a - 0.052).abs() < 1e-6);
         // 2023-11-16T00:00:00Z is 1700092800 (19677 days after the epoch).
-        assert_eq!(parse_azure_timestamp("2023-11-16 00:00:00"), Some(19677.0 * 86400.0));
+        assert_eq!(
+            parse_azure_timestamp("2023-11-16 00:00:00"),
+            Some(19677.0 * 86400.0)
+        );
         assert_eq!(parse_azure_timestamp("2023-11-16 00:00:00.x"), None);
         assert_eq!(parse_azure_timestamp("yesterday"), None);
     }
@@ -267,8 +271,16 @@ mod tests {
         assert_eq!(
             records,
             vec![
-                TraceRecord { t: 0.0, input_tokens: 4808, output_tokens: 10 },
-                TraceRecord { t: 1.5, input_tokens: 3180, output_tokens: 8 },
+                TraceRecord {
+                    t: 0.0,
+                    input_tokens: 4808,
+                    output_tokens: 10
+                },
+                TraceRecord {
+                    t: 1.5,
+                    input_tokens: 3180,
+                    output_tokens: 8
+                },
             ]
         );
     }
@@ -301,12 +313,31 @@ mod tests {
             .into_iter()
             .map(|r| r.unwrap())
             .collect();
-        assert_eq!(records[1], TraceRecord { t: 2.5, input_tokens: 10, output_tokens: 1 });
+        assert_eq!(
+            records[1],
+            TraceRecord {
+                t: 2.5,
+                input_tokens: 10,
+                output_tokens: 1
+            }
+        );
 
         let bad = [
-            ("{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1}\n{\"timestamp\": 5,", "line 2", "not JSON"),
-            ("{\"timestamp\": 0, \"input_length\": 1}\n", "line 1", "output_length"),
-            ("{\"timestamp\": 0, \"input_length\": -4, \"output_length\": 1}\n", "line 1", "input_length"),
+            (
+                "{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1}\n{\"timestamp\": 5,",
+                "line 2",
+                "not JSON",
+            ),
+            (
+                "{\"timestamp\": 0, \"input_length\": 1}\n",
+                "line 1",
+                "output_length",
+            ),
+            (
+                "{\"timestamp\": 0, \"input_length\": -4, \"output_length\": 1}\n",
+                "line 1",
+                "input_length",
+            ),
         ];
         for (text, line, cause) in bad {
             let error = read(TraceFormat::MooncakeJsonl, text)
@@ -320,8 +351,14 @@ mod tests {
 
     #[test]
     fn format_follows_the_extension() {
-        assert_eq!(TraceFormat::from_path(Path::new("a/b.csv")).unwrap(), TraceFormat::AzureCsv);
-        assert_eq!(TraceFormat::from_path(Path::new("m.jsonl")).unwrap(), TraceFormat::MooncakeJsonl);
+        assert_eq!(
+            TraceFormat::from_path(Path::new("a/b.csv")).unwrap(),
+            TraceFormat::AzureCsv
+        );
+        assert_eq!(
+            TraceFormat::from_path(Path::new("m.jsonl")).unwrap(),
+            TraceFormat::MooncakeJsonl
+        );
         assert!(TraceFormat::from_path(Path::new("m.parquet")).is_err());
     }
 }
