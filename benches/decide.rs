@@ -4,7 +4,9 @@
 use criterion::{criterion_group, criterion_main, Criterion};
 use std::hint::black_box;
 
-use prewarm::core::{decide, HeadroomKind, HeadroomState, Observation, PolicySpec, Sample, TargetSpec};
+use prewarm::core::{
+    decide, HeadroomKind, HeadroomState, Observation, PolicySpec, Sample, TargetSpec,
+};
 
 fn target(i: usize) -> TargetSpec {
     TargetSpec {

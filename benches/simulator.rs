@@ -93,7 +93,7 @@ fn bench(c: &mut Criterion) {
             "prewarm",
             config(Headroom::Prewarm {
                 policy: PolicySpec::default(),
-                target,
+                target: Box::new(target),
             }),
         ),
     ];

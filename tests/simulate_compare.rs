@@ -42,7 +42,12 @@ fn run(workload: &Workload, flags: &[&str]) -> Comparison {
 
 #[test]
 fn same_seed_same_comparison() {
-    let flags = ["--scenario", "bursty", "--policies", "reactive,prewarm,oracle"];
+    let flags = [
+        "--scenario",
+        "bursty",
+        "--policies",
+        "reactive,prewarm,oracle",
+    ];
     let a = run(&bursty(3, 12.0, 0.3, 1.0), &flags);
     let b = run(&bursty(3, 12.0, 0.3, 1.0), &flags);
     let c = run(&bursty(4, 12.0, 0.3, 1.0), &flags);

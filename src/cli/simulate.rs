@@ -73,6 +73,9 @@ pub struct CommonArgs {
     /// Write one SVG per comparison into this directory.
     #[arg(long)]
     pub plot_dir: Option<PathBuf>,
+    /// Write each comparison's time series (every step, every policy) as CSV into this directory.
+    #[arg(long)]
+    pub series_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -154,8 +157,8 @@ pub struct ModelArgs {
     /// HPA minReplicas.
     #[arg(long, default_value_t = 1)]
     pub min_replicas: u32,
-    /// HPA maxReplicas.
-    #[arg(long, default_value_t = 1000)]
+    /// HPA maxReplicas (burst-180 needs 180; a queue-driven HPA overshoots without a cap).
+    #[arg(long, default_value_t = 200)]
     pub max_replicas: u32,
 }
 
@@ -520,9 +523,14 @@ pub fn run_jobs(common: &CommonArgs, jobs: Vec<(Workload, Setup)>) -> crate::Res
             "several comparisons: use --plot-dir DIR instead",
         ));
     }
-    if let Some(dir) = &common.plot_dir {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| config_error("--plot-dir", format!("{}: {e}", dir.display())))?;
+    for (flag, dir) in [
+        ("--plot-dir", &common.plot_dir),
+        ("--series-dir", &common.series_dir),
+    ] {
+        if let Some(dir) = dir {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| config_error(flag, format!("{}: {e}", dir.display())))?;
+        }
     }
     let bar =
         indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
@@ -559,6 +567,11 @@ pub fn run_jobs(common: &CommonArgs, jobs: Vec<(Workload, Setup)>) -> crate::Res
             (None, Some(dir)) => Some(dir.join(plot_name(&cmp))),
             (None, None) => None,
         };
+        if let Some(dir) = &common.series_dir {
+            let path = dir.join(plot_name(&cmp).replace(".svg", ".csv"));
+            write_series(&cmp, &path)
+                .map_err(|e| config_error("--series-dir", format!("{}: {e}", path.display())))?;
+        }
         if let Some(path) = plot_path {
             plot::write_svg(&cmp, &path, attribution(&cmp.workload))
                 .map_err(|e| config_error("--plot", e))?;
@@ -574,6 +587,23 @@ pub fn run_jobs(common: &CommonArgs, jobs: Vec<(Workload, Setup)>) -> crate::Res
         println!("{text}");
     }
     Ok(())
+}
+
+/// `policy,t,ready_gpus,serving_replicas,balloons,waiting` for every step of every policy.
+fn write_series(cmp: &Comparison, path: &Path) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
+    writeln!(out, "policy,t,ready_gpus,serving_replicas,balloons,waiting")?;
+    for (policy, series) in &cmp.plot.policies {
+        for p in series {
+            writeln!(
+                out,
+                "{policy},{},{},{},{},{}",
+                p.t, p.ready_gpus, p.serving_replicas, p.balloons, p.waiting
+            )?;
+        }
+    }
+    out.flush()
 }
 
 fn plot_name(cmp: &Comparison) -> String {

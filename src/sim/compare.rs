@@ -40,20 +40,14 @@ pub struct Workload {
 }
 
 type Records = Box<dyn Iterator<Item = Result<TraceRecord, TraceError>>>;
+type Requests = Box<dyn Iterator<Item = Request>>;
+/// Where a stream puts the read error that ended it.
+type ErrorSlot = Rc<RefCell<Option<TraceError>>>;
 
 impl Workload {
     /// A fresh stream of the workload's requests; read errors end the stream and are kept in
     /// the returned slot (checked after the run).
-    fn requests(
-        &self,
-        model: &Model,
-    ) -> Result<
-        (
-            Box<dyn Iterator<Item = Request>>,
-            Rc<RefCell<Option<TraceError>>>,
-        ),
-        TraceError,
-    > {
+    fn requests(&self, model: &Model) -> Result<(Requests, ErrorSlot), TraceError> {
         let slot = Rc::new(RefCell::new(None));
         if let Source::History { rows, service_s } = &self.source {
             let speed = self.speed;
@@ -88,7 +82,7 @@ impl Workload {
     }
 }
 
-fn check(slot: &Rc<RefCell<Option<TraceError>>>) -> Result<(), TraceError> {
+fn check(slot: &ErrorSlot) -> Result<(), TraceError> {
     match slot.borrow_mut().take() {
         Some(e) => Err(e),
         None => Ok(()),
@@ -336,7 +330,7 @@ pub fn compare(
                 let cfg = RunConfig {
                     headroom: Headroom::Prewarm {
                         policy: setup.prewarm_policy.clone(),
-                        target: setup.prewarm_target.clone(),
+                        target: Box::new(setup.prewarm_target.clone()),
                     },
                     ..base.clone()
                 };

@@ -35,7 +35,7 @@ pub enum Headroom {
     Fixed(u32),
     Prewarm {
         policy: PolicySpec,
-        target: TargetSpec,
+        target: Box<TargetSpec>,
     },
 }
 
