@@ -601,6 +601,43 @@ mod tests {
                 ..steady()
             },
             Row {
+                // A hold above the current spare (a burst the step limit cut short) only
+                // blocks decreases: from 4 the step gives 3, the hold keeps 4, never 8.
+                name: "hold never raises the spare",
+                observed: observe(&[2.0; 8], Some(3)),
+                prior: HeadroomState {
+                    hold: hold(8, NOW + 100.0),
+                    ..prior(4)
+                },
+                desired: 4,
+                reasons: vec![
+                    Reason::Forecast,
+                    Reason::StepDownLimited { max_step_down: 1 },
+                    Reason::ScaleDownDelay {
+                        hold_spare: 8,
+                        until: NOW + 100.0,
+                    },
+                ],
+                hold: hold(8, NOW + 100.0),
+                ..steady()
+            },
+            Row {
+                // A cooldown that ended at NOW−1 no longer blocks: 5 → 4, a new cooldown.
+                name: "cooldown over",
+                prior: HeadroomState {
+                    cooldown_until: Some(NOW - 1.0),
+                    ..prior(5)
+                },
+                action: Action::ScaleDown,
+                desired: 4,
+                reasons: vec![
+                    Reason::Forecast,
+                    Reason::StepDownLimited { max_step_down: 1 },
+                ],
+                cooldown: Some(NOW + 60.0),
+                ..steady()
+            },
+            Row {
                 // raw 0 from 6 with max step down 2 → 4.
                 name: "step down limit",
                 target: TargetSpec {

@@ -1,11 +1,606 @@
-//! The scheduled tick handler. (Placeholder until the kube/tick owner lands it.)
+//! The scheduled tick: every TICK_SECONDS, for every target at once, observe demand, read the
+//! headroom object and NodePool, decide (pure core), and carry out the plan unless DRY_RUN.
+//!
+//! EventBridge fires at most once a minute, so one invocation runs several ticks, stopping
+//! shortly before the minute ends (or the Lambda deadline). Each target runs in its own task:
+//! an error, even a panic, on one target never stops the others. Every decision is one JSON log
+//! line with flat fields (for Logs Insights) and one EMF record.
 
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use lambda_runtime::{service_fn, LambdaEvent};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::adapters::kube::headroom::{self, ApplyOutcome, HeadroomRead};
+use crate::adapters::kube::nodepool::{self, NodePoolView};
+use crate::adapters::kube::{annotations, pods, ClientCache};
+use crate::adapters::metrics::{self, MetricSource};
 use crate::config::Config;
+use crate::core::{self, HeadroomKind, Observation, Plan, Reason, TargetSpec};
+use crate::error::{Error, Result};
+use crate::telemetry::{EmfRecord, Unit};
 
-pub async fn serve(config: Config) -> crate::Result<()> {
-    config.require_tick_ready()?;
-    Err(crate::Error::config(
-        "PREWARM_HANDLER",
-        "the tick handler is not built yet",
-    ))
+/// Everything a tick needs, built once per execution environment.
+pub struct TickDeps {
+    pub config: Config,
+    pub clients: ClientCache,
+    pub metrics: Box<dyn MetricSource>,
+}
+
+impl TickDeps {
+    /// Validates that the tick can run and builds the metric source and cluster client cache.
+    pub async fn build(config: Config) -> Result<Self> {
+        config.require_tick_ready()?;
+        let source = config
+            .metric_source
+            .as_ref()
+            .expect("require_tick_ready checked METRIC_SOURCE");
+        let metrics = metrics::from_config(source).await?;
+        let clients = ClientCache::new(config.require_cluster()?.clone());
+        Ok(TickDeps {
+            config,
+            clients,
+            metrics,
+        })
+    }
+}
+
+/// What one tick did for one target (the `--json` output of `prewarm tick`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TargetReport {
+    pub target: String,
+    pub dry_run: bool,
+    pub plan: Option<Plan>,
+    pub pending_pods: u32,
+    pub serving_replicas: Option<u32>,
+    /// Why the metrics were not usable, when they were not (the plan then fails static).
+    pub metrics_problem: Option<String>,
+    /// Headroom object: outcome and its size before and after.
+    pub headroom: Option<String>,
+    pub size_before: Option<u32>,
+    pub size_after: Option<u32>,
+    /// NodePool limits/budgets patch outcome.
+    pub node_pool: Option<String>,
+    /// Set when this target was left alone on purpose (another invocation acted).
+    pub skipped: Option<String>,
+    pub error: Option<String>,
+    pub error_kind: Option<String>,
+    pub retryable: Option<bool>,
+}
+
+impl TargetReport {
+    fn new(target: &str, dry_run: bool) -> Self {
+        TargetReport {
+            target: target.to_string(),
+            dry_run,
+            plan: None,
+            pending_pods: 0,
+            serving_replicas: None,
+            metrics_problem: None,
+            headroom: None,
+            size_before: None,
+            size_after: None,
+            node_pool: None,
+            skipped: None,
+            error: None,
+            error_kind: None,
+            retryable: None,
+        }
+    }
+
+    fn failed(mut self, error: &Error) -> Self {
+        self.error = Some(error.to_string());
+        self.error_kind = Some(error.kind().to_string());
+        self.retryable = Some(error.retryable());
+        self
+    }
+
+    /// The action for logs: the plan's, or what kept the target from having one.
+    pub fn action(&self) -> String {
+        if self.error.is_some() {
+            "error".into()
+        } else if self.skipped.is_some() {
+            "skipped".into()
+        } else {
+            self.plan
+                .as_ref()
+                .map(|p| {
+                    serde_json::to_value(p.action)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_string))
+                        .unwrap_or_default()
+                })
+                .unwrap_or_default()
+        }
+    }
+
+    /// One readable reason line: the plan's reasons, or the error / skip cause.
+    pub fn reason(&self) -> String {
+        if let Some(e) = &self.error {
+            return e.clone();
+        }
+        if let Some(s) = &self.skipped {
+            return s.clone();
+        }
+        self.plan
+            .as_ref()
+            .map(|p| {
+                p.reasons
+                    .iter()
+                    .map(reason_text)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// A reason as `name` or `name(detail)`, for log lines and the table.
+pub fn reason_text(reason: &Reason) -> String {
+    match reason {
+        Reason::Forecast => "forecast".into(),
+        Reason::MetricsMissing { detail } => format!("metrics_missing({detail})"),
+        Reason::Floor { min_spare } => format!("floor({min_spare})"),
+        Reason::Ceiling { max_spare } => format!("ceiling({max_spare})"),
+        Reason::GpuCap { gpu_cap } => format!("gpu_cap({gpu_cap})"),
+        Reason::StepUpLimited { max_step_up } => format!("step_up_limited({max_step_up})"),
+        Reason::StepDownLimited { max_step_down } => {
+            format!("step_down_limited({max_step_down})")
+        }
+        Reason::ScaleDownDelay { hold_spare, until } => format!(
+            "scale_down_delay({hold_spare} until {})",
+            annotations::format_time(*until)
+        ),
+        Reason::Cooldown { until } => {
+            format!("cooldown(until {})", annotations::format_time(*until))
+        }
+        Reason::PendingPods { count } => format!("pending_pods({count})"),
+        Reason::ReplacementReserved { replicas } => format!("replacement_reserved({replicas})"),
+    }
+}
+
+pub fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// Metrics first, then the pod counts from Kubernetes. A failed source becomes the
+/// observation's `problem`, so the policy fails static (holds, never scales down) and says why.
+async fn observe(
+    deps: &TickDeps,
+    client: &kube::Client,
+    target: &TargetSpec,
+    now: f64,
+) -> Observation {
+    let (metrics, pods) = futures::join!(
+        deps.metrics.observe(target, &deps.config.policy, now),
+        pods::target_pods(client, target)
+    );
+    let mut observation = match metrics {
+        Ok(o) => o,
+        Err(e) => Observation {
+            problem: Some(e.to_string()),
+            ..Observation::default()
+        },
+    };
+    match pods {
+        Ok(Some(counts)) => {
+            observation.pending_pods = counts.unschedulable;
+            observation.serving_replicas = Some(counts.serving);
+        }
+        Ok(None) => {}
+        Err(e) => {
+            let problem = format!("inference pods: {e}");
+            observation.problem = Some(match observation.problem.take() {
+                Some(p) => format!("{p}; {problem}"),
+                None => problem,
+            });
+        }
+    }
+    observation
+}
+
+/// The NodePool's consolidation change this tick: freeze/restore as planned when the target
+/// opts in; otherwise only ever undo a freeze that is still on (the option was turned off).
+pub fn freeze_intent(target: &TargetSpec, plan: &Plan, pool: &NodePoolView) -> Option<bool> {
+    if target.freeze_consolidation {
+        plan.freeze_consolidation
+    } else if pool.consolidation_frozen() {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// One target, one tick. Never panics on bad input; errors end up in the report.
+pub async fn tick_target(
+    deps: &TickDeps,
+    client: &kube::Client,
+    target: &TargetSpec,
+    now: f64,
+    dry_run: bool,
+) -> TargetReport {
+    let report = TargetReport::new(&target.name, dry_run);
+    let (pool, read, observation) = futures::join!(
+        nodepool::read_node_pool(client, &target.node_pool),
+        headroom::read_headroom(client, target),
+        observe(deps, client, target, now)
+    );
+    let mut report = TargetReport {
+        pending_pods: observation.pending_pods,
+        serving_replicas: observation.serving_replicas,
+        metrics_problem: observation.problem.clone(),
+        ..report
+    };
+    // Without both objects nothing is written: the error names the missing one.
+    let pool = match pool {
+        Ok(p) => p,
+        Err(e) => return report.failed(&e),
+    };
+    let read: HeadroomRead = match read {
+        Ok(r) => r,
+        Err(e) => return report.failed(&e),
+    };
+    report.size_before = Some(read.parsed.size);
+    let policy = &deps.config.policy;
+    if annotations::acted_recently(read.state().last_tick, now, policy.tick_s) {
+        report.skipped = Some(format!(
+            "another invocation acted on {} at {}",
+            read.object.display,
+            annotations::format_time(read.state().last_tick.unwrap_or_default())
+        ));
+        return report;
+    }
+    let mut state = read.state().clone();
+    state.consolidation_frozen = pool.consolidation_frozen();
+    let plan = core::decide(&observation, target, policy, &state, now);
+    report.plan = Some(plan.clone());
+
+    let outcome = match headroom::apply_plan(client, &read, &plan, now, dry_run).await {
+        Ok(o) => o,
+        Err(e) => return report.failed(&e),
+    };
+    report.size_after = Some(match outcome {
+        ApplyOutcome::Written { after, .. } | ApplyOutcome::DryRun { after, .. } => after,
+        ApplyOutcome::Unchanged | ApplyOutcome::Conflict => read.parsed.size,
+    });
+    report.headroom = Some(outcome.as_str().into());
+    if outcome == ApplyOutcome::Conflict {
+        report.skipped = Some(format!(
+            "{} changed since it was read (409): left to the next tick",
+            read.object.display
+        ));
+        return report;
+    }
+
+    // A static NodePool that is also the headroom object has a new resourceVersion now.
+    let pool = if matches!(target.headroom, HeadroomKind::NodePoolReplicas)
+        && matches!(outcome, ApplyOutcome::Written { .. })
+    {
+        match nodepool::read_node_pool(client, &target.node_pool).await {
+            Ok(p) => p,
+            Err(e) => return report.failed(&e),
+        }
+    } else {
+        pool
+    };
+    let freeze = freeze_intent(target, &plan, &pool);
+    match nodepool::apply_node_pool(client, &pool, target.limits.as_ref(), freeze, dry_run).await {
+        Ok(o) => report.node_pool = Some(o.as_str().into()),
+        Err(e) => return report.failed(&e),
+    }
+    report
+}
+
+/// Runs one tick over every target concurrently, each in its own task.
+pub async fn tick_once(deps: &Arc<TickDeps>, now: f64, dry_run: bool) -> Vec<TargetReport> {
+    let client = match deps.clients.get().await {
+        Ok(c) => c,
+        Err(e) => {
+            return deps
+                .config
+                .targets
+                .iter()
+                .map(|t| TargetReport::new(&t.name, dry_run).failed(&e))
+                .collect();
+        }
+    };
+    let tasks: Vec<_> = deps
+        .config
+        .targets
+        .iter()
+        .cloned()
+        .map(|target| {
+            let deps = Arc::clone(deps);
+            let client = client.clone();
+            tokio::spawn(async move { tick_target(&deps, &client, &target, now, dry_run).await })
+        })
+        .collect();
+    let mut reports = Vec::with_capacity(tasks.len());
+    for (task, target) in futures::future::join_all(tasks)
+        .await
+        .into_iter()
+        .zip(&deps.config.targets)
+    {
+        reports.push(task.unwrap_or_else(|join_error| {
+            let e = Error::Kube {
+                operation: "tick".into(),
+                object: format!("target {}", target.name),
+                message: format!("the tick of this target failed: {join_error}"),
+                retryable: true,
+            };
+            TargetReport::new(&target.name, dry_run).failed(&e)
+        }));
+    }
+    for report in &reports {
+        log_decision(report);
+        emf_record(report).emit(&deps.config.emf_namespace);
+    }
+    reports
+}
+
+/// The decision log line: flat fields so Logs Insights can filter and aggregate them.
+pub fn log_decision(r: &TargetReport) {
+    let forecast = r.plan.as_ref().map(|p| &p.forecast);
+    let observed_rate = forecast.map_or(f64::NAN, |f| f.observed_rate);
+    let rate_at_horizon = forecast.map_or(f64::NAN, |f| f.rate_at_horizon);
+    let quantile = forecast.map_or(f64::NAN, |f| f.error_quantile);
+    let desired = r.plan.as_ref().map(|p| p.desired_spare);
+    let current = r.plan.as_ref().map(|p| p.current_spare);
+    let action = r.action();
+    let reason = r.reason();
+    let headroom = r.headroom.as_deref().unwrap_or("");
+    let node_pool = r.node_pool.as_deref().unwrap_or("");
+    if r.error.is_some() {
+        tracing::error!(
+            target = %r.target,
+            action = %action,
+            reason = %reason,
+            error_kind = r.error_kind.as_deref().unwrap_or(""),
+            retryable = r.retryable.unwrap_or(false),
+            dry_run = r.dry_run,
+            "decision"
+        );
+    } else {
+        tracing::info!(
+            target = %r.target,
+            observed_rate,
+            forecast = rate_at_horizon,
+            quantile,
+            desired,
+            current,
+            size_before = r.size_before,
+            size_after = r.size_after,
+            pending_pods = r.pending_pods,
+            serving_replicas = r.serving_replicas,
+            action = %action,
+            reason = %reason,
+            headroom = headroom,
+            node_pool = node_pool,
+            dry_run = r.dry_run,
+            "decision"
+        );
+    }
+}
+
+/// The EMF metrics of one decision (dimension Target).
+pub fn emf_record(r: &TargetReport) -> EmfRecord {
+    let mut record = EmfRecord::new().dimension("Target", &r.target);
+    if let Some(p) = &r.plan {
+        let acted = matches!(r.headroom.as_deref(), Some("written")) && p.changes_size();
+        record = record
+            .metric("Forecast", p.forecast.rate_at_horizon, Unit::None)
+            .metric("Observed", p.forecast.observed_rate, Unit::None)
+            .metric("Headroom", p.current_spare as f64, Unit::Count)
+            .metric("Desired", p.desired_spare as f64, Unit::Count)
+            .metric("Actions", if acted { 1.0 } else { 0.0 }, Unit::Count);
+    }
+    record.metric(
+        "Errors",
+        if r.error.is_some() { 1.0 } else { 0.0 },
+        Unit::Count,
+    )
+}
+
+/// When the ticks of an invocation that starts at `start` run (Unix seconds): every `tick_s`
+/// while the tick starts before the minute's end minus half a tick (the next scheduled
+/// invocation takes over there) and `budget_s` of work still fits before `deadline`. The first
+/// tick always runs.
+pub fn tick_times(start: f64, tick_s: f64, deadline: f64, budget_s: f64) -> Vec<f64> {
+    let minute_end = start + 60.0;
+    let mut times = vec![start];
+    let mut k = 1.0;
+    loop {
+        let t = start + k * tick_s;
+        if t >= minute_end - tick_s / 2.0 || t + budget_s > deadline {
+            break;
+        }
+        times.push(t);
+        k += 1.0;
+    }
+    times
+}
+
+/// Time one tick may take at most, kept free before the Lambda deadline.
+fn tick_budget(tick_s: f64) -> f64 {
+    tick_s.min(10.0)
+}
+
+async fn sleep_until(t: f64) {
+    let wait = t - unix_now();
+    if wait > 0.0 {
+        tokio::time::sleep(Duration::from_secs_f64(wait)).await;
+    }
+}
+
+/// One invocation: the ticks of this minute. Returns a short summary as the function's result.
+pub async fn handle(deps: Arc<TickDeps>, context: &lambda_runtime::Context) -> Value {
+    let start = unix_now();
+    let deadline = context
+        .deadline()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(start + 60.0, |d| d.as_secs_f64());
+    let tick_s = deps.config.policy.tick_s;
+    let dry_run = deps.config.dry_run;
+    let mut summary = Vec::new();
+    for t in tick_times(start, tick_s, deadline, tick_budget(tick_s)) {
+        sleep_until(t).await;
+        let reports = tick_once(&deps, unix_now(), dry_run).await;
+        summary.push(serde_json::json!({
+            "at": annotations::format_time(t),
+            "targets": reports.iter().map(|r| serde_json::json!({
+                "target": r.target,
+                "action": r.action(),
+                "desired": r.plan.as_ref().map(|p| p.desired_spare),
+                "sizeAfter": r.size_after,
+                "error": r.error,
+            })).collect::<Vec<_>>(),
+        }));
+    }
+    serde_json::json!({ "ticks": summary, "dryRun": dry_run })
+}
+
+/// Lambda mode: build the clients once, then serve scheduled events.
+pub async fn serve(config: Config) -> Result<()> {
+    // Boxed: the runtime's future type is deep enough to overflow the compiler's layout limit.
+    let deps = Arc::new(Box::pin(TickDeps::build(config)).await?);
+    Box::pin(lambda_runtime::run(service_fn(
+        move |event: LambdaEvent<Value>| {
+            let deps = Arc::clone(&deps);
+            async move {
+                Ok::<Value, lambda_runtime::Error>(Box::pin(handle(deps, &event.context)).await)
+            }
+        },
+    )))
+    .await
+    .map_err(|e| Error::Aws {
+        service: "lambda".into(),
+        operation: "runtime".into(),
+        message: e.to_string(),
+        retryable: false,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_fill_the_minute_and_respect_the_deadline() {
+        let start = 1_000.0;
+        let cases: &[(f64, f64, &[f64])] = &[
+            // Default 15 s ticks with a 90 s timeout: four ticks, the next invocation does 60.
+            (15.0, start + 90.0, &[0.0, 15.0, 30.0, 45.0]),
+            (20.0, start + 90.0, &[0.0, 20.0, 40.0]),
+            (60.0, start + 90.0, &[0.0]),
+            (25.0, start + 90.0, &[0.0, 25.0]),
+            // A 39 s deadline leaves room for ticks at 0 and 15 (15 + 10 <= 39), not 30 (40 > 39).
+            (15.0, start + 39.0, &[0.0, 15.0]),
+            (15.0, start + 40.0, &[0.0, 15.0, 30.0]),
+            // A deadline already too close still gets its one tick.
+            (15.0, start + 2.0, &[0.0]),
+        ];
+        for (tick_s, deadline, offsets) in cases {
+            let got: Vec<f64> = tick_times(start, *tick_s, *deadline, tick_budget(*tick_s))
+                .into_iter()
+                .map(|t| t - start)
+                .collect();
+            assert_eq!(got, *offsets, "tick {tick_s} deadline {deadline}");
+        }
+    }
+
+    fn target(freeze: bool) -> TargetSpec {
+        serde_json::from_value(serde_json::json!({
+            "name": "llama", "nodePool": "gpu", "maxSpare": 8, "freezeConsolidation": freeze,
+            "headroom": {"kind": "balloon", "namespace": "prewarm", "name": "balloon-gpu"}
+        }))
+        .unwrap()
+    }
+
+    fn plan(freeze: Option<bool>) -> Plan {
+        Plan {
+            target: "llama".into(),
+            action: core::Action::None,
+            current_spare: 0,
+            desired_spare: 0,
+            freeze_consolidation: freeze,
+            forecast: Default::default(),
+            reasons: vec![],
+            next_state: Default::default(),
+        }
+    }
+
+    fn pool(frozen: bool) -> NodePoolView {
+        NodePoolView {
+            name: "gpu".into(),
+            resource_version: "1".into(),
+            annotations: if frozen {
+                [(nodepool::SAVED_BUDGETS.to_string(), "[]".to_string())].into()
+            } else {
+                Default::default()
+            },
+            spec: Value::Null,
+        }
+    }
+
+    #[test]
+    fn consolidation_is_frozen_only_for_targets_that_opt_in_and_always_restorable() {
+        let cases = [
+            (true, Some(true), false, Some(true)),
+            (true, Some(false), true, Some(false)),
+            (true, None, true, None),
+            (false, Some(true), false, None),
+            (false, None, true, Some(false)),
+            (false, None, false, None),
+        ];
+        for (opt_in, planned, frozen, expected) in cases {
+            assert_eq!(
+                freeze_intent(&target(opt_in), &plan(planned), &pool(frozen)),
+                expected,
+                "opt_in={opt_in} planned={planned:?} frozen={frozen}"
+            );
+        }
+    }
+
+    #[test]
+    fn reasons_read_as_one_line() {
+        let mut r = TargetReport::new("llama", false);
+        let mut p = plan(None);
+        p.action = core::Action::FailStatic;
+        p.reasons = vec![
+            Reason::MetricsMissing {
+                detail: "prometheus down".into(),
+            },
+            Reason::Cooldown {
+                until: 1_795_953_660.0,
+            },
+        ];
+        r.plan = Some(p);
+        assert_eq!(r.action(), "fail_static");
+        assert_eq!(
+            r.reason(),
+            "metrics_missing(prometheus down); cooldown(until 2026-11-29T12:01:00.000Z)"
+        );
+        let failed = r.failed(&Error::NotFound {
+            kind: "NodePool".into(),
+            name: "gpu".into(),
+        });
+        assert_eq!(failed.action(), "error");
+        assert_eq!(failed.reason(), "NodePool gpu not found");
+    }
+
+    #[test]
+    fn emf_counts_an_error_and_no_action_for_a_failed_target() {
+        let failed = TargetReport::new("llama", false).failed(&Error::NotFound {
+            kind: "NodePool".into(),
+            name: "gpu".into(),
+        });
+        let line: Value = serde_json::from_str(&emf_record(&failed).render("Prewarm", 0)).unwrap();
+        assert_eq!(line["Errors"], 1.0);
+        assert_eq!(line["Target"], "llama");
+        assert!(line.get("Actions").is_none());
+    }
 }

@@ -6,6 +6,7 @@
 
 pub mod annotations;
 pub mod api_error;
+pub mod drain;
 pub mod client;
 pub mod eks_token;
 pub mod headroom;

@@ -98,9 +98,11 @@ impl MetricSource for CloudWatchSource {
         let dims = dimensions(target).map_err(|m| metrics_error(target, m, false))?;
         let period = period_for(policy.step_s);
         let p = f64::from(period);
-        // Complete periods only: the newest one ends at or before `now`.
+        // Complete periods only: the newest one ends at or before `now`. The oldest grid point
+        // looks up to one step back, and its arrival rate needs the gauges of the period before
+        // that, hence one extra period at the start.
         let end = (now / p).floor() * p;
-        let start = ((now - policy.window_s - policy.step_s) / p).floor() * p;
+        let start = ((now - policy.window_s - policy.step_s) / p).floor() * p - p;
         let queries = vec![
             self.query("waiting", WAITING, "Average", &dims, period),
             self.query("running", RUNNING, "Average", &dims, period),

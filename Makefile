@@ -1,0 +1,67 @@
+# prewarm — the commands a newcomer needs are `make demo` and `make test`.
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+
+# One cargo target directory outside the checkout, so clean clones (CI) reuse compiled crates.
+export CARGO_TARGET_DIR ?= $(HOME)/.cache/prewarm/target
+export SAM_CLI_TELEMETRY := 0
+# The request traces live in the shared folder beside the checkout.
+TRACES ?= $(abspath $(CURDIR)/../shared/traces)
+OUT ?= out
+ARCH ?= arm64
+
+.PHONY: help build test unit infra-test lint e2e stack-up stack-down demo bench invoke-local deploy
+
+help:
+	@echo "make demo    simulate every policy on the shipped traces and burst-180 (no cloud needed)"
+	@echo "make test    everything CI runs: lint, unit tests, infra tests, end-to-end on the local stack"
+	@echo "make lint | unit | infra-test | e2e | bench | build | invoke-local | deploy"
+
+## Lambda artifacts (cargo-lambda + zig from PyPI, installed on first use).
+LAMBDA_VENV := $(HOME)/.cache/prewarm/venv/lambda/bin
+INFRA_VENV := $(HOME)/.cache/prewarm/venv/infra/bin
+
+build:
+	tests/stack/install
+	PATH="$(LAMBDA_VENV):$$PATH" cargo lambda build --release --$(ARCH)
+
+## Everything CI runs. e2e runs every Rust test too (`cargo test -- --include-ignored`, with the
+## stack up), so `unit` is not repeated here.
+test: lint infra-test e2e
+
+lint:
+	infra/lint.sh
+
+unit:
+	cargo test --all-targets
+
+infra-test:
+	infra/test.sh
+
+## Brings the local stack up, runs the stack-gated Rust tests and the pytest scenarios, tears down.
+e2e:
+	tests/stack/e2e
+
+stack-up:
+	tests/stack/up
+
+stack-down:
+	tests/stack/down
+
+demo:
+	cargo build --release --bin prewarm
+	mkdir -p $(OUT)
+	$(CARGO_TARGET_DIR)/release/prewarm simulate --demo --trace-dir "$(TRACES)" --out-dir "$(OUT)"
+
+bench:
+	cargo bench
+
+## One tick and one interruption batch through the Lambda Runtime API emulator (needs the stack).
+invoke-local:
+	tests/stack/invoke-local
+
+deploy:
+	infra/lint.sh venv
+	tests/stack/install
+	PATH="$(INFRA_VENV):$(LAMBDA_VENV):$$PATH" sam build
+	PATH="$(INFRA_VENV):$(LAMBDA_VENV):$$PATH" sam deploy --guided

@@ -1,0 +1,623 @@
+//! The Kubernetes side of a drain: find the node of an instance by `spec.providerID`, observe it
+//! and its pods for the planner, and execute the planner's commands — cordon, taint, drain state
+//! annotations, evictions through the Eviction API (policy/v1), and Events on the node naming the
+//! pod and PodDisruptionBudget that block the drain. (Interruption owner.)
+//!
+//! What to do is decided by `core::interruption::plan_drain`; this module only observes and acts,
+//! and every action is idempotent (a merge patch to a value already there, an eviction of a pod
+//! already gone), so re-running a step after a partial failure does no harm.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod, Taint};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use kube::api::{Api, EvictParams, ListParams, Patch, PatchParams};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use serde_json::{json, Value};
+
+use crate::core::interruption::state::ALL_KEYS;
+use crate::core::interruption::{DrainState, NodeView, NoticeKind, PodOwner, PodRef, PodView};
+use crate::error::{Error, Result};
+
+pub mod execute;
+pub mod replacement;
+
+/// The taint prewarm puts on a draining node (value: the notice kind).
+pub const DRAINING_TAINT: &str = "prewarm.io/draining";
+pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
+pub const NODEPOOL_LABEL: &str = "karpenter.sh/nodepool";
+pub const DO_NOT_DISRUPT: &str = "karpenter.sh/do-not-disrupt";
+const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
+/// Balloon pods hold warm capacity for real pods and yield to them (negative priority).
+const BALLOON_PRIORITY_CLASS: &str = "prewarm-balloon";
+/// Priorities from here up are the system's critical classes.
+const CRITICAL_PRIORITY: i32 = 2_000_000_000;
+const FIELD_MANAGER: &str = "prewarm-interruption";
+
+fn kube_error(operation: &str, object: &str, error: kube::Error) -> Error {
+    let (message, retryable) = match &error {
+        kube::Error::Api(s) => (
+            format!("{} {}: {}", s.code, s.reason, s.message),
+            s.code == 409 || s.code == 429 || s.code >= 500,
+        ),
+        other => (other.to_string(), true),
+    };
+    Error::Kube {
+        operation: operation.into(),
+        object: object.into(),
+        message,
+        retryable,
+    }
+}
+
+/// The instance id at the end of a providerID: `aws:///us-east-1a/i-0abc` -> `i-0abc`
+/// (`kwok://name` -> `name` for the test cluster's nodes).
+pub fn instance_of_provider_id(provider_id: &str) -> Option<&str> {
+    provider_id.rsplit('/').next().filter(|s| !s.is_empty())
+}
+
+/// The node whose providerID names `instance_id`, if this cluster has one.
+pub async fn find_node(client: &kube::Client, instance_id: &str) -> Result<Option<Node>> {
+    // providerID is not a field selector of nodes: list and match. Node lists are small next to
+    // pods, and a drain happens a few times a day.
+    let nodes = Api::<Node>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+        .map_err(|e| kube_error("list", "nodes", e))?;
+    Ok(nodes.items.into_iter().find(|n| {
+        n.spec
+            .as_ref()
+            .and_then(|s| s.provider_id.as_deref())
+            .and_then(instance_of_provider_id)
+            == Some(instance_id)
+    }))
+}
+
+fn gpu_quantity(q: Option<&k8s_openapi::apimachinery::pkg::api::resource::Quantity>) -> u32 {
+    q.and_then(|q| q.0.trim().parse::<f64>().ok())
+        .map(|v| v.max(0.0) as u32)
+        .unwrap_or(0)
+}
+
+pub fn node_gpus(node: &Node) -> u32 {
+    gpu_quantity(
+        node.status
+            .as_ref()
+            .and_then(|s| s.allocatable.as_ref())
+            .and_then(|a| a.get(GPU_RESOURCE)),
+    )
+}
+
+pub fn node_pool_of(node: &Node) -> Option<&str> {
+    node.metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(NODEPOOL_LABEL))
+        .map(String::as_str)
+}
+
+fn is_ready(node: &Node) -> bool {
+    node.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+fn has_draining_taint(node: &Node) -> bool {
+    node.spec
+        .as_ref()
+        .and_then(|s| s.taints.as_ref())
+        .is_some_and(|ts| ts.iter().any(|t| t.key == DRAINING_TAINT))
+}
+
+fn schedulable(node: &Node) -> bool {
+    let spec = node.spec.as_ref();
+    !spec.and_then(|s| s.unschedulable).unwrap_or(false)
+        && !spec.and_then(|s| s.taints.as_ref()).is_some_and(|ts| {
+            ts.iter().any(|t| {
+                t.key == DRAINING_TAINT
+                    || t.key == "karpenter.sh/disrupted"
+                    || t.key == "karpenter.sh/unregistered"
+                    || t.key == "node.kubernetes.io/unschedulable"
+            })
+        })
+}
+
+/// GPUs a pod requests (the larger of requests and limits, as the scheduler counts extended
+/// resources from either).
+pub fn pod_gpus(pod: &Pod) -> u32 {
+    pod.spec
+        .as_ref()
+        .map(|s| {
+            s.containers
+                .iter()
+                .map(|c| {
+                    let r = c.resources.as_ref();
+                    gpu_quantity(
+                        r.and_then(|r| r.requests.as_ref())
+                            .and_then(|m| m.get(GPU_RESOURCE)),
+                    )
+                    .max(gpu_quantity(
+                        r.and_then(|r| r.limits.as_ref())
+                            .and_then(|m| m.get(GPU_RESOURCE)),
+                    ))
+                })
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+fn pod_finished(pod: &Pod) -> bool {
+    matches!(
+        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Succeeded" | "Failed")
+    )
+}
+
+fn is_balloon(pod: &Pod) -> bool {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.priority_class_name.as_deref())
+        == Some(BALLOON_PRIORITY_CLASS)
+}
+
+/// What the planner needs to know about a pod.
+pub fn pod_view(pod: &Pod) -> PodView {
+    let meta = &pod.metadata;
+    let annotations = meta.annotations.as_ref();
+    let owner = if annotations.is_some_and(|a| a.contains_key(MIRROR_ANNOTATION)) {
+        PodOwner::Mirror
+    } else if meta.owner_references.as_ref().is_some_and(|os| {
+        os.iter()
+            .any(|o| o.kind == "DaemonSet" && o.controller == Some(true))
+    }) {
+        PodOwner::DaemonSet
+    } else {
+        PodOwner::Other
+    };
+    let spec = pod.spec.as_ref();
+    let critical = spec.and_then(|s| s.priority).unwrap_or(0) >= CRITICAL_PRIORITY
+        || matches!(
+            spec.and_then(|s| s.priority_class_name.as_deref()),
+            Some("system-node-critical" | "system-cluster-critical")
+        );
+    PodView {
+        pod: PodRef {
+            namespace: meta.namespace.clone().unwrap_or_default(),
+            name: meta.name.clone().unwrap_or_default(),
+        },
+        owner,
+        critical,
+        do_not_disrupt: annotations
+            .and_then(|a| a.get(DO_NOT_DISRUPT))
+            .is_some_and(|v| v == "true"),
+        terminating: meta.deletion_timestamp.is_some(),
+        finished: pod_finished(pod),
+        gpus: pod_gpus(pod),
+    }
+}
+
+async fn pods_on(client: &kube::Client, node_name: &str) -> Result<Vec<Pod>> {
+    Api::<Pod>::all(client.clone())
+        .list(&ListParams::default().fields(&format!("spec.nodeName={node_name}")))
+        .await
+        .map(|l| l.items)
+        .map_err(|e| kube_error("list", &format!("pods on node {node_name}"), e))
+}
+
+/// GPUs free for real pods on the other schedulable, Ready nodes of `pool`. Balloon pods count
+/// as free: they are preempted by any real pod (that is what they are for).
+async fn spare_gpus_elsewhere(client: &kube::Client, pool: &str, except: &str) -> Result<u32> {
+    let nodes = Api::<Node>::all(client.clone())
+        .list(&ListParams::default().labels(&format!("{NODEPOOL_LABEL}={pool}")))
+        .await
+        .map_err(|e| kube_error("list", &format!("nodes of NodePool {pool}"), e))?;
+    let mut spare = 0;
+    for n in nodes.items.iter() {
+        let name = n.metadata.name.as_deref().unwrap_or_default();
+        if name == except || !is_ready(n) || !schedulable(n) {
+            continue;
+        }
+        let used: u32 = pods_on(client, name)
+            .await?
+            .iter()
+            .filter(|p| !pod_finished(p) && !is_balloon(p))
+            .map(pod_gpus)
+            .sum();
+        spare += node_gpus(n).saturating_sub(used);
+    }
+    Ok(spare)
+}
+
+/// The node and its pods, as the planner sees them.
+pub struct Observation {
+    pub node: Node,
+    pub view: NodeView,
+    pub pods: Vec<Pod>,
+    pub pod_views: Vec<PodView>,
+    /// The drain annotations were present but unreadable (logged; treated as no state).
+    pub state_error: Option<String>,
+}
+
+pub async fn observe(client: &kube::Client, node: Node) -> Result<Observation> {
+    let name = node.metadata.name.clone().unwrap_or_default();
+    let pods = pods_on(client, &name).await?;
+    let spare = match node_pool_of(&node) {
+        Some(pool) => spare_gpus_elsewhere(client, pool, &name).await?,
+        // Not a Karpenter node: no pool to look in, so no warm capacity is known.
+        None => 0,
+    };
+    let annotations: BTreeMap<String, String> =
+        node.metadata.annotations.clone().unwrap_or_default();
+    let (state, state_error) = match DrainState::from_annotations(&annotations) {
+        Ok(s) => (s, None),
+        Err(e) => (None, Some(e)),
+    };
+    let view = NodeView {
+        name,
+        unschedulable: node
+            .spec
+            .as_ref()
+            .and_then(|s| s.unschedulable)
+            .unwrap_or(false),
+        tainted: has_draining_taint(&node),
+        gpus: node_gpus(&node),
+        state,
+        spare_gpus_elsewhere: spare,
+    };
+    let pod_views = pods.iter().map(pod_view).collect();
+    Ok(Observation {
+        node,
+        view,
+        pods,
+        pod_views,
+        state_error,
+    })
+}
+
+/// The one patch that writes the drain state, cordons and taints: one write, guarded by the
+/// resourceVersion read, so the taint list is not clobbered by a concurrent writer.
+pub fn node_patch(
+    node: &Node,
+    state: &DrainState,
+    cordon: bool,
+    taint: Option<NoticeKind>,
+) -> Value {
+    let mut annotations = serde_json::Map::new();
+    let written = state.to_annotations();
+    for key in ALL_KEYS {
+        annotations.insert(
+            key.to_string(),
+            written
+                .get(key)
+                .map_or(Value::Null, |v| Value::String(v.clone())),
+        );
+    }
+    let mut patch = json!({
+        "metadata": {
+            "resourceVersion": node.metadata.resource_version,
+            "annotations": annotations,
+        }
+    });
+    let mut spec = serde_json::Map::new();
+    if cordon {
+        spec.insert("unschedulable".into(), Value::Bool(true));
+    }
+    if let Some(kind) = taint {
+        let mut taints: Vec<Taint> = node
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.clone())
+            .unwrap_or_default();
+        taints.retain(|t| t.key != DRAINING_TAINT);
+        taints.push(Taint {
+            key: DRAINING_TAINT.into(),
+            value: Some(kind.as_str().into()),
+            effect: "NoSchedule".into(),
+            time_added: None,
+        });
+        spec.insert(
+            "taints".into(),
+            serde_json::to_value(taints).unwrap_or_default(),
+        );
+    }
+    if !spec.is_empty() {
+        patch["spec"] = Value::Object(spec);
+    }
+    patch
+}
+
+/// Writes `node_patch`. Returns false on a conflict (someone else wrote the node meanwhile):
+/// the caller re-observes and plans again.
+pub async fn patch_node(client: &kube::Client, node: &Node, patch: &Value) -> Result<bool> {
+    let name = node.metadata.name.as_deref().unwrap_or_default();
+    match Api::<Node>::all(client.clone())
+        .patch(
+            name,
+            &PatchParams::apply(FIELD_MANAGER),
+            &Patch::Merge(patch),
+        )
+        .await
+    {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
+        Err(e) => Err(kube_error("patch", &format!("node/{name}"), e)),
+    }
+}
+
+/// What an eviction came to.
+#[derive(Clone, Debug, PartialEq)]
+pub enum EvictionOutcome {
+    /// Accepted: the pod is shutting down.
+    Evicted,
+    /// 404 or 409: already gone (or being replaced under the same name): nothing to do.
+    Gone,
+    /// 429: a PodDisruptionBudget allows no disruption now.
+    Blocked {
+        pdb: Option<String>,
+        message: String,
+    },
+}
+
+/// Evicts one pod through the Eviction API, so PodDisruptionBudgets and grace periods hold.
+pub async fn evict(client: &kube::Client, pod: &PodRef) -> Result<EvictionOutcome> {
+    let api = Api::<Pod>::namespaced(client.clone(), &pod.namespace);
+    match api.evict(&pod.name, &EvictParams::default()).await {
+        Ok(_) => Ok(EvictionOutcome::Evicted),
+        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(EvictionOutcome::Gone),
+        Err(kube::Error::Api(s)) if s.code == 429 => Ok(EvictionOutcome::Blocked {
+            pdb: None,
+            message: s.message.clone(),
+        }),
+        Err(e) => Err(kube_error("evict", &format!("pod/{pod}"), e)),
+    }
+}
+
+/// Whether `selector` selects a pod with `labels` (matchLabels and matchExpressions; an empty
+/// selector selects everything, as PodDisruptionBudgets in policy/v1 do).
+pub fn selector_matches(selector: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
+    let labels_ok = selector
+        .match_labels
+        .as_ref()
+        .is_none_or(|m| m.iter().all(|(k, v)| labels.get(k) == Some(v)));
+    let exprs_ok = selector.match_expressions.as_ref().is_none_or(|es| {
+        es.iter().all(|e| {
+            let values = e.values.clone().unwrap_or_default();
+            let have = labels.get(&e.key);
+            match e.operator.as_str() {
+                "In" => have.is_some_and(|v| values.contains(v)),
+                "NotIn" => have.is_none_or(|v| !values.contains(v)),
+                "Exists" => have.is_some(),
+                "DoesNotExist" => have.is_none(),
+                _ => false,
+            }
+        })
+    });
+    labels_ok && exprs_ok
+}
+
+/// The PodDisruptionBudgets that cover `pod` (names), to say who blocks an eviction.
+pub async fn pdbs_covering(client: &kube::Client, pod: &Pod) -> Result<Vec<String>> {
+    let ns = pod.metadata.namespace.clone().unwrap_or_default();
+    let labels = pod.metadata.labels.clone().unwrap_or_default();
+    let pdbs = Api::<PodDisruptionBudget>::namespaced(client.clone(), &ns)
+        .list(&ListParams::default())
+        .await
+        .map_err(|e| kube_error("list", &format!("poddisruptionbudgets in {ns}"), e))?;
+    Ok(pdbs
+        .items
+        .iter()
+        .filter(|p| {
+            p.spec
+                .as_ref()
+                .and_then(|s| s.selector.as_ref())
+                .is_some_and(|sel| selector_matches(sel, &labels))
+        })
+        .filter_map(|p| p.metadata.name.clone())
+        .collect())
+}
+
+/// Records a Kubernetes Event on the node (events.k8s.io/v1; repeats are aggregated into a
+/// series by the recorder).
+pub async fn record_event(
+    client: &kube::Client,
+    node: &Node,
+    warning: bool,
+    reason: &str,
+    note: String,
+    related: Option<&Pod>,
+) -> Result<()> {
+    let recorder = Recorder::new(
+        client.clone(),
+        Reporter {
+            controller: "prewarm".into(),
+            instance: None,
+        },
+    );
+    let regarding = ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Node".into()),
+        name: node.metadata.name.clone(),
+        uid: node.metadata.uid.clone(),
+        ..Default::default()
+    };
+    let secondary = related.map(|p| ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Pod".into()),
+        name: p.metadata.name.clone(),
+        namespace: p.metadata.namespace.clone(),
+        uid: p.metadata.uid.clone(),
+        ..Default::default()
+    });
+    let mut note = note;
+    note.truncate(1000);
+    recorder
+        .publish(
+            &Event {
+                type_: if warning {
+                    EventType::Warning
+                } else {
+                    EventType::Normal
+                },
+                reason: reason.into(),
+                note: Some(note),
+                action: "Drain".into(),
+                secondary,
+            },
+            &regarding,
+        )
+        .await
+        .map_err(|e| kube_error("create", "event", e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
+
+    #[test]
+    fn instance_ids_from_provider_ids() {
+        let cases = [
+            (
+                "aws:///us-east-1a/i-0abc1111111111111",
+                Some("i-0abc1111111111111"),
+            ),
+            ("kwok://gpu-x7k2p", Some("gpu-x7k2p")),
+            ("aws:///us-east-1a/", None),
+        ];
+        for (pid, expected) in cases {
+            assert_eq!(instance_of_provider_id(pid), expected, "{pid}");
+        }
+    }
+
+    fn pod(json: Value) -> Pod {
+        serde_json::from_value(json).unwrap()
+    }
+
+    #[test]
+    fn pod_views_classify_owners_priority_and_annotations() {
+        let ds = pod(json!({"metadata": {"name": "exporter", "namespace": "mon",
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "e", "uid": "u", "controller": true}]},
+            "spec": {"containers": []}}));
+        assert_eq!(pod_view(&ds).owner, PodOwner::DaemonSet);
+        let mirror = pod(json!({"metadata": {"name": "m", "namespace": "kube-system",
+            "annotations": {"kubernetes.io/config.mirror": "abc"}}, "spec": {"containers": []}}));
+        assert_eq!(pod_view(&mirror).owner, PodOwner::Mirror);
+        let llama = pod(
+            json!({"metadata": {"name": "llama-0", "namespace": "inference",
+            "annotations": {"karpenter.sh/do-not-disrupt": "true"}, "deletionTimestamp": "2026-11-29T12:00:00Z"},
+            "spec": {"priority": 1000, "containers": [
+                {"name": "a", "resources": {"requests": {"nvidia.com/gpu": "2"}}},
+                {"name": "b", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]},
+            "status": {"phase": "Running"}}),
+        );
+        let v = pod_view(&llama);
+        assert_eq!(
+            (
+                v.owner,
+                v.critical,
+                v.do_not_disrupt,
+                v.terminating,
+                v.finished,
+                v.gpus
+            ),
+            (PodOwner::Other, false, true, true, false, 3)
+        );
+        let crit = pod(
+            json!({"metadata": {"name": "c", "namespace": "kube-system"},
+            "spec": {"priorityClassName": "system-node-critical", "containers": []},
+            "status": {"phase": "Succeeded"}}),
+        );
+        let v = pod_view(&crit);
+        assert!(v.critical && v.finished);
+    }
+
+    #[test]
+    fn label_selectors() {
+        let labels: BTreeMap<String, String> = [
+            ("app".to_string(), "llama".to_string()),
+            ("tier".into(), "gpu".into()),
+        ]
+        .into();
+        let sel = |ml: Option<Vec<(&str, &str)>>, ex: Option<Vec<(&str, &str, Vec<&str>)>>| {
+            LabelSelector {
+                match_labels: ml.map(|m| {
+                    m.into_iter()
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                        .collect()
+                }),
+                match_expressions: ex.map(|es| {
+                    es.into_iter()
+                        .map(|(k, op, vs)| LabelSelectorRequirement {
+                            key: k.into(),
+                            operator: op.into(),
+                            values: Some(vs.into_iter().map(String::from).collect()),
+                        })
+                        .collect()
+                }),
+            }
+        };
+        let cases = [
+            (sel(None, None), true),
+            (sel(Some(vec![("app", "llama")]), None), true),
+            (sel(Some(vec![("app", "qwen")]), None), false),
+            (
+                sel(None, Some(vec![("tier", "In", vec!["gpu", "cpu"])])),
+                true,
+            ),
+            (sel(None, Some(vec![("tier", "NotIn", vec!["gpu"])])), false),
+            (sel(None, Some(vec![("zone", "Exists", vec![])])), false),
+            (
+                sel(None, Some(vec![("zone", "DoesNotExist", vec![])])),
+                true,
+            ),
+        ];
+        for (i, (s, expected)) in cases.into_iter().enumerate() {
+            assert_eq!(selector_matches(&s, &labels), expected, "case {i}");
+        }
+    }
+
+    #[test]
+    fn node_patch_cordons_taints_and_writes_every_state_key() {
+        let node: Node = serde_json::from_value(json!({
+            "metadata": {"name": "n", "resourceVersion": "42"},
+            "spec": {"taints": [
+                {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"},
+                {"key": "prewarm.io/draining", "value": "rebalance", "effect": "NoSchedule"}]}
+        }))
+        .unwrap();
+        let state = DrainState {
+            event_id: "e".into(),
+            kind: NoticeKind::SpotInterruption,
+            phase: crate::core::interruption::Phase::WaitingForReplacement,
+            notice_time: 0.0,
+            deadline: None,
+            started_at: 1.0,
+            replacement_requested_at: None,
+            replacement_ready_at: None,
+            evicting_since: None,
+            finished_at: None,
+            replacement_gpus: 8,
+        };
+        let p = node_patch(&node, &state, true, Some(NoticeKind::SpotInterruption));
+        assert_eq!(p["metadata"]["resourceVersion"], "42");
+        assert_eq!(
+            p["metadata"]["annotations"]["prewarm.io/drain-event-id"],
+            "e"
+        );
+        // Keys without a value are removed (null in a merge patch), so stale state cannot linger.
+        assert_eq!(
+            p["metadata"]["annotations"]["prewarm.io/drain-deadline"],
+            Value::Null
+        );
+        assert_eq!(p["spec"]["unschedulable"], true);
+        assert_eq!(
+            p["spec"]["taints"],
+            json!([{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"},
+                   {"key": "prewarm.io/draining", "value": "spot-interruption", "effect": "NoSchedule"}])
+        );
+        let only_state = node_patch(&node, &state, false, None);
+        assert!(only_state.get("spec").is_none());
+    }
+}

@@ -1,0 +1,183 @@
+"""The local stack is the real thing: Karpenter provisions kwok GPU nodes for pending pods, the
+CRDs' schema/CEL validation is enforced by the apiserver, and the controller-manager computes
+PodDisruptionBudget status. Timings are printed, never asserted."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+
+import pytest
+
+from conftest import KubectlError
+
+GPU_TYPES = {"g5.xlarge", "g5.12xlarge", "g6e.12xlarge"}
+
+
+def gpu_pod(name: str, gpus: int = 1) -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "inference", "labels": {"app": "stack-smoke"}},
+        "spec": {
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Equal", "value": "true",
+                             "effect": "NoSchedule"}],
+            "containers": [{
+                "name": "vllm",
+                "image": "registry.k8s.io/pause:3.10",
+                "resources": {"requests": {"cpu": "1", "memory": "2Gi", "nvidia.com/gpu": str(gpus)},
+                              "limits": {"nvidia.com/gpu": str(gpus)}},
+            }],
+        },
+    }
+
+
+def test_pending_gpu_pod_gets_a_karpenter_node_and_runs(k8s, wait_until):
+    name = f"smoke-gpu-{uuid.uuid4().hex[:6]}"
+    t0 = time.monotonic()
+    k8s.apply(gpu_pod(name))
+
+    def nodeclaim_for_pod():
+        for nc in k8s.get("nodeclaims.karpenter.sh"):
+            if nc["metadata"].get("labels", {}).get("karpenter.sh/nodepool") == "gpu" and \
+                    nc.get("status", {}).get("nodeName"):
+                return nc
+        return None
+
+    nodeclaim = wait_until(nodeclaim_for_pod, timeout=180, what="a NodeClaim of NodePool gpu with a node")
+    t_claim = time.monotonic() - t0
+    node_name = nodeclaim["status"]["nodeName"]
+    try:
+        node = wait_until(lambda: (n := k8s.get("node", node_name)) and k8s.node_ready(n) and n,
+                          timeout=300, what=f"node {node_name} Ready")
+        t_ready = time.monotonic() - t0
+        pod = wait_until(lambda: (p := k8s.get("pod", name, "inference"))
+                         and p["status"].get("phase") == "Running" and p,
+                         timeout=300, what=f"pod {name} Running")
+        t_running = time.monotonic() - t0
+
+        assert pod["spec"]["nodeName"] == node_name
+        labels = node["metadata"]["labels"]
+        assert labels["node.kubernetes.io/instance-type"] in GPU_TYPES
+        assert labels["karpenter.sh/nodepool"] == "gpu"
+        assert int(node["status"]["allocatable"]["nvidia.com/gpu"]) >= 1
+        assert {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"} in [
+            {k: t.get(k) for k in ("key", "value", "effect")} for t in node["spec"].get("taints", [])]
+        ready = [c for c in pod["status"]["conditions"] if c["type"] == "Ready"]
+        assert ready and ready[0]["status"] == "True"
+        print(f"\nsmoke: nodeclaim+node after {t_claim:.1f}s, node Ready after {t_ready:.1f}s, "
+              f"pod Running after {t_running:.1f}s ({labels['node.kubernetes.io/instance-type']}, "
+              f"{labels.get('karpenter.sh/capacity-type')}, {labels.get('topology.kubernetes.io/zone')})")
+    finally:
+        k8s.delete("pod", name, "inference")
+        k8s.delete("nodeclaims.karpenter.sh", nodeclaim["metadata"]["name"])
+
+
+def test_nodepool_crd_validation_is_enforced(k8s):
+    bad = {"spec": {"disruption": {"consolidateAfter": "30s", "budgets": [{"nodes": "abc"}]}}}
+    with pytest.raises(KubectlError) as err:
+        k8s.run("patch", "nodepool", "gpu", "--type=merge", "-p", json.dumps(bad), "--dry-run=server")
+    assert "budgets" in err.value.stderr and "nodes" in err.value.stderr, err.value.stderr
+
+    # CEL (x-kubernetes-validations), not only the OpenAPI schema: schedule needs a duration.
+    cel = {"spec": {"disruption": {"consolidateAfter": "30s",
+                                   "budgets": [{"nodes": "1", "schedule": "0 9 * * *"}]}}}
+    with pytest.raises(KubectlError) as err:
+        k8s.run("patch", "nodepool", "gpu", "--type=merge", "-p", json.dumps(cel), "--dry-run=server")
+    assert "schedule" in err.value.stderr and "duration" in err.value.stderr, err.value.stderr
+
+    # The same patches with valid values pass: the rejections above were about the values.
+    good = {"spec": {"disruption": {"consolidateAfter": "30s",
+                                    "budgets": [{"nodes": "10%"},
+                                                {"nodes": "0", "schedule": "0 9 * * *", "duration": "1h"}]}}}
+    k8s.run("patch", "nodepool", "gpu", "--type=merge", "-p", json.dumps(good), "--dry-run=server")
+
+
+def test_pdb_status_is_computed_by_the_controller_manager(k8s, wait_until):
+    suffix = uuid.uuid4().hex[:6]
+    app = f"smoke-pdb-{suffix}"
+    # Pods stay Pending on purpose (no node has this label, so Karpenter cannot help either):
+    # only the Deployment -> ReplicaSet -> Pod chain and the disruption controller are under test.
+    k8s.apply({
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": app, "namespace": "inference"},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": app}},
+            "template": {
+                "metadata": {"labels": {"app": app}},
+                "spec": {"nodeSelector": {"prewarm.io/smoke-test": "nowhere"},
+                         "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]},
+            },
+        },
+    })
+    k8s.apply({
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": app, "namespace": "inference"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": app}}},
+    })
+    pods = wait_until(lambda: len(k8s.get("pods", namespace="inference", selector=f"app={app}")) == 2,
+                      timeout=120, what="the Deployment's 2 pods")
+    assert pods
+
+    def pdb_status():
+        pdb = k8s.get("pdb", app, "inference")
+        status = pdb.get("status", {})
+        if status.get("observedGeneration") == pdb["metadata"]["generation"] and \
+                status.get("expectedPods") == 2:
+            return status
+        return None
+
+    status = wait_until(pdb_status, timeout=120, what="PDB status from the disruption controller")
+    assert status["currentHealthy"] == 0
+    assert status["desiredHealthy"] == 1
+    assert status["disruptionsAllowed"] == 0
+
+
+def test_eventbridge_rules_route_interruption_events_to_the_queue(aws):
+    detail = {"instance-id": "i-0123456789abcdef0", "instance-action": "terminate"}
+    aws.events.put_events(Entries=[
+        {"Source": "aws.ec2", "DetailType": "EC2 Spot Instance Interruption Warning",
+         "Detail": json.dumps(detail), "Resources": ["arn:aws:ec2:us-east-1:123456789012:instance/i-0123456789abcdef0"]},
+        # Matches no rule: must not reach the queue.
+        {"Source": "aws.ec2", "DetailType": "EC2 AMI State Change", "Detail": "{}"},
+    ])
+    got = aws.sqs.receive_message(QueueUrl=aws.queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=2)
+    bodies = [json.loads(m["Body"]) for m in got.get("Messages", [])]
+    assert [b["detail-type"] for b in bodies] == ["EC2 Spot Instance Interruption Warning"]
+    assert bodies[0]["detail"] == detail and bodies[0]["source"] == "aws.ec2"
+    redrive = json.loads(aws.sqs.get_queue_attributes(
+        QueueUrl=aws.queue_url, AttributeNames=["RedrivePolicy"])["Attributes"]["RedrivePolicy"])
+    assert int(redrive["maxReceiveCount"]) == 3 and redrive["deadLetterTargetArn"].endswith("-dlq")
+    assert aws.eks.describe_cluster(name="prewarm-test")["cluster"]["name"] == "prewarm-test"
+
+
+def test_prometheus_scrapes_the_load_generator(loadgen, prometheus, wait_until):
+    loadgen.capacity(model="smoke-model", replicas=1, concurrency=2, service_s=5)
+    loadgen.scenario("constant", model="smoke-model", rps=10)
+    # Demand (10/s) is far above capacity (2 in flight / 5 s): the queue must grow.
+    waiting = wait_until(
+        lambda: (v := prometheus.value('vllm:num_requests_waiting{model_name="smoke-model"}')) and v >= 20 and v,
+        timeout=60, what="Prometheus to see a growing vLLM queue")
+    assert waiting >= 20
+    assert prometheus.value('vllm:num_requests_running{model_name="smoke-model"}') == 2
+
+
+def test_localstack_serves_cloudwatch_metrics(aws, wait_until):
+    import datetime as dt
+    now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+    name = f"SmokeQueue{uuid.uuid4().hex[:6]}"
+    aws.cloudwatch.put_metric_data(Namespace="PrewarmSmoke", MetricData=[
+        {"MetricName": name, "Value": 7.0, "Timestamp": now, "Unit": "Count"}])
+
+    def fetch():
+        out = aws.cloudwatch.get_metric_data(
+            MetricDataQueries=[{"Id": "q", "MetricStat": {
+                "Metric": {"Namespace": "PrewarmSmoke", "MetricName": name}, "Period": 60, "Stat": "Maximum"}}],
+            StartTime=now - dt.timedelta(minutes=5), EndTime=now + dt.timedelta(minutes=5))
+        return out["MetricDataResults"][0]["Values"]
+
+    assert wait_until(fetch, timeout=30, what="CloudWatch datapoint") == [7.0]

@@ -1,0 +1,238 @@
+//! The `cloudwatch` metric source against LocalStack 4.13.1 (`LOCALSTACK_URL`), which speaks the
+//! rpc-v2-cbor protocol of aws-sdk-cloudwatch. The source is built by `from_config` with
+//! `AWS_ENDPOINT_URL` pointing at LocalStack, as a user would configure it.
+//!
+//! Known datapoints are put with PutMetricData (high resolution) in a namespace unique to the
+//! test run; the expectations follow from the generator below. LocalStack answers `MetricStat`
+//! queries like CloudWatch for this use (sums and averages per period); it does not support
+//! metric math or percentiles, which the source does not use.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use aws_config::{BehaviorVersion, Region};
+use aws_sdk_cloudwatch::types::{Dimension, MetricDatum, StandardUnit};
+use aws_smithy_types::DateTime;
+use prewarm::adapters::metrics::{cloudwatch, from_config, MetricSource};
+use prewarm::config::MetricSourceConfig;
+use prewarm::core::spec::{HeadroomKind, QueryOverrides, ServerKind};
+use prewarm::core::{Observation, PolicySpec, TargetSpec};
+
+fn localstack_url() -> String {
+    std::env::var("LOCALSTACK_URL").expect("LOCALSTACK_URL (source tests/stack/.run/env)")
+}
+
+/// Points the AWS configuration chain at LocalStack. Every test sets the same values, so tests
+/// running in parallel in this binary agree.
+fn use_localstack() {
+    std::env::set_var("AWS_ENDPOINT_URL", localstack_url());
+    // Never let the chain ask instance metadata (a non-loopback address).
+    std::env::set_var("AWS_EC2_METADATA_DISABLED", "true");
+    for (k, v) in [
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ACCESS_KEY_ID", "testing"),
+        ("AWS_SECRET_ACCESS_KEY", "testing"),
+    ] {
+        if std::env::var(k).is_err() {
+            std::env::set_var(k, v);
+        }
+    }
+}
+
+async fn sdk_client() -> aws_sdk_cloudwatch::Client {
+    use_localstack();
+    let sdk = aws_config::defaults(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .load()
+        .await;
+    aws_sdk_cloudwatch::Client::new(&sdk)
+}
+
+fn target(name: &str, selector: &str) -> TargetSpec {
+    TargetSpec {
+        name: name.into(),
+        node_pool: "gpu".into(),
+        headroom: HeadroomKind::NodePoolReplicas,
+        server: ServerKind::Vllm,
+        selector: selector.into(),
+        queries: QueryOverrides::default(),
+        pod_namespace: None,
+        pod_selector: None,
+        gpus_per_replica: 1,
+        replica_concurrency: 8,
+        min_spare: 0,
+        max_spare: 4,
+        max_step_up: 4,
+        max_step_down: 1,
+        gpu_cap: None,
+        freeze_consolidation: false,
+        limits: None,
+    }
+}
+
+fn unique(tag: &str) -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("h4-{tag}-{}-{nanos}", std::process::id())
+}
+
+async fn source(namespace: &str) -> Box<dyn MetricSource> {
+    use_localstack();
+    from_config(&MetricSourceConfig::CloudWatch {
+        namespace: namespace.into(),
+    })
+    .await
+    .unwrap()
+}
+
+/// With the default policy (15 s step) the source uses 10 s periods.
+const PERIOD: i64 = 10;
+const PERIODS: i64 = 100;
+
+/// One datapoint per metric at the start of every 10 s period k = 0..100 ending at `end`:
+/// waiting = k, running = 4, completed = 20 (2/s), latency 1.5 s.
+/// Expected: arrival = (20 + growth 1) / 10 = 2.1/s, service time 1.5 s.
+async fn put_known_history(namespace: &str, dims: &[Dimension], end: i64) {
+    let client = sdk_client().await;
+    let t0 = end - PERIODS * PERIOD;
+    let mut data = Vec::new();
+    for k in 0..PERIODS {
+        let t = DateTime::from_secs(t0 + k * PERIOD);
+        for (name, value, unit) in [
+            (cloudwatch::WAITING, k as f64, StandardUnit::Count),
+            (cloudwatch::RUNNING, 4.0, StandardUnit::Count),
+            (cloudwatch::COMPLETED, 20.0, StandardUnit::Count),
+            (cloudwatch::LATENCY, 1.5, StandardUnit::Seconds),
+        ] {
+            data.push(
+                MetricDatum::builder()
+                    .metric_name(name)
+                    .set_dimensions(Some(dims.to_vec()))
+                    .timestamp(t)
+                    .value(value)
+                    .unit(unit)
+                    .storage_resolution(1)
+                    .build(),
+            );
+        }
+    }
+    for chunk in data.chunks(100) {
+        client
+            .put_metric_data()
+            .namespace(namespace)
+            .set_metric_data(Some(chunk.to_vec()))
+            .send()
+            .await
+            .expect("PutMetricData on LocalStack");
+    }
+}
+
+fn now_s() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
+
+fn assert_known(obs: &Observation, now: f64, end: i64) {
+    let policy = PolicySpec::default();
+    let points = (policy.window_s / policy.step_s) as usize + 1;
+    let grid: Vec<f64> = (0..points)
+        .map(|j| now - policy.window_s + j as f64 * policy.step_s)
+        .collect();
+    let times = |s: &[prewarm::core::Sample]| s.iter().map(|x| x.t).collect::<Vec<_>>();
+    for (name, s) in [
+        ("waiting", &obs.waiting),
+        ("running", &obs.running),
+        ("arrival", &obs.arrival_rate),
+        ("service", &obs.service_time_s),
+    ] {
+        assert_eq!(times(s), grid, "{name} grid");
+    }
+    let t0 = (end - PERIODS * PERIOD) as f64;
+    for s in &obs.waiting {
+        // The newest complete period at the grid point started one period before its end.
+        let period_end = (s.t / PERIOD as f64).floor() * PERIOD as f64;
+        let k = (period_end - PERIOD as f64 - t0) / PERIOD as f64;
+        assert_eq!(s.v, k, "waiting at {}", s.t);
+    }
+    assert!(obs.running.iter().all(|s| s.v == 4.0), "{:?}", obs.running);
+    for s in &obs.arrival_rate {
+        assert!((s.v - 2.1).abs() < 1e-9, "arrival {} at {}", s.v, s.t);
+    }
+    assert!(
+        obs.service_time_s.iter().all(|s| s.v == 1.5),
+        "{:?}",
+        obs.service_time_s
+    );
+}
+
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn cloudwatch_source_reads_known_datapoints_by_target_dimension() {
+    let namespace = format!("PrewarmTest/{}", unique("cw"));
+    let t = target("llama", "");
+    let dims = [Dimension::builder().name("Target").value("llama").build()];
+    let end = now_s() / PERIOD * PERIOD;
+    put_known_history(&namespace, &dims, end).await;
+    // Every phase of `now` within a period lands on the same known values.
+    let src = source(&namespace).await;
+    for offset in [0.0, 3.0, 5.0, 7.5, 9.9] {
+        let now = end as f64 + offset;
+        let obs = src.observe(&t, &PolicySpec::default(), now).await.unwrap();
+        assert_known(&obs, now, end);
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn selector_matchers_become_dimensions() {
+    let namespace = format!("PrewarmTest/{}", unique("cwsel"));
+    let t = target("llama", r#"model_name="llama-3", pool="a""#);
+    let dims = [
+        Dimension::builder()
+            .name("model_name")
+            .value("llama-3")
+            .build(),
+        Dimension::builder().name("pool").value("a").build(),
+    ];
+    let end = now_s() / PERIOD * PERIOD;
+    put_known_history(&namespace, &dims, end).await;
+    let now = end as f64 + 7.0;
+    let obs = source(&namespace)
+        .await
+        .observe(&t, &PolicySpec::default(), now)
+        .await
+        .unwrap();
+    assert_known(&obs, now, end);
+
+    // Same namespace, a target whose dimension matches nothing: empty, not an error.
+    let other = target("other", "");
+    let empty = source(&namespace)
+        .await
+        .observe(&other, &PolicySpec::default(), now)
+        .await
+        .unwrap();
+    assert_eq!(empty, Observation::default());
+}
+
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn a_regex_selector_is_a_final_error_naming_the_target() {
+    let err = source("PrewarmTest/none")
+        .await
+        .observe(
+            &target("llama", r#"model_name=~"llama.*""#),
+            &PolicySpec::default(),
+            now_s() as f64,
+        )
+        .await
+        .unwrap_err();
+    assert!(!err.retryable());
+    let text = err.to_string();
+    assert!(
+        text.contains("llama") && text.contains("not an equality"),
+        "{text}"
+    );
+}
