@@ -25,6 +25,8 @@ fn localstack_url() -> String {
 /// running in parallel in this binary agree.
 fn use_localstack() {
     std::env::set_var("AWS_ENDPOINT_URL", localstack_url());
+    // Never let the chain ask instance metadata (a non-loopback address).
+    std::env::set_var("AWS_EC2_METADATA_DISABLED", "true");
     for (k, v) in [
         ("AWS_REGION", "us-east-1"),
         ("AWS_ACCESS_KEY_ID", "testing"),
@@ -233,4 +235,37 @@ async fn a_regex_selector_is_a_final_error_naming_the_target() {
         text.contains("llama") && text.contains("not an equality"),
         "{text}"
     );
+}
+
+#[tokio::test]
+async fn an_unreachable_endpoint_is_a_retryable_error() {
+    // Bind a port, then close it, so nothing listens there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let conf = aws_sdk_cloudwatch::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .endpoint_url(format!("http://127.0.0.1:{port}"))
+        .credentials_provider(aws_credential_types::Credentials::new(
+            "testing", "testing", None, None, "test",
+        ))
+        .build();
+    let source = cloudwatch::CloudWatchSource::new(
+        aws_sdk_cloudwatch::Client::from_conf(conf),
+        "PrewarmTest",
+    );
+    let err = source
+        .observe(
+            &target("llama", ""),
+            &PolicySpec::default(),
+            1_700_000_000.0,
+        )
+        .await
+        .unwrap_err();
+    assert!(err.retryable(), "{err}");
+    assert_eq!(err.kind(), "metrics");
+    assert!(err.to_string().contains("GetMetricData"), "{err}");
 }

@@ -12,6 +12,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use aws_credential_types::provider::SharedCredentialsProvider;
 use aws_credential_types::Credentials;
 use prewarm::adapters::metrics::{amp, MetricSource, PrometheusSource};
+use prewarm::config::MetricSourceConfig;
 use prewarm::core::spec::{HeadroomKind, QueryOverrides, ServerKind};
 use prewarm::core::{Observation, PolicySpec, TargetSpec};
 use prewarm::Error;
@@ -129,6 +130,12 @@ const SPACING_S: i64 = 5;
 const HISTORY_S: i64 = 1200;
 
 fn known_history(now: i64) -> Vec<(String, Vec<(i64, f64)>)> {
+    known_history_of(ServerKind::Vllm, now)
+}
+
+/// The same demand in the metric names and units of each server kind, so every kind's built-in
+/// queries must produce the same observation (arrival 2.2/s, service 1.5 s, running 4, waiting k).
+fn known_history_of(kind: ServerKind, now: i64) -> Vec<(String, Vec<(i64, f64)>)> {
     let t0 = now - HISTORY_S;
     let n = HISTORY_S / SPACING_S;
     let series = |f: &dyn Fn(f64) -> f64| -> Vec<(i64, f64)> {
@@ -136,19 +143,47 @@ fn known_history(now: i64) -> Vec<(String, Vec<(i64, f64)>)> {
             .map(|k| ((t0 + k * SPACING_S) * 1000, f(k as f64)))
             .collect()
     };
-    vec![
-        ("vllm:num_requests_waiting".into(), series(&|k| k)),
-        ("vllm:num_requests_running".into(), series(&|_| 4.0)),
-        ("vllm:request_success_total".into(), series(&|k| 10.0 * k)),
-        (
-            "vllm:e2e_request_latency_seconds_sum".into(),
-            series(&|k| 15.0 * k),
-        ),
-        (
-            "vllm:e2e_request_latency_seconds_count".into(),
-            series(&|k| 10.0 * k),
-        ),
-    ]
+    let waiting = |k: f64| k;
+    let running = |_: f64| 4.0;
+    let completed = |k: f64| 10.0 * k; // 2/s
+    let latency_sum = |k: f64| 15.0 * k; // 3 s of latency per second: 1.5 s per request
+    let named = |pairs: Vec<(&str, &dyn Fn(f64) -> f64)>| {
+        pairs
+            .into_iter()
+            .map(|(name, f)| (name.to_string(), series(f)))
+            .collect::<Vec<_>>()
+    };
+    match kind {
+        ServerKind::Vllm => named(vec![
+            ("vllm:num_requests_waiting", &waiting),
+            ("vllm:num_requests_running", &running),
+            ("vllm:request_success_total", &completed),
+            ("vllm:e2e_request_latency_seconds_sum", &latency_sum),
+            ("vllm:e2e_request_latency_seconds_count", &completed),
+        ]),
+        ServerKind::Triton => named(vec![
+            ("nv_inference_pending_request_count", &waiting),
+            ("nv_inference_request_success", &completed),
+            // microseconds: 3e6 us/s over 2 requests/s = 1.5 s
+            ("nv_inference_request_duration_us", &|k| 15e6 * k),
+            // 4 requests in compute at any time: 4e6 us of compute per second
+            ("nv_inference_compute_infer_duration_us", &|k| 20e6 * k),
+        ]),
+        // TGI counts arrivals directly: 2.2/s.
+        ServerKind::Tgi => named(vec![
+            ("tgi_queue_size", &waiting),
+            ("tgi_batch_current_size", &running),
+            ("tgi_request_count", &|k| 11.0 * k),
+            ("tgi_request_duration_sum", &latency_sum),
+            ("tgi_request_duration_count", &completed),
+        ]),
+        ServerKind::Sglang => named(vec![
+            ("sglang:num_queue_reqs", &waiting),
+            ("sglang:num_running_reqs", &running),
+            ("sglang:e2e_request_latency_seconds_sum", &latency_sum),
+            ("sglang:e2e_request_latency_seconds_count", &completed),
+        ]),
+    }
 }
 
 fn now_whole_seconds() -> i64 {
@@ -207,6 +242,29 @@ async fn prometheus_source_reads_known_pushed_series() {
 
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
+async fn every_server_kinds_built_in_queries_run_on_real_prometheus() {
+    let source = PrometheusSource::new(&prometheus_url()).unwrap();
+    for kind in [
+        ServerKind::Vllm,
+        ServerKind::Triton,
+        ServerKind::Tgi,
+        ServerKind::Sglang,
+    ] {
+        let model = unique_model(&format!("{kind:?}").to_lowercase());
+        let now = now_whole_seconds();
+        remote_write(&known_history_of(kind, now), &model).await;
+        let mut t = target(&model);
+        t.server = kind;
+        let obs = source
+            .observe(&t, &PolicySpec::default(), now as f64)
+            .await
+            .unwrap_or_else(|e| panic!("{kind:?}: {e}"));
+        assert_known(&obs, now);
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
 async fn amp_source_signed_requests_are_well_formed_end_to_end() {
     // Prometheus ignores the SigV4 headers, so this proves the signed request (URL encoding,
     // extra headers) is accepted and answered by the same parsing as the plain source.
@@ -220,6 +278,36 @@ async fn amp_source_signed_requests_are_well_formed_end_to_end() {
     ));
     signer.preload().await.unwrap();
     let source = amp::source(&format!("{}/", prometheus_url()), signer).unwrap();
+    let obs = source
+        .observe(&target(&model), &PolicySpec::default(), now as f64)
+        .await
+        .unwrap();
+    assert_known(&obs, now);
+}
+
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn amp_from_config_loads_credentials_from_the_environment_chain() {
+    // The stack's env file holds static test credentials; keep IMDS (a non-loopback address)
+    // out of the chain in any case.
+    std::env::set_var("AWS_EC2_METADATA_DISABLED", "true");
+    for (k, v) in [
+        ("AWS_ACCESS_KEY_ID", "testing"),
+        ("AWS_SECRET_ACCESS_KEY", "testing"),
+    ] {
+        if std::env::var(k).is_err() {
+            std::env::set_var(k, v);
+        }
+    }
+    let model = unique_model("ampcfg");
+    let now = now_whole_seconds();
+    remote_write(&known_history(now), &model).await;
+    let source = prewarm::adapters::metrics::from_config(&MetricSourceConfig::Amp {
+        workspace_url: prometheus_url(),
+        region: "us-east-1".into(),
+    })
+    .await
+    .unwrap();
     let obs = source
         .observe(&target(&model), &PolicySpec::default(), now as f64)
         .await
@@ -322,4 +410,136 @@ async fn an_unreachable_server_is_a_retryable_error() {
     assert!(err.retryable(), "{err}");
     assert_eq!(err.kind(), "metrics");
     assert!(err.to_string().contains("t-x"), "{err}");
+}
+
+// ---- scraped end to end: the stack's load generator --------------------------------------------
+
+async fn loadgen(path: &str, body: serde_json::Value) {
+    let url = std::env::var("LOADGEN_URL").expect("LOADGEN_URL (source tests/stack/.run/env)");
+    let r = reqwest::Client::new()
+        .post(format!("{url}{path}"))
+        .json(&body)
+        .send()
+        .await
+        .expect("load generator reachable");
+    assert!(r.status().is_success(), "loadgen {path}: {}", r.status());
+}
+
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn built_in_vllm_queries_read_the_scraped_load_generator() {
+    // One replica with 8 slots whose requests take 1000 s: after the first second, 8 requests
+    // run and the rest of the 3/s arrivals queue up. So running = 8, waiting grows, and the
+    // arrival rate (completions 8/1000 per second + growth of the queue) is about 3/s.
+    let model = unique_model("loadgen");
+    loadgen(
+        "/capacity",
+        serde_json::json!({"model": model, "replicas": 1, "concurrency": 8, "service_s": 1000.0}),
+    )
+    .await;
+    loadgen(
+        "/scenario",
+        serde_json::json!({"model": model, "name": "constant", "rps": 3.0}),
+    )
+    .await;
+    let source = PrometheusSource::new(&prometheus_url()).unwrap();
+    let policy = PolicySpec {
+        step_s: 2.0,
+        window_s: 60.0,
+        ..PolicySpec::default()
+    };
+    let mut last = Observation::default();
+    let mut seen = false;
+    // Wait (not a timing assertion) for enough scrapes that deriv has points to work on.
+    for _ in 0..45 {
+        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64();
+        last = source.observe(&target(&model), &policy, now).await.unwrap();
+        let newest = |s: &[prewarm::core::Sample]| s.last().map(|x| x.v);
+        if newest(&last.running) == Some(8.0)
+            && newest(&last.waiting).is_some_and(|w| w >= 10.0)
+            && newest(&last.arrival_rate).is_some_and(|a| (a - 3.0).abs() < 0.3)
+        {
+            seen = true;
+            break;
+        }
+    }
+    loadgen(
+        "/scenario",
+        serde_json::json!({"model": model, "name": "idle"}),
+    )
+    .await;
+    assert!(
+        seen,
+        "never saw running 8, a queue and ~3/s arrivals: {last:?}"
+    );
+}
+
+// ---- answers a real Prometheus cannot be made to give on demand --------------------------------
+
+/// Serves one canned HTTP answer to every connection on 127.0.0.1 (a stand-in for a proxy or an
+/// overloaded server in front of Prometheus; documented fake, since Prometheus itself cannot be
+/// told to fail this way).
+async fn canned_server(status_line: &'static str, body: &'static str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut conn, _)) = listener.accept().await else {
+                return;
+            };
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 8192];
+                let _ = conn.read(&mut buf).await;
+                let answer = format!(
+                    "HTTP/1.1 {status_line}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = conn.write_all(answer.as_bytes()).await;
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+#[tokio::test]
+async fn http_answers_map_to_retryable_or_final_errors() {
+    let cases = [
+        ("503 Service Unavailable", "overloaded", true, "HTTP 503"),
+        ("429 Too Many Requests", "slow down", true, "HTTP 429"),
+        (
+            "422 Unprocessable Entity",
+            r#"{"status":"error","errorType":"execution","error":"too many samples"}"#,
+            false,
+            "execution: too many samples",
+        ),
+        ("403 Forbidden", "denied", false, "HTTP 403"),
+        (
+            "200 OK",
+            "<html>login</html>",
+            false,
+            "not a Prometheus API answer",
+        ),
+        (
+            "200 OK",
+            r#"{"status":"success","data":{"resultType":"vector","result":[]}}"#,
+            false,
+            "expected a matrix",
+        ),
+    ];
+    for (status, body, retryable, needle) in cases {
+        let url = canned_server(status, body).await;
+        let err = PrometheusSource::new(&url)
+            .unwrap()
+            .observe(&target("x"), &PolicySpec::default(), 1_700_000_000.0)
+            .await
+            .unwrap_err();
+        assert_eq!(err.retryable(), retryable, "{status}: {err}");
+        assert!(err.to_string().contains(needle), "{status}: {err}");
+        assert!(err.to_string().contains("t-x"), "{err}");
+    }
 }

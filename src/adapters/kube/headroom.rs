@@ -174,8 +174,17 @@ async fn send_patch(client: &kube::Client, object: &HeadroomRef, patch: &Value) 
     }
 }
 
-/// Carries out `plan` on the object read in `read` (unless `dry_run`). A 409 means another
-/// invocation or a drain wrote first: the outcome is `Conflict` and the next tick decides again.
+/// Writes are retried this often when the object changed only outside prewarm's part of it.
+const WRITE_ATTEMPTS: usize = 5;
+
+/// Carries out `plan` on the object read in `read` (unless `dry_run`).
+///
+/// The resourceVersion moves with every write to the object, including the status updates of
+/// the Deployment or Karpenter controllers, which are frequent while balloons come and go. So a
+/// 409 leads to a re-read: if prewarm's part (size and `prewarm.io/*` annotations) is still what
+/// the plan was made from, the plan is still right and is sent again with the new version;
+/// if it changed, another invocation or a drain acted, and the outcome is `Conflict` (the next
+/// tick decides afresh).
 pub async fn apply_plan(
     client: &kube::Client,
     read: &HeadroomRead,
@@ -184,18 +193,25 @@ pub async fn apply_plan(
     dry_run: bool,
 ) -> Result<ApplyOutcome> {
     let before = read.parsed.size;
-    let Some(patch) = plan_patch(&read.parsed, &read.resource_version, plan, now) else {
-        return Ok(ApplyOutcome::Unchanged);
-    };
     let after = planned_size(&read.parsed, plan);
-    if dry_run {
-        return Ok(ApplyOutcome::DryRun { before, after });
+    let mut version = read.resource_version.clone();
+    for _ in 0..WRITE_ATTEMPTS {
+        let Some(patch) = plan_patch(&read.parsed, &version, plan, now) else {
+            return Ok(ApplyOutcome::Unchanged);
+        };
+        if dry_run {
+            return Ok(ApplyOutcome::DryRun { before, after });
+        }
+        if send_patch(client, &read.object, &patch).await? {
+            return Ok(ApplyOutcome::Written { before, after });
+        }
+        let again = read_ref(client, read.object.clone()).await?;
+        if again.parsed != read.parsed {
+            return Ok(ApplyOutcome::Conflict);
+        }
+        version = again.resource_version;
     }
-    if send_patch(client, &read.object, &patch).await? {
-        Ok(ApplyOutcome::Written { before, after })
-    } else {
-        Ok(ApplyOutcome::Conflict)
-    }
+    Ok(ApplyOutcome::Conflict)
 }
 
 /// The patch reserving `replicas` for `drain_id`, or None if that drain already has its

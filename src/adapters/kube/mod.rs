@@ -6,8 +6,8 @@
 
 pub mod annotations;
 pub mod api_error;
-pub mod drain;
 pub mod client;
+pub mod drain;
 pub mod eks_token;
 pub mod headroom;
 pub mod nodepool;

@@ -191,7 +191,10 @@ pub async fn read_node_pool(client: &kube::Client, name: &str) -> Result<NodePoo
 }
 
 /// Builds and (unless `dry_run`) sends this tick's NodePool patch. A rejected patch (422 from
-/// the schema or CEL rules) is a non-retryable `Error::Kube`; a 409 is `Conflict`.
+/// the schema or CEL rules) is a non-retryable `Error::Kube`. Karpenter writes the NodePool's
+/// status often (which moves its resourceVersion), so a 409 leads to a re-read and a patch
+/// rebuilt from what is there now; the patch builders are idempotent, so this cannot freeze
+/// twice or lose the saved budgets.
 pub async fn apply_node_pool(
     client: &kube::Client,
     view: &NodePoolView,
@@ -199,23 +202,33 @@ pub async fn apply_node_pool(
     freeze: Option<bool>,
     dry_run: bool,
 ) -> Result<ApplyOutcome> {
-    let patch = node_pool_patch(view, limits, freeze).map_err(|message| Error::Kube {
-        operation: "plan patch".into(),
-        object: format!("nodepool {}", view.name),
-        message,
-        retryable: false,
-    })?;
-    let Some(patch) = patch else {
-        return Ok(ApplyOutcome::Unchanged);
-    };
-    if dry_run {
-        return Ok(ApplyOutcome::DryRun {
-            before: 0,
-            after: 0,
-        });
+    let mut current = view.clone();
+    for _ in 0..WRITE_ATTEMPTS {
+        let patch = node_pool_patch(&current, limits, freeze).map_err(|message| Error::Kube {
+            operation: "plan patch".into(),
+            object: format!("nodepool {}", view.name),
+            message,
+            retryable: false,
+        })?;
+        let Some(patch) = patch else {
+            return Ok(ApplyOutcome::Unchanged);
+        };
+        if dry_run {
+            return Ok(ApplyOutcome::DryRun {
+                before: 0,
+                after: 0,
+            });
+        }
+        match send_node_pool_patch(client, &view.name, &patch).await? {
+            ApplyOutcome::Conflict => current = read_node_pool(client, &view.name).await?,
+            done => return Ok(done),
+        }
     }
-    send_node_pool_patch(client, &view.name, &patch).await
+    Ok(ApplyOutcome::Conflict)
 }
+
+/// Conflicting writes are retried this often before the tick gives up until the next one.
+const WRITE_ATTEMPTS: usize = 5;
 
 /// Sends a NodePool merge patch (public so stack tests can send patches the apiserver rejects).
 pub async fn send_node_pool_patch(

@@ -1,0 +1,561 @@
+//! The headroom and NodePool actuators against the stack's real kube-apiserver with Karpenter's
+//! real CRDs (tests/stack). Objects are created by the admin; every write under test goes through
+//! the `prewarm-lambda` user, so only the RBAC of infra/k8s is used. Each test makes objects with
+//! its own names (never Karpenter-provisionable: balloons select a label no node has, test
+//! NodePools have a cpu limit of 0) and deletes them at the end.
+//!
+//! Run: `. tests/stack/.run/env && cargo test --test kube_actuators -- --include-ignored`
+
+use std::collections::BTreeMap;
+
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
+use prewarm::adapters::kube::headroom::{
+    apply_plan, read_headroom, release_replacement, reserve_replacement, ApplyOutcome,
+};
+use prewarm::adapters::kube::nodepool::{
+    apply_node_pool, freeze_budget, read_node_pool, send_node_pool_patch, SAVED_BUDGETS,
+};
+use prewarm::adapters::kube::{client, resources};
+use prewarm::config::ClusterAccess;
+use prewarm::core::plan::ForecastSummary;
+use prewarm::core::{Action, HeadroomState, Plan, TargetSpec};
+use prewarm::Error;
+use serde_json::{json, Value};
+
+const STACK: &str = "needs the local stack (make e2e)";
+
+fn env(name: &str) -> String {
+    std::env::var(name)
+        .unwrap_or_else(|_| panic!("{name} is not set: source tests/stack/.run/env ({STACK})"))
+}
+
+async fn admin() -> kube::Client {
+    client(&ClusterAccess::Kubeconfig {
+        path: env("KUBECONFIG"),
+    })
+    .await
+    .expect("admin client")
+}
+
+/// The client prewarm runs with: only the ClusterRole `prewarm`.
+async fn lambda() -> kube::Client {
+    client(&ClusterAccess::Kubeconfig {
+        path: env("PREWARM_LAMBDA_KUBECONFIG"),
+    })
+    .await
+    .expect("prewarm-lambda client")
+}
+
+fn unique(prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    format!("{prefix}-{}-{}", std::process::id(), nanos % 100_000)
+}
+
+fn now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+async fn apply(api: &Api<DynamicObject>, name: &str, object: Value) -> DynamicObject {
+    let object: DynamicObject = serde_json::from_value(object).unwrap();
+    api.patch(
+        name,
+        &PatchParams::apply("prewarm-kube-tests").force(),
+        &Patch::Apply(&object),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("creating {name}: {e}"))
+}
+
+async fn delete(api: &Api<DynamicObject>, name: &str) {
+    let _ = api.delete(name, &DeleteParams::default()).await;
+}
+
+fn ns_api(client: &kube::Client, resource: &kube::api::ApiResource) -> Api<DynamicObject> {
+    Api::namespaced_with(client.clone(), "prewarm", resource)
+}
+
+fn target(json: Value) -> TargetSpec {
+    serde_json::from_value(json).unwrap()
+}
+
+fn plan(action: Action, current: u32, desired: u32, next: HeadroomState) -> Plan {
+    Plan {
+        target: "kube-test".into(),
+        action,
+        current_spare: current,
+        desired_spare: desired,
+        freeze_consolidation: None,
+        forecast: ForecastSummary::default(),
+        reasons: vec![],
+        next_state: next,
+    }
+}
+
+fn balloon(name: &str) -> Value {
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": "prewarm"},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "priorityClassName": "prewarm-balloon",
+                    "nodeSelector": {"prewarm.io/kube-test-never": "true"},
+                    "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10"}]
+                }
+            }
+        }
+    })
+}
+
+fn replicas_of(object: &DynamicObject) -> u64 {
+    object.data["spec"]["replicas"].as_u64().unwrap()
+}
+
+fn annotation<'a>(object: &'a DynamicObject, key: &str) -> Option<&'a str> {
+    object
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(key))
+        .map(String::as_str)
+}
+
+/// prewarm's own annotations (controllers add theirs, e.g. the Deployment revision).
+fn prewarm_annotations(object: &DynamicObject) -> BTreeMap<String, String> {
+    object
+        .metadata
+        .annotations
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(k, _)| k.starts_with("prewarm.io/"))
+        .collect()
+}
+
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn balloon_scale_reads_back_and_a_stale_write_is_a_conflict() {
+    let (admin, lambda) = (admin().await, lambda().await);
+    let name = unique("kt-balloon");
+    let deployments = ns_api(&admin, &resources::deployment());
+    apply(&deployments, &name, balloon(&name)).await;
+    let t = target(json!({
+        "name": "kube-test", "nodePool": "gpu", "maxSpare": 8,
+        "headroom": {"kind": "balloon", "namespace": "prewarm", "name": name}
+    }));
+
+    let read = read_headroom(&lambda, &t).await.unwrap();
+    assert_eq!(read.parsed.size, 0);
+    let t0 = now();
+    let next = HeadroomState {
+        spare: 3,
+        cooldown_until: Some((t0 + 60.0).floor()),
+        ..HeadroomState::default()
+    };
+    let outcome = apply_plan(
+        &lambda,
+        &read,
+        &plan(Action::ScaleUp, 0, 3, next.clone()),
+        t0,
+        false,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        outcome,
+        ApplyOutcome::Written {
+            before: 0,
+            after: 3
+        }
+    );
+
+    let written = deployments.get(&name).await.unwrap();
+    assert_eq!(replicas_of(&written), 3);
+    assert!(annotation(&written, "prewarm.io/last-tick").is_some());
+    let back = read_headroom(&lambda, &t).await.unwrap();
+    assert_eq!(back.parsed.size, 3);
+    assert_eq!(back.state().cooldown_until, next.cooldown_until);
+    assert!((back.state().last_tick.unwrap() - t0).abs() < 0.001);
+
+    // The first read is stale now: its resourceVersion no longer matches.
+    let stale = apply_plan(
+        &lambda,
+        &read,
+        &plan(Action::ScaleUp, 0, 5, next),
+        t0 + 1.0,
+        false,
+    )
+    .await
+    .unwrap();
+    assert_eq!(stale, ApplyOutcome::Conflict);
+    assert_eq!(replicas_of(&deployments.get(&name).await.unwrap()), 3);
+
+    // DRY_RUN computes but writes nothing.
+    let fresh = read_headroom(&lambda, &t).await.unwrap();
+    let dry = apply_plan(
+        &lambda,
+        &fresh,
+        &plan(Action::ScaleDown, 3, 1, fresh.state().clone()),
+        t0 + 2.0,
+        true,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        dry,
+        ApplyOutcome::DryRun {
+            before: 3,
+            after: 1
+        }
+    );
+    let unchanged = deployments.get(&name).await.unwrap();
+    assert_eq!(replicas_of(&unchanged), 3);
+    assert_eq!(
+        prewarm_annotations(&unchanged),
+        prewarm_annotations(&written),
+        "a dry run writes no annotation either"
+    );
+
+    // A write outside prewarm's part (here an unrelated annotation; in life the Deployment
+    // controller's status updates) moves the resourceVersion but is no conflict for the plan.
+    let before_foreign = read_headroom(&lambda, &t).await.unwrap();
+    deployments
+        .patch(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {"example.com/touched": "yes"}}})),
+        )
+        .await
+        .unwrap();
+    let outcome = apply_plan(
+        &lambda,
+        &before_foreign,
+        &plan(Action::ScaleUp, 3, 4, before_foreign.state().clone()),
+        t0 + 30.0,
+        false,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        outcome,
+        ApplyOutcome::Written {
+            before: 3,
+            after: 4
+        }
+    );
+    assert_eq!(replicas_of(&deployments.get(&name).await.unwrap()), 4);
+
+    delete(&deployments, &name).await;
+}
+
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn replacements_are_reserved_and_released_once_per_drain() {
+    let (admin, lambda) = (admin().await, lambda().await);
+    let name = unique("kt-reserve");
+    let deployments = ns_api(&admin, &resources::deployment());
+    let mut object = balloon(&name);
+    object["spec"]["replicas"] = json!(2);
+    apply(&deployments, &name, object).await;
+    let t = target(json!({
+        "name": "kube-test", "nodePool": "gpu", "maxSpare": 8,
+        "headroom": {"kind": "balloon", "namespace": "prewarm", "name": name}
+    }));
+
+    let first = reserve_replacement(&lambda, &t, 2, "evt-1").await.unwrap();
+    assert_eq!((first.size, first.reserved, first.changed), (4, 2, true));
+    let again = reserve_replacement(&lambda, &t, 2, "evt-1").await.unwrap();
+    assert_eq!((again.size, again.reserved, again.changed), (4, 2, false));
+    let second = reserve_replacement(&lambda, &t, 1, "evt-2").await.unwrap();
+    assert_eq!((second.size, second.reserved), (5, 3));
+
+    let read = read_headroom(&lambda, &t).await.unwrap();
+    assert_eq!(read.state().spare, 2, "the tick's own spare is unchanged");
+    assert_eq!(read.state().replacement_reserved, 3);
+    assert_eq!(read.parsed.drains.get("evt-1"), Some(&2));
+
+    let released = release_replacement(&lambda, &t, "evt-1").await.unwrap();
+    assert_eq!(
+        (released.size, released.reserved, released.changed),
+        (3, 1, true)
+    );
+    let repeat = release_replacement(&lambda, &t, "evt-1").await.unwrap();
+    assert!(!repeat.changed);
+    release_replacement(&lambda, &t, "evt-2").await.unwrap();
+    let done = deployments.get(&name).await.unwrap();
+    assert_eq!(replicas_of(&done), 2);
+    assert_eq!(annotation(&done, "prewarm.io/replacement-drains"), None);
+
+    delete(&deployments, &name).await;
+}
+
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn capacity_buffer_replicas_read_back() {
+    let (admin, lambda) = (admin().await, lambda().await);
+    let name = unique("kt-buffer");
+    let templates = ns_api(
+        &admin,
+        &kube::api::ApiResource::from_gvk_with_plural(
+            &kube::api::GroupVersionKind::gvk("", "v1", "PodTemplate"),
+            "podtemplates",
+        ),
+    );
+    apply(
+        &templates,
+        &name,
+        json!({
+            "apiVersion": "v1", "kind": "PodTemplate",
+            "metadata": {"name": name, "namespace": "prewarm"},
+            "template": {"spec": {
+                "nodeSelector": {"prewarm.io/kube-test-never": "true"},
+                "containers": [{"name": "shape", "image": "registry.k8s.io/pause:3.10",
+                                "resources": {"requests": {"cpu": "1"}}}]
+            }}
+        }),
+    )
+    .await;
+    let buffers = ns_api(&admin, &resources::capacity_buffer());
+    apply(
+        &buffers,
+        &name,
+        json!({
+            "apiVersion": "autoscaling.x-k8s.io/v1beta1", "kind": "CapacityBuffer",
+            "metadata": {"name": name, "namespace": "prewarm"},
+            "spec": {"podTemplateRef": {"name": name}, "replicas": 0}
+        }),
+    )
+    .await;
+    let t = target(json!({
+        "name": "kube-test", "nodePool": "gpu", "maxSpare": 8,
+        "headroom": {"kind": "capacityBuffer", "namespace": "prewarm", "name": name}
+    }));
+
+    let read = read_headroom(&lambda, &t).await.unwrap();
+    assert_eq!(read.parsed.size, 0);
+    let outcome = apply_plan(
+        &lambda,
+        &read,
+        &plan(Action::ScaleUp, 0, 2, read.state().clone()),
+        now(),
+        false,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        outcome,
+        ApplyOutcome::Written {
+            before: 0,
+            after: 2
+        }
+    );
+    let written = buffers.get(&name).await.unwrap();
+    assert_eq!(replicas_of(&written), 2);
+    assert_eq!(
+        written.data["spec"]["podTemplateRef"]["name"], name,
+        "the rest of the spec is untouched"
+    );
+
+    delete(&buffers, &name).await;
+    delete(&templates, &name).await;
+}
+
+fn user_budgets() -> Value {
+    json!([
+        {"nodes": "20%"},
+        {"nodes": "0", "reasons": ["Drifted"], "schedule": "0 8 * * mon-fri", "duration": "10h"}
+    ])
+}
+
+/// A NodePool Karpenter can never launch for (cpu limit 0).
+fn test_pool(name: &str) -> Value {
+    json!({
+        "apiVersion": "karpenter.sh/v1", "kind": "NodePool",
+        "metadata": {"name": name},
+        "spec": {
+            "template": {
+                "metadata": {"labels": {"prewarm.io/kube-test": "true"}},
+                "spec": {
+                    "nodeClassRef": {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "default"},
+                    "requirements": [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}],
+                    "taints": [{"key": "prewarm.io/kube-test", "value": "true", "effect": "NoSchedule"}],
+                    "expireAfter": "720h"
+                }
+            },
+            "limits": {"cpu": "0", "nvidia.com/gpu": "4"},
+            "disruption": {
+                "consolidationPolicy": "WhenEmptyOrUnderutilized",
+                "consolidateAfter": "10m",
+                "budgets": user_budgets()
+            }
+        }
+    })
+}
+
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn budgets_freeze_and_restore_round_trip_exactly_and_never_touch_the_template() {
+    let (admin, lambda) = (admin().await, lambda().await);
+    let name = unique("kt-pool");
+    let pools = Api::<DynamicObject>::all_with(admin.clone(), &resources::node_pool());
+    let created = apply(&pools, &name, test_pool(&name)).await;
+    let original_spec = created.data["spec"].clone();
+
+    let view = read_node_pool(&lambda, &name).await.unwrap();
+    assert!(!view.consolidation_frozen());
+    let frozen = apply_node_pool(&lambda, &view, None, Some(true), false)
+        .await
+        .unwrap();
+    assert!(matches!(frozen, ApplyOutcome::Written { .. }), "{frozen:?}");
+
+    let during = pools.get(&name).await.unwrap();
+    let mut expected = user_budgets().as_array().unwrap().clone();
+    expected.push(freeze_budget());
+    assert_eq!(
+        during.data["spec"]["disruption"]["budgets"],
+        Value::Array(expected)
+    );
+    assert_eq!(during.data["spec"]["disruption"]["consolidateAfter"], "10m");
+    assert_eq!(during.data["spec"]["template"], original_spec["template"]);
+    let saved: Value = serde_json::from_str(annotation(&during, SAVED_BUDGETS).unwrap()).unwrap();
+    assert_eq!(saved, user_budgets());
+
+    // Freezing again is a no-op.
+    let view = read_node_pool(&lambda, &name).await.unwrap();
+    assert!(view.consolidation_frozen());
+    assert_eq!(
+        apply_node_pool(&lambda, &view, None, Some(true), false)
+            .await
+            .unwrap(),
+        ApplyOutcome::Unchanged
+    );
+
+    let restored = apply_node_pool(&lambda, &view, None, Some(false), false)
+        .await
+        .unwrap();
+    assert!(
+        matches!(restored, ApplyOutcome::Written { .. }),
+        "{restored:?}"
+    );
+    let after = pools.get(&name).await.unwrap();
+    assert_eq!(
+        after.data["spec"], original_spec,
+        "the spec is exactly as before"
+    );
+    assert_eq!(annotation(&after, SAVED_BUDGETS), None);
+
+    delete(&pools, &name).await;
+}
+
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn limits_patch_changes_only_the_named_limit() {
+    let (admin, lambda) = (admin().await, lambda().await);
+    let name = unique("kt-limits");
+    let pools = Api::<DynamicObject>::all_with(admin.clone(), &resources::node_pool());
+    let created = apply(&pools, &name, test_pool(&name)).await;
+
+    let view = read_node_pool(&lambda, &name).await.unwrap();
+    let wanted: BTreeMap<String, String> =
+        [("nvidia.com/gpu".to_string(), "16".to_string())].into();
+    let outcome = apply_node_pool(&lambda, &view, Some(&wanted), None, false)
+        .await
+        .unwrap();
+    assert!(
+        matches!(outcome, ApplyOutcome::Written { .. }),
+        "{outcome:?}"
+    );
+    let after = pools.get(&name).await.unwrap();
+    assert_eq!(
+        after.data["spec"]["limits"],
+        json!({"cpu": "0", "nvidia.com/gpu": "16"})
+    );
+    assert_eq!(
+        after.data["spec"]["template"],
+        created.data["spec"]["template"]
+    );
+    assert_eq!(
+        after.data["spec"]["disruption"],
+        created.data["spec"]["disruption"]
+    );
+
+    let again = read_node_pool(&lambda, &name).await.unwrap();
+    assert_eq!(
+        apply_node_pool(&lambda, &again, Some(&wanted), None, false)
+            .await
+            .unwrap(),
+        ApplyOutcome::Unchanged
+    );
+
+    delete(&pools, &name).await;
+}
+
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn a_patch_the_apiserver_rejects_is_final_and_changes_nothing() {
+    let (admin, lambda) = (admin().await, lambda().await);
+    let name = unique("kt-reject");
+    let pools = Api::<DynamicObject>::all_with(admin.clone(), &resources::node_pool());
+    let created = apply(&pools, &name, test_pool(&name)).await;
+
+    let rejected = [
+        // Schema pattern: nodes is a count or a percentage.
+        json!({"spec": {"disruption": {"consolidateAfter": "10m", "budgets": [{"nodes": "abc"}]}}}),
+        // CEL rule: schedule and duration come together.
+        json!({"spec": {"disruption": {"consolidateAfter": "10m",
+            "budgets": [{"nodes": "0", "schedule": "@daily"}]}}}),
+    ];
+    for patch in rejected {
+        match send_node_pool_patch(&lambda, &name, &patch).await {
+            Err(Error::Kube {
+                retryable,
+                message,
+                object,
+                ..
+            }) => {
+                assert!(!retryable, "a rejection must not be retried: {message}");
+                assert!(message.starts_with("422"), "{message}");
+                assert!(object.contains(&name), "{object}");
+            }
+            other => panic!("expected a rejection of {patch}, got {other:?}"),
+        }
+    }
+    let after = pools.get(&name).await.unwrap();
+    assert_eq!(after.data["spec"], created.data["spec"]);
+
+    delete(&pools, &name).await;
+}
+
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn missing_objects_are_named_and_nothing_is_written() {
+    let lambda = lambda().await;
+    let missing = unique("kt-missing");
+    let t = target(json!({
+        "name": "kube-test", "nodePool": missing, "maxSpare": 8,
+        "headroom": {"kind": "balloon", "namespace": "prewarm", "name": missing}
+    }));
+    match read_headroom(&lambda, &t).await {
+        Err(Error::NotFound { kind, name }) => {
+            assert_eq!(kind, "balloon Deployment");
+            assert_eq!(name, format!("deployment prewarm/{missing}"));
+        }
+        other => panic!("{other:?}"),
+    }
+    match read_node_pool(&lambda, &missing).await {
+        Err(Error::NotFound { kind, name }) => {
+            assert_eq!(kind, "NodePool");
+            assert_eq!(name, missing);
+        }
+        other => panic!("{other:?}"),
+    }
+}
