@@ -250,7 +250,7 @@ async fn a_pdb_that_allows_nothing_keeps_the_record_and_names_the_pod_and_budget
     for o in [&first, &second] {
         assert!(matches!(o, RecordOutcome::Later { .. }), "{o:?}");
     }
-    assert_eq!(still_there, [pod.clone()]);
+    assert_eq!(still_there, std::slice::from_ref(&pod));
     let blocked: Vec<&CoreEvent> = events
         .iter()
         .filter(|e| e.reason.as_deref() == Some("DrainBlockedByPDB"))
