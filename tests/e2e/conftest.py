@@ -22,6 +22,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -382,7 +383,40 @@ class LambdaWatch:
             return ""
 
     def invoke(self, payload: Any, function: str = "prewarm", timeout: float = 900) -> Any:
-        return sqs_poller.invoke(function, payload, f"http://127.0.0.1:{self.PORT}", timeout)
+        """Invokes the function; returns its decoded JSON response.
+
+        Raises RuntimeError (with the emulator's log tail) when the function reports an error or
+        its process exits. The emulator itself would keep an invocation waiting for a function
+        that died at start-up (e.g. a bad setting), so the log is watched for that meanwhile.
+        """
+        offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        outcome: dict[str, Any] = {}
+
+        def call() -> None:
+            try:
+                outcome["value"] = sqs_poller.invoke(function, payload, f"http://127.0.0.1:{self.PORT}",
+                                                     timeout)
+            except Exception as e:  # noqa: BLE001 - handed to the waiting thread
+                outcome["error"] = e
+
+        worker = threading.Thread(target=call, daemon=True)
+        worker.start()
+        deadline = time.monotonic() + timeout
+        while worker.is_alive():
+            worker.join(0.5)
+            if not worker.is_alive():
+                break
+            with open(self.log_path, "rb") as f:
+                f.seek(offset)
+                new = f.read().decode(errors="replace")
+            if "command exited code=" in new and "ERROR" in new:
+                raise RuntimeError(f"the {function} process exited during the invocation:\n{new[-4000:]}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"invocation of {function} timed out after {timeout:.0f}s:\n"
+                                   f"{self.log_tail()}")
+        if "error" in outcome:
+            raise RuntimeError(f"{outcome['error']}\n--- cargo lambda watch log ---\n{self.log_tail()}")
+        return outcome["value"]
 
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:
@@ -436,3 +470,32 @@ def poll_sqs(stack_env, aws):
                                     wait_seconds=wait_seconds,
                                     base_url=f"http://127.0.0.1:{LambdaWatch.PORT}", sqs=aws.sqs)
     return poll
+
+
+@pytest.fixture
+def reset_cluster(k8s, wait_until):
+    """Opt-in: a cluster as `up` left it, before and after the test. Deletes workloads in the
+    `inference` and `prewarm` namespaces (Deployments, pods, PDBs, CapacityBuffers), every
+    NodeClaim (Karpenter then removes its kwok node), and re-applies the stack's fixtures, which
+    restores NodePool `gpu` fields such as budgets and limits."""
+    fixtures = STACK / "manifests" / "fixtures.yaml"
+
+    def reset() -> None:
+        for ns in ("inference", "prewarm"):
+            k8s.run("delete", "deployments,replicasets,pods,poddisruptionbudgets", "--all", "-n", ns,
+                    "--wait=false", "--grace-period=0", "--force", check=False)
+            k8s.run("delete", "capacitybuffers.autoscaling.x-k8s.io", "--all", "-n", ns, "--wait=false",
+                    check=False)
+        k8s.run("delete", "nodeclaims.karpenter.sh", "--all", "--wait=false")
+        k8s.run("apply", "--server-side", "--force-conflicts", "--field-manager=prewarm-stack",
+                "-f", str(fixtures))
+        pool = k8s.get("nodepool", "gpu") or {}
+        stale = [k for k in pool.get("metadata", {}).get("annotations", {}) if k.startswith("prewarm.io/")]
+        if stale:
+            k8s.run("annotate", "nodepool", "gpu", *[f"{k}-" for k in stale])
+        wait_until(lambda: not k8s.get("nodeclaims.karpenter.sh") and not k8s.get("nodes"),
+                   timeout=180, what="NodeClaims and nodes to be gone")
+
+    reset()
+    yield reset
+    reset()

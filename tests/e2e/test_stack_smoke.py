@@ -33,7 +33,7 @@ def gpu_pod(name: str, gpus: int = 1) -> dict:
     }
 
 
-def test_pending_gpu_pod_gets_a_karpenter_node_and_runs(k8s, wait_until):
+def test_pending_gpu_pod_gets_a_karpenter_node_and_runs(k8s, wait_until, reset_cluster):
     name = f"smoke-gpu-{uuid.uuid4().hex[:6]}"
     t0 = time.monotonic()
     k8s.apply(gpu_pod(name))
@@ -181,3 +181,14 @@ def test_localstack_serves_cloudwatch_metrics(aws, wait_until):
         return out["MetricDataResults"][0]["Values"]
 
     assert wait_until(fetch, timeout=30, what="CloudWatch datapoint") == [7.0]
+
+
+def test_the_lambda_runs_under_the_runtime_api_emulator_and_a_bad_setting_names_itself(lambda_watch):
+    # The whole chain the scenario tests rely on: build, `cargo lambda watch`, the environment
+    # reaching the function, an invocation, and a function that dies at start-up being reported
+    # (instead of the emulator waiting forever) with the variable's name.
+    watch = lambda_watch({"PREWARM_HANDLER": "no-such-handler"})
+    with pytest.raises(RuntimeError) as err:
+        watch.invoke({"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}, timeout=600)
+    # The value is echoed: proves the variable reached the function (unset reads differently).
+    assert "PREWARM_HANDLER" in str(err.value) and "no-such-handler" in str(err.value), str(err.value)[-2000:]
