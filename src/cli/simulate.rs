@@ -1,12 +1,732 @@
-//! `prewarm simulate`. (Placeholder until its owner lands it.)
+//! `prewarm simulate`: every policy on a request trace or a built-in scenario, compared.
+//! Each model parameter is a flag; its help gives the default's source (see docs/simulator.md).
 
-#[derive(Debug, clap::Args)]
-pub struct SimulateArgs {}
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use clap::Args;
+
+use crate::core::{HeadroomKind, PolicySpec, ServerKind, TargetSpec};
+use crate::sim::compare::{compare, Comparison, PolicyName, Setup, Source, Workload};
+use crate::sim::model::{self, Hpa, Model, Provisioner};
+use crate::sim::scenario::{Scenario, ScenarioKind};
+use crate::sim::{plot, report};
+
+#[derive(Debug, Args)]
+pub struct SimulateArgs {
+    /// Request trace: Azure LLM inference CSV (.csv) or Mooncake JSONL (.jsonl).
+    #[arg(long, conflicts_with_all = ["scenario", "all_shipped"])]
+    pub trace: Option<PathBuf>,
+    /// Built-in synthetic scenario instead of a trace.
+    #[arg(long, value_enum, conflicts_with = "all_shipped")]
+    pub scenario: Option<ScenarioKind>,
+    /// Run the three shipped traces (from --trace-dir) and burst-180.
+    #[arg(long, requires = "trace_dir")]
+    pub all_shipped: bool,
+    /// Directory holding AzureLLMInferenceTrace_{code,conv}.csv and mooncake_synthetic_trace.jsonl.
+    #[arg(long)]
+    pub trace_dir: Option<PathBuf>,
+    /// Seed of the synthetic scenarios and of --scale's sampling.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Time compression: 2 plays the trace twice as fast.
+    #[arg(long, default_value_t = 1.0)]
+    pub speed: f64,
+    /// Amplitude: 2 doubles every request (the trace's shape is kept).
+    #[arg(long, default_value_t = 1.0)]
+    pub scale: f64,
+    /// Prompt tokens of every scenario request.
+    #[arg(long, default_value_t = 1000)]
+    pub scenario_input_tokens: u32,
+    /// Generated tokens of every scenario request.
+    #[arg(long, default_value_t = 200)]
+    pub scenario_output_tokens: u32,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// Model, policy and output flags shared by `simulate` and `backtest`.
+#[derive(Debug, Args)]
+pub struct CommonArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub prewarm: PrewarmArgs,
+    /// A request waiting longer than this (seconds) is delayed.
+    #[arg(long, default_value_t = 10.0)]
+    pub slo_wait: f64,
+    /// The SLO: at most this fraction of requests delayed by missing capacity (0.001 = 0.1%).
+    #[arg(long, default_value_t = 0.001)]
+    pub slo_fraction: f64,
+    /// Policies to run (comma-separated).
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = PolicyName::ALL.to_vec())]
+    pub policies: Vec<PolicyName>,
+    /// Largest buffer N to try (default: the oracle's peak replicas, doubled while it fails).
+    #[arg(long)]
+    pub buffer_max: Option<u32>,
+    /// Print the comparison as JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Write the plot of a single comparison to this SVG file.
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+    /// Write one SVG per comparison into this directory.
+    #[arg(long)]
+    pub plot_dir: Option<PathBuf>,
+    /// Write each comparison's time series (every step, every policy) as CSV into this directory.
+    #[arg(long)]
+    pub series_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ModelArgs {
+    /// Prompt tokens per second per request slot (prefill). Assumption: order of vLLM prefill
+    /// for a 7-8B model on one A10G shared by the replica's slots.
+    #[arg(long, default_value_t = 4000.0)]
+    pub prefill_tokens_per_s: f64,
+    /// Generated tokens per second per request slot (decode under continuous batching).
+    /// Assumption: 7-8B fp16 on A10G at a batch of 8.
+    #[arg(long, default_value_t = 40.0)]
+    pub decode_tokens_per_s: f64,
+    /// Requests one replica serves at once (TargetSpec replicaConcurrency default 8).
+    #[arg(long, default_value_t = 8)]
+    pub slots: u32,
+    /// GPUs per inference replica (TargetSpec gpusPerReplica default 1).
+    #[arg(long, default_value_t = 1)]
+    pub gpus_per_replica: u32,
+    /// Karpenter's instance type: g5.xlarge, g5.12xlarge or g5.48xlarge (us-east-1 prices).
+    #[arg(long, default_value = "g5.12xlarge")]
+    pub instance_type: String,
+    /// Price nodes as on-demand or spot.
+    #[arg(long, value_enum, default_value = "on-demand")]
+    pub capacity_type: CapacityType,
+    /// Spot price as a fraction of on-demand (assumption; spot prices vary by zone and hour).
+    #[arg(long, default_value_t = 0.4)]
+    pub spot_price_ratio: f64,
+    /// Seconds from pending pod to Ready node with Karpenter (field report: 41 s).
+    #[arg(long, default_value_t = 41.0)]
+    pub node_launch: f64,
+    /// Seconds to pull the image and weights on a fresh node (assumption: ~10 GB at ~100 MB/s).
+    #[arg(long, default_value_t = 109.0)]
+    pub image_pull: f64,
+    /// Seconds to load weights from local disk and serve (assumption, vLLM 7-8B).
+    #[arg(long, default_value_t = 30.0)]
+    pub model_load: f64,
+    /// Total lead time: rescales --node-launch, --image-pull and --model-load proportionally
+    /// (the defaults add up to 180 s, LEAD_TIME_SECONDS' default).
+    #[arg(long, conflicts_with = "lead_times")]
+    pub lead_time: Option<f64>,
+    /// Several lead times: one comparison each, e.g. 45,180,300.
+    #[arg(long, value_delimiter = ',')]
+    pub lead_times: Vec<f64>,
+    /// Images and weights are not pre-pulled (no infra/k8s/prepull-daemonset): the first
+    /// inference pod on a node pulls them, even on a warm node.
+    #[arg(long)]
+    pub no_prepull: bool,
+    /// Karpenter batches pending pods this long (BATCH_IDLE_DURATION default 1 s).
+    #[arg(long, default_value_t = 1.0)]
+    pub batch: f64,
+    /// Karpenter consolidateAfter for empty nodes (infra/k8s/nodepool-gpu.yaml: 10m).
+    #[arg(long, default_value_t = 600.0)]
+    pub consolidate_after: f64,
+    /// Cluster Autoscaler's node group instance type (one large type).
+    #[arg(long, default_value = "g5.48xlarge")]
+    pub ca_instance_type: String,
+    /// Seconds from pending pod to Ready node with Cluster Autoscaler (field report: 4.2 min
+    /// for a burst of 180 pending inference pods).
+    #[arg(long, default_value_t = 252.0)]
+    pub ca_node_launch: f64,
+    /// Cluster Autoscaler --scale-down-unneeded-time (default 10 min).
+    #[arg(long, default_value_t = 600.0)]
+    pub ca_scale_down_unneeded: f64,
+    /// HPA target: requests in the system per replica slot (waiting+running / slots).
+    #[arg(long, default_value_t = 0.7)]
+    pub hpa_target_utilization: f64,
+    /// HPA sync period (--horizontal-pod-autoscaler-sync-period default 15 s).
+    #[arg(long, default_value_t = 15.0)]
+    pub hpa_sync: f64,
+    /// HPA scale-down stabilization window (autoscaling/v2 default 300 s).
+    #[arg(long, default_value_t = 300.0)]
+    pub hpa_scale_down_window: f64,
+    /// HPA scale-up limit per sync in pods (autoscaling/v2 default 4).
+    #[arg(long, default_value_t = 4)]
+    pub hpa_scale_up_pods: u32,
+    /// HPA scale-up limit per sync in percent of current replicas (autoscaling/v2 default 100).
+    #[arg(long, default_value_t = 100.0)]
+    pub hpa_scale_up_percent: f64,
+    /// HPA minReplicas.
+    #[arg(long, default_value_t = 1)]
+    pub min_replicas: u32,
+    /// HPA maxReplicas (burst-180 needs 180; a queue-driven HPA overshoots without a cap).
+    #[arg(long, default_value_t = 200)]
+    pub max_replicas: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum CapacityType {
+    OnDemand,
+    Spot,
+}
+
+/// prewarm's own settings in the simulation: the Lambda's environment variables and the
+/// TargetSpec fields, with the same defaults.
+#[derive(Debug, Args)]
+pub struct PrewarmArgs {
+    /// TICK_SECONDS.
+    #[arg(long, default_value_t = 15.0)]
+    pub tick: f64,
+    /// METRICS_WINDOW_SECONDS.
+    #[arg(long, default_value_t = 900.0)]
+    pub window: f64,
+    /// METRICS_STEP_SECONDS (also the simulator's metric and plot resolution).
+    #[arg(long, default_value_t = 15.0)]
+    pub step: f64,
+    /// ERROR_QUANTILE.
+    #[arg(long, default_value_t = 0.9)]
+    pub error_quantile: f64,
+    /// TARGET_WAIT_SECONDS.
+    #[arg(long, default_value_t = 2.0)]
+    pub target_wait: f64,
+    /// SCALE_DOWN_DELAY_SECONDS.
+    #[arg(long, default_value_t = 300.0)]
+    pub scale_down_delay: f64,
+    /// COOLDOWN_SECONDS.
+    #[arg(long, default_value_t = 60.0)]
+    pub cooldown: f64,
+    /// STALE_AFTER_SECONDS.
+    #[arg(long, default_value_t = 120.0)]
+    pub stale_after: f64,
+    /// EWMA smoothing of the level.
+    #[arg(long, default_value_t = 0.3)]
+    pub ewma_alpha: f64,
+    /// Smoothing of the trend.
+    #[arg(long, default_value_t = 0.2)]
+    pub trend_beta: f64,
+    /// Damping of the trend per step.
+    #[arg(long, default_value_t = 0.9)]
+    pub trend_damping: f64,
+    /// TargetSpec minSpare.
+    #[arg(long, default_value_t = 0)]
+    pub min_spare: u32,
+    /// TargetSpec maxSpare.
+    #[arg(long, default_value_t = 256)]
+    pub max_spare: u32,
+    /// TargetSpec maxStepUp.
+    #[arg(long, default_value_t = 4)]
+    pub max_step_up: u32,
+    /// TargetSpec maxStepDown.
+    #[arg(long, default_value_t = 1)]
+    pub max_step_down: u32,
+    /// TargetSpec freezeConsolidation (the simulator honours the freeze for empty nodes).
+    #[arg(long)]
+    pub freeze_consolidation: bool,
+}
+
+fn config_error(var: &str, message: impl Into<String>) -> crate::Error {
+    crate::Error::config(var, message)
+}
+
+fn positive(name: &str, v: f64) -> crate::Result<()> {
+    if v.is_finite() && v > 0.0 {
+        Ok(())
+    } else {
+        Err(config_error(
+            name,
+            format!("must be a positive number, got {v}"),
+        ))
+    }
+}
+
+fn non_negative(name: &str, v: f64) -> crate::Result<()> {
+    if v.is_finite() && v >= 0.0 {
+        Ok(())
+    } else {
+        Err(config_error(name, format!("must be zero or more, got {v}")))
+    }
+}
+
+fn instance(flag: &str, name: &str) -> crate::Result<model::InstanceType> {
+    model::instance_type(name).cloned().ok_or_else(|| {
+        let known: Vec<&str> = model::INSTANCE_TYPES.iter().map(|t| t.name).collect();
+        config_error(
+            flag,
+            format!(
+                "unknown instance type {name:?}; known: {}",
+                known.join(", ")
+            ),
+        )
+    })
+}
+
+impl CommonArgs {
+    /// The lead times to compare at: the --lead-times list, --lead-time, or the flags' sum.
+    pub fn lead_times(&self) -> Vec<Option<f64>> {
+        if !self.model.lead_times.is_empty() {
+            self.model.lead_times.iter().map(|&l| Some(l)).collect()
+        } else {
+            vec![self.model.lead_time]
+        }
+    }
+
+    /// The validated setup for one lead time (None: the flags as given).
+    pub fn setup(&self, lead_time: Option<f64>) -> crate::Result<Setup> {
+        let m = &self.model;
+        positive("--prefill-tokens-per-s", m.prefill_tokens_per_s)?;
+        positive("--decode-tokens-per-s", m.decode_tokens_per_s)?;
+        positive("--hpa-target-utilization", m.hpa_target_utilization)?;
+        positive("--hpa-sync", m.hpa_sync)?;
+        positive("--slo-wait", self.slo_wait)?;
+        non_negative("--slo-fraction", self.slo_fraction)?;
+        for (flag, v) in [
+            ("--node-launch", m.node_launch),
+            ("--image-pull", m.image_pull),
+            ("--model-load", m.model_load),
+            ("--batch", m.batch),
+            ("--consolidate-after", m.consolidate_after),
+            ("--ca-node-launch", m.ca_node_launch),
+            ("--ca-scale-down-unneeded", m.ca_scale_down_unneeded),
+            ("--hpa-scale-down-window", m.hpa_scale_down_window),
+        ] {
+            non_negative(flag, v)?;
+        }
+        if m.slots == 0 {
+            return Err(config_error("--slots", "must be at least 1"));
+        }
+        if m.min_replicas > m.max_replicas || m.max_replicas == 0 {
+            return Err(config_error(
+                "--max-replicas",
+                "must be at least 1 and --min-replicas",
+            ));
+        }
+        if !(m.spot_price_ratio > 0.0 && m.spot_price_ratio <= 1.0) {
+            return Err(config_error("--spot-price-ratio", "must be in (0, 1]"));
+        }
+        let (launch, pull, load) = match lead_time {
+            Some(total) => {
+                positive("--lead-time", total)?;
+                model::split_lead_time(total, m.node_launch, m.image_pull, m.model_load)
+            }
+            None => (m.node_launch, m.image_pull, m.model_load),
+        };
+        let karpenter_type = instance("--instance-type", &m.instance_type)?;
+        let ca_type = instance("--ca-instance-type", &m.ca_instance_type)?;
+        for (flag, t) in [
+            ("--instance-type", &karpenter_type),
+            ("--ca-instance-type", &ca_type),
+        ] {
+            if t.gpus < m.gpus_per_replica {
+                return Err(config_error(
+                    flag,
+                    format!(
+                        "{} has {} GPUs, fewer than --gpus-per-replica {}",
+                        t.name, t.gpus, m.gpus_per_replica
+                    ),
+                ));
+            }
+        }
+        let price_factor = match m.capacity_type {
+            CapacityType::OnDemand => 1.0,
+            CapacityType::Spot => m.spot_price_ratio,
+        };
+        let model = Model {
+            prefill_tokens_per_s: m.prefill_tokens_per_s,
+            decode_tokens_per_s: m.decode_tokens_per_s,
+            slots_per_replica: m.slots,
+            gpus_per_replica: m.gpus_per_replica,
+            image_pull_s: pull,
+            model_load_s: load,
+            prepull: !m.no_prepull,
+            hpa: Hpa {
+                target_utilization: m.hpa_target_utilization,
+                sync_s: m.hpa_sync,
+                scale_down_window_s: m.hpa_scale_down_window,
+                scale_up_pods: m.hpa_scale_up_pods,
+                scale_up_percent: m.hpa_scale_up_percent,
+                min_replicas: m.min_replicas,
+                max_replicas: m.max_replicas,
+            },
+        };
+        // Cluster Autoscaler's 4.2 min is the whole stall of the field report: scale it with
+        // the lead time the same way as Karpenter's launch.
+        let ca_launch = match lead_time {
+            Some(_) if m.node_launch > 0.0 => m.ca_node_launch * launch / m.node_launch,
+            _ => m.ca_node_launch,
+        };
+        let karpenter = Provisioner {
+            instance: karpenter_type,
+            node_launch_s: launch,
+            batch_s: m.batch,
+            empty_after_s: m.consolidate_after,
+            price_factor,
+        };
+        let cluster_autoscaler = Provisioner {
+            instance: ca_type,
+            node_launch_s: ca_launch,
+            batch_s: m.batch,
+            empty_after_s: m.ca_scale_down_unneeded,
+            price_factor,
+        };
+        let p = &self.prewarm;
+        let prewarm_policy = PolicySpec {
+            lead_time_s: launch + pull + load,
+            tick_s: p.tick,
+            window_s: p.window,
+            step_s: p.step,
+            error_quantile: p.error_quantile,
+            target_wait_s: p.target_wait,
+            scale_down_delay_s: p.scale_down_delay,
+            cooldown_s: p.cooldown,
+            stale_after_s: p.stale_after,
+            ewma_alpha: p.ewma_alpha,
+            trend_beta: p.trend_beta,
+            trend_damping: p.trend_damping,
+        };
+        prewarm_policy
+            .validate()
+            .map_err(|(var, message)| config_error(&var, message))?;
+        let prewarm_target = TargetSpec {
+            name: "simulated".into(),
+            node_pool: "gpu".into(),
+            headroom: HeadroomKind::Balloon {
+                namespace: "prewarm".into(),
+                name: "balloon-gpu".into(),
+            },
+            server: ServerKind::Vllm,
+            selector: String::new(),
+            queries: Default::default(),
+            pod_namespace: None,
+            pod_selector: None,
+            gpus_per_replica: m.gpus_per_replica,
+            replica_concurrency: m.slots,
+            min_spare: p.min_spare,
+            max_spare: p.max_spare,
+            max_step_up: p.max_step_up,
+            max_step_down: p.max_step_down,
+            gpu_cap: None,
+            freeze_consolidation: p.freeze_consolidation,
+            limits: None,
+        };
+        prewarm_target
+            .validate()
+            .map_err(|(var, message)| config_error(&var, message))?;
+        Ok(Setup {
+            model,
+            karpenter,
+            cluster_autoscaler,
+            prewarm_policy,
+            prewarm_target,
+            slo_wait_s: self.slo_wait,
+            slo_fraction: self.slo_fraction,
+            policies: self.policies.clone(),
+            buffer_max: self.buffer_max,
+            base_epoch: 1_700_000_000.0,
+        })
+    }
+}
+
+/// Requests per second that keep one pod at the HPA target with the scenario's requests.
+fn rate_per_pod(setup: &Setup, input: u32, output: u32) -> f64 {
+    let m = &setup.model;
+    m.slots_per_replica as f64 * m.hpa.target_utilization / m.service_time(input, output)
+}
+
+/// The attribution the trace licences ask for, by file name.
+pub fn attribution(workload: &str) -> &'static str {
+    if workload.contains("AzureLLMInferenceTrace") {
+        "Trace: Azure LLM inference trace 2023 (CC-BY 4.0), Patel et al., \"Splitwise\", ISCA 2024."
+    } else if workload.contains("mooncake") {
+        "Trace: Mooncake synthetic trace (Apache-2.0), Qin et al., \"Mooncake\", FAST 2025."
+    } else {
+        "Synthetic workload generated by prewarm simulate."
+    }
+}
+
+fn workloads(args: &SimulateArgs, setup: &Setup) -> crate::Result<Vec<Workload>> {
+    positive("--speed", args.speed)?;
+    positive("--scale", args.scale)?;
+    let scenario = |kind: ScenarioKind| Workload {
+        name: kind.name().to_string(),
+        source: Source::Scenario(Scenario {
+            kind,
+            seed: args.seed,
+            rate_per_pod: rate_per_pod(
+                setup,
+                args.scenario_input_tokens,
+                args.scenario_output_tokens,
+            ),
+            input_tokens: args.scenario_input_tokens,
+            output_tokens: args.scenario_output_tokens,
+        }),
+        speed: args.speed,
+        scale: args.scale,
+        seed: args.seed,
+    };
+    let trace = |path: PathBuf| Workload {
+        name: path
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_else(|| path.display().to_string()),
+        source: Source::Trace(path),
+        speed: args.speed,
+        scale: args.scale,
+        seed: args.seed,
+    };
+    if args.all_shipped {
+        let dir = args
+            .trace_dir
+            .as_deref()
+            .expect("clap requires --trace-dir");
+        let mut out = Vec::new();
+        for file in [
+            "AzureLLMInferenceTrace_conv.csv",
+            "AzureLLMInferenceTrace_code.csv",
+            "mooncake_synthetic_trace.jsonl",
+        ] {
+            let path = dir.join(file);
+            if !path.is_file() {
+                return Err(config_error(
+                    "--trace-dir",
+                    format!("{} not found", path.display()),
+                ));
+            }
+            out.push(trace(path));
+        }
+        out.push(scenario(ScenarioKind::Burst180));
+        return Ok(out);
+    }
+    match (&args.trace, args.scenario) {
+        (Some(path), None) => Ok(vec![trace(path.clone())]),
+        (None, Some(kind)) => Ok(vec![scenario(kind)]),
+        _ => Err(config_error(
+            "--trace",
+            "give --trace FILE, --scenario NAME or --all-shipped --trace-dir DIR",
+        )),
+    }
+}
 
 pub fn run(args: SimulateArgs) -> crate::Result<()> {
-    let _ = args;
-    Err(crate::Error::config(
-        "command",
-        "prewarm simulate is not built yet",
-    ))
+    let mut jobs = Vec::new();
+    for lead in args.common.lead_times() {
+        let setup = args.common.setup(lead)?;
+        for workload in workloads(&args, &setup)? {
+            jobs.push((workload, setup.clone()));
+        }
+    }
+    run_jobs(&args.common, jobs)
+}
+
+/// Runs the comparisons, prints them and writes the plots.
+pub fn run_jobs(common: &CommonArgs, jobs: Vec<(Workload, Setup)>) -> crate::Result<()> {
+    if common.plot.is_some() && jobs.len() > 1 {
+        return Err(config_error(
+            "--plot",
+            "several comparisons: use --plot-dir DIR instead",
+        ));
+    }
+    for (flag, dir) in [
+        ("--plot-dir", &common.plot_dir),
+        ("--series-dir", &common.series_dir),
+    ] {
+        if let Some(dir) = dir {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| config_error(flag, format!("{}: {e}", dir.display())))?;
+        }
+    }
+    let bar =
+        indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} {msg}: {human_pos} requests simulated ({per_sec})",
+        )
+        .expect("valid template"),
+    );
+    let mut results: Vec<Comparison> = Vec::new();
+    for (workload, setup) in jobs {
+        bar.set_message(format!(
+            "{} (lead time {:.0} s)",
+            workload.name,
+            setup.lead_time_s()
+        ));
+        let started = Instant::now();
+        let mut pending = 0u64;
+        let mut tick = || {
+            pending += 1;
+            if pending == 8192 {
+                bar.inc(pending);
+                pending = 0;
+            }
+        };
+        let cmp = compare(&workload, &setup, &mut tick)
+            .map_err(|e| config_error("--trace", e.to_string()))?;
+        let elapsed = started.elapsed().as_secs_f64();
+        if !common.json {
+            bar.suspend(|| print_comparison(&cmp, &setup, elapsed));
+        }
+        let plot_path = match (&common.plot, &common.plot_dir) {
+            (Some(p), _) => Some(p.clone()),
+            (None, Some(dir)) => Some(dir.join(plot_name(&cmp))),
+            (None, None) => None,
+        };
+        if let Some(dir) = &common.series_dir {
+            let path = dir.join(plot_name(&cmp).replace(".svg", ".csv"));
+            write_series(&cmp, &path)
+                .map_err(|e| config_error("--series-dir", format!("{}: {e}", path.display())))?;
+        }
+        if let Some(path) = plot_path {
+            plot::write_svg(&cmp, &path, attribution(&cmp.workload))
+                .map_err(|e| config_error("--plot", e))?;
+            if !common.json {
+                bar.suspend(|| println!("plot: {}\n", path.display()));
+            }
+        }
+        results.push(cmp);
+    }
+    bar.finish_and_clear();
+    if common.json {
+        let text = serde_json::to_string_pretty(&results).expect("comparison serialises");
+        println!("{text}");
+    }
+    Ok(())
+}
+
+/// `policy,t,ready_gpus,serving_replicas,balloons,waiting` for every step of every policy.
+fn write_series(cmp: &Comparison, path: &Path) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
+    writeln!(out, "policy,t,ready_gpus,serving_replicas,balloons,waiting")?;
+    for (policy, series) in &cmp.plot.policies {
+        for p in series {
+            writeln!(
+                out,
+                "{policy},{},{},{},{},{}",
+                p.t, p.ready_gpus, p.serving_replicas, p.balloons, p.waiting
+            )?;
+        }
+    }
+    out.flush()
+}
+
+fn plot_name(cmp: &Comparison) -> String {
+    let stem = Path::new(&cmp.workload)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| cmp.workload.clone());
+    format!("{stem}-lead{:.0}s.svg", cmp.lead_time_s)
+}
+
+fn print_comparison(cmp: &Comparison, setup: &Setup, elapsed: f64) {
+    let requests = cmp.rows.first().map(|r| r.requests).unwrap_or(0);
+    println!(
+        "== {} - {} requests over {:.1} min; lead time {:.0} s (launch {:.0} + pull {:.0} + load {:.0}); SLO: wait <= {:.0} s for >= {:.2}% ==",
+        cmp.workload,
+        requests,
+        cmp.duration_s / 60.0,
+        cmp.lead_time_s,
+        setup.karpenter.node_launch_s,
+        setup.model.image_pull_s,
+        setup.model.model_load_s,
+        cmp.slo_wait_s,
+        (1.0 - cmp.slo_fraction) * 100.0
+    );
+    print!("{}", report::table(&cmp.rows));
+    if let Some(verdict) = verdict(cmp) {
+        println!("{verdict}");
+    }
+    println!("{}", attribution(&cmp.workload));
+    println!("simulated in {elapsed:.2} s\n");
+}
+
+/// The three claims of issue 6 for prewarm, checked against this comparison.
+pub fn verdict(cmp: &Comparison) -> Option<String> {
+    let find = |name: &str| cmp.rows.iter().find(|r| r.policy == name);
+    let prewarm = find("prewarm")?;
+    let mut parts = vec![format!(
+        "prewarm: delayed {:.3}% ({} 0.1%)",
+        prewarm.delayed_fraction * 100.0,
+        if prewarm.delayed_fraction <= 0.001 {
+            "meets <="
+        } else {
+            "MISSES <="
+        }
+    )];
+    if find("oracle").is_some() {
+        parts.push(format!(
+            "{:.2}x oracle GPU-h ({} 1.25x)",
+            prewarm.gpu_hours_vs_oracle,
+            if prewarm.gpu_hours_vs_oracle <= 1.25 {
+                "meets <="
+            } else {
+                "MISSES <="
+            }
+        ));
+    }
+    if let Some(buffer) = find("buffer").filter(|b| b.meets_slo) {
+        let saving = 1.0 - prewarm.gpu_hours / buffer.gpu_hours;
+        parts.push(format!(
+            "{:.0}% fewer GPU-h than the smallest buffer meeting the SLO ({}) ({} >= 25%)",
+            saving * 100.0,
+            buffer.detail.split(' ').next().unwrap_or(""),
+            if saving >= 0.25 { "meets" } else { "MISSES" }
+        ));
+    }
+    Some(parts.join("; "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Wrapper {
+        #[command(flatten)]
+        args: SimulateArgs,
+    }
+
+    fn parse(extra: &[&str]) -> SimulateArgs {
+        let mut argv = vec!["prewarm", "--scenario", "bursty"];
+        argv.extend_from_slice(extra);
+        Wrapper::try_parse_from(argv).unwrap().args
+    }
+
+    #[test]
+    fn prewarm_flag_defaults_are_the_lambdas_defaults() {
+        let setup = parse(&[]).common.setup(None).unwrap();
+        assert_eq!(setup.prewarm_policy, PolicySpec::default());
+        let json = serde_json::json!([{
+            "name": "simulated", "nodePool": "gpu",
+            "headroom": {"kind": "balloon", "namespace": "prewarm", "name": "balloon-gpu"},
+            "maxSpare": 256
+        }]);
+        let target: Vec<TargetSpec> = serde_json::from_value(json).unwrap();
+        assert_eq!(setup.prewarm_target, target[0]);
+    }
+
+    #[test]
+    fn lead_time_rescales_every_part() {
+        let setup = parse(&["--lead-time", "45"])
+            .common
+            .setup(Some(45.0))
+            .unwrap();
+        assert!((setup.lead_time_s() - 45.0).abs() < 1e-9);
+        assert_eq!(setup.prewarm_policy.lead_time_s, setup.lead_time_s());
+        assert!((setup.cluster_autoscaler.node_launch_s - 252.0 * 45.0 / 180.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn bad_flags_name_the_flag() {
+        let cases: [(&[&str], &str); 4] = [
+            (&["--instance-type", "p9.huge"], "--instance-type"),
+            (&["--slots", "0"], "--slots"),
+            (
+                &["--gpus-per-replica", "8", "--instance-type", "g5.12xlarge"],
+                "--instance-type",
+            ),
+            (&["--tick", "0"], "TICK_SECONDS"),
+        ];
+        for (flags, name) in cases {
+            let error = parse(flags).common.setup(None).unwrap_err().to_string();
+            assert!(error.contains(name), "{flags:?}: {error}");
+        }
+    }
 }

@@ -1,0 +1,141 @@
+//! The ideal-packing lower bound ("ideal" in reports): capacity appears the instant a request needs it and
+//! disappears the instant it does not. No request waits; replicas are packed perfectly
+//! (`ceil(in-flight / slots)`) and nodes too (`ceil(replica GPUs / GPUs per node)`), so nothing
+//! any real policy does can use fewer node-GPU-seconds while serving every request at arrival.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use super::engine::Request;
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct OracleResult {
+    pub requests: u64,
+    /// Node GPU-seconds (whole nodes are paid for).
+    pub gpu_seconds: f64,
+    /// GPU-seconds of replicas with a request in flight.
+    pub busy_gpu_seconds: f64,
+    pub node_seconds: f64,
+    /// Most replicas needed at once.
+    pub peak_replicas: u32,
+    /// Mean replica GPUs needed in each step (for the plot's demand line).
+    pub demand_gpus_per_step: Vec<f64>,
+    /// Arrivals per second in each step.
+    pub rate_per_step: Vec<f64>,
+    pub end_s: f64,
+}
+
+/// Integer-nanosecond key so end times can live in a heap.
+fn key(t: f64) -> i64 {
+    (t * 1e9).round() as i64
+}
+
+pub fn run(
+    requests: impl Iterator<Item = Request>,
+    slots: u32,
+    gpus_per_replica: u32,
+    gpus_per_node: u32,
+    step_s: f64,
+) -> OracleResult {
+    let replicas_per_node = (gpus_per_node / gpus_per_replica).max(1);
+    let mut out = OracleResult::default();
+    let mut ends: BinaryHeap<Reverse<i64>> = BinaryHeap::new();
+    let mut in_flight: u64 = 0;
+    let mut last_t = 0.0;
+    let mut demand_acc: Vec<f64> = Vec::new();
+
+    // Integrates the current allocation over [last_t, t).
+    let advance =
+        |t: f64, in_flight: u64, last_t: &mut f64, out: &mut OracleResult, acc: &mut Vec<f64>| {
+            if t <= *last_t {
+                return;
+            }
+            let replicas = in_flight.div_ceil(slots as u64) as u32;
+            let nodes = replicas.div_ceil(replicas_per_node);
+            let dt = t - *last_t;
+            out.gpu_seconds += (nodes * gpus_per_node) as f64 * dt;
+            out.node_seconds += nodes as f64 * dt;
+            out.busy_gpu_seconds += (replicas * gpus_per_replica) as f64 * dt;
+            out.peak_replicas = out.peak_replicas.max(replicas);
+            // Spread replica-GPU-seconds over the steps the interval touches.
+            let mut a = *last_t;
+            while a < t {
+                let step = (a / step_s) as usize;
+                let b = t.min((step + 1) as f64 * step_s);
+                if acc.len() <= step {
+                    acc.resize(step + 1, 0.0);
+                }
+                acc[step] += (replicas * gpus_per_replica) as f64 * (b - a);
+                if b <= a {
+                    break;
+                }
+                a = b;
+            }
+            *last_t = t;
+        };
+
+    for r in requests {
+        while let Some(&Reverse(end)) = ends.peek() {
+            let end_t = end as f64 / 1e9;
+            if end_t > r.arrival {
+                break;
+            }
+            advance(end_t, in_flight, &mut last_t, &mut out, &mut demand_acc);
+            ends.pop();
+            in_flight -= 1;
+        }
+        advance(r.arrival, in_flight, &mut last_t, &mut out, &mut demand_acc);
+        in_flight += 1;
+        out.requests += 1;
+        ends.push(Reverse(key(r.arrival + r.service_s)));
+        let step = (r.arrival / step_s) as usize;
+        if out.rate_per_step.len() <= step {
+            out.rate_per_step.resize(step + 1, 0.0);
+        }
+        out.rate_per_step[step] += 1.0 / step_s;
+    }
+    while let Some(Reverse(end)) = ends.pop() {
+        let end_t = end as f64 / 1e9;
+        advance(end_t, in_flight, &mut last_t, &mut out, &mut demand_acc);
+        in_flight -= 1;
+    }
+    out.end_s = last_t;
+    out.demand_gpus_per_step = demand_acc.into_iter().map(|v| v / step_s).collect();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(arrival: f64, service_s: f64) -> Request {
+        Request { arrival, service_s }
+    }
+
+    #[test]
+    fn one_slot_replicas_pay_exactly_the_service_time() {
+        // Two overlapping requests [0,4) and [1,3): 2 replicas on [1,3), 1 otherwise.
+        let r = run([req(0.0, 4.0), req(1.0, 2.0)].into_iter(), 1, 1, 1, 1.0);
+        assert_eq!(r.gpu_seconds, 6.0);
+        assert_eq!(r.busy_gpu_seconds, 6.0);
+        assert_eq!(r.peak_replicas, 2);
+        assert_eq!(r.end_s, 4.0);
+    }
+
+    #[test]
+    fn whole_nodes_are_paid_for() {
+        // One 1-GPU replica on a 4-GPU node for 10 s: 40 node-GPU-seconds, 10 busy.
+        let r = run([req(0.0, 10.0)].into_iter(), 8, 1, 4, 5.0);
+        assert_eq!(r.gpu_seconds, 40.0);
+        assert_eq!(r.busy_gpu_seconds, 10.0);
+        assert_eq!(r.demand_gpus_per_step, vec![1.0, 1.0]);
+    }
+
+    #[test]
+    fn slots_pack_requests() {
+        // Three concurrent requests, two slots per replica: two replicas for 2 s.
+        let reqs = [req(0.0, 2.0), req(0.0, 2.0), req(0.0, 2.0)];
+        let r = run(reqs.into_iter(), 2, 1, 1, 1.0);
+        assert_eq!(r.gpu_seconds, 4.0);
+    }
+}

@@ -1,0 +1,148 @@
+//! The comparison as an SVG: arrival rate, warm GPUs of each policy against the GPUs demand
+//! needs, and waiting requests of each policy, over time.
+
+use std::path::Path;
+
+use plotters::prelude::*;
+
+use super::compare::Comparison;
+
+const COLORS: [RGBColor; 6] = [
+    RGBColor(228, 26, 28),
+    RGBColor(255, 127, 0),
+    RGBColor(152, 78, 163),
+    RGBColor(77, 175, 74),
+    RGBColor(55, 126, 184),
+    RGBColor(120, 120, 120),
+];
+
+/// Writes the plot; `attribution` is printed under it (trace licences ask for it).
+pub fn write_svg(cmp: &Comparison, path: &Path, attribution: &str) -> Result<(), String> {
+    let root = SVGBackend::new(path, (1100, 900)).into_drawing_area();
+    draw(&root, cmp, attribution).map_err(|e| format!("plot {}: {e}", path.display()))?;
+    root.present()
+        .map_err(|e| format!("plot {}: {e}", path.display()))
+}
+
+fn minutes(t: f64) -> f64 {
+    t / 60.0
+}
+
+fn draw<DB: DrawingBackend>(
+    root: &DrawingArea<DB, plotters::coord::Shift>,
+    cmp: &Comparison,
+    attribution: &str,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    root.fill(&WHITE)?;
+    let (body, footer) = root.split_vertically(870);
+    let body = body.titled(
+        &format!(
+            "{} - lead time {:.0} s, SLO wait {:.0} s",
+            cmp.workload, cmp.lead_time_s, cmp.slo_wait_s
+        ),
+        ("sans-serif", 22),
+    )?;
+    footer.draw_text(
+        attribution,
+        &("sans-serif", 13).into_text_style(&footer),
+        (10, 8),
+    )?;
+    let panels = body.split_evenly((3, 1));
+    let data = &cmp.plot;
+    let step = data.step_s;
+    let t_max = minutes(cmp.duration_s.max(step));
+
+    // 1. Arrival rate.
+    let rate_max = data.rate.iter().cloned().fold(0.0, f64::max).max(1e-3) * 1.1;
+    let mut chart = ChartBuilder::on(&panels[0])
+        .margin(8)
+        .x_label_area_size(28)
+        .y_label_area_size(60)
+        .caption("arrival rate (req/s, per step)", ("sans-serif", 16))
+        .build_cartesian_2d(0.0..t_max, 0.0..rate_max)?;
+    chart.configure_mesh().x_desc("minutes").draw()?;
+    chart.draw_series(LineSeries::new(
+        data.rate
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (minutes(i as f64 * step), *v)),
+        &BLACK,
+    ))?;
+
+    // 2. Warm GPUs per policy, and the GPUs demand needs (oracle replicas).
+    let gpu_max = data
+        .policies
+        .iter()
+        .flat_map(|(_, s)| s.iter().map(|p| p.ready_gpus as f64))
+        .chain(data.demand_gpus.iter().cloned())
+        .fold(1.0, f64::max)
+        * 1.1;
+    let mut chart = ChartBuilder::on(&panels[1])
+        .margin(8)
+        .x_label_area_size(28)
+        .y_label_area_size(60)
+        .caption(
+            "GPUs on Ready nodes (warm capacity) vs GPUs demand needs",
+            ("sans-serif", 16),
+        )
+        .build_cartesian_2d(0.0..t_max, 0.0..gpu_max)?;
+    chart.configure_mesh().x_desc("minutes").draw()?;
+    chart
+        .draw_series(LineSeries::new(
+            data.demand_gpus
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (minutes(i as f64 * step), *v)),
+            BLACK.stroke_width(2),
+        ))?
+        .label("demand (oracle)")
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLACK.stroke_width(2)));
+    for (i, (name, series)) in data.policies.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        chart
+            .draw_series(LineSeries::new(
+                series.iter().map(|p| (minutes(p.t), p.ready_gpus as f64)),
+                color,
+            ))?
+            .label(name.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color));
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperRight)
+        .draw()?;
+
+    // 3. Waiting requests per policy.
+    let wait_max = data
+        .policies
+        .iter()
+        .flat_map(|(_, s)| s.iter().map(|p| p.waiting as f64))
+        .fold(1.0, f64::max)
+        * 1.1;
+    let mut chart = ChartBuilder::on(&panels[2])
+        .margin(8)
+        .x_label_area_size(28)
+        .y_label_area_size(60)
+        .caption("waiting requests", ("sans-serif", 16))
+        .build_cartesian_2d(0.0..t_max, 0.0..wait_max)?;
+    chart.configure_mesh().x_desc("minutes").draw()?;
+    for (i, (name, series)) in data.policies.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        chart
+            .draw_series(LineSeries::new(
+                series.iter().map(|p| (minutes(p.t), p.waiting as f64)),
+                color,
+            ))?
+            .label(name.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color));
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperRight)
+        .draw()?;
+    Ok(())
+}

@@ -1,0 +1,137 @@
+//! Whole comparisons through the command line's own setup: determinism, the ideal bound, bad
+//! input, and backtest from a metrics history.
+
+use std::io::Write;
+
+use clap::Parser;
+use prewarm::cli::{Cli, Command};
+use prewarm::sim::compare::{compare, Comparison, Source, Workload};
+use prewarm::sim::history;
+use prewarm::sim::scenario::{Scenario, ScenarioKind};
+
+fn simulate_args(extra: &[&str]) -> prewarm::cli::simulate::SimulateArgs {
+    let mut argv = vec!["prewarm", "simulate"];
+    argv.extend_from_slice(extra);
+    match Cli::try_parse_from(argv).unwrap().command {
+        Command::Simulate(args) => args,
+        _ => unreachable!(),
+    }
+}
+
+fn bursty(seed: u64, speed: f64, scale: f64, rate_per_pod: f64) -> Workload {
+    Workload {
+        name: "bursty".into(),
+        source: Source::Scenario(Scenario {
+            kind: ScenarioKind::Bursty,
+            seed,
+            rate_per_pod,
+            input_tokens: 1000,
+            output_tokens: 200,
+        }),
+        speed,
+        scale,
+        seed,
+    }
+}
+
+fn run(workload: &Workload, flags: &[&str]) -> Comparison {
+    let args = simulate_args(flags);
+    let setup = args.common.setup(None).unwrap();
+    compare(workload, &setup, &mut || {}).unwrap()
+}
+
+#[test]
+fn same_seed_same_comparison() {
+    let flags = [
+        "--scenario",
+        "bursty",
+        "--policies",
+        "reactive,prewarm,oracle",
+    ];
+    let a = run(&bursty(3, 12.0, 0.3, 1.0), &flags);
+    let b = run(&bursty(3, 12.0, 0.3, 1.0), &flags);
+    let c = run(&bursty(4, 12.0, 0.3, 1.0), &flags);
+    let json = |c: &Comparison| serde_json::to_string(&c.rows).unwrap();
+    assert_eq!(json(&a), json(&b));
+    assert_ne!(json(&a), json(&c));
+    assert_eq!(a.rows.len(), 3);
+    assert!(a.rows[0].requests > 100);
+}
+
+#[test]
+fn nothing_uses_fewer_gpu_hours_than_ideal_packing() {
+    // One slot per replica and one GPU per node: every request occupies a paid GPU for its
+    // whole service time under any policy, and the ideal bound pays exactly that.
+    let flags = [
+        "--scenario",
+        "bursty",
+        "--slots",
+        "1",
+        "--instance-type",
+        "g5.xlarge",
+        "--ca-instance-type",
+        "g5.xlarge",
+        "--buffer-max",
+        "4",
+    ];
+    let cmp = run(&bursty(1, 12.0, 0.05, 1.0), &flags);
+    let ideal = cmp.rows.iter().find(|r| r.policy == "ideal").unwrap();
+    assert_eq!(cmp.rows.len(), 7);
+    for row in &cmp.rows {
+        assert!(
+            row.gpu_hours >= ideal.gpu_hours * (1.0 - 1e-9),
+            "{} {} < ideal {}",
+            row.policy,
+            row.gpu_hours,
+            ideal.gpu_hours
+        );
+        assert_eq!(row.requests, ideal.requests);
+    }
+    let oracle = cmp.rows.iter().find(|r| r.policy == "oracle").unwrap();
+    assert_eq!(oracle.delayed_fraction, 0.0);
+    assert_eq!(oracle.gpu_hours_vs_oracle, 1.0);
+}
+
+#[test]
+fn a_malformed_trace_line_is_reported_with_its_number() {
+    let mut file = tempfile::Builder::new().suffix(".csv").tempfile().unwrap();
+    writeln!(file, "TIMESTAMP,ContextTokens,GeneratedTokens").unwrap();
+    for i in 0..50 {
+        writeln!(file, "2023-11-16 18:17:{:02}.5,100,10", i).unwrap();
+    }
+    writeln!(file, "2023-11-16 18:18:00.5,100").unwrap();
+    let path = file.path().to_str().unwrap().to_string();
+    let args = simulate_args(&["--trace", &path, "--policies", "reactive"]);
+    let error = prewarm::cli::simulate::run(args).unwrap_err().to_string();
+    assert!(error.contains("line 52"), "{error}");
+    assert!(error.contains("3 comma-separated fields"), "{error}");
+}
+
+#[test]
+fn backtest_replays_a_history() {
+    // 20 rows of 15 s at 2 req/s and an initial queue of 5: 5 + 20 * 30 = 605 requests.
+    let mut csv = String::from("timestamp,arrival_rate,queue_length\n");
+    for i in 0..20 {
+        let queue = if i == 0 { "5" } else { "" };
+        csv.push_str(&format!("{},2,{queue}\n", 1_700_000_000 + 15 * i));
+    }
+    let rows = history::read(csv.as_bytes(), "h.csv").unwrap();
+    let workload = Workload {
+        name: "h.csv".into(),
+        source: Source::History {
+            rows,
+            service_s: 4.0,
+        },
+        speed: 1.0,
+        scale: 1.0,
+        seed: 1,
+    };
+    let cmp = run(&workload, &["--scenario", "bursty"]);
+    for row in &cmp.rows {
+        assert_eq!(row.requests, 605, "{}", row.policy);
+    }
+    // Ideal packing peaks in the first 4 s: the 5 queued requests plus the arrivals at
+    // 0.25, 0.75, ..., 3.75 s (30 per 15 s step, evenly spread) = 13 in service = 2 replicas.
+    let static_peak = cmp.rows.iter().find(|r| r.policy == "static-peak").unwrap();
+    assert_eq!(static_peak.detail, "2 replicas");
+}

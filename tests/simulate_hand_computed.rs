@@ -1,0 +1,169 @@
+//! The simulator against numbers derived by hand from first principles (the derivations are in
+//! the comments; nothing here was computed by the simulator first).
+
+use prewarm::sim::engine::{self, Headroom, Replicas, Request, RunConfig, WarmStart};
+use prewarm::sim::model::{instance_type, Hpa, Model, Provisioner};
+use prewarm::sim::report::{percentile, PolicyReport};
+
+fn model(slots: u32, min_replicas: u32, load: f64, pull: f64) -> Model {
+    Model {
+        prefill_tokens_per_s: 1000.0,
+        decode_tokens_per_s: 10.0,
+        slots_per_replica: slots,
+        gpus_per_replica: 1,
+        image_pull_s: pull,
+        model_load_s: load,
+        prepull: true,
+        hpa: Hpa {
+            target_utilization: 1.0,
+            sync_s: 15.0,
+            scale_down_window_s: 300.0,
+            scale_up_pods: 4,
+            scale_up_percent: 100.0,
+            min_replicas,
+            max_replicas: 10,
+        },
+    }
+}
+
+fn one_gpu_nodes(launch: f64, batch: f64) -> Provisioner {
+    Provisioner {
+        instance: instance_type("g5.xlarge").unwrap().clone(),
+        node_launch_s: launch,
+        batch_s: batch,
+        empty_after_s: 600.0,
+        price_factor: 1.0,
+    }
+}
+
+fn warm(replicas: u32) -> WarmStart {
+    WarmStart {
+        replicas,
+        rate: 0.0,
+        service_s: 2.0,
+        running: 0.0,
+    }
+}
+
+#[test]
+fn ten_requests_one_replica_fixed_service_time() {
+    // One replica with one slot serves 10 requests arriving at t = 0, 1, ..., 9, each taking
+    // 2 s. Request i starts when request i-1 ends: start_i = 2i, so its wait is 2i - i = i s.
+    // The last one ends at 2*9 + 2 = 20 s; the one 1-GPU node is paid from 0 to 20 s and is
+    // busy all that time.
+    let cfg = RunConfig {
+        model: model(1, 1, 0.0, 0.0),
+        provisioner: one_gpu_nodes(41.0, 1.0),
+        replicas: Replicas::Static(1),
+        headroom: Headroom::None,
+        warm: warm(1),
+        slo_wait_s: 3.5,
+        step_s: 15.0,
+        base_epoch: 1_700_000_000.0,
+    };
+    let requests = (0..10).map(|i| Request {
+        arrival: i as f64,
+        service_s: 2.0,
+    });
+    let r = engine::run(&cfg, requests, || {});
+    assert_eq!(r.requests, 10);
+    let expected_waits: Vec<f32> = (0..10).map(|i| i as f32).collect();
+    assert_eq!(r.waits, expected_waits, "waits by arrival index");
+    assert_eq!(r.end_s, 20.0);
+    assert_eq!(r.gpu_seconds, 20.0);
+    assert_eq!(r.busy_gpu_seconds, 20.0);
+    // Waits 4..9 exceed 3.5 s: six requests.
+    assert_eq!(r.delayed_any, 6);
+    assert_eq!(r.cold_starts, 0);
+    // g5.xlarge at $1.006/h for 20 s.
+    assert!((r.cost_usd - 1.006 * 20.0 / 3600.0).abs() < 1e-12);
+
+    // Nearest-rank percentiles of 0..9: p50 is the 5th value (4 s), p99 the 10th (9 s).
+    let mut sorted = r.waits.clone();
+    sorted.sort_by(|a, b| a.total_cmp(b));
+    assert_eq!(percentile(&sorted, 0.5), 4.0);
+    assert_eq!(percentile(&sorted, 0.99), 9.0);
+
+    // Against itself as the oracle nothing is delayed by capacity; the report carries the rest.
+    let report = PolicyReport::from_run("static", String::new(), r.clone(), &r, 3.5, 0.001);
+    assert_eq!(report.delayed_fraction, 0.0);
+    assert_eq!(report.delayed_any_fraction, 0.6);
+    assert_eq!(report.p50_wait_s, 4.0);
+    assert_eq!(report.gpu_hours, 20.0 / 3600.0);
+    assert_eq!(report.idle_gpu_fraction, 0.0);
+    assert_eq!(report.gpu_hours_vs_oracle, 1.0);
+}
+
+#[test]
+fn a_cold_start_waits_for_sync_batch_launch_pull_and_load() {
+    // No replica at first (minReplicas 0). One 2 s request arrives at t = 1 and queues.
+    // t = 15: the HPA's sync sees 1 request in the system, wants 1 replica, creates a pod.
+    // t = 16: Karpenter's 1 s batch ends; it launches a node, Ready at 16 + 41 = 57.
+    // The pre-pull ends at 57 + 109 = 166, the model is loaded at 166 + 30 = 196: the request
+    // starts at 196 (wait 195 s) and ends at 198, which ends the run. The node is paid from 16
+    // to 198: 182 GPU-seconds, of which 2 busy.
+    let mut cfg = RunConfig {
+        model: model(1, 0, 30.0, 109.0),
+        provisioner: one_gpu_nodes(41.0, 1.0),
+        replicas: Replicas::Hpa,
+        headroom: Headroom::None,
+        warm: warm(0),
+        slo_wait_s: 10.0,
+        step_s: 15.0,
+        base_epoch: 1_700_000_000.0,
+    };
+    let request = [Request {
+        arrival: 1.0,
+        service_s: 2.0,
+    }];
+    let r = engine::run(&cfg, request.into_iter(), || {});
+    assert_eq!(r.waits, vec![195.0]);
+    assert_eq!(r.cold_starts, 1);
+    assert_eq!(r.nodes_launched, 1);
+    assert_eq!(r.end_s, 198.0);
+    assert_eq!(r.gpu_seconds, 182.0);
+    assert_eq!(r.busy_gpu_seconds, 2.0);
+
+    // The oracle of the same case: the node and its images are there the instant the pod is
+    // created (t = 15), the model loads until 45: wait 44 s, end 47, 32 GPU-seconds.
+    cfg.provisioner.node_launch_s = 0.0;
+    cfg.provisioner.batch_s = 0.0;
+    cfg.provisioner.empty_after_s = 0.0;
+    cfg.model.image_pull_s = 0.0;
+    let oracle = engine::run(&cfg, request.into_iter(), || {});
+    assert_eq!(oracle.waits, vec![44.0]);
+    assert_eq!(oracle.gpu_seconds, 32.0);
+
+    // 195 - 44 = 151 s of the wait is missing capacity: the one request is delayed by it.
+    let report = PolicyReport::from_run("reactive", String::new(), r, &oracle, 10.0, 0.001);
+    assert_eq!(report.delayed_fraction, 1.0);
+    assert!(!report.meets_slo);
+    assert!((report.gpu_hours_vs_oracle - 182.0 / 32.0).abs() < 1e-12);
+}
+
+#[test]
+fn a_warm_balloon_is_preempted_instead_of_launching_a_node() {
+    // Same request, but one balloon keeps a warm 1-GPU node. The pod created at t = 15
+    // preempts the balloon and only loads the model: serving at 45, wait 44 s. The preempted
+    // balloon is pending again, so Karpenter launches a node for it at 16 (the run ends at 47
+    // with both nodes alive: 47 s for the warm node + 31 s for the new one).
+    let cfg = RunConfig {
+        model: model(1, 0, 30.0, 109.0),
+        provisioner: one_gpu_nodes(41.0, 1.0),
+        replicas: Replicas::Hpa,
+        headroom: Headroom::Fixed(1),
+        warm: warm(0),
+        slo_wait_s: 10.0,
+        step_s: 15.0,
+        base_epoch: 1_700_000_000.0,
+    };
+    let request = [Request {
+        arrival: 1.0,
+        service_s: 2.0,
+    }];
+    let r = engine::run(&cfg, request.into_iter(), || {});
+    assert_eq!(r.waits, vec![44.0]);
+    assert_eq!(r.cold_starts, 0);
+    assert_eq!(r.nodes_launched, 2);
+    assert_eq!(r.gpu_seconds, 47.0 + 31.0);
+}
