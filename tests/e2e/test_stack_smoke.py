@@ -190,3 +190,41 @@ def test_the_lambda_runs_under_the_runtime_api_emulator_and_a_bad_setting_names_
         watch.invoke({"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}, timeout=600)
     # The value is echoed: proves the variable reached the function (unset reads differently).
     assert "PREWARM_HANDLER" in str(err.value) and "no-such-handler" in str(err.value), str(err.value)[-2000:]
+
+
+def test_karpenter_provisions_for_a_capacity_buffer(k8s, wait_until):
+    # The CapacityBuffer feature gate is on: a buffer of one replica-shaped chunk makes Karpenter
+    # launch a node with no pod of ours on it. 6 CPUs / 24 GiB / 1 GPU fits no g5.xlarge.
+    name = f"smoke-cb-{uuid.uuid4().hex[:6]}"
+    before = {nc["metadata"]["name"] for nc in k8s.get("nodeclaims.karpenter.sh")}
+    k8s.apply({
+        "apiVersion": "v1", "kind": "PodTemplate",
+        "metadata": {"name": name, "namespace": "prewarm"},
+        "template": {"spec": {
+            "nodeSelector": {"karpenter.sh/nodepool": "gpu"},
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+            "containers": [{"name": "shape", "image": "registry.k8s.io/pause:3.10", "resources": {
+                "requests": {"cpu": "6", "memory": "24Gi", "nvidia.com/gpu": "1"},
+                "limits": {"nvidia.com/gpu": "1"}}}]}},
+    })
+    k8s.apply({
+        "apiVersion": "autoscaling.x-k8s.io/v1beta1", "kind": "CapacityBuffer",
+        "metadata": {"name": name, "namespace": "prewarm"},
+        "spec": {"provisioningStrategy": "buffer.x-k8s.io/active-capacity",
+                 "podTemplateRef": {"name": name}, "replicas": 1},
+    })
+    new: list[dict] = []
+    try:
+        new = wait_until(lambda: [nc for nc in k8s.get("nodeclaims.karpenter.sh")
+                                  if nc["metadata"]["name"] not in before],
+                         timeout=180, what="a NodeClaim for the CapacityBuffer")
+        assert len(new) == 1
+        assert new[0]["metadata"]["labels"]["karpenter.sh/nodepool"] == "gpu"
+        instance_type = new[0]["metadata"]["labels"]["node.kubernetes.io/instance-type"]
+        assert instance_type in GPU_TYPES - {"g5.xlarge"}, instance_type
+        buffer = k8s.get("capacitybuffers.autoscaling.x-k8s.io", name, "prewarm")
+        assert buffer["status"]["replicas"] == 1
+    finally:
+        k8s.delete("capacitybuffers.autoscaling.x-k8s.io", name, "prewarm")
+        for nc in new:
+            k8s.delete("nodeclaims.karpenter.sh", nc["metadata"]["name"])
