@@ -332,19 +332,23 @@ def _port_open(port: int) -> bool:
 
 
 class LambdaWatch:
-    """`cargo lambda watch` for the repository, serving the Runtime API emulator on 19000.
+    """`cargo lambda watch` for the repository, serving the Runtime API emulator (port 19000).
 
     The function name is the binary name (`prewarm`). The first invocation waits for the build.
     """
 
-    PORT = 19000
+    # The conventions' port; E2E_LAMBDA_PORT moves it so that suites run by several people on one
+    # shared stack do not collide (`make e2e` runs them one after another on 19000).
+    PORT = int(os.environ.get("E2E_LAMBDA_PORT", "19000"))
 
     def __init__(self, stack_env: dict[str, str], env: dict[str, str]):
         self.stack_env = stack_env
         self.extra_env = env
         self.proc: subprocess.Popen | None = None
-        self.log_path = RUN / "lambda-watch.log"
-        self.pid_path = RUN / "lambda-watch.pid"
+        suffix = "" if self.PORT == 19000 else f"-{self.PORT}"
+        # tests/stack/down ends whatever a .run/*.pid names, so a crashed test leaves nothing.
+        self.log_path = RUN / f"lambda-watch{suffix}.log"
+        self.pid_path = RUN / f"lambda-watch{suffix}.pid"
 
     def start(self) -> "LambdaWatch":
         if _port_open(self.PORT):
@@ -370,7 +374,7 @@ class LambdaWatch:
                                      stdin=subprocess.DEVNULL, start_new_session=True)
         self.pid_path.write_text(str(self.proc.pid))
         wait_until(lambda: self.proc.poll() is not None or _port_open(self.PORT), timeout=300,
-                   what="cargo lambda watch to listen on 127.0.0.1:19000")
+                   what=f"cargo lambda watch to listen on 127.0.0.1:{self.PORT}")
         if self.proc.poll() is not None:
             raise RuntimeError(f"cargo lambda watch exited ({self.proc.returncode}); "
                                f"see {self.log_path}:\n{self.log_tail()}")
