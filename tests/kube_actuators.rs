@@ -279,7 +279,11 @@ async fn replacements_are_reserved_and_released_once_per_drain() {
     assert_eq!((second.size, second.reserved), (5, 3));
 
     let read = read_headroom(&lambda, &t).await.unwrap();
-    assert_eq!(read.state().spare, 2, "the tick's own spare is unchanged");
+    assert_eq!(
+        read.state().spare,
+        5,
+        "spare is the whole size, reservations included"
+    );
     assert_eq!(read.state().replacement_reserved, 3);
     assert_eq!(read.parsed.drains.get("evt-1"), Some(&2));
 

@@ -236,3 +236,36 @@ async fn a_regex_selector_is_a_final_error_naming_the_target() {
         "{text}"
     );
 }
+
+#[tokio::test]
+async fn an_unreachable_endpoint_is_a_retryable_error() {
+    // Bind a port, then close it, so nothing listens there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let conf = aws_sdk_cloudwatch::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .endpoint_url(format!("http://127.0.0.1:{port}"))
+        .credentials_provider(aws_credential_types::Credentials::new(
+            "testing", "testing", None, None, "test",
+        ))
+        .build();
+    let source = cloudwatch::CloudWatchSource::new(
+        aws_sdk_cloudwatch::Client::from_conf(conf),
+        "PrewarmTest",
+    );
+    let err = source
+        .observe(
+            &target("llama", ""),
+            &PolicySpec::default(),
+            1_700_000_000.0,
+        )
+        .await
+        .unwrap_err();
+    assert!(err.retryable(), "{err}");
+    assert_eq!(err.kind(), "metrics");
+    assert!(err.to_string().contains("GetMetricData"), "{err}");
+}

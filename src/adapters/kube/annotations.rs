@@ -5,9 +5,9 @@
 //! cooldown, the scale-down hold, the last tick and the replacement reservations of drains.
 //! Times are RFC 3339 (readable with `kubectl get -o yaml`), read back as Unix seconds.
 //!
-//! Size convention: the object's size (`spec.replicas`) = the tick's spare replicas + the
-//! replicas reserved by the interruption path for draining nodes. `HeadroomState::spare` is the
-//! tick's part only; the reservation is added on top when a plan is written.
+//! Size convention (shared with `core::decide`): `HeadroomState::spare` is the object's whole
+//! size (`spec.replicas`), which includes the `replacement_reserved` replicas the interruption
+//! path added for draining nodes; the policy keeps those on top of its own share.
 
 use std::collections::BTreeMap;
 
@@ -113,7 +113,7 @@ pub fn parse_headroom(
     Ok(ParsedHeadroom {
         size,
         state: HeadroomState {
-            spare: size.saturating_sub(replacement_reserved),
+            spare: size,
             cooldown_until,
             hold,
             replacement_reserved,
@@ -234,7 +234,7 @@ mod tests {
         assert_eq!(
             p.state,
             HeadroomState {
-                spare: 4,
+                spare: 7,
                 cooldown_until: Some(NOON + 60.0),
                 hold: Some(Hold {
                     spare: 4,
@@ -252,14 +252,14 @@ mod tests {
     }
 
     #[test]
-    fn the_drains_map_wins_over_the_total_and_spare_never_goes_negative() {
+    fn the_drains_map_wins_over_the_total() {
         let a = annotations(&[
             (REPLACEMENT_DRAINS, r#"{"evt-1":5}"#),
             (REPLACEMENT_RESERVED, "1"),
         ]);
         let p = parse_headroom(2, &a).unwrap();
         assert_eq!(p.state.replacement_reserved, 5);
-        assert_eq!(p.state.spare, 0);
+        assert_eq!(p.state.spare, 2);
     }
 
     #[test]

@@ -118,11 +118,14 @@ async fn read_ref(client: &kube::Client, object: HeadroomRef) -> Result<Headroom
     })
 }
 
-/// The object's size after `plan`: the tick's spare plus what drains have reserved. Only a
-/// scale action moves it, and failing static never lowers it.
+/// The object's size after `plan`. `desired_spare` is the whole size, drains' reservations
+/// included (core::decide adds them on top of its own share); only a scale action moves it,
+/// failing static never does, and it never drops below what drains reserved.
 pub fn planned_size(read: &ParsedHeadroom, plan: &Plan) -> u32 {
     match plan.action {
-        Action::ScaleUp | Action::ScaleDown => plan.desired_spare + read.state.replacement_reserved,
+        Action::ScaleUp | Action::ScaleDown => {
+            plan.desired_spare.max(read.state.replacement_reserved)
+        }
         Action::None | Action::FailStatic => read.size,
     }
 }
@@ -358,7 +361,7 @@ mod tests {
         ParsedHeadroom {
             size,
             state: HeadroomState {
-                spare: size.saturating_sub(reserved),
+                spare: size,
                 replacement_reserved: reserved,
                 ..HeadroomState::default()
             },
@@ -382,14 +385,14 @@ mod tests {
     const NOW: f64 = 1_795_953_600.0;
 
     #[test]
-    fn scaling_up_writes_spare_plus_reservations_with_the_version_read() {
+    fn scaling_up_writes_the_desired_size_with_the_version_read() {
         let read = parsed(5, &[("evt-1", 2)]);
         let next = HeadroomState {
-            spare: 6,
+            spare: 8,
             cooldown_until: Some(NOW + 60.0),
             ..read.state.clone()
         };
-        let p = plan_patch(&read, "42", &plan(Action::ScaleUp, 3, 6, next), NOW).unwrap();
+        let p = plan_patch(&read, "42", &plan(Action::ScaleUp, 5, 8, next), NOW).unwrap();
         assert_eq!(
             p,
             json!({
@@ -436,10 +439,13 @@ mod tests {
     }
 
     #[test]
-    fn scaling_down_keeps_the_drains_reservations() {
+    fn scaling_down_never_goes_below_the_drains_reservations() {
         let read = parsed(6, &[("evt-1", 3)]);
-        let p = plan(Action::ScaleDown, 3, 1, read.state.clone());
+        let p = plan(Action::ScaleDown, 6, 4, read.state.clone());
         assert_eq!(planned_size(&read, &p), 4);
+        // A plan that forgot the reservation still leaves it in place.
+        let p = plan(Action::ScaleDown, 6, 1, read.state.clone());
+        assert_eq!(planned_size(&read, &p), 3);
     }
 
     #[test]

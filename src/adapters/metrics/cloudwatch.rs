@@ -306,7 +306,9 @@ fn describe_sdk_error(e: &SdkError<GetMetricDataError>) -> (String, bool) {
             let code = err.code().unwrap_or("unknown");
             let message = err.message().unwrap_or_default();
             // Throttling and server faults may pass next tick; bad parameters or access never.
-            let retryable = code.contains("Throttl")
+            let retryable = se.raw().status().is_server_error()
+                || se.raw().status().as_u16() == 429
+                || code.contains("Throttl")
                 || code.contains("InternalService")
                 || code.contains("ServiceUnavailable");
             (format!("{code}: {message}"), retryable)

@@ -13,6 +13,7 @@ pub mod prometheus;
 pub mod queries;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use aws_config::{BehaviorVersion, Region};
@@ -89,7 +90,17 @@ pub async fn from_config(cfg: &MetricSourceConfig) -> Result<Box<dyn MetricSourc
             Ok(Box::new(amp::source(workspace_url, signer)?))
         }
         MetricSourceConfig::CloudWatch { namespace } => {
-            let sdk = aws_config::load_defaults(BehaviorVersion::latest()).await;
+            // A tick must not stall on one slow call: bound each attempt and the whole call
+            // (retries included), like the Prometheus client's timeout.
+            let timeouts = aws_config::timeout::TimeoutConfig::builder()
+                .connect_timeout(Duration::from_secs(2))
+                .operation_attempt_timeout(Duration::from_secs(4))
+                .operation_timeout(Duration::from_secs(8))
+                .build();
+            let sdk = aws_config::defaults(BehaviorVersion::latest())
+                .timeout_config(timeouts)
+                .load()
+                .await;
             if sdk.region().is_none() {
                 return Err(Error::config(
                     "AWS_REGION",
