@@ -20,8 +20,8 @@ pub struct SimulateArgs {
     /// Built-in synthetic scenario instead of a trace.
     #[arg(long, value_enum, conflicts_with = "all_shipped")]
     pub scenario: Option<ScenarioKind>,
-    /// Run the three shipped traces (from --trace-dir) and burst-180.
-    #[arg(long, requires = "trace_dir")]
+    /// Run the three shipped traces (from --trace-dir) and burst-180 (`make demo`).
+    #[arg(long, alias = "demo", requires = "trace_dir")]
     pub all_shipped: bool,
     /// Directory holding AzureLLMInferenceTrace_{code,conv}.csv and mooncake_synthetic_trace.jsonl.
     #[arg(long)]
@@ -71,7 +71,7 @@ pub struct CommonArgs {
     #[arg(long)]
     pub plot: Option<PathBuf>,
     /// Write one SVG per comparison into this directory.
-    #[arg(long)]
+    #[arg(long, alias = "out-dir")]
     pub plot_dir: Option<PathBuf>,
     /// Write each comparison's time series (every step, every policy) as CSV into this directory.
     #[arg(long)]
@@ -705,6 +705,16 @@ mod tests {
         }]);
         let target: Vec<TargetSpec> = serde_json::from_value(json).unwrap();
         assert_eq!(setup.prewarm_target, target[0]);
+    }
+
+    #[test]
+    fn make_demo_spelling_is_accepted() {
+        let args =
+            Wrapper::try_parse_from(["prewarm", "--demo", "--trace-dir", "t", "--out-dir", "o"])
+                .unwrap()
+                .args;
+        assert!(args.all_shipped);
+        assert_eq!(args.common.plot_dir, Some(PathBuf::from("o")));
     }
 
     #[test]
