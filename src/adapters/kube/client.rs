@@ -121,9 +121,15 @@ pub fn eks_kubeconfig(endpoint: &ClusterEndpoint, token: &str) -> serde_json::Va
 }
 
 async fn from_kubeconfig(kubeconfig: Kubeconfig) -> Result<kube::Client> {
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-        .await
-        .map_err(kube_build_error)?;
+    let mut config =
+        kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+            .await
+            .map_err(kube_build_error)?;
+    // kube retries 429/503/504 by default, for up to 15 attempts with backoff to 1000 s. A 429
+    // from the Eviction API is a PodDisruptionBudget's answer, not throttling, and a Lambda must
+    // not sleep on it: callers see every status at once and retry on their own schedule (the
+    // next tick, the message's next visibility).
+    config.default_retry = false;
     kube::Client::try_from(config).map_err(kube_build_error)
 }
 
