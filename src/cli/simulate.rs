@@ -205,6 +205,11 @@ pub struct PrewarmArgs {
     /// Damping of the trend per step.
     #[arg(long, default_value_t = 0.9)]
     pub trend_damping: f64,
+    /// TargetSpec replicaConcurrency as prewarm is told it (default: --slots). Setting it to
+    /// the load per replica the replica controller aims for (slots x HPA target utilisation)
+    /// makes prewarm size replicas the way the HPA will create them.
+    #[arg(long)]
+    pub replica_concurrency: Option<u32>,
     /// TargetSpec minSpare.
     #[arg(long, default_value_t = 0)]
     pub min_spare: u32,
@@ -397,7 +402,7 @@ impl CommonArgs {
             pod_namespace: None,
             pod_selector: None,
             gpus_per_replica: m.gpus_per_replica,
-            replica_concurrency: m.slots,
+            replica_concurrency: p.replica_concurrency.unwrap_or(m.slots),
             min_spare: p.min_spare,
             max_spare: p.max_spare,
             max_step_up: p.max_step_up,
