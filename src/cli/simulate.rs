@@ -20,8 +20,8 @@ pub struct SimulateArgs {
     /// Built-in synthetic scenario instead of a trace.
     #[arg(long, value_enum, conflicts_with = "all_shipped")]
     pub scenario: Option<ScenarioKind>,
-    /// Run the three shipped traces (from --trace-dir) and burst-180.
-    #[arg(long, requires = "trace_dir")]
+    /// Run the three shipped traces (from --trace-dir) and burst-180 (`make demo`).
+    #[arg(long, alias = "demo", requires = "trace_dir")]
     pub all_shipped: bool,
     /// Directory holding AzureLLMInferenceTrace_{code,conv}.csv and mooncake_synthetic_trace.jsonl.
     #[arg(long)]
@@ -71,7 +71,7 @@ pub struct CommonArgs {
     #[arg(long)]
     pub plot: Option<PathBuf>,
     /// Write one SVG per comparison into this directory.
-    #[arg(long)]
+    #[arg(long, alias = "out-dir")]
     pub plot_dir: Option<PathBuf>,
     /// Write each comparison's time series (every step, every policy) as CSV into this directory.
     #[arg(long)]
@@ -205,6 +205,11 @@ pub struct PrewarmArgs {
     /// Damping of the trend per step.
     #[arg(long, default_value_t = 0.9)]
     pub trend_damping: f64,
+    /// TargetSpec replicaConcurrency as prewarm is told it (default: --slots). Setting it to
+    /// the load per replica the replica controller aims for (slots x HPA target utilisation)
+    /// makes prewarm size replicas the way the HPA will create them.
+    #[arg(long)]
+    pub replica_concurrency: Option<u32>,
     /// TargetSpec minSpare.
     #[arg(long, default_value_t = 0)]
     pub min_spare: u32,
@@ -397,7 +402,7 @@ impl CommonArgs {
             pod_namespace: None,
             pod_selector: None,
             gpus_per_replica: m.gpus_per_replica,
-            replica_concurrency: m.slots,
+            replica_concurrency: p.replica_concurrency.unwrap_or(m.slots),
             min_spare: p.min_spare,
             max_spare: p.max_spare,
             max_step_up: p.max_step_up,
@@ -700,6 +705,16 @@ mod tests {
         }]);
         let target: Vec<TargetSpec> = serde_json::from_value(json).unwrap();
         assert_eq!(setup.prewarm_target, target[0]);
+    }
+
+    #[test]
+    fn make_demo_spelling_is_accepted() {
+        let args =
+            Wrapper::try_parse_from(["prewarm", "--demo", "--trace-dir", "t", "--out-dir", "o"])
+                .unwrap()
+                .args;
+        assert!(args.all_shipped);
+        assert_eq!(args.common.plot_dir, Some(PathBuf::from("o")));
     }
 
     #[test]

@@ -436,13 +436,24 @@ async fn sleep_until(t: f64) {
     }
 }
 
-/// One invocation: the ticks of this minute. Returns a short summary as the function's result.
-pub async fn handle(deps: Arc<TickDeps>, context: &lambda_runtime::Context) -> Value {
-    let start = unix_now();
+/// The invocation's deadline in Unix seconds. A deadline that has passed before the first tick
+/// means the runtime gave none (emulators may leave it at 0): then only the minute bounds ticks.
+fn invocation_deadline(context: &lambda_runtime::Context, start: f64) -> f64 {
     let deadline = context
         .deadline()
         .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(start + 60.0, |d| d.as_secs_f64());
+        .map_or(0.0, |d| d.as_secs_f64());
+    if deadline > start {
+        deadline
+    } else {
+        f64::INFINITY
+    }
+}
+
+/// One invocation: the ticks of this minute. Returns a short summary as the function's result.
+pub async fn handle(deps: Arc<TickDeps>, context: &lambda_runtime::Context) -> Value {
+    let start = unix_now();
+    let deadline = invocation_deadline(context, start);
     let tick_s = deps.config.policy.tick_s;
     let dry_run = deps.config.dry_run;
     let mut summary = Vec::new();
@@ -460,7 +471,12 @@ pub async fn handle(deps: Arc<TickDeps>, context: &lambda_runtime::Context) -> V
             })).collect::<Vec<_>>(),
         }));
     }
-    serde_json::json!({ "ticks": summary, "dryRun": dry_run })
+    serde_json::json!({
+        "ticks": summary,
+        "dryRun": dry_run,
+        // How long the runtime gave this invocation: explains a short tick count.
+        "deadlineSeconds": deadline.is_finite().then_some(deadline - start),
+    })
 }
 
 /// Lambda mode: build the clients once, then serve scheduled events.

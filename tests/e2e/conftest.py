@@ -332,19 +332,23 @@ def _port_open(port: int) -> bool:
 
 
 class LambdaWatch:
-    """`cargo lambda watch` for the repository, serving the Runtime API emulator on 19000.
+    """`cargo lambda watch` for the repository, serving the Runtime API emulator (port 19000).
 
     The function name is the binary name (`prewarm`). The first invocation waits for the build.
     """
 
-    PORT = 19000
+    # The conventions' port; E2E_LAMBDA_PORT moves it so that suites run by several people on one
+    # shared stack do not collide (`make e2e` runs them one after another on 19000).
+    PORT = int(os.environ.get("E2E_LAMBDA_PORT", "19000"))
 
     def __init__(self, stack_env: dict[str, str], env: dict[str, str]):
         self.stack_env = stack_env
         self.extra_env = env
         self.proc: subprocess.Popen | None = None
-        self.log_path = RUN / "lambda-watch.log"
-        self.pid_path = RUN / "lambda-watch.pid"
+        suffix = "" if self.PORT == 19000 else f"-{self.PORT}"
+        # tests/stack/down ends whatever a .run/*.pid names, so a crashed test leaves nothing.
+        self.log_path = RUN / f"lambda-watch{suffix}.log"
+        self.pid_path = RUN / f"lambda-watch{suffix}.pid"
 
     def start(self) -> "LambdaWatch":
         if _port_open(self.PORT):
@@ -370,7 +374,7 @@ class LambdaWatch:
                                      stdin=subprocess.DEVNULL, start_new_session=True)
         self.pid_path.write_text(str(self.proc.pid))
         wait_until(lambda: self.proc.poll() is not None or _port_open(self.PORT), timeout=300,
-                   what="cargo lambda watch to listen on 127.0.0.1:19000")
+                   what=f"cargo lambda watch to listen on 127.0.0.1:{self.PORT}")
         if self.proc.poll() is not None:
             raise RuntimeError(f"cargo lambda watch exited ({self.proc.returncode}); "
                                f"see {self.log_path}:\n{self.log_tail()}")
@@ -477,7 +481,8 @@ def reset_cluster(k8s, wait_until):
     """Opt-in: a cluster as `up` left it, before and after the test. Deletes workloads in the
     `inference` and `prewarm` namespaces (Deployments, pods, PDBs, CapacityBuffers), every
     NodeClaim (Karpenter then removes its kwok node), and re-applies the stack's fixtures, which
-    restores NodePool `gpu` fields such as budgets and limits."""
+    restores NodePool `gpu` fields such as budgets and limits. Not for a stack shared with
+    someone else's run: it deletes their objects too."""
     fixtures = STACK / "manifests" / "fixtures.yaml"
 
     def reset() -> None:
@@ -493,8 +498,9 @@ def reset_cluster(k8s, wait_until):
         stale = [k for k in pool.get("metadata", {}).get("annotations", {}) if k.startswith("prewarm.io/")]
         if stale:
             k8s.run("annotate", "nodepool", "gpu", *[f"{k}-" for k in stale])
-        wait_until(lambda: not k8s.get("nodeclaims.karpenter.sh") and not k8s.get("nodes"),
-                   timeout=180, what="NodeClaims and nodes to be gone")
+        wait_until(lambda: not k8s.get("nodeclaims.karpenter.sh")
+                   and not k8s.get("nodes", selector="karpenter.sh/nodepool"),
+                   timeout=180, what="NodeClaims and Karpenter's nodes to be gone")
 
     reset()
     yield reset

@@ -92,6 +92,8 @@ def invoke(function: str, payload: object, base_url: str | None = None, timeout:
             function_error = resp.headers.get("X-Amz-Function-Error")
     except urllib.error.HTTPError as e:
         raise RuntimeError(f"invocation of {function} failed: HTTP {e.code}: {e.read()[:2000]!r}") from e
+    except (urllib.error.URLError, OSError) as e:  # nothing listening, reset, timeout
+        raise RuntimeError(f"invocation of {function} at {base} failed: {e}") from e
     text = raw.decode() if raw else "null"
     if function_error:
         raise RuntimeError(f"function {function} returned an error ({function_error}): {text[:2000]}")
