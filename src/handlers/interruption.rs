@@ -102,6 +102,18 @@ pub fn queue_url_from_arn(arn: &str) -> Option<String> {
     }
 }
 
+/// How long one record may take: until shortly before the invocation's deadline, at most
+/// `MAX_RECORD_TIME`. A deadline already (nearly) past is not a real Lambda deadline — local
+/// emulators send the invoke time — so it counts as unknown and `MAX_RECORD_TIME` applies.
+pub fn record_budget(deadline: SystemTime, now: SystemTime) -> Duration {
+    match deadline.duration_since(now) {
+        Ok(left) if left > ANSWER_MARGIN + Duration::from_secs(1) => {
+            (left - ANSWER_MARGIN).min(MAX_RECORD_TIME)
+        }
+        _ => MAX_RECORD_TIME,
+    }
+}
+
 /// Seconds until `at`, as SQS takes them (whole seconds, 0..=12 h).
 pub fn visibility_seconds(at: f64, now: f64) -> i32 {
     (at - now).ceil().clamp(0.0, MAX_VISIBILITY_S) as i32
@@ -127,11 +139,7 @@ impl Interruption {
 
     /// Handles a batch; the response lists the records to keep (batch item failures).
     pub async fn handle_batch(&self, event: SqsEvent, deadline: SystemTime) -> SqsBatchResponse {
-        let budget = deadline
-            .duration_since(SystemTime::now())
-            .unwrap_or_default()
-            .saturating_sub(ANSWER_MARGIN)
-            .clamp(Duration::from_secs(1), MAX_RECORD_TIME);
+        let budget = record_budget(deadline, SystemTime::now());
         let outcomes = futures::future::join_all(event.records.iter().map(|m| async move {
             let record = parse_record(m);
             let outcome = match tokio::time::timeout(budget, self.handle_record(&record)).await {
@@ -477,6 +485,21 @@ mod tests {
         );
         assert_eq!(queue_url_from_arn("arn:aws:sns:us-east-1:1:topic"), None);
         assert_eq!(queue_url_from_arn("not an arn"), None);
+    }
+
+    #[test]
+    fn each_record_gets_the_time_left_minus_a_margin_within_bounds() {
+        let now = UNIX_EPOCH + Duration::from_secs(1_000_000);
+        let s = Duration::from_secs;
+        let cases = [
+            (now + s(900), s(60)), // 15 min left: capped
+            (now + s(30), s(27)),  // 30 s left: minus the 3 s margin
+            (now + s(2), s(60)),   // not a real deadline
+            (now - s(5), s(60)),   // in the past (emulators)
+        ];
+        for (deadline, expected) in cases {
+            assert_eq!(record_budget(deadline, now), expected, "{deadline:?}");
+        }
     }
 
     #[test]

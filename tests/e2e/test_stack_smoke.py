@@ -228,3 +228,31 @@ def test_karpenter_provisions_for_a_capacity_buffer(k8s, wait_until):
         k8s.delete("capacitybuffers.autoscaling.x-k8s.io", name, "prewarm")
         for nc in new:
             k8s.delete("nodeclaims.karpenter.sh", nc["metadata"]["name"])
+
+
+def test_karpenter_keeps_the_replicas_of_a_static_nodepool(k8s, wait_until):
+    # The StaticCapacity feature gate is on: a NodePool with spec.replicas gets that many nodes
+    # without any pod asking for them.
+    name = f"smoke-static-{uuid.uuid4().hex[:6]}"
+    k8s.apply({
+        "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": name},
+        "spec": {
+            "replicas": 1,
+            "limits": {"nodes": "2"},
+            "template": {"spec": {
+                "nodeClassRef": {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "default"},
+                "requirements": [{"key": "node.kubernetes.io/instance-type", "operator": "In",
+                                  "values": ["g5.xlarge"]}],
+                "taints": [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}],
+                "expireAfter": "Never",
+            }},
+        },
+    })
+    try:
+        claims = wait_until(lambda: k8s.get("nodeclaims.karpenter.sh", selector=f"karpenter.sh/nodepool={name}"),
+                            timeout=180, what=f"a NodeClaim for static NodePool {name}")
+        assert len(claims) == 1
+        assert claims[0]["metadata"]["labels"]["node.kubernetes.io/instance-type"] == "g5.xlarge"
+    finally:
+        # Deleting the NodePool makes Karpenter remove its nodes (NodeClaims are owned by it).
+        k8s.delete("nodepool", name)
