@@ -563,3 +563,48 @@ async fn missing_objects_are_named_and_nothing_is_written() {
         other => panic!("{other:?}"),
     }
 }
+
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn static_node_pool_replicas_read_back_with_the_template_untouched() {
+    let (admin, lambda) = (admin().await, lambda().await);
+    let name = unique("kt-static");
+    let pools = Api::<DynamicObject>::all_with(admin.clone(), &resources::node_pool());
+    let mut object = test_pool(&name);
+    // A static NodePool: replicas set, and only limits.nodes allowed (0: Karpenter never launches).
+    object["spec"]["replicas"] = json!(0);
+    object["spec"]["limits"] = json!({"nodes": "0"});
+    let created = apply(&pools, &name, object).await;
+    let t = target(json!({
+        "name": "kube-test", "nodePool": name, "maxSpare": 8,
+        "headroom": {"kind": "nodePoolReplicas"}
+    }));
+
+    let read = read_headroom(&lambda, &t).await.unwrap();
+    assert_eq!(read.parsed.size, 0);
+    let outcome = apply_plan(
+        &lambda,
+        &read,
+        &plan(Action::ScaleUp, 0, 2, read.state().clone()),
+        now(),
+        false,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        outcome,
+        ApplyOutcome::Written {
+            before: 0,
+            after: 2
+        }
+    );
+    let after = pools.get(&name).await.unwrap();
+    assert_eq!(replicas_of(&after), 2);
+    assert_eq!(
+        after.data["spec"]["template"],
+        created.data["spec"]["template"]
+    );
+    assert!(annotation(&after, "prewarm.io/last-tick").is_some());
+
+    delete(&pools, &name).await;
+}

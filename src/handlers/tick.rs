@@ -356,6 +356,7 @@ pub fn log_decision(r: &TargetReport) {
     let node_pool = r.node_pool.as_deref().unwrap_or("");
     if r.error.is_some() {
         tracing::error!(
+            event = "decision",
             target = %r.target,
             action = %action,
             reason = %reason,
@@ -366,8 +367,9 @@ pub fn log_decision(r: &TargetReport) {
         );
     } else {
         tracing::info!(
+            event = "decision",
             target = %r.target,
-            observed_rate,
+            observed = observed_rate,
             forecast = rate_at_horizon,
             quantile,
             desired,

@@ -1011,3 +1011,98 @@ pub fn run(
     }
     sim.finish()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::model::{instance_type, Hpa};
+
+    fn config() -> RunConfig {
+        RunConfig {
+            model: Model {
+                prefill_tokens_per_s: 1000.0,
+                decode_tokens_per_s: 10.0,
+                slots_per_replica: 8,
+                gpus_per_replica: 1,
+                image_pull_s: 0.0,
+                model_load_s: 0.0,
+                prepull: true,
+                hpa: Hpa {
+                    target_utilization: 1.0,
+                    sync_s: 15.0,
+                    scale_down_window_s: 300.0,
+                    scale_up_pods: 4,
+                    scale_up_percent: 100.0,
+                    min_replicas: 1,
+                    max_replicas: 10,
+                },
+            },
+            provisioner: Provisioner {
+                instance: instance_type("g5.xlarge").unwrap().clone(),
+                node_launch_s: 41.0,
+                batch_s: 1.0,
+                empty_after_s: 600.0,
+                price_factor: 1.0,
+            },
+            replicas: Replicas::Static(1),
+            headroom: Headroom::None,
+            warm: WarmStart {
+                replicas: 1,
+                rate: 2.0,
+                service_s: 3.0,
+                running: 6.0,
+            },
+            slo_wait_s: 10.0,
+            step_s: 15.0,
+            base_epoch: 1_000_000.0,
+        }
+    }
+
+    #[test]
+    fn the_observation_is_the_metric_history_a_tick_would_fetch() {
+        // A 60 s window at a 15 s step is 4 samples, stamped at the end of each step and ending
+        // with the last complete step. At t = 31 the complete steps are [0,15) and [15,30); the
+        // two before t = 0 are the steady state (2 req/s, 3 s service, 6 running, none waiting).
+        let cfg = config();
+        let mut sim = Sim::new(&cfg);
+        sim.warm_start();
+        let policy = PolicySpec {
+            window_s: 60.0,
+            ..PolicySpec::default()
+        };
+        for (t, kind) in [
+            (0.0, "sample"),
+            (1.0, "req"),
+            (2.0, "req"),
+            (15.0, "sample"),
+            (16.0, "req"),
+            (30.0, "sample"),
+        ] {
+            sim.now = t;
+            if kind == "req" {
+                sim.on_arrival(Request {
+                    arrival: t,
+                    service_s: 100.0,
+                });
+            } else {
+                sim.on_sample();
+            }
+        }
+        sim.now = 31.0;
+        let obs = sim.observation(&policy);
+        let base = cfg.base_epoch;
+        let times: Vec<f64> = obs.arrival_rate.iter().map(|s| s.t - base).collect();
+        assert_eq!(times, vec![-15.0, 0.0, 15.0, 30.0]);
+        let rates: Vec<f64> = obs.arrival_rate.iter().map(|s| s.v).collect();
+        assert_eq!(rates, vec![2.0, 2.0, 2.0 / 15.0, 1.0 / 15.0]);
+        let service: Vec<f64> = obs.service_time_s.iter().map(|s| s.v).collect();
+        assert_eq!(service, vec![3.0, 3.0, 100.0, 100.0]);
+        // Running at the boundaries 15 and 30: 2 then 3 requests in their 100 s slots.
+        let running: Vec<f64> = obs.running.iter().map(|s| s.v).collect();
+        assert_eq!(running, vec![6.0, 6.0, 2.0, 3.0]);
+        assert!(obs.waiting.iter().all(|s| s.v == 0.0));
+        assert_eq!(obs.serving_replicas, Some(1));
+        assert_eq!(obs.pending_pods, 0);
+        assert_eq!(obs.problem, None);
+    }
+}

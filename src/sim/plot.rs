@@ -95,7 +95,7 @@ fn draw<DB: DrawingBackend>(
                 .map(|(i, v)| (minutes(i as f64 * step), *v)),
             BLACK.stroke_width(2),
         ))?
-        .label("demand (oracle)")
+        .label("demand (ideal packing)")
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLACK.stroke_width(2)));
     for (i, (name, series)) in data.policies.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];

@@ -150,7 +150,7 @@ def decisions(watch, offset: int, target: str) -> list[dict]:
             record = json.loads(line[start:])
         except ValueError:
             continue
-        if record.get("message") == "decision" and record.get("target") == target:
+        if record.get("event") == "decision" and record.get("target") == target:
             found.append(record)
     return found
 
@@ -191,7 +191,7 @@ def test_a_ramp_scales_the_balloons_patches_the_nodepool_and_karpenter_provision
     assert lines, f"no decision log line for {model.name}:\n{watch.log_tail()}"
     for line in lines:
         print("decision:", json.dumps(line))
-        for field in ("observed_rate", "forecast", "quantile", "desired", "current", "action", "reason", "dry_run"):
+        for field in ("observed", "forecast", "quantile", "desired", "current", "action", "reason", "dry_run"):
             assert field in line, f"{field} missing in {line}"
         assert line["dry_run"] is False
     assert any(line["action"] == "scale_up" for line in lines), lines
