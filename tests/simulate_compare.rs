@@ -36,7 +36,7 @@ fn bursty(seed: u64, speed: f64, scale: f64, rate_per_pod: f64) -> Workload {
 
 fn run(workload: &Workload, flags: &[&str]) -> Comparison {
     let args = simulate_args(flags);
-    let setup = args.common.setup(None).unwrap();
+    let setup = args.common.setup(args.common.lead_times()[0]).unwrap();
     compare(workload, &setup, &mut || {}).unwrap()
 }
 
@@ -134,4 +134,47 @@ fn backtest_replays_a_history() {
     // 0.25, 0.75, ..., 3.75 s (30 per 15 s step, evenly spread) = 13 in service = 2 replicas.
     let static_peak = cmp.rows.iter().find(|r| r.policy == "static-peak").unwrap();
     assert_eq!(static_peak.detail, "2 replicas");
+}
+
+#[test]
+fn on_a_steady_ramp_prewarm_keeps_nodes_warm_ahead_of_the_replicas() {
+    // The diurnal day compressed to an hour is a ramp the forecast's trend can see. With
+    // prewarm told the per-replica load the HPA aims for (8 slots x 0.7 ~ 5) and a 300 s lead
+    // time, its balloons must spare replicas a wait for a node that reactive pays.
+    let rate_per_pod = 8.0 * 0.7 / (1000.0 / 4000.0 + 200.0 / 40.0);
+    let workload = Workload {
+        name: "diurnal".into(),
+        source: Source::Scenario(Scenario {
+            kind: ScenarioKind::Diurnal,
+            seed: 1,
+            rate_per_pod,
+            input_tokens: 1000,
+            output_tokens: 200,
+        }),
+        speed: 24.0,
+        scale: 0.05,
+        seed: 1,
+    };
+    let cmp = run(
+        &workload,
+        &[
+            "--scenario",
+            "diurnal",
+            "--replica-concurrency",
+            "5",
+            "--lead-time",
+            "300",
+            "--policies",
+            "reactive,prewarm",
+        ],
+    );
+    let (reactive, prewarm) = (&cmp.rows[0], &cmp.rows[1]);
+    assert_eq!(prewarm.policy, "prewarm");
+    assert!(
+        prewarm.cold_starts < reactive.cold_starts,
+        "cold starts: prewarm {} reactive {}",
+        prewarm.cold_starts,
+        reactive.cold_starts
+    );
+    assert!(prewarm.delayed_fraction <= reactive.delayed_fraction);
 }

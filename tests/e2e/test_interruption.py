@@ -121,18 +121,23 @@ def test_spot_warning_drains_make_before_break(k8s, aws, wait_until, lambda_watc
     node_name, instance = node["metadata"]["name"], instance_of(node)
     on_node = [p["metadata"]["name"] for p in running_pods(k8s, "llm-inference")
                if p["spec"]["nodeName"] == node_name]
-    lambda_watch(handler_env(stack_env))
+    # Every check of a drain in progress is a receive: the queue's maxReceiveCount must leave room
+    # for them (a drain of two minutes at a 3 s recheck is some 40 receives), so this test uses
+    # a queue of its own with a redrive policy sized for that.
+    queue, dlq = aws.new_queue_pair(f"h6-drain-{uuid.uuid4().hex[:6]}", visibility_timeout=10,
+                                    max_receive_count=100)
+    lambda_watch(handler_env(stack_env, INTERRUPTION_QUEUE_URL=queue))
 
     notice_at = time.time()
     event_id = str(uuid.uuid4())
     body = spot_warning(instance, notice_at, event_id)
     # The same notice delivered twice (EventBridge delivers at least once): harmless.
-    ids = [aws.sqs.send_message(QueueUrl=aws.queue_url, MessageBody=body)["MessageId"] for _ in range(2)]
+    ids = [aws.sqs.send_message(QueueUrl=queue, MessageBody=body)["MessageId"] for _ in range(2)]
 
     deleted: set[str] = set()
 
     def drained() -> bool:
-        r = poll_sqs()
+        r = poll_sqs(queue_url=queue)
         assert r.error is None, r.error
         deleted.update(r.deleted)
         return set(ids) <= deleted
@@ -179,16 +184,18 @@ def test_a_pdb_that_never_allows_eviction_keeps_the_message_and_records_the_bloc
     node = deploy_on_one_node(k8s, wait_until, "stubborn", 1, "stubborn")
     node_name, instance = node["metadata"]["name"], instance_of(node)
     pod = running_pods(k8s, "stubborn")[0]["metadata"]["name"]
-    lambda_watch(handler_env(stack_env))
+    queue, dlq = aws.new_queue_pair(f"h6-pdb-{uuid.uuid4().hex[:6]}", visibility_timeout=10,
+                                    max_receive_count=100)
+    lambda_watch(handler_env(stack_env, INTERRUPTION_QUEUE_URL=queue))
 
     # Issued 100 s ago: past the eviction deadline, so eviction is attempted at once.
-    msg_id = aws.sqs.send_message(QueueUrl=aws.queue_url,
+    msg_id = aws.sqs.send_message(QueueUrl=queue,
                                   MessageBody=spot_warning(instance, time.time() - 100))["MessageId"]
     rounds = 0
 
     def blocked_event():
         nonlocal rounds
-        r = poll_sqs()
+        r = poll_sqs(queue_url=queue)
         assert r.error is None, r.error
         assert msg_id not in r.deleted, "the message was deleted although the pod could not go"
         rounds += len(r.failed)
@@ -200,9 +207,9 @@ def test_a_pdb_that_never_allows_eviction_keeps_the_message_and_records_the_bloc
     message = events[0].get("message") or events[0].get("note") or ""
     assert pod in message and "inference/stubborn" in message, message
     # Still in flight (or waiting for its next check), not in the DLQ, and the pod still runs.
-    counts = aws.queue_counts()
+    counts = aws.queue_counts(queue)
     assert counts["visible"] + counts["in_flight"] == 1, counts
-    assert aws.queue_counts(aws.dlq_url) == {"visible": 0, "in_flight": 0}
+    assert aws.queue_counts(dlq) == {"visible": 0, "in_flight": 0}
     assert [p["metadata"]["name"] for p in running_pods(k8s, "stubborn")] == [pod]
     print(f"\nblocked drain: {rounds} checks, Event: {message}")
 
