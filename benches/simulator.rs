@@ -65,28 +65,15 @@ fn bench(c: &mut Criterion) {
             service_s: r.input_tokens as f64 / 4000.0 + r.output_tokens as f64 / 40.0,
         })
         .collect();
-    let target = TargetSpec {
-        name: "bench".into(),
-        node_pool: "gpu".into(),
-        headroom: HeadroomKind::Balloon {
+    let target = TargetSpec::new(
+        "bench",
+        "gpu",
+        HeadroomKind::Balloon {
             namespace: "prewarm".into(),
             name: "balloon".into(),
         },
-        server: Default::default(),
-        selector: String::new(),
-        queries: Default::default(),
-        pod_namespace: None,
-        pod_selector: None,
-        gpus_per_replica: 1,
-        replica_concurrency: 8,
-        min_spare: 0,
-        max_spare: 256,
-        max_step_up: 4,
-        max_step_down: 1,
-        gpu_cap: None,
-        freeze_consolidation: false,
-        limits: None,
-    };
+        256,
+    );
     let policies = [
         ("reactive", config(Headroom::None)),
         (

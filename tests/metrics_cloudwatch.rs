@@ -14,7 +14,7 @@ use aws_sdk_cloudwatch::types::{Dimension, MetricDatum, StandardUnit};
 use aws_smithy_types::DateTime;
 use prewarm::adapters::metrics::{cloudwatch, from_config, MetricSource};
 use prewarm::config::MetricSourceConfig;
-use prewarm::core::spec::{HeadroomKind, QueryOverrides, ServerKind};
+use prewarm::core::spec::HeadroomKind;
 use prewarm::core::{Observation, PolicySpec, TargetSpec};
 
 fn localstack_url() -> String {
@@ -49,23 +49,8 @@ async fn sdk_client() -> aws_sdk_cloudwatch::Client {
 
 fn target(name: &str, selector: &str) -> TargetSpec {
     TargetSpec {
-        name: name.into(),
-        node_pool: "gpu".into(),
-        headroom: HeadroomKind::NodePoolReplicas,
-        server: ServerKind::Vllm,
         selector: selector.into(),
-        queries: QueryOverrides::default(),
-        pod_namespace: None,
-        pod_selector: None,
-        gpus_per_replica: 1,
-        replica_concurrency: 8,
-        min_spare: 0,
-        max_spare: 4,
-        max_step_up: 4,
-        max_step_down: 1,
-        gpu_cap: None,
-        freeze_consolidation: false,
-        limits: None,
+        ..TargetSpec::new(name, "gpu", HeadroomKind::NodePoolReplicas, 4)
     }
 }
 

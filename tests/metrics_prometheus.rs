@@ -13,7 +13,7 @@ use aws_credential_types::provider::SharedCredentialsProvider;
 use aws_credential_types::Credentials;
 use prewarm::adapters::metrics::{amp, MetricSource, PrometheusSource};
 use prewarm::config::MetricSourceConfig;
-use prewarm::core::spec::{HeadroomKind, QueryOverrides, ServerKind};
+use prewarm::core::spec::{HeadroomKind, ServerKind};
 use prewarm::core::{Observation, PolicySpec, TargetSpec};
 use prewarm::Error;
 
@@ -23,23 +23,13 @@ fn prometheus_url() -> String {
 
 fn target(model: &str) -> TargetSpec {
     TargetSpec {
-        name: format!("t-{model}"),
-        node_pool: "gpu".into(),
-        headroom: HeadroomKind::NodePoolReplicas,
-        server: ServerKind::Vllm,
         selector: format!(r#"model_name="{model}""#),
-        queries: QueryOverrides::default(),
-        pod_namespace: None,
-        pod_selector: None,
-        gpus_per_replica: 1,
-        replica_concurrency: 8,
-        min_spare: 0,
-        max_spare: 4,
-        max_step_up: 4,
-        max_step_down: 1,
-        gpu_cap: None,
-        freeze_consolidation: false,
-        limits: None,
+        ..TargetSpec::new(
+            format!("t-{model}"),
+            "gpu",
+            HeadroomKind::NodePoolReplicas,
+            4,
+        )
     }
 }
 

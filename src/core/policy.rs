@@ -393,26 +393,16 @@ mod tests {
 
     fn test_target() -> TargetSpec {
         TargetSpec {
-            name: "llama".into(),
-            node_pool: "gpu".into(),
-            headroom: HeadroomKind::Balloon {
-                namespace: "prewarm".into(),
-                name: "llama".into(),
-            },
-            server: Default::default(),
-            selector: String::new(),
-            queries: Default::default(),
-            pod_namespace: None,
-            pod_selector: None,
-            gpus_per_replica: 1,
             replica_concurrency: 1,
-            min_spare: 0,
-            max_spare: 20,
-            max_step_up: 4,
-            max_step_down: 1,
-            gpu_cap: None,
-            freeze_consolidation: false,
-            limits: None,
+            ..TargetSpec::new(
+                "llama",
+                "gpu",
+                HeadroomKind::Balloon {
+                    namespace: "prewarm".into(),
+                    name: "llama".into(),
+                },
+                20,
+            )
         }
     }
 

@@ -193,6 +193,35 @@ pub struct TargetSpec {
 }
 
 impl TargetSpec {
+    /// A target with every optional setting at the default that PREWARM_TARGETS JSON gets, for
+    /// code and tests that build targets directly (change one field with `..TargetSpec::new(..)`).
+    pub fn new(
+        name: impl Into<String>,
+        node_pool: impl Into<String>,
+        headroom: HeadroomKind,
+        max_spare: u32,
+    ) -> Self {
+        TargetSpec {
+            name: name.into(),
+            node_pool: node_pool.into(),
+            headroom,
+            server: ServerKind::default(),
+            selector: String::new(),
+            queries: QueryOverrides::default(),
+            pod_namespace: None,
+            pod_selector: None,
+            gpus_per_replica: default_gpus(),
+            replica_concurrency: default_concurrency(),
+            min_spare: 0,
+            max_spare,
+            max_step_up: default_step_up(),
+            max_step_down: default_step_down(),
+            gpu_cap: None,
+            freeze_consolidation: false,
+            limits: None,
+        }
+    }
+
     /// Validates one target; the error is `(field path, message)`.
     pub fn validate(&self) -> Result<(), (String, String)> {
         let field = |f: &str| format!("PREWARM_TARGETS[{}].{f}", self.name);
@@ -259,4 +288,21 @@ pub struct HeadroomState {
 pub struct Hold {
     pub spare: u32,
     pub until: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn new_gives_the_same_defaults_as_the_targets_json() {
+        let parsed: TargetSpec = serde_json::from_str(
+            r#"{"name":"t","nodePool":"gpu","maxSpare":4,"headroom":{"kind":"nodePoolReplicas"}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            TargetSpec::new("t", "gpu", HeadroomKind::NodePoolReplicas, 4),
+            parsed
+        );
+    }
 }

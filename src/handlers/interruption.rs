@@ -429,7 +429,23 @@ impl Interruption {
             .iter()
             .map(|b| format!("{} ({})", b.pod, b.pdbs.join(",")))
             .collect();
+        let latency_ms = ((now_s() - notice.time) * 1000.0).round() as i64;
+        // One line per pod a PodDisruptionBudget keeps, so "drains blocked" can be queried by pod.
+        for b in &report.blocked {
+            tracing::warn!(
+                event = "drain_blocked",
+                event_id = %notice.event_id,
+                kind = notice.kind.as_str(),
+                instance,
+                node = node.unwrap_or(""),
+                pod = %b.pod,
+                pdb = %b.pdbs.join(","),
+                latency_ms,
+                "eviction refused by a PodDisruptionBudget"
+            );
+        }
         tracing::info!(
+            event = "interruption",
             event_id = %notice.event_id,
             kind = notice.kind.as_str(),
             instance,
@@ -444,7 +460,7 @@ impl Interruption {
             released = ?report.released,
             next_check = next.as_deref().unwrap_or(""),
             done = done.as_deref().unwrap_or(""),
-            latency_since_notice_ms = ((now_s() - notice.time) * 1000.0).round() as i64,
+            latency_ms,
             "drain step"
         );
     }

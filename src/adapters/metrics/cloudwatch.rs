@@ -322,27 +322,12 @@ fn describe_sdk_error(e: &SdkError<GetMetricDataError>) -> (String, bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::spec::{HeadroomKind, QueryOverrides, ServerKind};
+    use crate::core::spec::HeadroomKind;
 
     fn target(selector: &str) -> TargetSpec {
         TargetSpec {
-            name: "llama".into(),
-            node_pool: "gpu".into(),
-            headroom: HeadroomKind::NodePoolReplicas,
-            server: ServerKind::Vllm,
             selector: selector.into(),
-            queries: QueryOverrides::default(),
-            pod_namespace: None,
-            pod_selector: None,
-            gpus_per_replica: 1,
-            replica_concurrency: 8,
-            min_spare: 0,
-            max_spare: 4,
-            max_step_up: 4,
-            max_step_down: 1,
-            gpu_cap: None,
-            freeze_consolidation: false,
-            limits: None,
+            ..TargetSpec::new("llama", "gpu", HeadroomKind::NodePoolReplicas, 4)
         }
     }
 

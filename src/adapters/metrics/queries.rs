@@ -187,23 +187,9 @@ mod tests {
 
     fn target(server: ServerKind, selector: &str) -> TargetSpec {
         TargetSpec {
-            name: "t".into(),
-            node_pool: "gpu".into(),
-            headroom: HeadroomKind::NodePoolReplicas,
             server,
             selector: selector.into(),
-            queries: QueryOverrides::default(),
-            pod_namespace: None,
-            pod_selector: None,
-            gpus_per_replica: 1,
-            replica_concurrency: 8,
-            min_spare: 0,
-            max_spare: 4,
-            max_step_up: 4,
-            max_step_down: 1,
-            gpu_cap: None,
-            freeze_consolidation: false,
-            limits: None,
+            ..TargetSpec::new("t", "gpu", HeadroomKind::NodePoolReplicas, 4)
         }
     }
 
