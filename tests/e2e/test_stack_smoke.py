@@ -215,14 +215,18 @@ def test_karpenter_provisions_for_a_capacity_buffer(k8s, wait_until):
     })
     new: list[dict] = []
     try:
+        # Wait for the launched claim: the instance-type label comes with the launch.
         new = wait_until(lambda: [nc for nc in k8s.get("nodeclaims.karpenter.sh")
-                                  if nc["metadata"]["name"] not in before],
-                         timeout=180, what="a NodeClaim for the CapacityBuffer")
+                                  if nc["metadata"]["name"] not in before
+                                  and "node.kubernetes.io/instance-type" in nc["metadata"].get("labels", {})],
+                         timeout=180, what="a launched NodeClaim for the CapacityBuffer")
         assert len(new) == 1
         assert new[0]["metadata"]["labels"]["karpenter.sh/nodepool"] == "gpu"
         instance_type = new[0]["metadata"]["labels"]["node.kubernetes.io/instance-type"]
         assert instance_type in GPU_TYPES - {"g5.xlarge"}, instance_type
-        buffer = k8s.get("capacitybuffers.autoscaling.x-k8s.io", name, "prewarm")
+        buffer = wait_until(lambda: (b := k8s.get("capacitybuffers.autoscaling.x-k8s.io", name, "prewarm"))
+                            and "replicas" in b.get("status", {}) and b,
+                            timeout=60, what="the CapacityBuffer's status")
         assert buffer["status"]["replicas"] == 1
     finally:
         k8s.delete("capacitybuffers.autoscaling.x-k8s.io", name, "prewarm")
@@ -249,8 +253,16 @@ def test_karpenter_keeps_the_replicas_of_a_static_nodepool(k8s, wait_until):
         },
     })
     try:
-        claims = wait_until(lambda: k8s.get("nodeclaims.karpenter.sh", selector=f"karpenter.sh/nodepool={name}"),
-                            timeout=180, what=f"a NodeClaim for static NodePool {name}")
+        # A NodeClaim is created first and labelled with its instance type only once the cloud
+        # provider has launched it: wait for the launched claim, not just the object.
+        def launched_claims():
+            claims = k8s.get("nodeclaims.karpenter.sh", selector=f"karpenter.sh/nodepool={name}")
+            launched = [c for c in claims
+                        if "node.kubernetes.io/instance-type" in c["metadata"].get("labels", {})]
+            return claims if claims and len(launched) == len(claims) else None
+
+        claims = wait_until(launched_claims, timeout=180,
+                            what=f"a launched NodeClaim for static NodePool {name}")
         assert len(claims) == 1
         assert claims[0]["metadata"]["labels"]["node.kubernetes.io/instance-type"] == "g5.xlarge"
     finally:
