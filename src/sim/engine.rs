@@ -181,6 +181,19 @@ struct Pod {
     cold: bool,
 }
 
+impl Pod {
+    /// A new pod in `phase`, serving nothing yet.
+    fn new(phase: Phase) -> Self {
+        Pod {
+            phase,
+            active: 0,
+            draining: false,
+            busy_since: 0.0,
+            cold: false,
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 struct Node {
     gpus: u32,
@@ -356,13 +369,7 @@ impl<'a> Sim<'a> {
     // ---- pods -------------------------------------------------------------------------------
 
     fn new_pod(&mut self) -> usize {
-        self.pods.push(Pod {
-            phase: Phase::Pending,
-            active: 0,
-            draining: false,
-            busy_since: 0.0,
-            cold: false,
-        });
+        self.pods.push(Pod::new(Phase::Pending));
         let id = self.pods.len() - 1;
         self.live_pods.push(id);
         self.pending_inference += 1;
@@ -922,13 +929,7 @@ impl<'a> Sim<'a> {
         for _ in 0..replicas {
             let node = self.warm_node();
             self.nodes[node].used += gpr;
-            self.pods.push(Pod {
-                phase: Phase::Serving { node },
-                active: 0,
-                draining: false,
-                busy_since: 0.0,
-                cold: false,
-            });
+            self.pods.push(Pod::new(Phase::Serving { node }));
             let pod = self.pods.len() - 1;
             self.live_pods.push(pod);
             self.free.push(pod);

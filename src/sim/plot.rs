@@ -3,9 +3,11 @@
 
 use std::path::Path;
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 use super::compare::Comparison;
+use super::engine::Point;
 
 const COLORS: [RGBColor; 6] = [
     RGBColor(228, 26, 28),
@@ -26,6 +28,32 @@ pub fn write_svg(cmp: &Comparison, path: &Path, attribution: &str) -> Result<(),
 
 fn minutes(t: f64) -> f64 {
     t / 60.0
+}
+
+/// One line per policy (coloured by its place in the list) and the legend naming them: the
+/// warm-capacity and waiting-requests panels differ only in the value they plot.
+fn policy_lines<'a, DB: DrawingBackend + 'a>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    policies: &[(String, Vec<Point>)],
+    value: impl Fn(&Point) -> f64,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    for (i, (name, series)) in policies.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        chart
+            .draw_series(LineSeries::new(
+                series.iter().map(|p| (minutes(p.t), value(p))),
+                color,
+            ))?
+            .label(name.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color));
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperRight)
+        .draw()?;
+    Ok(())
 }
 
 fn draw<DB: DrawingBackend>(
@@ -97,22 +125,7 @@ fn draw<DB: DrawingBackend>(
         ))?
         .label("demand (ideal packing)")
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLACK.stroke_width(2)));
-    for (i, (name, series)) in data.policies.iter().enumerate() {
-        let color = COLORS[i % COLORS.len()];
-        chart
-            .draw_series(LineSeries::new(
-                series.iter().map(|p| (minutes(p.t), p.ready_gpus as f64)),
-                color,
-            ))?
-            .label(name.as_str())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color));
-    }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperRight)
-        .draw()?;
+    policy_lines(&mut chart, &data.policies, |p| p.ready_gpus as f64)?;
 
     // 3. Waiting requests per policy.
     let wait_max = data
@@ -128,21 +141,6 @@ fn draw<DB: DrawingBackend>(
         .caption("waiting requests", ("sans-serif", 16))
         .build_cartesian_2d(0.0..t_max, 0.0..wait_max)?;
     chart.configure_mesh().x_desc("minutes").draw()?;
-    for (i, (name, series)) in data.policies.iter().enumerate() {
-        let color = COLORS[i % COLORS.len()];
-        chart
-            .draw_series(LineSeries::new(
-                series.iter().map(|p| (minutes(p.t), p.waiting as f64)),
-                color,
-            ))?
-            .label(name.as_str())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color));
-    }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperRight)
-        .draw()?;
+    policy_lines(&mut chart, &data.policies, |p| p.waiting as f64)?;
     Ok(())
 }
