@@ -27,7 +27,14 @@ pub fn check_body(body: &str) {
         .attributes
         .insert("SentTimestamp".into(), SENT_MS.to_string());
     let sent = SENT_MS as f64 / 1000.0;
-    for rule in RULES {
+    // The kwok rule differs only where a kwok- name appears: checking it elsewhere would halve
+    // the fuzzer's speed for nothing.
+    let rules = if body.contains("kwok-") {
+        &RULES[..]
+    } else {
+        &RULES[..1]
+    };
+    for &rule in rules {
         let parsed = parse_record_with(&message, rule).parsed;
         // The record adds only the SentTimestamp to what the body alone gives.
         let body_only = match parse_body_with(body, rule) {
@@ -38,19 +45,14 @@ pub fn check_body(body: &str) {
             other => other,
         };
         assert_eq!(parsed, body_only, "record and body disagree under {rule:?}");
-        // One rule for what is not an EventBridge object, whatever else the body holds.
-        match serde_json::from_str::<Value>(body) {
-            Err(_) => assert!(
-                matches!(parsed, Parsed::Poison { .. }),
-                "non-JSON not poison"
-            ),
-            Ok(v) if !v.is_object() => {
-                assert!(
-                    matches!(parsed, Parsed::Poison { .. }),
-                    "non-object not poison"
-                )
-            }
-            Ok(_) => {}
+        // One rule for what is not a JSON object, whatever else the body holds: it is poison.
+        // (Checked the other way round, so the extra parse runs only for the rarer non-poison.)
+        if !matches!(parsed, Parsed::Poison { .. }) {
+            let value = serde_json::from_str::<Value>(body);
+            assert!(
+                value.is_ok_and(|v| v.is_object()),
+                "a body that is not a JSON object is not poison"
+            );
         }
         check_parsed(&parsed, rule);
         if let Parsed::Notice(n) = &parsed {
@@ -61,7 +63,12 @@ pub fn check_body(body: &str) {
 
 /// A whole file as `prewarm explain` takes it (an SQS event or one bare EventBridge event).
 pub fn check_document(text: &str) {
-    for rule in RULES {
+    let rules = if text.contains("kwok-") {
+        &RULES[..]
+    } else {
+        &RULES[..1]
+    };
+    for &rule in rules {
         let parsed = parse_event_document(text, rule);
         let explained = prewarm::cli::explain::explain(text, &ActionTable::default(), 30.0, rule);
         match (parsed, explained) {

@@ -277,6 +277,14 @@ fn explain_library_answers_every_record_of_every_sample() {
                 ["act", "ignored", "poison"].contains(&verdict),
                 "{file}: {line}"
             );
+            assert!(
+                !line["why"].as_str().unwrap_or("").is_empty(),
+                "{file}: {line} does not say why"
+            );
+            if verdict == "act" {
+                // A notice line always shows the time it counts from.
+                assert!(line["issued_at"].is_string(), "{file}: {line}");
+            }
         }
     }
 }
