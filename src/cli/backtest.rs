@@ -55,6 +55,9 @@ pub fn run(args: BacktestArgs) -> crate::Result<()> {
             speed: args.speed,
             scale: 1.0,
             seed: 1,
+            superpose: 1,
+            rate_scale: 1.0,
+            tokens_from: None,
         };
         jobs.push((workload, setup));
     }

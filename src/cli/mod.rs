@@ -6,6 +6,7 @@ pub mod backtest;
 pub mod explain;
 pub mod simulate;
 pub mod tick;
+pub mod workload_args;
 
 #[derive(Debug, Parser)]
 #[command(
