@@ -37,6 +37,6 @@ pub async fn run(cli: Cli) -> crate::Result<()> {
         Command::Tick(args) => tick::run(args).await,
         Command::Explain(args) => explain::run(args),
         Command::Simulate(args) => simulate::run(args),
-        Command::Backtest(args) => backtest::run(args),
+        Command::Backtest(args) => backtest::run(args).await,
     }
 }

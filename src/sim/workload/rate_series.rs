@@ -82,6 +82,36 @@ impl RateSeries {
     }
 }
 
+/// Samples missing for longer than this many steps are a gap in the data, not a slow rate.
+const GAP_STEPS: f64 = 3.0;
+
+/// A rate series from a metric source's arrival-rate samples `(t, rate)` on a `step` grid:
+/// one Poisson row per sample (negative rates count as 0). Where samples are missing for more
+/// than 3 steps the data has a gap, not a rate: it is replayed as no requests from one step
+/// after the last sample, and its length is returned so the caller can say so.
+pub fn from_samples(samples: &[(f64, f64)], step: f64) -> Result<(RateSeries, f64), String> {
+    let mut rows = Vec::with_capacity(samples.len());
+    let mut missing_s = 0.0;
+    for (i, &(t, rate)) in samples.iter().enumerate() {
+        rows.push(RateRow {
+            t,
+            rate: rate.max(0.0),
+            cv: None,
+        });
+        if let Some(&(next, _)) = samples.get(i + 1) {
+            if next - t > GAP_STEPS * step {
+                rows.push(RateRow {
+                    t: t + step,
+                    rate: 0.0,
+                    cv: None,
+                });
+                missing_s += next - t - step;
+            }
+        }
+    }
+    Ok((RateSeries::new(rows)?, missing_s))
+}
+
 /// Whether a file starts with the rate-series header.
 pub fn is_rate_csv(path: &Path) -> bool {
     let Ok(file) = std::fs::File::open(path) else {
@@ -259,6 +289,35 @@ mod tests {
         assert_eq!((pieces[2].start, pieces[2].end), (300.0, 540.0));
         // 2*60 + 0.5*240 + 4*240 = 1200 requests, doubled.
         assert_eq!(s.expected_requests(2.0), 2400.0);
+    }
+
+    #[test]
+    fn metric_samples_become_rows_and_gaps_become_silence() {
+        // Step 60 s; a gap from 120 to 600 s (more than 3 steps): silence from 180 s.
+        let samples = [
+            (1000.0, 2.0),
+            (1060.0, 4.0),
+            (1120.0, -0.5),
+            (1600.0, 1.0),
+            (1660.0, 1.0),
+        ];
+        let (s, missing) = from_samples(&samples, 60.0).unwrap();
+        let rows: Vec<(f64, f64)> = s.rows.iter().map(|r| (r.t, r.rate)).collect();
+        assert_eq!(
+            rows,
+            vec![
+                (0.0, 2.0),
+                (60.0, 4.0),
+                (120.0, 0.0),
+                (180.0, 0.0),
+                (600.0, 1.0),
+                (660.0, 1.0)
+            ]
+        );
+        assert_eq!(missing, 420.0);
+        assert_eq!(s.end, 720.0);
+        // 2*60 + 4*60 + 0 + 0 + 1*60 + 1*60.
+        assert_eq!(s.expected_requests(1.0), 480.0);
     }
 
     #[test]
