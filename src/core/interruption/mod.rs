@@ -14,5 +14,5 @@ pub use deadline::{eviction_deadline, instance_end};
 pub use drain::{
     plan_drain, Command, DrainSettings, DrainStep, Finish, NodeView, PodOwner, PodRef, PodView,
 };
-pub use notice::{Notice, NoticeKind};
+pub use notice::{Notice, NoticeKind, NoticeStatus};
 pub use state::{DrainState, Phase};
