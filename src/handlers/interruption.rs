@@ -251,10 +251,11 @@ impl Interruption {
         let client = match self.kube.get().await {
             Ok(c) => c,
             Err(e) => {
+                crate::telemetry::emit_error(&self.emf_namespace, ("Kind", notice.kind.as_str()));
                 return RecordOutcome::Later {
                     at: now_s() + self.settings.recheck_s,
                     reason: format!("no Kubernetes client: {e}"),
-                }
+                };
             }
         };
         let mut next: Option<f64> = None;
@@ -269,6 +270,10 @@ impl Interruption {
                 Err(e) => {
                     tracing::warn!(event_id = %notice.event_id, instance = %instance, error = %e,
                         error_kind = e.kind(), "drain step failed; retrying at the next check");
+                    crate::telemetry::emit_error(
+                        &self.emf_namespace,
+                        ("Kind", notice.kind.as_str()),
+                    );
                     let at = now_s() + self.settings.recheck_s;
                     next = Some(next.map_or(at, |n: f64| n.min(at)));
                     reasons.push(format!("{instance}: {e}"));

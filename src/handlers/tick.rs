@@ -400,11 +400,14 @@ pub fn emf_record(r: &TargetReport) -> EmfRecord {
             .metric("Desired", p.desired_spare as f64, Unit::Count)
             .metric("Actions", if acted { 1.0 } else { 0.0 }, Unit::Count);
     }
-    record.metric(
-        "Errors",
-        if r.error.is_some() { 1.0 } else { 0.0 },
-        Unit::Count,
-    )
+    record
+        .metric(
+            "Errors",
+            if r.error.is_some() { 1.0 } else { 0.0 },
+            Unit::Count,
+        )
+        // Also without the Target dimension: the series HandledErrorsAlarm watches.
+        .total("Errors")
 }
 
 /// When the ticks of an invocation that starts at `start` run (Unix seconds): every `tick_s`
@@ -620,5 +623,14 @@ mod tests {
         assert_eq!(line["Errors"], 1.0);
         assert_eq!(line["Target"], "llama");
         assert!(line.get("Actions").is_none());
+        // The alarm's series: Errors once more, without the Target dimension.
+        assert_eq!(
+            line["_aws"]["CloudWatchMetrics"][1]["Dimensions"],
+            serde_json::json!([[]])
+        );
+        assert_eq!(
+            line["_aws"]["CloudWatchMetrics"][1]["Metrics"][0]["Name"],
+            "Errors"
+        );
     }
 }
