@@ -64,10 +64,23 @@ pub enum HandlerKind {
     Interruption,
 }
 
+/// A ConfigMap that holds the targets (key `targets.json`), re-read at every invocation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TargetsConfigMap {
+    pub namespace: String,
+    pub name: String,
+}
+
+/// The key of the targets ConfigMap that holds the JSON target list.
+pub const TARGETS_KEY: &str = "targets.json";
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
     pub policy: PolicySpec,
+    /// PREWARM_TARGETS, read once at start-up (empty when the targets come from a ConfigMap).
     pub targets: Vec<TargetSpec>,
+    /// PREWARM_TARGETS_CONFIGMAP (`namespace/name`): the targets are read from it instead.
+    pub targets_configmap: Option<TargetsConfigMap>,
     pub metric_source: Option<MetricSourceConfig>,
     pub cluster: Option<ClusterAccess>,
     pub dry_run: bool,
@@ -199,6 +212,16 @@ impl Config {
             None => Vec::new(),
             Some(raw) => parse_targets(&raw)?,
         };
+        let targets_configmap = match vars.get("PREWARM_TARGETS_CONFIGMAP") {
+            None => None,
+            Some(_) if !targets.is_empty() => {
+                return Err(Error::config(
+                    "PREWARM_TARGETS_CONFIGMAP",
+                    "set either PREWARM_TARGETS or PREWARM_TARGETS_CONFIGMAP, not both",
+                ))
+            }
+            Some(raw) => Some(parse_configmap_ref(&raw)?),
+        };
         let cluster = match (vars.get("KUBECONFIG"), vars.get("CLUSTER_NAME")) {
             (Some(path), _) => Some(ClusterAccess::Kubeconfig { path }),
             (None, Some(cluster_name)) => Some(ClusterAccess::Eks {
@@ -215,6 +238,7 @@ impl Config {
         Ok(Config {
             policy: PolicySpec::default(),
             targets,
+            targets_configmap,
             metric_source: None,
             cluster,
             dry_run: false,
@@ -252,10 +276,10 @@ impl Config {
 
     /// The tick needs a metric source, a cluster and at least one target.
     pub fn require_tick_ready(&self) -> Result<()> {
-        if self.targets.is_empty() {
+        if self.targets.is_empty() && self.targets_configmap.is_none() {
             return Err(Error::config(
                 "PREWARM_TARGETS",
-                "at least one target is needed",
+                "at least one target is needed (or PREWARM_TARGETS_CONFIGMAP)",
             ));
         }
         if self.metric_source.is_none() {
@@ -358,6 +382,30 @@ fn require<F: Fn(&str) -> Option<String>>(
 ) -> Result<String> {
     vars.get(name)
         .ok_or_else(|| Error::config(name, format!("must be set when {because}")))
+}
+
+/// `namespace/name` of the targets ConfigMap (Kubernetes DNS-1123 names).
+fn parse_configmap_ref(raw: &str) -> Result<TargetsConfigMap> {
+    let dns_label = |s: &str| {
+        !s.is_empty()
+            && s.len() <= 253
+            && s.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
+            && !s.starts_with(['-', '.'])
+            && !s.ends_with(['-', '.'])
+    };
+    match raw.trim().split_once('/') {
+        Some((namespace, name)) if dns_label(namespace) && dns_label(name) => {
+            Ok(TargetsConfigMap {
+                namespace: namespace.into(),
+                name: name.into(),
+            })
+        }
+        _ => Err(Error::config(
+            "PREWARM_TARGETS_CONFIGMAP",
+            format!("must be namespace/name of a ConfigMap, got {raw:?}"),
+        )),
+    }
 }
 
 /// Parses and validates the PREWARM_TARGETS JSON array.
@@ -559,6 +607,47 @@ mod tests {
             ])),
             "AMP_WORKSPACE_URL"
         );
+    }
+
+    #[test]
+    fn targets_come_from_a_configmap_or_the_variable_not_both() {
+        let c = config(&[("PREWARM_TARGETS_CONFIGMAP", "prewarm/prewarm-targets")]).unwrap();
+        assert_eq!(
+            c.targets_configmap,
+            Some(TargetsConfigMap {
+                namespace: "prewarm".into(),
+                name: "prewarm-targets".into()
+            })
+        );
+        assert!(c.targets.is_empty());
+        let both = config(&[
+            ("PREWARM_TARGETS_CONFIGMAP", "prewarm/prewarm-targets"),
+            ("PREWARM_TARGETS", TARGET),
+        ]);
+        assert_eq!(error_var(both), "PREWARM_TARGETS_CONFIGMAP");
+        for bad in [
+            "prewarm",
+            "/x",
+            "prewarm/",
+            "Prewarm/targets",
+            "a/b/c",
+            "-a/b",
+        ] {
+            assert_eq!(
+                error_var(config(&[("PREWARM_TARGETS_CONFIGMAP", bad)])),
+                "PREWARM_TARGETS_CONFIGMAP",
+                "{bad}"
+            );
+        }
+        // The tick may start with the ConfigMap alone (it reads it at every invocation).
+        let ready = config(&[
+            ("PREWARM_TARGETS_CONFIGMAP", "prewarm/prewarm-targets"),
+            ("METRIC_SOURCE", "prometheus"),
+            ("PROMETHEUS_URL", "http://127.0.0.1:19090"),
+            ("KUBECONFIG", "/tmp/kubeconfig"),
+        ])
+        .unwrap();
+        ready.require_tick_ready().unwrap();
     }
 
     #[test]

@@ -45,6 +45,8 @@ pub struct Interruption {
     pub queue_url: Option<String>,
     pub settings: DrainSettings,
     pub targets: Vec<TargetSpec>,
+    /// PREWARM_TARGETS_CONFIGMAP: the targets are re-read from it for every record.
+    pub targets_configmap: Option<crate::config::TargetsConfigMap>,
     pub emf_namespace: String,
 }
 
@@ -133,6 +135,7 @@ impl Interruption {
                 recheck_s: config.interruption.recheck_s,
             },
             targets: config.targets.clone(),
+            targets_configmap: config.targets_configmap.clone(),
             emf_namespace: config.emf_namespace.clone(),
         })
     }
@@ -258,10 +261,22 @@ impl Interruption {
                 };
             }
         };
+        // A missing or bad targets ConfigMap costs the replacement capacity, never the drain.
+        let targets = crate::adapters::kube::targets::current_or_report(
+            self.targets_configmap.as_ref(),
+            &self.targets,
+            &client,
+            &self.emf_namespace,
+        )
+        .await
+        .unwrap_or_default();
         let mut next: Option<f64> = None;
         let mut reasons = Vec::new();
         for instance in &notice.instance_ids {
-            match self.drive_instance(&client, notice, instance).await {
+            match self
+                .drive_instance(&client, &targets, notice, instance)
+                .await
+            {
                 Ok(InstanceOutcome::Done(reason)) => reasons.push(format!("{instance}: {reason}")),
                 Ok(InstanceOutcome::Later(at)) => {
                     next = Some(next.map_or(at, |n: f64| n.min(at)));
@@ -294,6 +309,7 @@ impl Interruption {
     async fn drive_instance(
         &self,
         client: &kube::Client,
+        targets: &[TargetSpec],
         notice: &Notice,
         instance: &str,
     ) -> Result<InstanceOutcome> {
@@ -301,7 +317,7 @@ impl Interruption {
             let Some(node) = find_node(client, instance).await? else {
                 // Foreign, or ours and already gone: either way nothing to drain. Hand back any
                 // replacement a drain of this instance reserved.
-                let released = replacement::release(client, &self.targets, None, instance).await;
+                let released = replacement::release(client, targets, None, instance).await;
                 for t in released.into_iter().flatten() {
                     if !t.ends_with("(nothing held)") {
                         tracing::info!(event_id = %notice.event_id, instance, released = %t,
@@ -333,7 +349,7 @@ impl Interruption {
             );
             let report = execute(
                 client,
-                &self.targets,
+                targets,
                 &observed,
                 &step,
                 instance,
