@@ -149,8 +149,9 @@ mod tests {
 
     #[test]
     fn each_target_is_refused_alone() {
-        // (list, targets that run, (refused name, variable the error names))
-        let cases: Vec<(String, Vec<&str>, Vec<(&str, String)>)> = vec![
+        /// (list, targets that run, (refused name, variable the error names))
+        type Case<'a> = (String, Vec<&'a str>, Vec<(&'a str, String)>);
+        let cases: Vec<Case> = vec![
             (format!("[{}]", target("a", "")), vec!["a"], vec![]),
             (
                 format!("[{},{}]", target("a", ""), target("b", r#","minSpare":9"#)),
