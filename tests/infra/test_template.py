@@ -341,17 +341,25 @@ def test_query_definitions(template):
 
 
 def test_access_entries_map_roles_to_the_rbac_group(template, repo):
+    """Each function's role maps to its own group, which the chart's RBAC (infra/k8s/rbac.yaml is
+    its render) binds to that function's roles only."""
     rbac = [d for d in yaml.safe_load_all((repo / "infra/k8s/rbac.yaml").read_text()) if d]
-    (binding,) = [d for d in rbac if d["kind"] == "ClusterRoleBinding"]
-    groups = {s["name"] for s in binding["subjects"] if s["kind"] == "Group"}
+    bound = {}
+    for b in rbac:
+        if b["kind"] in ("ClusterRoleBinding", "RoleBinding"):
+            for s in b["subjects"]:
+                bound.setdefault(s["name"], set()).add(b["roleRef"]["name"])
     entries = resources_of(template, "AWS::EKS::AccessEntry")
     principals = set()
     for e in entries.values():
         props = e["Properties"]
         assert props["Type"] == "STANDARD"
-        assert set(props["KubernetesGroups"]) <= groups
         assert "AccessPolicies" not in props, "RBAC is the whole grant: no EKS access policy"
-        principals.add(props["PrincipalArn"]["Fn::GetAtt"][0])
+        (group,) = props["KubernetesGroups"]
+        role = props["PrincipalArn"]["Fn::GetAtt"][0]
+        fn = {"TickRole": "tick", "InterruptionRole": "interruption"}[role]
+        assert bound[group] == {f"prewarm-{fn}"}, (group, bound.get(group))
+        principals.add(role)
     roles = {fn["Properties"]["Role"]["Fn::GetAtt"][0] for fn in resources_of(template, "AWS::Serverless::Function").values()}
     assert principals == roles
 
