@@ -109,6 +109,9 @@ RULE_CASES = [
     ("subnets without security groups", dict(SubnetIds="subnet-1,subnet-2"), {"SubnetsNeedSecurityGroups"}),
     ("security groups without subnets", dict(SecurityGroupIds="sg-1"), {"SecurityGroupsNeedSubnets"}),
     ("vpc", dict(SubnetIds="subnet-1,subnet-2", SecurityGroupIds="sg-1"), set()),
+    ("targets in the variable", dict(TargetsConfigMap="", PrewarmTargets='[{"name":"a"}]'), set()),
+    ("targets twice", dict(PrewarmTargets='[{"name":"a"}]'), {"OneSourceOfTargets"}),
+    ("no targets", dict(TargetsConfigMap=""), {"OneSourceOfTargets"}),
 ]
 
 

@@ -408,14 +408,17 @@ def _rust_struct_fields(text: str, struct: str) -> tuple[set[str], set[str]]:
 
 
 def test_default_targets_parse_as_the_crate_expects(template, repo):
-    """TargetSpec denies unknown fields: a default the binary refuses would fail at start-up."""
+    """TargetSpec denies unknown fields: a default the binary refuses would stop the tick."""
     spec = repo / "src" / "core" / "spec.rs"
     if not spec.exists():
         pytest.skip("src/core/spec.rs not in this checkout yet")
     text = spec.read_text()
     fields, required = _rust_struct_fields(text, "TargetSpec")
     assert {"name", "nodePool", "headroom", "maxSpare"} <= fields, fields
-    targets = json.loads(template["Parameters"]["PrewarmTargets"]["Default"])
+    # The default targets are the chart's (the template reads them from its ConfigMap).
+    values = yaml.safe_load((repo / "infra/helm/prewarm/values.yaml").read_text())
+    targets = [{k: v for k, v in t.items() if k != "chart"} for t in values["targets"]]
+    assert template["Parameters"]["TargetsConfigMap"]["Default"] == "prewarm/prewarm-targets"
     assert targets
     for t in targets:
         assert set(t) <= fields, f"unknown target fields {set(t) - fields}"
