@@ -43,6 +43,9 @@ pub struct InterruptionSettings {
     pub recheck_s: f64,
     /// INTERRUPTION_QUEUE_URL: for ChangeMessageVisibility on records still in progress.
     pub queue_url: Option<String>,
+    /// ACCEPT_KWOK_INSTANCE_IDS (false): local stack only; also take the kwok provider's node
+    /// names as instance ids (its nodes have no EC2 ids).
+    pub instance_ids: crate::adapters::events::InstanceIdRule,
 }
 
 impl Default for InterruptionSettings {
@@ -53,6 +56,7 @@ impl Default for InterruptionSettings {
             eviction_budget_s: 30.0,
             recheck_s: 15.0,
             queue_url: None,
+            instance_ids: crate::adapters::events::InstanceIdRule::Ec2,
         }
     }
 }
@@ -372,6 +376,11 @@ fn interruption_settings<F: Fn(&str) -> Option<String>>(
         eviction_budget_s: bounded("EVICTION_BUDGET_SECONDS", 30.0)?,
         recheck_s: bounded("RECHECK_SECONDS", 15.0)?,
         queue_url: vars.get("INTERRUPTION_QUEUE_URL"),
+        instance_ids: if vars.bool_or("ACCEPT_KWOK_INSTANCE_IDS", false)? {
+            crate::adapters::events::InstanceIdRule::Ec2OrKwok
+        } else {
+            crate::adapters::events::InstanceIdRule::Ec2
+        },
     })
 }
 

@@ -7,6 +7,7 @@ pub mod explain;
 pub mod restore;
 pub mod simulate;
 pub mod tick;
+pub mod workload_args;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -39,7 +40,7 @@ pub async fn run(cli: Cli) -> crate::Result<()> {
         Command::Tick(args) => tick::run(args).await,
         Command::Explain(args) => explain::run(args),
         Command::Simulate(args) => simulate::run(args),
-        Command::Backtest(args) => backtest::run(args),
+        Command::Backtest(args) => backtest::run(args).await,
         Command::Restore(args) => restore::run(args).await,
     }
 }
