@@ -136,9 +136,8 @@ def test_headroom_objects_and_configmap_are_rendered(sample):
     assert not any("chart" in t for t in targets), "chart-only settings never reach the binary"
 
 
-def test_access_entry_groups_are_the_charts():
-    from cfnlint.decode import decode
-    tpl, _ = decode(str(REPO / "template.yaml"))
+def test_access_entry_groups_are_the_charts(template):
+    tpl = template
     values = yaml.safe_load((CHART / "values.yaml").read_text())
     entries = {n: r["Properties"] for n, r in tpl["Resources"].items() if r["Type"] == "AWS::EKS::AccessEntry"}
     assert entries["TickAccessEntry"]["KubernetesGroups"] == [values["groups"]["tick"]]

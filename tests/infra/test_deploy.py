@@ -14,18 +14,10 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from cfnlint.decode import decode
 
 from infra_paths import REPO
 
 TEMPLATE = REPO / "template.yaml"
-
-
-@pytest.fixture(scope="module")
-def template() -> dict:
-    tpl, matches = decode(str(TEMPLATE))
-    assert not matches, matches
-    return tpl
 
 
 # ------------------------------------------------------------------ samconfig
@@ -148,9 +140,9 @@ def env_to_parameter(template) -> dict[str, str]:
     return out
 
 
-def test_parameter_bounds_equal_the_binarys():
+def test_parameter_bounds_equal_the_binarys(template):
     """A value CloudFormation accepts must not fail at Init, and the reverse."""
-    tpl, _ = decode(str(TEMPLATE))
+    tpl = template
     code = rust_bounds(REPO / "src/core/spec.rs", "POLICY_BOUNDS") | rust_bounds(REPO / "src/config.rs", "INTERRUPTION_BOUNDS")
     params = env_to_parameter(tpl)
     assert {"LEAD_TIME_SECONDS", "ERROR_QUANTILE", "RECHECK_SECONDS"} <= set(code)

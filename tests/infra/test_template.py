@@ -9,18 +9,11 @@ import re
 
 import pytest
 import yaml
-from cfnlint.decode import decode, decode_str
+from cfnlint.decode import decode_str
 
 from infra_paths import REPO
 
 TEMPLATE = REPO / "template.yaml"
-
-
-@pytest.fixture(scope="module")
-def template() -> dict:
-    tpl, matches = decode(str(TEMPLATE))
-    assert not matches, matches
-    return tpl
 
 
 def resources_of(tpl: dict, *types: str) -> dict:
