@@ -70,8 +70,9 @@ impl Sim<'_> {
     pub(super) fn balloon_count(&self) -> u32 {
         self.pending_balloons
             + self
-                .nodes
+                .live_nodes
                 .iter()
+                .map(|&i| &self.nodes[i])
                 .filter(|n| n.alive)
                 .map(|n| n.balloons)
                 .sum::<u32>()
@@ -94,7 +95,10 @@ impl Sim<'_> {
         }
         // Take balloons from the emptiest nodes first so whole nodes can be consolidated;
         // launching nodes before Ready ones.
-        let mut order: Vec<usize> = (0..self.nodes.len())
+        let mut order: Vec<usize> = self
+            .live_nodes
+            .iter()
+            .copied()
             .filter(|&i| self.nodes[i].alive && self.nodes[i].balloons > 0)
             .collect();
         order.sort_by_key(|&i| {
@@ -115,8 +119,16 @@ impl Sim<'_> {
     }
 
     pub(super) fn on_tick(&mut self) {
-        let Headroom::Prewarm { policy, target } = &self.cfg.headroom else {
-            return;
+        let (policy, target) = match &self.cfg.headroom {
+            Headroom::Prewarm { policy, target } => (policy, target),
+            Headroom::Percent { percent, tick_s } => {
+                let want = super::percent_of(self.serving_count(), *percent);
+                self.set_balloons(want);
+                let next = self.now + tick_s;
+                self.push(next, Kind::Tick);
+                return;
+            }
+            Headroom::None | Headroom::Fixed(_) => return,
         };
         let obs = self.observation(policy);
         let plan = decide(

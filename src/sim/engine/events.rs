@@ -6,13 +6,23 @@ use std::cmp::Ordering;
 pub(super) enum Kind {
     // Same-time order: completions free slots first, the metric sample is taken before the
     // controllers that read it.
-    Completion { pod: usize },
-    PodServing { pod: usize },
+    Completion {
+        pod: usize,
+    },
+    PodServing {
+        pod: usize,
+    },
     Sample,
     Hpa,
     Tick,
     Provision,
-    EmptyCheck { node: usize },
+    EmptyCheck {
+        node: usize,
+    },
+    /// The oracle launches a node ahead of demand.
+    Prelaunch {
+        index: usize,
+    },
 }
 
 #[derive(Debug)]
@@ -53,5 +63,6 @@ pub(super) fn class(kind: &Kind) -> u8 {
         Kind::Tick => 4,
         Kind::Provision => 5,
         Kind::EmptyCheck { .. } => 6,
+        Kind::Prelaunch { .. } => 7,
     }
 }

@@ -17,13 +17,11 @@ pub(super) struct Node {
 }
 
 impl Sim<'_> {
-    pub(super) fn launch_node(&mut self, ready_now: bool) -> usize {
+    /// Launches a node Ready after `launch_s` (None: Ready now with images, the warm start).
+    pub(super) fn launch_node(&mut self, launch_s: Option<f64>) -> usize {
+        let ready_now = launch_s.is_none();
         let p = &self.cfg.provisioner;
-        let ready_at = if ready_now {
-            self.now
-        } else {
-            self.now + p.node_launch_s
-        };
+        let ready_at = self.now + launch_s.unwrap_or(0.0);
         let image_ready_at = if ready_now {
             Some(self.now)
         } else if self.cfg.model.prepull {
@@ -42,7 +40,42 @@ impl Sim<'_> {
             alive: true,
         });
         self.result.nodes_launched += 1;
-        self.nodes.len() - 1
+        if !ready_now {
+            self.result.launches.push((self.now, ready_at));
+            if self.now >= self.cfg.score_from_s {
+                self.result.scored.nodes_launched += 1;
+            }
+        }
+        let id = self.nodes.len() - 1;
+        self.live_nodes.push(id);
+        id
+    }
+
+    /// A launch by the provisioner: its duration drawn from the launch model.
+    fn launch_drawn(&mut self) -> usize {
+        let median = self.cfg.provisioner.node_launch_s;
+        let launch_s = self.cfg.launch.sample(median, &mut self.rng);
+        self.launch_node(Some(launch_s))
+    }
+
+    /// The oracle's foresight: for each time a first pass needed a node, a node launched one
+    /// lead time (a drawn launch, the image pull and the model load) earlier.
+    pub(super) fn schedule_prelaunches(&mut self, demand_times: &[f64]) {
+        let median = self.cfg.provisioner.node_launch_s;
+        let after_ready = self.cfg.model.image_pull_s + self.cfg.model.model_load_s;
+        for &t in demand_times {
+            let launch_s = self.cfg.launch.sample(median, &mut self.rng);
+            let index = self.prelaunch_s.len();
+            self.prelaunch_s.push(launch_s);
+            let at = (t - launch_s - after_ready).max(0.0);
+            self.push(at, Kind::Prelaunch { index });
+        }
+    }
+
+    pub(super) fn on_prelaunch(&mut self, index: usize) {
+        let node = self.launch_node(Some(self.prelaunch_s[index]));
+        // Unused, it is removed after consolidateAfter like any empty node.
+        self.check_empty(node);
     }
 
     pub(super) fn free_gpus(&self, node: usize) -> u32 {
@@ -63,12 +96,10 @@ impl Sim<'_> {
     }
 
     pub(super) fn terminate_node(&mut self, node: usize) {
-        let price = self.cfg.provisioner.usd_per_node_hour();
         let n = &mut self.nodes[node];
         n.alive = false;
-        let seconds = self.now - n.launched;
-        self.result.gpu_seconds += n.gpus as f64 * seconds;
-        self.result.cost_usd += price * seconds / 3600.0;
+        let (launched, gpus) = (n.launched, n.gpus as f64);
+        self.charge_gpus(launched, gpus);
     }
 
     pub(super) fn on_empty_check(&mut self, node: usize) {
@@ -87,8 +118,9 @@ impl Sim<'_> {
     }
 
     pub(super) fn ready_gpus(&self) -> u32 {
-        self.nodes
+        self.live_nodes
             .iter()
+            .map(|&i| &self.nodes[i])
             .filter(|n| n.alive && n.ready_at <= self.now)
             .map(|n| n.gpus)
             .sum()
@@ -100,7 +132,8 @@ impl Sim<'_> {
     pub(super) fn pick_node_for_inference(&self) -> Option<(usize, bool)> {
         let gpr = self.gpr();
         let mut best: Option<(u8, usize)> = None;
-        for (i, n) in self.nodes.iter().enumerate() {
+        for &i in &self.live_nodes {
+            let n = &self.nodes[i];
             if !n.alive {
                 continue;
             }
@@ -132,7 +165,10 @@ impl Sim<'_> {
 
     pub(super) fn pick_node_for_balloon(&self) -> Option<usize> {
         let gpr = self.gpr();
-        (0..self.nodes.len()).find(|&i| self.nodes[i].alive && self.free_gpus(i) >= gpr)
+        self.live_nodes
+            .iter()
+            .copied()
+            .find(|&i| self.nodes[i].alive && self.free_gpus(i) >= gpr)
     }
 
     pub(super) fn on_provision(&mut self) {
@@ -147,8 +183,10 @@ impl Sim<'_> {
         // Replicas do not straddle nodes: count whole replicas per node.
         let replicas_per_node = per_node / gpr;
         let nodes = (need / gpr).div_ceil(replicas_per_node);
+        let demanded_at = self.now - self.cfg.provisioner.batch_s;
         for _ in 0..nodes {
-            self.launch_node(false);
+            self.launch_drawn();
+            self.result.node_demand_times.push(demanded_at);
         }
         self.schedule();
     }

@@ -60,7 +60,9 @@ impl Sim<'_> {
         self.pending_inference -= 1;
         if waits_for_node {
             self.cold_starting += 1;
-            self.result.cold_starts += 1;
+            if self.now >= self.cfg.score_from_s {
+                self.result.scored.cold_starts += 1;
+            }
         }
         let p = &mut self.pods[pod];
         p.cold = waits_for_node;
@@ -118,6 +120,10 @@ impl Sim<'_> {
             self.cold_starting -= 1;
         }
         self.pods[pod].phase = Phase::Serving { node };
+        if !self.queue.is_empty() && self.now >= self.cfg.score_from_s {
+            // Requests queued while this replica loaded its model: a cold start in their path.
+            self.result.scored.replica_cold_starts += 1;
+        }
         self.free.push(pod);
         self.drain_queue();
     }

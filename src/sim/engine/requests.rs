@@ -8,7 +8,7 @@ use super::{Request, Sim};
 pub(super) struct Waiting {
     pub(super) arrival: f64,
     pub(super) service_s: f64,
-    pub(super) index: usize,
+    pub(super) prefill_s: f64,
 }
 
 impl Sim<'_> {
@@ -27,13 +27,10 @@ impl Sim<'_> {
 
     pub(super) fn start(&mut self, pod: usize, w: Waiting) {
         let wait = self.now - w.arrival;
-        self.result.waits[w.index] = wait as f32;
-        if wait > self.cfg.slo_wait_s {
-            self.result.delayed_any += 1;
-        }
-        // The service-time metric (the servers' latency histogram) is recorded at admission: the
-        // engine knows a request's slot time then, and per step the mean is the same.
-        self.record_service(w.service_s);
+        self.record_wait(w.arrival, wait, w.prefill_s);
+        // The servers' completion counter and end-to-end latency histogram (queueing included)
+        // are recorded now for the scrape after the request ends: its end time is known here.
+        self.record_completion(self.now + w.service_s, wait + w.service_s);
         let slots = self.slots();
         let p = &mut self.pods[pod];
         if p.active == 0 {
@@ -50,18 +47,11 @@ impl Sim<'_> {
     }
 
     pub(super) fn on_arrival(&mut self, r: Request) {
-        let index = self.result.waits.len();
-        self.result.waits.push(f32::NAN);
         self.result.requests += 1;
-        let step = (r.arrival / self.cfg.step_s) as usize;
-        if self.arrivals_per_step.len() <= step {
-            self.arrivals_per_step.resize(step + 1, 0);
-        }
-        self.arrivals_per_step[step] += 1;
         let w = Waiting {
             arrival: r.arrival,
             service_s: r.service_s,
-            index,
+            prefill_s: r.prefill_s,
         };
         if self.queue.is_empty() {
             if let Some(pod) = self.free_replica() {
@@ -82,7 +72,8 @@ impl Sim<'_> {
             was_full = p.active == slots;
             p.active -= 1;
             if p.active == 0 {
-                self.result.busy_gpu_seconds += gpr * (self.now - p.busy_since);
+                let from = p.busy_since.max(self.cfg.score_from_s);
+                self.result.scored.gpu.busy += gpr * (self.now - from).max(0.0);
             }
         }
         let p = &self.pods[pod];
@@ -111,15 +102,5 @@ impl Sim<'_> {
             let w = self.queue.pop_front().expect("queue is not empty");
             self.start(pod, w);
         }
-    }
-
-    pub(super) fn record_service(&mut self, service_s: f64) {
-        let step = (self.now / self.cfg.step_s) as usize;
-        if self.service_per_step.len() <= step {
-            self.service_per_step.resize(step + 1, (0.0, 0));
-        }
-        let slot = &mut self.service_per_step[step];
-        slot.0 += service_s;
-        slot.1 += 1;
     }
 }
