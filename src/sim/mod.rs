@@ -14,3 +14,4 @@ pub mod report;
 pub mod scenario;
 pub mod stats;
 pub mod trace;
+pub mod workload;
