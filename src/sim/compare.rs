@@ -226,19 +226,39 @@ pub struct PlotData {
     pub policies: Vec<(String, Vec<Point>)>,
 }
 
+/// Workloads up to this many requests are generated once and kept in memory (24 bytes each)
+/// for all runs; longer ones are generated again by every run.
+const KEEP_MAX_REQUESTS: usize = 20_000_000;
+
+/// What the first pass learns.
+struct FirstPass {
+    ideal: OracleResult,
+    warm: WarmStart,
+    /// The requests themselves, when there are at most `KEEP_MAX_REQUESTS`.
+    kept: Option<Arc<Vec<Request>>>,
+}
+
 /// The steady state before t = 0 and the ideal-packing bound, from one pass over the requests.
 fn first_pass(
     workload: &Workload,
     setup: &Setup,
     step_s: f64,
     from_s: f64,
-) -> Result<(OracleResult, WarmStart), TraceError> {
+) -> Result<FirstPass, TraceError> {
     const WARM_WINDOW_S: f64 = 300.0;
     let (reqs, slot) = workload.requests(&setup.model)?;
     let mut count = 0u64;
     let mut service_sum = 0.0;
     let mut last = 0.0f64;
+    let mut kept = Some(Vec::new());
     let reqs = reqs.inspect(|r| {
+        if let Some(v) = &mut kept {
+            if v.len() < KEEP_MAX_REQUESTS {
+                v.push(*r);
+            } else {
+                kept = None;
+            }
+        }
         if r.arrival < WARM_WINDOW_S {
             count += 1;
             service_sum += r.service_s;
@@ -281,7 +301,11 @@ fn first_pass(
         service_s,
         running,
     };
-    Ok((oracle, warm))
+    Ok(FirstPass {
+        ideal: oracle,
+        warm,
+        kept: kept.map(Arc::new),
+    })
 }
 
 /// One simulation a comparison needs.
@@ -339,7 +363,7 @@ pub fn compare(
 ) -> Result<Comparison, TraceError> {
     let step_s = setup.prewarm_policy.step_s;
     let score_from_s = knobs::score_from(setup.burn_in_s, setup.train_days);
-    let (ideal, warm) = first_pass(workload, setup, step_s, score_from_s)?;
+    let FirstPass { ideal, warm, kept } = first_pass(workload, setup, step_s, score_from_s)?;
     let days = ideal.end_s / DAY_S;
     if let Some(d) = setup.train_days {
         if days < d as f64 + 1.0 {
@@ -410,12 +434,15 @@ pub fn compare(
             };
             cfg.prelaunch = Some(times);
         }
-        let (reqs, slot) = match workload.requests(&setup.model) {
-            Ok(v) => v,
-            Err(e) => {
-                let _ = demand.set(None);
-                return Err(e);
-            }
+        let (reqs, slot): (Box<dyn Iterator<Item = Request>>, _) = match &kept {
+            Some(v) => (Box::new(v.iter().copied()), Rc::new(RefCell::new(None))),
+            None => match workload.requests(&setup.model) {
+                Ok(v) => v,
+                Err(e) => {
+                    let _ = demand.set(None);
+                    return Err(e);
+                }
+            },
         };
         let mut pending = 0u64;
         let result = engine::run(&cfg, reqs, || {
