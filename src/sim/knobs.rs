@@ -36,7 +36,7 @@ pub fn grid(policy: PolicyName, peak: u32, buffer_max: Option<u32>) -> Vec<f64> 
     let scaled = |factors: &[f64]| -> Vec<f64> {
         let mut v: Vec<f64> = factors
             .iter()
-            .map(|f| (f * peak as f64 - 1e-9).ceil().max(0.0))
+            .map(|f| (f * peak as f64 - 1e-9).ceil().max(0.0) + 0.0)
             .collect();
         v.dedup();
         v

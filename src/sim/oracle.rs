@@ -11,6 +11,8 @@ use super::engine::Request;
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct OracleResult {
     pub requests: u64,
+    /// Requests arriving from `from_s` on.
+    pub scored_requests: u64,
     /// Node GPU-seconds (whole nodes are paid for).
     pub gpu_seconds: f64,
     /// GPU-seconds of replicas with a request in flight.
@@ -96,6 +98,9 @@ pub fn run(
         advance(r.arrival, in_flight, &mut last_t, &mut out, &mut demand_acc);
         in_flight += 1;
         out.requests += 1;
+        if r.arrival >= from_s {
+            out.scored_requests += 1;
+        }
         ends.push(Reverse(key(r.arrival + r.service_s)));
         let step = (r.arrival / step_s) as usize;
         if out.rate_per_step.len() <= step {

@@ -107,7 +107,9 @@ impl PolicyReport {
             nodes_launched: s.nodes_launched,
             gpu_hours_vs_oracle: ratio(gpu_hours, ctx.oracle_gpu_hours),
             meets_slo: delayed_fraction <= ctx.slo_fraction,
-            delayed_fraction_ci95: interval95(&daily(|d| d.delayed_fraction)),
+            // A share is never negative: the interval is cut at 0.
+            delayed_fraction_ci95: interval95(&daily(|d| d.delayed_fraction))
+                .map(|(lo, hi)| (lo.max(0.0), hi)),
             gpu_hours_per_day_ci95: interval95(&daily(|d| d.gpu_hours)),
             days,
         }
@@ -120,7 +122,7 @@ impl PolicyReport {
         PolicyReport {
             policy: "ideal".into(),
             detail: "perfect packing, no queue".into(),
-            requests: oracle.requests,
+            requests: oracle.scored_requests,
             delayed_fraction: 0.0,
             delayed_any_fraction: 0.0,
             p50_wait_s: 0.0,
