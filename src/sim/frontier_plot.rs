@@ -7,15 +7,7 @@ use std::path::Path;
 use plotters::prelude::*;
 
 use super::compare::Comparison;
-
-const COLORS: [RGBColor; 6] = [
-    RGBColor(228, 26, 28),
-    RGBColor(255, 127, 0),
-    RGBColor(152, 78, 163),
-    RGBColor(77, 175, 74),
-    RGBColor(55, 126, 184),
-    RGBColor(120, 120, 120),
-];
+use super::plot::COLORS;
 
 /// Smallest delayed share drawn: one request in a million.
 const FLOOR: f64 = 1e-6;

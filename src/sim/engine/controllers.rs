@@ -1,6 +1,6 @@
 //! The controllers: the HPA-like replica controller and the headroom controller (balloons).
 
-use crate::core::decide;
+use crate::core::{decide, Plan, PolicySpec, TargetSpec};
 
 use super::events::Kind;
 use super::pods::Phase;
@@ -118,6 +118,19 @@ impl Sim<'_> {
         }
     }
 
+    /// One call of the Lambda's `decide()` on what its eyes see now (counted).
+    pub(super) fn prewarm_decision(&mut self, policy: &PolicySpec, target: &TargetSpec) -> Plan {
+        let obs = self.observation(policy);
+        self.result.decisions += 1;
+        decide(
+            &obs,
+            target,
+            policy,
+            &self.headroom_state,
+            self.cfg.base_epoch + self.now,
+        )
+    }
+
     pub(super) fn on_tick(&mut self) {
         let (policy, target) = match &self.cfg.headroom {
             Headroom::Prewarm { policy, target } => (policy, target),
@@ -130,15 +143,7 @@ impl Sim<'_> {
             }
             Headroom::None | Headroom::Fixed(_) => return,
         };
-        let obs = self.observation(policy);
-        let plan = decide(
-            &obs,
-            target,
-            policy,
-            &self.headroom_state,
-            self.cfg.base_epoch + self.now,
-        );
-        self.result.decisions += 1;
+        let plan = self.prewarm_decision(policy, target);
         if plan.changes_size() {
             self.result.headroom_changes += 1;
         }

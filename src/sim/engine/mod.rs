@@ -23,7 +23,7 @@ use std::sync::Arc;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::core::{decide, HeadroomState, PolicySpec, TargetSpec};
+use crate::core::{HeadroomState, PolicySpec, TargetSpec};
 
 use super::model::{Model, Provisioner};
 use super::stats::{DayStats, GpuSplit, LogHistogram};
@@ -336,15 +336,7 @@ impl<'a> Sim<'a> {
             Headroom::Fixed(n) => *n,
             Headroom::Percent { percent, .. } => percent_of(replicas, *percent),
             Headroom::Prewarm { policy, target } => {
-                let obs = self.observation(policy);
-                let plan = decide(
-                    &obs,
-                    target,
-                    policy,
-                    &self.headroom_state,
-                    self.cfg.base_epoch,
-                );
-                self.result.decisions += 1;
+                let plan = self.prewarm_decision(policy, target);
                 self.headroom_state = plan.next_state;
                 plan.desired_spare
             }
