@@ -137,3 +137,99 @@ impl WorkloadArgs {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(superpose: u32, rate_scale: f64) -> WorkloadArgs {
+        WorkloadArgs {
+            superpose,
+            rate_scale,
+            tokens_from: None,
+            days: 3,
+        }
+    }
+
+    /// A folder with a request trace, a rate series (named .txt: content decides) and a
+    /// ServeGen directory beside the default token trace.
+    fn inputs() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let azure = "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.5,100,10\n\
+                     2023-11-16 18:17:05.0,200,20\n";
+        std::fs::write(dir.path().join(workload::DEFAULT_TOKENS_FILE), azure).unwrap();
+        std::fs::write(
+            dir.path().join("rates.txt"),
+            "t_seconds,rate_per_s\n0,1\n60,2\n",
+        )
+        .unwrap();
+        let sg = dir.path().join("sg");
+        std::fs::create_dir(&sg).unwrap();
+        std::fs::write(
+            sg.join("chunk-3-trace.csv"),
+            "0,1,1,Gamma,1,1\n600,0,0,,0,0\n",
+        )
+        .unwrap();
+        dir
+    }
+
+    #[test]
+    fn inputs_are_recognised_by_content_and_named_by_their_transform() {
+        let dir = inputs();
+        let p = dir.path();
+        let trace = p.join(workload::DEFAULT_TOKENS_FILE);
+        let w = args(200, 1.0).for_path(&trace, 1.0, 1.0, 1, None).unwrap();
+        assert!(matches!(w.source, Source::Trace(_)));
+        assert_eq!(w.name, "AzureLLMInferenceTrace_conv.csv superposed x200");
+        let w = args(1, 1.0).for_path(&trace, 1.0, 50.0, 1, None).unwrap();
+        assert_eq!(
+            w.name,
+            "AzureLLMInferenceTrace_conv.csv cloned x50 (stress case)"
+        );
+        let w = args(1, 0.25)
+            .for_path(&p.join("rates.txt"), 1.0, 1.0, 1, None)
+            .unwrap();
+        assert!(matches!(w.source, Source::Rates(_)));
+        assert_eq!(w.name, "rates.txt rate x0.25");
+        // Token lengths default to the conversation trace beside the input.
+        assert_eq!(w.tokens_from.as_deref(), Some(trace.as_path()));
+        let w = args(1, 1.0)
+            .for_path(&p.join("sg"), 1.0, 1.0, 1, None)
+            .unwrap();
+        let Source::ServeGen(set) = &w.source else {
+            panic!("{:?}", w.source)
+        };
+        assert_eq!(set.clients.len(), 1);
+        assert_eq!(w.tokens_from.as_deref(), Some(trace.as_path()));
+    }
+
+    #[test]
+    fn transforms_on_the_wrong_input_name_the_flag() {
+        let dir = inputs();
+        let p = dir.path();
+        let trace = p.join(workload::DEFAULT_TOKENS_FILE);
+        let cases: [(WorkloadArgs, PathBuf, &str); 5] = [
+            (args(1, 2.0), trace.clone(), "--rate-scale"),
+            (args(4, 1.0), p.join("rates.txt"), "--superpose"),
+            (args(4, 1.0), p.join("sg"), "--superpose"),
+            (args(0, 1.0), trace.clone(), "--superpose"),
+            (args(1, 1.0), p.to_path_buf(), "--trace"),
+        ];
+        for (a, path, flag) in cases {
+            let e = a
+                .for_path(&path, 1.0, 1.0, 1, None)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(flag), "{path:?}: {e}");
+        }
+        // No token trace anywhere near: the error says which flag to give.
+        let lone = tempfile::tempdir().unwrap();
+        let rates = lone.path().join("in").join("r.csv");
+        std::fs::create_dir(rates.parent().unwrap()).unwrap();
+        std::fs::write(&rates, "t_seconds,rate_per_s\n0,1\n60,2\n").unwrap();
+        let e = args(1, 1.0)
+            .for_path(&rates, 1.0, 1.0, 1, None)
+            .unwrap_err();
+        assert!(e.to_string().contains("--tokens-from"), "{e}");
+    }
+}
