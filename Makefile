@@ -57,7 +57,7 @@ demo:
 	cargo build --release --bin prewarm
 	mkdir -p $(OUT)
 	$(CARGO_TARGET_DIR)/release/prewarm simulate --trace "$(TRACES)/servegen-m-large" --trace-dir "$(TRACES)" \
-	  --rate-scale $(SERVEGEN_RATE_SCALE) --train-days 7 --plot-dir "$(OUT)" --series-dir "$(OUT)"
+	  --rate-scale $(SERVEGEN_RATE_SCALE) --train-days 7 --plot-dir "$(OUT)"
 	$(CARGO_TARGET_DIR)/release/prewarm simulate --trace "$(TRACES)/AzureLLMInferenceTrace_conv.csv" \
 	  --superpose 20 --burn-in 900 --plot-dir "$(OUT)"
 	$(CARGO_TARGET_DIR)/release/prewarm simulate --scenario burst-180 --burn-in 900 --plot-dir "$(OUT)"
