@@ -84,8 +84,12 @@ fuzz:
 invoke-local:
 	tests/stack/invoke-local
 
+## The lambda venv comes first on PATH: cargo-lambda runs `python3 -m ziglang`, and only that
+## venv's python3 has ziglang (sam itself is only in the infra venv, found after it).
+DEPLOY_PATH := $(LAMBDA_VENV):$(INFRA_VENV):$(PATH)
+
 deploy:
 	infra/lint.sh venv
 	tests/stack/install
-	PATH="$(INFRA_VENV):$(LAMBDA_VENV):$$PATH" sam build
-	PATH="$(INFRA_VENV):$(LAMBDA_VENV):$$PATH" sam deploy --guided
+	PATH="$(DEPLOY_PATH)" sam build
+	PATH="$(DEPLOY_PATH)" sam deploy --guided

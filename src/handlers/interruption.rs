@@ -45,6 +45,8 @@ pub struct Interruption {
     pub queue_url: Option<String>,
     pub settings: DrainSettings,
     pub targets: Vec<TargetSpec>,
+    /// PREWARM_TARGETS_CONFIGMAP: the targets are re-read from it for every record.
+    pub targets_configmap: Option<crate::config::TargetsConfigMap>,
     pub emf_namespace: String,
     /// Which strings records may name as instances (ACCEPT_KWOK_INSTANCE_IDS).
     pub instance_ids: InstanceIdRule,
@@ -135,6 +137,7 @@ impl Interruption {
                 recheck_s: config.interruption.recheck_s,
             },
             targets: config.targets.clone(),
+            targets_configmap: config.targets_configmap.clone(),
             emf_namespace: config.emf_namespace.clone(),
             instance_ids: config.interruption.instance_ids,
         })
@@ -254,16 +257,29 @@ impl Interruption {
         let client = match self.kube.get().await {
             Ok(c) => c,
             Err(e) => {
+                crate::telemetry::emit_error(&self.emf_namespace, ("Kind", notice.kind.as_str()));
                 return RecordOutcome::Later {
                     at: now_s() + self.settings.recheck_s,
                     reason: format!("no Kubernetes client: {e}"),
-                }
+                };
             }
         };
+        // A missing or bad targets ConfigMap costs the replacement capacity, never the drain.
+        let targets = crate::adapters::kube::targets::current_or_report(
+            self.targets_configmap.as_ref(),
+            &self.targets,
+            &client,
+            &self.emf_namespace,
+        )
+        .await
+        .unwrap_or_default();
         let mut next: Option<f64> = None;
         let mut reasons = Vec::new();
         for instance in &notice.instance_ids {
-            match self.drive_instance(&client, notice, instance).await {
+            match self
+                .drive_instance(&client, &targets, notice, instance)
+                .await
+            {
                 Ok(InstanceOutcome::Done(reason)) => reasons.push(format!("{instance}: {reason}")),
                 Ok(InstanceOutcome::Later(at)) => {
                     next = Some(next.map_or(at, |n: f64| n.min(at)));
@@ -272,6 +288,10 @@ impl Interruption {
                 Err(e) => {
                     tracing::warn!(event_id = %notice.event_id, instance = %instance, error = %e,
                         error_kind = e.kind(), "drain step failed; retrying at the next check");
+                    crate::telemetry::emit_error(
+                        &self.emf_namespace,
+                        ("Kind", notice.kind.as_str()),
+                    );
                     let at = now_s() + self.settings.recheck_s;
                     next = Some(next.map_or(at, |n: f64| n.min(at)));
                     reasons.push(format!("{instance}: {e}"));
@@ -292,6 +312,7 @@ impl Interruption {
     async fn drive_instance(
         &self,
         client: &kube::Client,
+        targets: &[TargetSpec],
         notice: &Notice,
         instance: &str,
     ) -> Result<InstanceOutcome> {
@@ -299,7 +320,7 @@ impl Interruption {
             let Some(node) = find_node(client, instance).await? else {
                 // Foreign, or ours and already gone: either way nothing to drain. Hand back any
                 // replacement a drain of this instance reserved.
-                let released = replacement::release(client, &self.targets, None, instance).await;
+                let released = replacement::release(client, targets, None, instance).await;
                 for t in released.into_iter().flatten() {
                     if !t.ends_with("(nothing held)") {
                         tracing::info!(event_id = %notice.event_id, instance, released = %t,
@@ -331,7 +352,7 @@ impl Interruption {
             );
             let report = execute(
                 client,
-                &self.targets,
+                targets,
                 &observed,
                 &step,
                 instance,
