@@ -201,3 +201,24 @@ fn on_a_steady_ramp_prewarm_keeps_nodes_warm_ahead_of_the_replicas() {
     );
     assert!(prewarm.delayed_fraction <= reactive.delayed_fraction);
 }
+
+#[test]
+fn training_days_need_one_more_day_of_requests() {
+    // bursty at 12x lasts 5 minutes: one training day needs two days of requests.
+    let args = simulate_args(&[
+        "--scenario",
+        "bursty",
+        "--train-days",
+        "1",
+        "--burn-in",
+        "0",
+    ]);
+    let setup = args.common.setup(args.common.lead_times()[0]).unwrap();
+    let error = compare(&bursty(1, 12.0, 0.3, 1.0), &setup, &|_| {})
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("--train-days 1 needs at least 2 days"),
+        "{error}"
+    );
+}
