@@ -6,7 +6,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::hint::black_box;
 
 use prewarm::core::{HeadroomKind, PolicySpec, TargetSpec};
-use prewarm::sim::engine::{self, Headroom, Replicas, Request, RunConfig, WarmStart};
+use prewarm::sim::engine::{self, Headroom, LaunchModel, Replicas, Request, RunConfig, WarmStart};
 use prewarm::sim::model::{instance_type, Hpa, Model, Provisioner};
 use prewarm::sim::scenario::{transform, Scenario, ScenarioKind};
 
@@ -48,6 +48,16 @@ fn config(headroom: Headroom) -> RunConfig {
         slo_wait_s: 10.0,
         step_s: 15.0,
         base_epoch: 1_700_000_000.0,
+        launch: LaunchModel {
+            p99_over_median: 2.0,
+            ice_probability: 0.02,
+            ice_retry_s: 15.0,
+        },
+        seed: 1,
+        ingestion_lag_s: 30.0,
+        burn_in_s: 0.0,
+        score_from_s: 0.0,
+        prelaunch: None,
     }
 }
 
@@ -64,6 +74,7 @@ fn bench(c: &mut Criterion) {
         .map(|r| Request {
             arrival: r.t,
             service_s: r.input_tokens as f64 / 4000.0 + r.output_tokens as f64 / 40.0,
+            prefill_s: r.input_tokens as f64 / 4000.0,
         })
         .collect();
     let target = TargetSpec::new(

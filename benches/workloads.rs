@@ -111,9 +111,10 @@ fn full_pass(dir: &Path, rate_scale: f64) {
         Request {
             arrival: r.t,
             service_s: r.input_tokens as f64 / 4000.0 + r.output_tokens as f64 / 40.0,
+            prefill_s: r.input_tokens as f64 / 4000.0,
         }
     });
-    let ideal = oracle::run(requests, 8, 1, 4, 15.0);
+    let ideal = oracle::run(requests, 0.0, 8, 1, 4, 15.0);
     let busiest = ideal
         .demand_gpus_per_step
         .iter()

@@ -125,6 +125,8 @@ fn backtest_reads_days_of_history_from_prometheus() {
         ])
         .args(["--until", &end.to_string(), "--tokens-from"])
         .arg(&tokens)
+        // Every request scored (no burn-in): the count is checked against the backfill.
+        .args(["--burn-in", "0"])
         .args(["--policies", "reactive,oracle,ideal", "--json"])
         .env("METRIC_SOURCE", "prometheus")
         .env("PROMETHEUS_URL", env("PROMETHEUS_URL"))

@@ -38,10 +38,13 @@ fn bursty(seed: u64, speed: f64, scale: f64, rate_per_pod: f64) -> Workload {
     }
 }
 
+/// A comparison scored from t = 0 (these workloads last minutes, shorter than the burn-in).
 fn run(workload: &Workload, flags: &[&str]) -> Comparison {
-    let args = simulate_args(flags);
+    let mut flags = flags.to_vec();
+    flags.extend(["--burn-in", "0"]);
+    let args = simulate_args(&flags);
     let setup = args.common.setup(args.common.lead_times()[0]).unwrap();
-    compare(workload, &setup, &mut || {}).unwrap()
+    compare(workload, &setup, &|_| {}).unwrap()
 }
 
 #[test]
@@ -80,7 +83,7 @@ fn nothing_uses_fewer_gpu_hours_than_ideal_packing() {
     ];
     let cmp = run(&bursty(1, 12.0, 0.05, 1.0), &flags);
     let ideal = cmp.rows.iter().find(|r| r.policy == "ideal").unwrap();
-    assert_eq!(cmp.rows.len(), 7);
+    assert_eq!(cmp.rows.len(), 8);
     for row in &cmp.rows {
         assert!(
             row.gpu_hours >= ideal.gpu_hours * (1.0 - 1e-9),
@@ -92,8 +95,12 @@ fn nothing_uses_fewer_gpu_hours_than_ideal_packing() {
         assert_eq!(row.requests, ideal.requests);
     }
     let oracle = cmp.rows.iter().find(|r| r.policy == "oracle").unwrap();
-    assert_eq!(oracle.delayed_fraction, 0.0);
     assert_eq!(oracle.gpu_hours_vs_oracle, 1.0);
+    // Every policy with a knob has its frontier, one point per grid value.
+    for policy in ["static-peak", "buffer", "buffer-pct", "prewarm"] {
+        let points = &cmp.frontiers[policy];
+        assert!(!points.is_empty() && points.len() <= 8, "{policy}");
+    }
 }
 
 #[test]
@@ -139,8 +146,13 @@ fn backtest_replays_a_history() {
     }
     // Ideal packing peaks in the first 4 s: the 5 queued requests plus the arrivals at
     // 0.25, 0.75, ..., 3.75 s (30 per 15 s step, evenly spread) = 13 in service = 2 replicas.
-    let static_peak = cmp.rows.iter().find(|r| r.policy == "static-peak").unwrap();
-    assert_eq!(static_peak.detail, "2 replicas");
+    assert_eq!(cmp.training_peak_replicas, 2);
+    // static-peak's grid is that peak x 0.5 .. 2, rounded up: 1, 2, 3, 4 replicas.
+    let knobs: Vec<f64> = cmp.frontiers["static-peak"]
+        .iter()
+        .map(|p| p.knob)
+        .collect();
+    assert_eq!(knobs, vec![1.0, 2.0, 3.0, 4.0]);
 }
 
 #[test]
@@ -188,4 +200,25 @@ fn on_a_steady_ramp_prewarm_keeps_nodes_warm_ahead_of_the_replicas() {
         reactive.cold_starts
     );
     assert!(prewarm.delayed_fraction <= reactive.delayed_fraction);
+}
+
+#[test]
+fn training_days_need_one_more_day_of_requests() {
+    // bursty at 12x lasts 5 minutes: one training day needs two days of requests.
+    let args = simulate_args(&[
+        "--scenario",
+        "bursty",
+        "--train-days",
+        "1",
+        "--burn-in",
+        "0",
+    ]);
+    let setup = args.common.setup(args.common.lead_times()[0]).unwrap();
+    let error = compare(&bursty(1, 12.0, 0.3, 1.0), &setup, &|_| {})
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("--train-days 1 needs at least 2 days"),
+        "{error}"
+    );
 }

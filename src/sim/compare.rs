@@ -1,21 +1,28 @@
-//! One comparison: every selected policy on the same request stream, the oracle and ideal bounds,
-//! and the search for the smallest fixed buffer that meets the SLO.
+//! One comparison: every selected policy on the same request stream, each policy with a knob
+//! swept over its grid (knobs.rs) and reported at the point chosen on the training days, the
+//! clairvoyant oracle, and the ideal-packing bound. Runs are independent and use every core.
 
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::rc::Rc;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde::Serialize;
 
 use crate::core::{PolicySpec, TargetSpec};
 
-use super::engine::{self, Headroom, Point, Replicas, Request, RunConfig, RunResult, WarmStart};
+use super::engine::{
+    self, Headroom, LaunchModel, Point, Replicas, Request, RunConfig, RunResult, WarmStart,
+};
 use super::history::{self, HistoryRow};
+use super::knobs;
 use super::model::{Model, Provisioner};
 use super::oracle::{self, OracleResult};
-use super::report::{self, PolicyReport};
+use super::parallel;
+use super::report::{PolicyReport, RunContext};
 use super::scenario::{self, Scenario};
+use super::stats::DAY_S;
 use super::trace::{self, TraceError, TraceRecord};
 use super::workload::{self, rate_series::RateSeries, servegen::ServeGen};
 
@@ -90,6 +97,7 @@ impl Workload {
             scenario::transform(ok, self.speed, self.scale, self.seed).map(move |r| Request {
                 arrival: r.t,
                 service_s: model.service_time(r.input_tokens, r.output_tokens),
+                prefill_s: r.input_tokens as f64 / model.prefill_tokens_per_s,
             });
         Ok((Box::new(reqs), slot))
     }
@@ -110,17 +118,19 @@ pub enum PolicyName {
     ClusterAutoscaler,
     StaticPeak,
     Buffer,
+    BufferPct,
     Prewarm,
     Oracle,
     Ideal,
 }
 
 impl PolicyName {
-    pub const ALL: [PolicyName; 7] = [
+    pub const ALL: [PolicyName; 8] = [
         PolicyName::Reactive,
         PolicyName::ClusterAutoscaler,
         PolicyName::StaticPeak,
         PolicyName::Buffer,
+        PolicyName::BufferPct,
         PolicyName::Prewarm,
         PolicyName::Oracle,
         PolicyName::Ideal,
@@ -132,6 +142,7 @@ impl PolicyName {
             PolicyName::ClusterAutoscaler => "cluster-autoscaler",
             PolicyName::StaticPeak => "static-peak",
             PolicyName::Buffer => "buffer",
+            PolicyName::BufferPct => "buffer-pct",
             PolicyName::Prewarm => "prewarm",
             PolicyName::Oracle => "oracle",
             PolicyName::Ideal => "ideal",
@@ -143,20 +154,29 @@ impl PolicyName {
 #[derive(Clone, Debug)]
 pub struct Setup {
     pub model: Model,
-    /// Karpenter (reactive, buffer, prewarm).
+    /// Karpenter (reactive, buffers, prewarm, oracle).
     pub karpenter: Provisioner,
     /// Cluster Autoscaler node groups.
     pub cluster_autoscaler: Provisioner,
     pub prewarm_policy: PolicySpec,
     pub prewarm_target: TargetSpec,
     pub slo_wait_s: f64,
-    /// Largest fraction of requests delayed by missing capacity that still meets the SLO.
+    /// Largest fraction of requests waiting longer than `slo_wait_s` that meets the SLO.
     pub slo_fraction: f64,
     pub policies: Vec<PolicyName>,
-    /// Upper end of the buffer search; default: the ideal packing's peak replicas.
+    /// Cap on the buffer grid's N.
     pub buffer_max: Option<u32>,
     /// Unix time of t = 0.
     pub base_epoch: f64,
+    pub launch: LaunchModel,
+    /// Seed of the launch draws (every policy the same).
+    pub seed: u64,
+    pub ingestion_lag_s: f64,
+    pub burn_in_s: f64,
+    /// Knobs are chosen on the first D days and the rest is scored.
+    pub train_days: Option<u32>,
+    /// Worker threads (runs are independent).
+    pub threads: usize,
 }
 
 impl Setup {
@@ -165,16 +185,32 @@ impl Setup {
     }
 }
 
-/// The result of a comparison, ready for the table, JSON and the plot.
+/// One point of a frontier: a knob value and what it cost and delayed on the scored days.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct FrontierPoint {
+    pub knob: f64,
+    pub gpu_hours: f64,
+    pub delayed_fraction: f64,
+}
+
+/// The result of a comparison, ready for the table, JSON and the plots.
 #[derive(Clone, Debug, Serialize)]
 pub struct Comparison {
     pub workload: String,
     pub lead_time_s: f64,
     pub slo_wait_s: f64,
     pub slo_fraction: f64,
+    /// Days the knobs were chosen on (None: chosen on the scored days themselves, in hindsight).
+    pub train_days: Option<u32>,
+    /// Scores count requests arriving from here (burn-in or end of training), seconds.
+    pub scored_from_s: f64,
     pub rows: Vec<PolicyReport>,
-    /// (N, delayed fraction) of every buffer size tried.
-    pub buffer_search: Vec<(u32, f64)>,
+    /// Per policy with a knob: every grid point on the scored days.
+    pub frontiers: BTreeMap<String, Vec<FrontierPoint>>,
+    /// Per policy with a knob: what the knob sets.
+    pub knobs: BTreeMap<String, String>,
+    /// The ideal packing's peak replicas on the training days (the grids' scale).
+    pub training_peak_replicas: u32,
     /// Seconds of simulated time.
     pub duration_s: f64,
     #[serde(skip)]
@@ -190,18 +226,39 @@ pub struct PlotData {
     pub policies: Vec<(String, Vec<Point>)>,
 }
 
+/// Workloads up to this many requests are generated once and kept in memory (24 bytes each)
+/// for all runs; longer ones are generated again by every run.
+const KEEP_MAX_REQUESTS: usize = 20_000_000;
+
+/// What the first pass learns.
+struct FirstPass {
+    ideal: OracleResult,
+    warm: WarmStart,
+    /// The requests themselves, when there are at most `KEEP_MAX_REQUESTS`.
+    kept: Option<Arc<Vec<Request>>>,
+}
+
 /// The steady state before t = 0 and the ideal-packing bound, from one pass over the requests.
 fn first_pass(
     workload: &Workload,
     setup: &Setup,
     step_s: f64,
-) -> Result<(OracleResult, WarmStart), TraceError> {
+    from_s: f64,
+) -> Result<FirstPass, TraceError> {
     const WARM_WINDOW_S: f64 = 300.0;
     let (reqs, slot) = workload.requests(&setup.model)?;
     let mut count = 0u64;
     let mut service_sum = 0.0;
     let mut last = 0.0f64;
+    let mut kept = Some(Vec::new());
     let reqs = reqs.inspect(|r| {
+        if let Some(v) = &mut kept {
+            if v.len() < KEEP_MAX_REQUESTS {
+                v.push(*r);
+            } else {
+                kept = None;
+            }
+        }
         if r.arrival < WARM_WINDOW_S {
             count += 1;
             service_sum += r.service_s;
@@ -211,6 +268,7 @@ fn first_pass(
     let m = &setup.model;
     let oracle = oracle::run(
         reqs,
+        from_s,
         m.slots_per_replica,
         m.gpus_per_replica,
         setup.karpenter.instance.gpus,
@@ -243,17 +301,99 @@ fn first_pass(
         service_s,
         running,
     };
-    Ok((oracle, warm))
+    Ok(FirstPass {
+        ideal: oracle,
+        warm,
+        kept: kept.map(Arc::new),
+    })
 }
 
-/// Runs one comparison. `progress` is called once per request simulated.
+/// One simulation a comparison needs.
+#[derive(Clone, Copy, Debug)]
+enum Job {
+    Reactive,
+    ClusterAutoscaler,
+    /// Needs the reactive run's node demand times.
+    Oracle,
+    Point {
+        policy: PolicyName,
+        knob: f64,
+    },
+}
+
+/// The run configuration of `job` (the oracle's foresight passed separately).
+fn job_config(job: Job, base: &RunConfig, setup: &Setup) -> RunConfig {
+    let with_headroom = |headroom| RunConfig {
+        headroom,
+        ..base.clone()
+    };
+    match job {
+        Job::Reactive | Job::Oracle => base.clone(),
+        Job::ClusterAutoscaler => RunConfig {
+            provisioner: setup.cluster_autoscaler.clone(),
+            ..base.clone()
+        },
+        Job::Point { policy, knob } => match policy {
+            PolicyName::StaticPeak => RunConfig {
+                replicas: Replicas::Static(knob as u32),
+                ..base.clone()
+            },
+            PolicyName::Buffer => with_headroom(Headroom::Fixed(knob as u32)),
+            PolicyName::BufferPct => with_headroom(Headroom::Percent {
+                percent: knob,
+                tick_s: setup.prewarm_policy.tick_s,
+            }),
+            PolicyName::Prewarm => with_headroom(Headroom::Prewarm {
+                policy: PolicySpec {
+                    target_wait_s: knob,
+                    ..setup.prewarm_policy.clone()
+                },
+                target: Box::new(setup.prewarm_target.clone()),
+            }),
+            _ => unreachable!("only policies with a knob have points"),
+        },
+    }
+}
+
+/// Runs one comparison. `progress` is called with batches of simulated requests.
 pub fn compare(
     workload: &Workload,
     setup: &Setup,
-    progress: &mut dyn FnMut(),
+    progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Comparison, TraceError> {
     let step_s = setup.prewarm_policy.step_s;
-    let (ideal, warm) = first_pass(workload, setup, step_s)?;
+    let score_from_s = knobs::score_from(setup.burn_in_s, setup.train_days);
+    let FirstPass { ideal, warm, kept } = first_pass(workload, setup, step_s, score_from_s)?;
+    let days = ideal.end_s / DAY_S;
+    if let Some(d) = setup.train_days {
+        if days < d as f64 + 1.0 {
+            return Err(TraceError::Format {
+                path: workload.name.clone(),
+                message: format!(
+                    "--train-days {d} needs at least {} days of requests; this one lasts {days:.2}",
+                    d + 1
+                ),
+            });
+        }
+    }
+    if score_from_s >= ideal.end_s {
+        return Err(TraceError::Format {
+            path: workload.name.clone(),
+            message: format!(
+                "the burn-in ({:.0} s) covers the whole workload ({:.0} s): nothing to score",
+                setup.burn_in_s, ideal.end_s
+            ),
+        });
+    }
+    let training_days = setup
+        .train_days
+        .map_or(ideal.peak_replicas_by_day.len(), |d| d as usize);
+    let peak = ideal.peak_replicas_by_day[..training_days.min(ideal.peak_replicas_by_day.len())]
+        .iter()
+        .copied()
+        .max()
+        .unwrap_or(ideal.peak_replicas)
+        .max(1);
     let base = RunConfig {
         model: setup.model.clone(),
         provisioner: setup.karpenter.clone(),
@@ -263,164 +403,174 @@ pub fn compare(
         slo_wait_s: setup.slo_wait_s,
         step_s,
         base_epoch: setup.base_epoch,
+        launch: setup.launch,
+        seed: setup.seed,
+        ingestion_lag_s: setup.ingestion_lag_s,
+        burn_in_s: setup.burn_in_s,
+        score_from_s,
+        prelaunch: None,
     };
-    let run = |cfg: &RunConfig, progress: &mut dyn FnMut()| -> Result<RunResult, TraceError> {
-        let (reqs, slot) = workload.requests(&setup.model)?;
-        let result = engine::run(cfg, reqs, progress);
-        check(&slot)?;
-        Ok(result)
+
+    // Reactive first (the oracle reads its node demand), the oracle last.
+    let mut jobs = vec![Job::Reactive];
+    if setup.policies.contains(&PolicyName::ClusterAutoscaler) {
+        jobs.push(Job::ClusterAutoscaler);
+    }
+    for &policy in &setup.policies {
+        for knob in knobs::grid(policy, peak, setup.buffer_max) {
+            jobs.push(Job::Point { policy, knob });
+        }
+    }
+    jobs.push(Job::Oracle);
+    let demand: OnceLock<Option<Arc<Vec<f64>>>> = OnceLock::new();
+    let results = parallel::map(&jobs, setup.threads, |&job| {
+        let mut cfg = job_config(job, &base, setup);
+        if let Job::Oracle = job {
+            let Some(times) = parallel::wait_for(&demand) else {
+                return Err(TraceError::Format {
+                    path: workload.name.clone(),
+                    message: "the reactive pass failed".into(),
+                });
+            };
+            cfg.prelaunch = Some(times);
+        }
+        let (reqs, slot): (Box<dyn Iterator<Item = Request>>, _) = match &kept {
+            Some(v) => (Box::new(v.iter().copied()), Rc::new(RefCell::new(None))),
+            None => match workload.requests(&setup.model) {
+                Ok(v) => v,
+                Err(e) => {
+                    let _ = demand.set(None);
+                    return Err(e);
+                }
+            },
+        };
+        let mut pending = 0u64;
+        let result = engine::run(&cfg, reqs, || {
+            pending += 1;
+            if pending == 8192 {
+                progress(pending);
+                pending = 0;
+            }
+        });
+        let checked = check(&slot);
+        if let Job::Reactive = job {
+            let _ = demand.set(
+                checked
+                    .is_ok()
+                    .then(|| Arc::new(result.node_demand_times.clone())),
+            );
+        }
+        checked.map(|_| result)
+    });
+    let mut runs = Vec::with_capacity(jobs.len());
+    for r in results {
+        runs.push(r?);
+    }
+    let run_of = |wanted: fn(&Job) -> bool| -> &RunResult {
+        let i = jobs.iter().position(wanted).expect("job is in the list");
+        &runs[i]
     };
-    // Capacity with perfect foresight: the same replica controller, but a node (with its
-    // images) is there the instant a pod needs one and gone the instant it is empty. Replicas
-    // still load their model. Always run: every ratio is against it.
-    let mut oracle_cfg = RunConfig {
-        provisioner: Provisioner {
-            node_launch_s: 0.0,
-            batch_s: 0.0,
-            empty_after_s: 0.0,
-            ..setup.karpenter.clone()
-        },
-        ..base.clone()
+    let oracle = run_of(|j| matches!(j, Job::Oracle));
+    let ctx = RunContext {
+        slo_wait_s: setup.slo_wait_s,
+        slo_fraction: setup.slo_fraction,
+        score_from_s,
+        oracle_gpu_hours: oracle.scored.gpu.total / 3600.0,
+        usd_per_gpu_hour: setup.karpenter.usd_per_node_hour()
+            / setup.karpenter.instance.gpus as f64,
     };
-    oracle_cfg.model.image_pull_s = 0.0;
-    let oracle = run(&oracle_cfg, progress)?;
-    let oracle_gpu_hours = oracle.gpu_seconds / 3600.0;
+    let tuned = match setup.train_days {
+        Some(d) => format!("chosen on days 0-{}", d - 1),
+        None => "tuned in hindsight on the scored days".to_string(),
+    };
 
     let mut rows = Vec::new();
+    let mut frontiers = BTreeMap::new();
+    let mut knob_names = BTreeMap::new();
     let mut plot = PlotData {
         step_s,
         rate: ideal.rate_per_step.clone(),
         demand_gpus: ideal.demand_gpus_per_step.clone(),
         policies: Vec::new(),
     };
-    let mut buffer_search = Vec::new();
     let mut duration_s = ideal.end_s;
     for &policy in &setup.policies {
-        let (detail, result) = match policy {
+        let (detail, run) = match policy {
             PolicyName::Ideal => {
-                let mut row = PolicyReport::from_ideal(&ideal, setup.karpenter.usd_per_node_hour());
-                row.gpu_hours_vs_oracle = row.gpu_hours / oracle_gpu_hours;
+                let mut row = PolicyReport::from_ideal(&ideal, ctx.usd_per_gpu_hour);
+                row.gpu_hours_vs_oracle = row.gpu_hours / ctx.oracle_gpu_hours;
                 rows.push(row);
                 continue;
             }
-            PolicyName::Oracle => ("nodes exactly when needed".to_string(), oracle.clone()),
-            PolicyName::Reactive => ("Karpenter alone".to_string(), run(&base, progress)?),
-            PolicyName::ClusterAutoscaler => {
-                let cfg = RunConfig {
-                    provisioner: setup.cluster_autoscaler.clone(),
-                    ..base.clone()
-                };
-                (
-                    format!(
-                        "{}, {:.0}s",
-                        cfg.provisioner.instance.name, cfg.provisioner.node_launch_s
-                    ),
-                    run(&cfg, progress)?,
-                )
-            }
-            PolicyName::StaticPeak => {
-                let peak = ideal.peak_replicas.max(1);
-                let cfg = RunConfig {
-                    replicas: Replicas::Static(peak),
-                    ..base.clone()
-                };
-                (format!("{peak} replicas"), run(&cfg, progress)?)
-            }
-            PolicyName::Buffer => {
-                let (n, result, tried) =
-                    search_buffer(&base, setup, ideal.peak_replicas, &oracle, &mut |cfg| {
-                        run(cfg, progress)
-                    })?;
-                buffer_search = tried;
-                let detail = if result.0 {
-                    format!("N={n} (smallest meeting SLO)")
-                } else {
-                    format!("N={n} (none tried met SLO)")
-                };
-                (detail, result.1)
-            }
-            PolicyName::Prewarm => {
-                let cfg = RunConfig {
-                    headroom: Headroom::Prewarm {
-                        policy: setup.prewarm_policy.clone(),
-                        target: Box::new(setup.prewarm_target.clone()),
-                    },
-                    ..base.clone()
-                };
-                let r = run(&cfg, progress)?;
-                (format!("{} decisions", r.decisions), r)
+            PolicyName::Oracle => (
+                "nodes one lead time before the HPA needs them".to_string(),
+                oracle,
+            ),
+            PolicyName::Reactive => (
+                "Karpenter alone".to_string(),
+                run_of(|j| matches!(j, Job::Reactive)),
+            ),
+            PolicyName::ClusterAutoscaler => (
+                format!(
+                    "{}, {:.0}s",
+                    setup.cluster_autoscaler.instance.name, setup.cluster_autoscaler.node_launch_s
+                ),
+                run_of(|j| matches!(j, Job::ClusterAutoscaler)),
+            ),
+            _ => {
+                let points: Vec<(f64, &RunResult)> = jobs
+                    .iter()
+                    .zip(&runs)
+                    .filter_map(|(j, r)| match j {
+                        Job::Point { policy: p, knob } if *p == policy => Some((*knob, r)),
+                        _ => None,
+                    })
+                    .collect();
+                let days: Vec<&[_]> = points.iter().map(|(_, r)| r.days.as_slice()).collect();
+                let chosen = knobs::choose(&days, setup.train_days, setup.slo_fraction);
+                let name = knobs::knob_name(policy).expect("policy with a knob");
+                frontiers.insert(
+                    policy.label().to_string(),
+                    points
+                        .iter()
+                        .map(|(knob, r)| {
+                            let row = PolicyReport::from_run("", String::new(), r, &ctx);
+                            FrontierPoint {
+                                knob: *knob,
+                                gpu_hours: row.gpu_hours,
+                                delayed_fraction: row.delayed_fraction,
+                            }
+                        })
+                        .collect(),
+                );
+                knob_names.insert(policy.label().to_string(), name.to_string());
+                let (knob, run) = points[chosen];
+                (format!("{name}={knob} ({tuned})"), run)
             }
         };
-        duration_s = duration_s.max(result.end_s);
+        duration_s = duration_s.max(run.end_s);
         plot.policies
-            .push((policy.label().to_string(), result.series.clone()));
-        rows.push(PolicyReport::from_run(
-            policy.label(),
-            detail,
-            result,
-            &oracle,
-            setup.slo_wait_s,
-            setup.slo_fraction,
-        ));
+            .push((policy.label().to_string(), thin(&run.series, 4000)));
+        rows.push(PolicyReport::from_run(policy.label(), detail, run, &ctx));
     }
     Ok(Comparison {
         workload: workload.name.clone(),
         lead_time_s: setup.lead_time_s(),
         slo_wait_s: setup.slo_wait_s,
         slo_fraction: setup.slo_fraction,
+        train_days: setup.train_days,
+        scored_from_s: score_from_s,
         rows,
-        buffer_search,
+        frontiers,
+        knobs: knob_names,
+        training_peak_replicas: peak,
         duration_s,
         plot,
     })
 }
 
-type BufferOutcome = (u32, (bool, RunResult), Vec<(u32, f64)>);
-
-/// The smallest N of spare balloon replicas with a delayed fraction within the SLO, by
-/// bisection (more spare never delays more requests, up to simulation noise). The upper end
-/// starts at the ideal packing's peak replicas and doubles (up to 4 times) if even that fails.
-fn search_buffer(
-    base: &RunConfig,
-    setup: &Setup,
-    peak: u32,
-    oracle: &RunResult,
-    run: &mut dyn FnMut(&RunConfig) -> Result<RunResult, TraceError>,
-) -> Result<BufferOutcome, TraceError> {
-    let mut tried = Vec::new();
-    let mut attempt =
-        |n: u32, tried: &mut Vec<(u32, f64)>| -> Result<(bool, RunResult), TraceError> {
-            let cfg = RunConfig {
-                headroom: Headroom::Fixed(n),
-                ..base.clone()
-            };
-            let r = run(&cfg)?;
-            let fraction = report::delayed_by_capacity(&r.waits, &oracle.waits, setup.slo_wait_s);
-            tried.push((n, fraction));
-            Ok((fraction <= setup.slo_fraction, r))
-        };
-    let mut hi = setup.buffer_max.unwrap_or(peak).max(1);
-    let mut best = attempt(hi, &mut tried)?;
-    let mut doublings = 0;
-    while !best.0 && doublings < 4 && setup.buffer_max.is_none() {
-        hi *= 2;
-        doublings += 1;
-        best = attempt(hi, &mut tried)?;
-    }
-    if !best.0 {
-        return Ok((hi, best, tried));
-    }
-    // Invariant: hi meets the SLO; lo - 1 does not (or lo = 0).
-    let mut lo = 0;
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        let outcome = attempt(mid, &mut tried)?;
-        if outcome.0 {
-            hi = mid;
-            best = outcome;
-        } else {
-            lo = mid + 1;
-        }
-    }
-    Ok((hi, best, tried))
+/// At most about `max` points of a series (every k-th), so long runs plot quickly.
+fn thin(series: &[Point], max: usize) -> Vec<Point> {
+    let k = series.len().div_ceil(max).max(1);
+    series.iter().step_by(k).copied().collect()
 }

@@ -130,6 +130,7 @@ pub fn requests(rows: &[HistoryRow], service_s: f64) -> Vec<Request> {
         Request {
             arrival: 0.0,
             service_s,
+            prefill_s: 0.0,
         },
         backlog,
     ));
@@ -147,6 +148,7 @@ pub fn requests(rows: &[HistoryRow], service_s: f64) -> Vec<Request> {
             out.push(Request {
                 arrival: row.t - origin + (k as f64 + 0.5) * dt / n as f64,
                 service_s,
+                prefill_s: 0.0,
             });
         }
     }

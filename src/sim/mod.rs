@@ -3,11 +3,15 @@
 
 pub mod compare;
 pub mod engine;
+pub mod frontier_plot;
 pub mod history;
+pub mod knobs;
 pub mod model;
 pub mod oracle;
+pub mod parallel;
 pub mod plot;
 pub mod report;
 pub mod scenario;
+pub mod stats;
 pub mod trace;
 pub mod workload;

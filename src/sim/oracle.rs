@@ -11,6 +11,8 @@ use super::engine::Request;
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct OracleResult {
     pub requests: u64,
+    /// Requests arriving from `from_s` on.
+    pub scored_requests: u64,
     /// Node GPU-seconds (whole nodes are paid for).
     pub gpu_seconds: f64,
     /// GPU-seconds of replicas with a request in flight.
@@ -18,6 +20,8 @@ pub struct OracleResult {
     pub node_seconds: f64,
     /// Most replicas needed at once.
     pub peak_replicas: u32,
+    /// Most replicas needed at once, per day from t = 0 (knob grids use the training days').
+    pub peak_replicas_by_day: Vec<u32>,
     /// Mean replica GPUs needed in each step (for the plot's demand line).
     pub demand_gpus_per_step: Vec<f64>,
     /// Arrivals per second in each step.
@@ -30,8 +34,10 @@ fn key(t: f64) -> i64 {
     (t * 1e9).round() as i64
 }
 
+/// The bound over `requests`; GPU-seconds count from `from_s` on (the scored part).
 pub fn run(
     requests: impl Iterator<Item = Request>,
+    from_s: f64,
     slots: u32,
     gpus_per_replica: u32,
     gpus_per_node: u32,
@@ -52,11 +58,16 @@ pub fn run(
             }
             let replicas = in_flight.div_ceil(slots as u64) as u32;
             let nodes = replicas.div_ceil(replicas_per_node);
-            let dt = t - *last_t;
+            let dt = (t - last_t.max(from_s)).max(0.0);
             out.gpu_seconds += (nodes * gpus_per_node) as f64 * dt;
             out.node_seconds += nodes as f64 * dt;
             out.busy_gpu_seconds += (replicas * gpus_per_replica) as f64 * dt;
             out.peak_replicas = out.peak_replicas.max(replicas);
+            let day = (*last_t / super::stats::DAY_S) as usize;
+            if out.peak_replicas_by_day.len() <= day {
+                out.peak_replicas_by_day.resize(day + 1, 0);
+            }
+            out.peak_replicas_by_day[day] = out.peak_replicas_by_day[day].max(replicas);
             // Spread replica-GPU-seconds over the steps the interval touches.
             let mut a = *last_t;
             while a < t {
@@ -87,6 +98,9 @@ pub fn run(
         advance(r.arrival, in_flight, &mut last_t, &mut out, &mut demand_acc);
         in_flight += 1;
         out.requests += 1;
+        if r.arrival >= from_s {
+            out.scored_requests += 1;
+        }
         ends.push(Reverse(key(r.arrival + r.service_s)));
         let step = (r.arrival / step_s) as usize;
         if out.rate_per_step.len() <= step {
@@ -109,13 +123,24 @@ mod tests {
     use super::*;
 
     fn req(arrival: f64, service_s: f64) -> Request {
-        Request { arrival, service_s }
+        Request {
+            arrival,
+            service_s,
+            prefill_s: 0.0,
+        }
     }
 
     #[test]
     fn one_slot_replicas_pay_exactly_the_service_time() {
         // Two overlapping requests [0,4) and [1,3): 2 replicas on [1,3), 1 otherwise.
-        let r = run([req(0.0, 4.0), req(1.0, 2.0)].into_iter(), 1, 1, 1, 1.0);
+        let r = run(
+            [req(0.0, 4.0), req(1.0, 2.0)].into_iter(),
+            0.0,
+            1,
+            1,
+            1,
+            1.0,
+        );
         assert_eq!(r.gpu_seconds, 6.0);
         assert_eq!(r.busy_gpu_seconds, 6.0);
         assert_eq!(r.peak_replicas, 2);
@@ -125,7 +150,7 @@ mod tests {
     #[test]
     fn whole_nodes_are_paid_for() {
         // One 1-GPU replica on a 4-GPU node for 10 s: 40 node-GPU-seconds, 10 busy.
-        let r = run([req(0.0, 10.0)].into_iter(), 8, 1, 4, 5.0);
+        let r = run([req(0.0, 10.0)].into_iter(), 0.0, 8, 1, 4, 5.0);
         assert_eq!(r.gpu_seconds, 40.0);
         assert_eq!(r.busy_gpu_seconds, 10.0);
         assert_eq!(r.demand_gpus_per_step, vec![1.0, 1.0]);
@@ -135,7 +160,7 @@ mod tests {
     fn slots_pack_requests() {
         // Three concurrent requests, two slots per replica: two replicas for 2 s.
         let reqs = [req(0.0, 2.0), req(0.0, 2.0), req(0.0, 2.0)];
-        let r = run(reqs.into_iter(), 2, 1, 1, 1.0);
+        let r = run(reqs.into_iter(), 0.0, 2, 1, 1, 1.0);
         assert_eq!(r.gpu_seconds, 4.0);
     }
 }

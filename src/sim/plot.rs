@@ -9,7 +9,8 @@ use plotters::prelude::*;
 use super::compare::Comparison;
 use super::engine::Point;
 
-const COLORS: [RGBColor; 6] = [
+/// Line colours, by a policy's place in the list (shared with the frontier plot).
+pub(crate) const COLORS: [RGBColor; 6] = [
     RGBColor(228, 26, 28),
     RGBColor(255, 127, 0),
     RGBColor(152, 78, 163),

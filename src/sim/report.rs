@@ -6,107 +6,147 @@ use serde::Serialize;
 
 use super::engine::RunResult;
 use super::oracle::OracleResult;
+use super::stats::{interval95, GpuSplit, DAY_S};
 
-/// One row of the comparison.
+/// One row of the comparison: figures over the scored requests and time only.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct PolicyReport {
     pub policy: String,
-    /// E.g. "N=7" for the buffer, "peak=12" for static-peak.
+    /// E.g. the chosen knob and on which days it was chosen.
     pub detail: String,
     pub requests: u64,
-    /// Fraction of requests delayed by missing capacity: they waited more than the SLO wait
-    /// longer than in the oracle run (same replica controller, nodes exactly when needed).
+    /// Fraction of requests whose queueing wait exceeded the SLO wait (absolute).
     pub delayed_fraction: f64,
-    /// Fraction that waited longer than the SLO for any reason (model load included).
+    /// The same figure (kept under its former name for existing readers of the JSON).
     pub delayed_any_fraction: f64,
     pub p50_wait_s: f64,
     pub p99_wait_s: f64,
     pub max_wait_s: f64,
+    /// Time to first token: wait plus prefill.
+    pub p50_ttft_s: f64,
+    pub p99_ttft_s: f64,
     pub gpu_hours: f64,
+    /// GPU-hours by what the GPUs did (adds up to `gpu_hours`).
+    pub gpu_hours_split: GpuSplit,
     pub idle_gpu_fraction: f64,
     pub cost_usd: f64,
+    /// Node cold starts: inference pods that waited for a node launch or its image pull.
     pub cold_starts: u64,
+    /// Replica cold starts: replicas that loaded their model while requests queued for them.
+    pub replica_cold_starts: u64,
     pub nodes_launched: u64,
-    /// GPU-hours divided by the oracle's.
+    /// GPU-hours divided by the clairvoyant oracle's.
     pub gpu_hours_vs_oracle: f64,
     pub meets_slo: bool,
+    /// Per scored day (days from the start of the workload; the first and last may be partial).
+    pub days: Vec<DayReport>,
+    /// 95 % interval of the mean daily delayed fraction (two scored days or more).
+    pub delayed_fraction_ci95: Option<(f64, f64)>,
+    /// 95 % interval of the mean daily GPU-hours.
+    pub gpu_hours_per_day_ci95: Option<(f64, f64)>,
 }
 
-/// Fraction of requests whose wait exceeds their wait in the oracle run by more than
-/// `slo_wait_s` (both by arrival index, same request stream).
-pub fn delayed_by_capacity(waits: &[f32], oracle_waits: &[f32], slo_wait_s: f64) -> f64 {
-    if waits.is_empty() {
-        return 0.0;
-    }
-    let delayed = waits
-        .iter()
-        .zip(oracle_waits)
-        .filter(|(w, o)| (**w as f64) - (**o as f64) > slo_wait_s)
-        .count();
-    delayed as f64 / waits.len() as f64
+/// One scored day of a policy.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DayReport {
+    pub day: usize,
+    pub requests: u64,
+    pub delayed_fraction: f64,
+    pub gpu_hours: f64,
 }
 
-/// Nearest-rank percentile: the smallest value with at least `q` of the values at or below it.
-pub fn percentile(sorted: &[f32], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let rank = (q * sorted.len() as f64).ceil().max(1.0) as usize;
-    sorted[rank.min(sorted.len()) - 1] as f64
+/// What every row is measured against.
+#[derive(Clone, Copy, Debug)]
+pub struct RunContext {
+    pub slo_wait_s: f64,
+    pub slo_fraction: f64,
+    pub score_from_s: f64,
+    pub oracle_gpu_hours: f64,
+    pub usd_per_gpu_hour: f64,
 }
 
 impl PolicyReport {
-    pub fn from_run(
-        policy: &str,
-        detail: String,
-        mut run: RunResult,
-        oracle: &RunResult,
-        slo_wait_s: f64,
-        slo_fraction: f64,
-    ) -> Self {
-        let delayed_fraction = delayed_by_capacity(&run.waits, &oracle.waits, slo_wait_s);
-        let oracle_gpu_hours = oracle.gpu_seconds / 3600.0;
-        run.waits.sort_by(|a, b| a.total_cmp(b));
-        let requests = run.requests.max(1) as f64;
-        let gpu_hours = run.gpu_seconds / 3600.0;
+    pub fn from_run(policy: &str, detail: String, run: &RunResult, ctx: &RunContext) -> Self {
+        let s = &run.scored;
+        let requests = s.requests.max(1) as f64;
+        let delayed_fraction = s.delayed as f64 / requests;
+        let split = s.gpu.normalised().hours();
+        let gpu_hours = split.total;
+        let first_day = (ctx.score_from_s / DAY_S).floor() as usize;
+        let days: Vec<DayReport> = run
+            .days
+            .iter()
+            .enumerate()
+            .skip(first_day)
+            .filter(|(_, d)| d.requests > 0)
+            .map(|(day, d)| DayReport {
+                day,
+                requests: d.requests,
+                delayed_fraction: d.delayed_fraction(),
+                gpu_hours: d.gpu_seconds / 3600.0,
+            })
+            .collect();
+        let daily = |f: fn(&DayReport) -> f64| -> Vec<f64> { days.iter().map(f).collect() };
         PolicyReport {
             policy: policy.to_string(),
             detail,
-            requests: run.requests,
+            requests: s.requests,
             delayed_fraction,
-            delayed_any_fraction: run.delayed_any as f64 / requests,
-            p50_wait_s: percentile(&run.waits, 0.50),
-            p99_wait_s: percentile(&run.waits, 0.99),
-            max_wait_s: run.waits.last().copied().unwrap_or(0.0) as f64,
+            delayed_any_fraction: delayed_fraction,
+            p50_wait_s: s.waits.quantile(0.50),
+            p99_wait_s: s.waits.quantile(0.99),
+            max_wait_s: s.waits.max(),
+            p50_ttft_s: s.ttft.quantile(0.50),
+            p99_ttft_s: s.ttft.quantile(0.99),
             gpu_hours,
-            idle_gpu_fraction: idle(run.busy_gpu_seconds, run.gpu_seconds),
-            cost_usd: run.cost_usd,
-            cold_starts: run.cold_starts,
-            nodes_launched: run.nodes_launched,
-            gpu_hours_vs_oracle: ratio(gpu_hours, oracle_gpu_hours),
-            meets_slo: delayed_fraction <= slo_fraction,
+            gpu_hours_split: split,
+            idle_gpu_fraction: idle(split.busy, split.total),
+            cost_usd: gpu_hours * ctx.usd_per_gpu_hour,
+            cold_starts: s.cold_starts,
+            replica_cold_starts: s.replica_cold_starts,
+            nodes_launched: s.nodes_launched,
+            gpu_hours_vs_oracle: ratio(gpu_hours, ctx.oracle_gpu_hours),
+            meets_slo: delayed_fraction <= ctx.slo_fraction,
+            // A share is never negative: the interval is cut at 0.
+            delayed_fraction_ci95: interval95(&daily(|d| d.delayed_fraction))
+                .map(|(lo, hi)| (lo.max(0.0), hi)),
+            gpu_hours_per_day_ci95: interval95(&daily(|d| d.gpu_hours)),
+            days,
         }
     }
 
     /// The ideal-packing bound (ratio to the oracle filled in by the caller).
-    pub fn from_ideal(oracle: &OracleResult, usd_per_node_hour: f64) -> Self {
+    pub fn from_ideal(oracle: &OracleResult, usd_per_gpu_hour: f64) -> Self {
         let gpu_hours = oracle.gpu_seconds / 3600.0;
+        let busy = oracle.busy_gpu_seconds / 3600.0;
         PolicyReport {
             policy: "ideal".into(),
             detail: "perfect packing, no queue".into(),
-            requests: oracle.requests,
+            requests: oracle.scored_requests,
             delayed_fraction: 0.0,
             delayed_any_fraction: 0.0,
             p50_wait_s: 0.0,
             p99_wait_s: 0.0,
             max_wait_s: 0.0,
+            p50_ttft_s: 0.0,
+            p99_ttft_s: 0.0,
             gpu_hours,
+            gpu_hours_split: GpuSplit {
+                total: gpu_hours,
+                busy,
+                empty: gpu_hours - busy,
+                ..GpuSplit::default()
+            },
             idle_gpu_fraction: idle(oracle.busy_gpu_seconds, oracle.gpu_seconds),
-            cost_usd: oracle.node_seconds / 3600.0 * usd_per_node_hour,
+            cost_usd: gpu_hours * usd_per_gpu_hour,
             cold_starts: 0,
+            replica_cold_starts: 0,
             nodes_launched: 0,
             gpu_hours_vs_oracle: 1.0,
             meets_slo: true,
+            days: Vec::new(),
+            delayed_fraction_ci95: None,
+            gpu_hours_per_day_ci95: None,
         }
     }
 }
@@ -134,30 +174,37 @@ pub fn table(rows: &[PolicyReport]) -> String {
         "detail",
         "requests",
         "delayed",
-        "delayed(any)",
         "p50 wait",
         "p99 wait",
+        "p99 TTFT",
         "GPU-h",
-        "idle GPU",
-        "cost $",
-        "cold starts",
+        "busy/idle/spare/launch/empty %",
+        "cold node/replica",
         "vs oracle",
     ];
-    let cells: Vec<[String; 12]> = rows
+    let pct = |v: f64, total: f64| if total > 0.0 { v / total * 100.0 } else { 0.0 };
+    let cells: Vec<[String; 11]> = rows
         .iter()
         .map(|r| {
+            let g = &r.gpu_hours_split;
             [
                 r.policy.clone(),
                 r.detail.clone(),
                 r.requests.to_string(),
                 format!("{:.3}%", r.delayed_fraction * 100.0),
-                format!("{:.2}%", r.delayed_any_fraction * 100.0),
                 format!("{:.1}s", r.p50_wait_s),
                 format!("{:.1}s", r.p99_wait_s),
+                format!("{:.1}s", r.p99_ttft_s),
                 format!("{:.1}", r.gpu_hours),
-                format!("{:.1}%", r.idle_gpu_fraction * 100.0),
-                format!("{:.2}", r.cost_usd),
-                r.cold_starts.to_string(),
+                format!(
+                    "{:.0}/{:.0}/{:.0}/{:.0}/{:.0}",
+                    pct(g.busy, g.total),
+                    pct(g.idle_replicas, g.total),
+                    pct(g.spare, g.total),
+                    pct(g.launching, g.total),
+                    pct(g.empty, g.total)
+                ),
+                format!("{}/{}", r.cold_starts, r.replica_cold_starts),
                 format!("{:.2}x", r.gpu_hours_vs_oracle),
             ]
         })
@@ -186,27 +233,4 @@ pub fn table(rows: &[PolicyReport]) -> String {
         line(&mut out, &row);
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn capacity_delay_is_the_excess_over_the_oracle() {
-        let oracle = [0.0, 30.0, 5.0, 0.0];
-        let waits = [10.5, 35.0, 16.0, 10.0];
-        // Excess: 10.5 (counts), 5 (model load in both), 11 (counts), 10 (not above 10).
-        assert_eq!(delayed_by_capacity(&waits, &oracle, 10.0), 0.5);
-    }
-
-    #[test]
-    fn nearest_rank_percentiles() {
-        let v: Vec<f32> = (1..=10).map(|i| i as f32).collect();
-        // 50% of 10 values: rank 5; 99%: rank ceil(9.9) = 10.
-        assert_eq!(percentile(&v, 0.5), 5.0);
-        assert_eq!(percentile(&v, 0.99), 10.0);
-        assert_eq!(percentile(&v, 0.0), 1.0);
-        assert_eq!(percentile(&[], 0.5), 0.0);
-    }
 }

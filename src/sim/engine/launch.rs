@@ -1,0 +1,89 @@
+//! How long one node launch takes: a draw around the provisioner's launch time, and the chance
+//! that EC2 answers "insufficient capacity" so the launch starts over.
+
+use rand::Rng;
+use rand_distr::{Distribution, LogNormal};
+
+/// The distribution of node launch times (the median is `Provisioner::node_launch_s`).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct LaunchModel {
+    /// p99 / median of the launch time; 1 makes every launch take exactly the median.
+    pub p99_over_median: f64,
+    /// Probability that one launch attempt fails with InsufficientInstanceCapacity.
+    pub ice_probability: f64,
+    /// Seconds a failed attempt costs before the next attempt starts.
+    pub ice_retry_s: f64,
+}
+
+impl LaunchModel {
+    /// Every launch takes exactly the median, and none fails.
+    pub const CONSTANT: LaunchModel = LaunchModel {
+        p99_over_median: 1.0,
+        ice_probability: 0.0,
+        ice_retry_s: 0.0,
+    };
+
+    /// Seconds from launch to Ready: failed attempts (each `ice_retry_s`) then one lognormal
+    /// draw with median `median_s` and `p99 = p99_over_median * median` (sigma = ln(ratio) /
+    /// z_0.99, z_0.99 = 2.3263).
+    pub fn sample(&self, median_s: f64, rng: &mut impl Rng) -> f64 {
+        let mut delay = 0.0;
+        // At most 10 failures in a row: the probability flag is checked to be below 1.
+        for _ in 0..10 {
+            if self.ice_probability > 0.0 && rng.random::<f64>() < self.ice_probability {
+                delay += self.ice_retry_s;
+            } else {
+                break;
+            }
+        }
+        if self.p99_over_median <= 1.0 || median_s <= 0.0 {
+            return delay + median_s;
+        }
+        let sigma = self.p99_over_median.ln() / 2.326_347_874;
+        let draw = LogNormal::new(median_s.ln(), sigma)
+            .expect("finite mean and positive sigma")
+            .sample(rng);
+        delay + draw
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    #[test]
+    fn lognormal_median_and_p99_are_where_the_flags_put_them() {
+        let model = LaunchModel {
+            p99_over_median: 2.0,
+            ice_probability: 0.0,
+            ice_retry_s: 0.0,
+        };
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let mut v: Vec<f64> = (0..20_000).map(|_| model.sample(40.0, &mut rng)).collect();
+        v.sort_by(f64::total_cmp);
+        let median = v[10_000];
+        let p99 = v[19_800];
+        assert!((median - 40.0).abs() < 1.0, "median {median}");
+        assert!((p99 / 40.0 - 2.0).abs() < 0.1, "p99 {p99}");
+    }
+
+    #[test]
+    fn insufficient_capacity_adds_retries() {
+        let always_once = LaunchModel {
+            p99_over_median: 1.0,
+            ice_probability: 0.5,
+            ice_retry_s: 10.0,
+        };
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let draws: Vec<f64> = (0..10_000)
+            .map(|_| always_once.sample(40.0, &mut rng))
+            .collect();
+        // Every draw is 40 s plus whole retries; with p = 0.5 the mean number of failures is 1.
+        assert!(draws.iter().all(|d| ((d - 40.0) / 10.0).fract() == 0.0));
+        let mean_retries = draws.iter().map(|d| (d - 40.0) / 10.0).sum::<f64>() / 10_000.0;
+        assert!((mean_retries - 1.0).abs() < 0.05, "{mean_retries}");
+        assert_eq!(LaunchModel::CONSTANT.sample(41.0, &mut rng), 41.0);
+    }
+}

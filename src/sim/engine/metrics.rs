@@ -1,0 +1,91 @@
+//! What a run measures: the recorded series, wait and time-to-first-token histograms, per-day
+//! figures, and GPU-seconds by what they were spent on.
+
+use super::events::Kind;
+use super::{Point, Sim};
+use crate::sim::stats::{spread_over_days, DayStats};
+
+impl Sim<'_> {
+    pub(super) fn on_sample(&mut self) {
+        let boundary = (self.now / self.cfg.step_s).round() as usize;
+        let waiting = self.queue.len() as u32;
+        let running = self.active_total as u32;
+        if self.waiting_at_boundary.len() <= boundary {
+            self.waiting_at_boundary.resize(boundary + 1, 0);
+            self.running_at_boundary.resize(boundary + 1, 0);
+        }
+        self.waiting_at_boundary[boundary] = waiting;
+        self.running_at_boundary[boundary] = running;
+        let serving = self.serving_count();
+        self.result.peak_replicas = self.result.peak_replicas.max(self.replica_count());
+        let nodes = &self.nodes;
+        self.live_nodes.retain(|&i| nodes[i].alive);
+        if self.now >= self.cfg.score_from_s {
+            self.sample_gpu_split();
+        }
+        let point = Point {
+            t: self.now,
+            ready_gpus: self.ready_gpus(),
+            serving_replicas: serving,
+            balloons: self.balloon_count(),
+            waiting,
+        };
+        self.result.series.push(point);
+        let next = self.now + self.cfg.step_s;
+        self.push(next, Kind::Sample);
+    }
+
+    /// What every live node's GPUs do now, counted for the step that starts now.
+    fn sample_gpu_split(&mut self) {
+        let gpr = self.gpr();
+        let step = self.cfg.step_s;
+        let gpu = &mut self.result.scored.gpu;
+        for &i in &self.live_nodes {
+            let n = &self.nodes[i];
+            if n.ready_at > self.now {
+                gpu.launching += n.gpus as f64 * step;
+                continue;
+            }
+            let spare = n.balloons * gpr;
+            gpu.spare += spare as f64 * step;
+            gpu.idle_replicas += (n.used - spare) as f64 * step;
+            gpu.empty += (n.gpus - n.used) as f64 * step;
+        }
+    }
+
+    /// Charges a node's GPU-seconds from `launched` to now: to the total from the scoring start,
+    /// to the days from the end of the burn-in.
+    pub(super) fn charge_gpus(&mut self, launched: f64, gpus: f64) {
+        let from = launched.max(self.cfg.score_from_s);
+        self.result.scored.gpu.total += gpus * (self.now - from).max(0.0);
+        spread_over_days(
+            &mut self.result.days,
+            launched,
+            self.now,
+            self.cfg.burn_in_s,
+            gpus,
+        );
+    }
+
+    /// One request's wait, once it takes a slot.
+    pub(super) fn record_wait(&mut self, arrival: f64, wait: f64, prefill_s: f64) {
+        if arrival < self.cfg.burn_in_s {
+            return;
+        }
+        let delayed = wait > self.cfg.slo_wait_s;
+        let day = (arrival / crate::sim::stats::DAY_S) as usize;
+        if self.result.days.len() <= day {
+            self.result.days.resize(day + 1, DayStats::default());
+        }
+        self.result.days[day].requests += 1;
+        self.result.days[day].delayed += u64::from(delayed);
+        if arrival < self.cfg.score_from_s {
+            return;
+        }
+        let scored = &mut self.result.scored;
+        scored.requests += 1;
+        scored.delayed += u64::from(delayed);
+        scored.waits.record(wait);
+        scored.ttft.record(wait + prefill_s);
+    }
+}

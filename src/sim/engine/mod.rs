@@ -1,0 +1,398 @@
+//! The discrete-event simulation of one policy on one request stream.
+//!
+//! What is simulated, in the order it happens in a real cluster:
+//! - requests arrive, take a free slot of a serving replica or wait in one FIFO queue;
+//! - an HPA-like replica controller (shared by every policy) creates and removes inference pods;
+//! - pending pods preempt warm balloon pods on Ready nodes, or are nominated to nodes that are
+//!   still launching, or make the provisioner (Karpenter or Cluster Autoscaler) launch nodes after
+//!   its batching window;
+//! - a pod on a fresh node waits for the node, the image/weights pull, then the model load;
+//!   on a warm node only for the model load;
+//! - empty nodes are removed after `empty_after_s` (Karpenter `consolidateAfter`);
+//! - a headroom controller sets the number of balloon pods: none, a fixed N, a percentage of
+//!   the serving replicas, or prewarm's own `crate::core::decide()` fed with the `Observation`
+//!   the Lambda's queries would return (eyes.rs);
+//! - the clairvoyant oracle launches a node one lead time before each moment a first pass
+//!   needed one (`RunConfig::prelaunch`).
+//!
+//! Time is seconds from the start of the trace; `decide()` sees `base_epoch + t`.
+
+use std::collections::{BinaryHeap, VecDeque};
+use std::sync::Arc;
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use crate::core::{HeadroomState, PolicySpec, TargetSpec};
+
+use super::model::{Model, Provisioner};
+use super::stats::{DayStats, GpuSplit, LogHistogram};
+
+pub use launch::LaunchModel;
+
+/// One request as the engine sees it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Request {
+    pub arrival: f64,
+    /// Seconds the request occupies a slot (prefill + decode).
+    pub service_s: f64,
+    /// The prefill part of `service_s`: time to first token is the wait plus this.
+    pub prefill_s: f64,
+}
+
+/// Who sets the number of warm balloon pods.
+#[derive(Clone, Debug)]
+pub enum Headroom {
+    None,
+    Fixed(u32),
+    /// This percentage of the serving replicas (rounded up), re-set every `tick_s`.
+    Percent {
+        percent: f64,
+        tick_s: f64,
+    },
+    Prewarm {
+        policy: PolicySpec,
+        target: Box<TargetSpec>,
+    },
+}
+
+/// How many inference replicas run.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Replicas {
+    /// The HPA-like controller of `Model::hpa`.
+    Hpa,
+    /// A fixed fleet, never scaled.
+    Static(u32),
+}
+
+/// The demand the cluster was already serving when the trace starts (steady state).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WarmStart {
+    /// Inference replicas serving at t = 0 on Ready nodes (balloons are warm too: a fixed
+    /// buffer's N, or what prewarm's first decision at t = 0 asks for).
+    pub replicas: u32,
+    /// Metric history before t = 0: arrival rate (req/s), mean service time (s), running.
+    pub rate: f64,
+    pub service_s: f64,
+    pub running: f64,
+}
+
+/// Everything one run needs besides the request stream.
+#[derive(Clone, Debug)]
+pub struct RunConfig {
+    pub model: Model,
+    pub provisioner: Provisioner,
+    pub replicas: Replicas,
+    pub headroom: Headroom,
+    pub warm: WarmStart,
+    /// Requests waiting longer than this are "delayed".
+    pub slo_wait_s: f64,
+    /// Resolution of the metric history and of the recorded series (METRICS_STEP_SECONDS).
+    pub step_s: f64,
+    /// Unix time of t = 0, for the timestamps `decide()` sees.
+    pub base_epoch: f64,
+    /// Node launch times and capacity errors.
+    pub launch: LaunchModel,
+    /// Seed of the launch draws.
+    pub seed: u64,
+    /// Seconds between a scrape and the moment a query can see it (remote write / AMP).
+    pub ingestion_lag_s: f64,
+    /// Nothing before this is measured (the metric history fills with the trace's own past).
+    pub burn_in_s: f64,
+    /// Totals (not the per-day figures) count from here: the burn-in or the end of training.
+    pub score_from_s: f64,
+    /// Clairvoyant oracle: times a first pass needed a new node; each gets one launched one
+    /// (sampled) lead time earlier.
+    pub prelaunch: Option<Arc<Vec<f64>>>,
+}
+
+/// One point of the recorded series, every `step_s`.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct Point {
+    pub t: f64,
+    /// GPUs on Ready nodes (serving, loading, or held by balloons): the warm capacity.
+    pub ready_gpus: u32,
+    pub serving_replicas: u32,
+    pub balloons: u32,
+    pub waiting: u32,
+}
+
+/// What one run measured from `score_from_s` on.
+#[derive(Clone, Debug, Default)]
+pub struct Scored {
+    pub requests: u64,
+    /// Waited longer than the SLO wait (any cause).
+    pub delayed: u64,
+    pub waits: LogHistogram,
+    /// Wait plus prefill.
+    pub ttft: LogHistogram,
+    /// Exact total and busy; the sampled parts are raw (see `GpuSplit::normalised`), with
+    /// `idle_replicas` holding all replica GPU-seconds until `finish`.
+    pub gpu: GpuSplit,
+    /// Inference pods that waited for a node to launch or for its image pull.
+    pub cold_starts: u64,
+    /// Replicas that loaded their model while requests queued for them.
+    pub replica_cold_starts: u64,
+    pub nodes_launched: u64,
+}
+
+/// What one run measured.
+#[derive(Clone, Debug, Default)]
+pub struct RunResult {
+    /// Every request simulated (burn-in included).
+    pub requests: u64,
+    pub scored: Scored,
+    /// Per day from t = 0, without the burn-in.
+    pub days: Vec<DayStats>,
+    pub nodes_launched: u64,
+    /// (launched, Ready) of every node launched by a provisioner or the oracle.
+    pub launches: Vec<(f64, f64)>,
+    /// When the pods that made the provisioner launch each node went pending (one entry per
+    /// node): the clairvoyant oracle's foresight.
+    pub node_demand_times: Vec<f64>,
+    pub peak_replicas: u32,
+    pub end_s: f64,
+    pub series: Vec<Point>,
+    /// Prewarm only: decisions taken and how many changed the headroom.
+    pub decisions: u64,
+    pub headroom_changes: u64,
+}
+
+mod controllers;
+mod events;
+mod eyes;
+mod launch;
+mod metrics;
+mod nodes;
+mod pods;
+mod requests;
+
+use events::{Event, Kind};
+use nodes::Node;
+use pods::{Phase, Pod};
+use requests::Waiting;
+
+/// The simulator state of one run.
+struct Sim<'a> {
+    cfg: &'a RunConfig,
+    now: f64,
+    seq: u64,
+    events: BinaryHeap<Event>,
+    pods: Vec<Pod>,
+    live_pods: Vec<usize>,
+    pending_pods: VecDeque<usize>,
+    pending_inference: u32,
+    cold_starting: u32,
+    pending_balloons: u32,
+    nodes: Vec<Node>,
+    /// Indices of nodes that may be alive, in launch order (dead ones dropped at each sample).
+    live_nodes: Vec<usize>,
+    rng: ChaCha8Rng,
+    /// Launch durations drawn for the oracle's early launches, by `Kind::Prelaunch` index.
+    prelaunch_s: Vec<f64>,
+    provision_scheduled: bool,
+    free: Vec<usize>,
+    queue: VecDeque<Waiting>,
+    active_total: u64,
+    hpa_window: VecDeque<(f64, u32)>,
+    // What the servers export, per scrape (every step): gauges at the scrape, and the
+    // completions and their end-to-end latency (queueing included) since the previous one.
+    waiting_at_boundary: Vec<u32>,
+    running_at_boundary: Vec<u32>,
+    completions_at: Vec<u32>,
+    latency_sum_at: Vec<f64>,
+    headroom_state: HeadroomState,
+    consolidation_frozen: bool,
+    result: RunResult,
+}
+
+impl<'a> Sim<'a> {
+    fn new(cfg: &'a RunConfig) -> Self {
+        Sim {
+            cfg,
+            now: 0.0,
+            seq: 0,
+            events: BinaryHeap::new(),
+            pods: Vec::new(),
+            live_pods: Vec::new(),
+            pending_pods: VecDeque::new(),
+            pending_inference: 0,
+            cold_starting: 0,
+            pending_balloons: 0,
+            nodes: Vec::new(),
+            live_nodes: Vec::new(),
+            rng: ChaCha8Rng::seed_from_u64(cfg.seed),
+            prelaunch_s: Vec::new(),
+            provision_scheduled: false,
+            free: Vec::new(),
+            queue: VecDeque::new(),
+            active_total: 0,
+            hpa_window: VecDeque::new(),
+            waiting_at_boundary: Vec::new(),
+            running_at_boundary: Vec::new(),
+            completions_at: Vec::new(),
+            latency_sum_at: Vec::new(),
+            headroom_state: HeadroomState::default(),
+            consolidation_frozen: false,
+            result: RunResult::default(),
+        }
+    }
+
+    fn push(&mut self, t: f64, kind: Kind) {
+        self.seq += 1;
+        self.events.push(Event {
+            t,
+            seq: self.seq,
+            kind,
+        });
+    }
+
+    fn gpr(&self) -> u32 {
+        self.cfg.model.gpus_per_replica
+    }
+
+    fn slots(&self) -> u32 {
+        self.cfg.model.slots_per_replica
+    }
+
+    fn handle(&mut self, kind: Kind) {
+        match kind {
+            Kind::Completion { pod } => self.on_completion(pod),
+            Kind::PodServing { pod } => self.on_pod_serving(pod),
+            Kind::Sample => self.on_sample(),
+            Kind::Hpa => self.on_hpa(),
+            Kind::Tick => self.on_tick(),
+            Kind::Provision => self.on_provision(),
+            Kind::EmptyCheck { node } => self.on_empty_check(node),
+            Kind::Prelaunch { index } => self.on_prelaunch(index),
+        }
+    }
+
+    fn idle(&self) -> bool {
+        self.queue.is_empty() && self.active_total == 0
+    }
+
+    fn finish(mut self) -> RunResult {
+        for i in self.live_nodes.clone() {
+            if self.nodes[i].alive {
+                self.terminate_node(i);
+            }
+        }
+        self.result.end_s = self.now;
+        let gpu = &mut self.result.scored.gpu;
+        gpu.idle_replicas = (gpu.idle_replicas - gpu.busy).max(0.0);
+        self.result
+    }
+
+    /// The first sample, the replica controller, the headroom controller's ticks and the
+    /// oracle's early launches.
+    fn start_controllers(&mut self) {
+        let cfg = self.cfg;
+        self.push(0.0, Kind::Sample);
+        if cfg.replicas == Replicas::Hpa {
+            self.push(0.0, Kind::Hpa);
+        }
+        match &cfg.headroom {
+            Headroom::Prewarm { policy, .. } => self.push(policy.tick_s, Kind::Tick),
+            Headroom::Percent { tick_s, .. } => self.push(*tick_s, Kind::Tick),
+            Headroom::None | Headroom::Fixed(_) => {}
+        }
+        if let Some(times) = &cfg.prelaunch {
+            self.schedule_prelaunches(times);
+        }
+    }
+
+    /// A Ready node with a free replica-sized slot, launching one (Ready at once) if none.
+    fn warm_node(&mut self) -> usize {
+        let gpr = self.gpr();
+        let found = self
+            .live_nodes
+            .iter()
+            .copied()
+            .find(|&i| self.nodes[i].alive && self.free_gpus(i) >= gpr);
+        match found {
+            Some(node) => node,
+            None => self.launch_node(None),
+        }
+    }
+
+    /// The steady state before the trace: replicas serving, balloons warm, nodes Ready.
+    fn warm_start(&mut self) {
+        let gpr = self.gpr();
+        let replicas = match self.cfg.replicas {
+            Replicas::Hpa => self.cfg.warm.replicas,
+            Replicas::Static(n) => n,
+        };
+        for _ in 0..replicas {
+            let node = self.warm_node();
+            self.nodes[node].used += gpr;
+            self.pods.push(Pod::new(Phase::Serving { node }));
+            let pod = self.pods.len() - 1;
+            self.live_pods.push(pod);
+            self.free.push(pod);
+        }
+        let balloons = match &self.cfg.headroom {
+            Headroom::None => 0,
+            Headroom::Fixed(n) => *n,
+            Headroom::Percent { percent, .. } => percent_of(replicas, *percent),
+            Headroom::Prewarm { policy, target } => {
+                let plan = self.prewarm_decision(policy, target);
+                self.headroom_state = plan.next_state;
+                plan.desired_spare
+            }
+        };
+        for _ in 0..balloons {
+            let node = self.warm_node();
+            self.nodes[node].used += gpr;
+            self.nodes[node].balloons += 1;
+        }
+        self.headroom_state.spare = balloons;
+        // The replica controller has been running too: its scale-down window remembers wanting
+        // the warm replicas, so it does not drop them at the first sync.
+        self.hpa_window.push_back((self.now, replicas));
+    }
+}
+
+/// Runs one policy over `requests` (in arrival order). `on_request` is called once per request
+/// simulated (progress reporting).
+pub fn run(
+    cfg: &RunConfig,
+    requests: impl Iterator<Item = Request>,
+    mut on_request: impl FnMut(),
+) -> RunResult {
+    let mut sim = Sim::new(cfg);
+    sim.warm_start();
+    sim.start_controllers();
+    let mut requests = requests.peekable();
+    loop {
+        let next_arrival = requests.peek().map(|r| r.arrival);
+        if next_arrival.is_none() && sim.idle() {
+            break;
+        }
+        let event_first = match (sim.events.peek(), next_arrival) {
+            (Some(e), Some(a)) => e.t <= a,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => break,
+        };
+        if event_first {
+            let e = sim.events.pop().expect("peeked");
+            sim.now = e.t;
+            sim.handle(e.kind);
+        } else {
+            let r = requests.next().expect("peeked");
+            sim.now = sim.now.max(r.arrival);
+            sim.on_arrival(r);
+            on_request();
+        }
+    }
+    sim.finish()
+}
+
+#[cfg(test)]
+mod tests;
+
+/// Balloons for `percent` % of `replicas`, rounded up.
+pub(crate) fn percent_of(replicas: u32, percent: f64) -> u32 {
+    (replicas as f64 * percent / 100.0 - 1e-9).ceil().max(0.0) as u32
+}

@@ -1,0 +1,183 @@
+//! Inference pods: creation, binding to nodes, the wait for node, image and model, removal.
+
+use std::collections::VecDeque;
+
+use super::events::Kind;
+use super::Sim;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum Phase {
+    Pending,
+    Starting { node: usize, serving_at: f64 },
+    Serving { node: usize },
+    Gone,
+}
+
+#[derive(Clone, Debug)]
+pub(super) struct Pod {
+    pub(super) phase: Phase,
+    pub(super) active: u32,
+    pub(super) draining: bool,
+    pub(super) busy_since: f64,
+    pub(super) cold: bool,
+}
+
+impl Pod {
+    /// A new pod in `phase`, serving nothing yet.
+    pub(super) fn new(phase: Phase) -> Self {
+        Pod {
+            phase,
+            active: 0,
+            draining: false,
+            busy_since: 0.0,
+            cold: false,
+        }
+    }
+}
+
+impl Sim<'_> {
+    pub(super) fn new_pod(&mut self) -> usize {
+        self.pods.push(Pod::new(Phase::Pending));
+        let id = self.pods.len() - 1;
+        self.live_pods.push(id);
+        self.pending_inference += 1;
+        self.pending_pods.push_back(id);
+        id
+    }
+
+    /// Binds a pending inference pod to `node`; returns when it will serve.
+    pub(super) fn bind(&mut self, pod: usize, node: usize) {
+        let load = self.cfg.model.model_load_s;
+        let pull = self.cfg.model.image_pull_s;
+        let now = self.now;
+        let n = &mut self.nodes[node];
+        n.empty_since = None;
+        let image_ready = *n
+            .image_ready_at
+            .get_or_insert_with(|| now.max(n.ready_at) + pull);
+        let waits_for_node = image_ready > now + 1e-9;
+        let serving_at = now.max(image_ready) + load;
+        self.pending_inference -= 1;
+        if waits_for_node {
+            self.cold_starting += 1;
+            if self.now >= self.cfg.score_from_s {
+                self.result.scored.cold_starts += 1;
+            }
+        }
+        let p = &mut self.pods[pod];
+        p.cold = waits_for_node;
+        p.phase = Phase::Starting { node, serving_at };
+        self.push(serving_at, Kind::PodServing { pod });
+    }
+
+    /// Places pending pods: inference pods first (they preempt balloons), then balloons.
+    pub(super) fn schedule(&mut self) {
+        let gpr = self.gpr();
+        let mut still_pending = VecDeque::new();
+        while let Some(pod) = self.pending_pods.pop_front() {
+            if self.pods[pod].phase != Phase::Pending {
+                continue;
+            }
+            match self.pick_node_for_inference() {
+                Some((node, preempt)) => {
+                    if preempt {
+                        self.nodes[node].balloons -= 1;
+                        self.pending_balloons += 1;
+                    } else {
+                        self.nodes[node].used += gpr;
+                    }
+                    self.bind(pod, node);
+                }
+                None => still_pending.push_back(pod),
+            }
+        }
+        self.pending_pods = still_pending;
+        while self.pending_balloons > 0 {
+            let Some(node) = self.pick_node_for_balloon() else {
+                break;
+            };
+            let n = &mut self.nodes[node];
+            n.used += gpr;
+            n.balloons += 1;
+            n.empty_since = None;
+            self.pending_balloons -= 1;
+        }
+        if (self.pending_inference > 0 || self.pending_balloons > 0) && !self.provision_scheduled {
+            self.provision_scheduled = true;
+            let at = self.now + self.cfg.provisioner.batch_s;
+            self.push(at, Kind::Provision);
+        }
+    }
+
+    pub(super) fn on_pod_serving(&mut self, pod: usize) {
+        let Phase::Starting { node, serving_at } = self.pods[pod].phase else {
+            return;
+        };
+        if serving_at > self.now + 1e-9 {
+            return;
+        }
+        if self.pods[pod].cold {
+            self.cold_starting -= 1;
+        }
+        self.pods[pod].phase = Phase::Serving { node };
+        if !self.queue.is_empty() && self.now >= self.cfg.score_from_s {
+            // Requests queued while this replica loaded its model: a cold start in their path.
+            self.result.scored.replica_cold_starts += 1;
+        }
+        self.free.push(pod);
+        self.drain_queue();
+    }
+
+    /// Removes one inference pod (HPA scale-down): pending and starting pods go at once,
+    /// a serving pod stops taking requests and goes when its last request is done.
+    pub(super) fn remove_pod(&mut self, pod: usize) {
+        match self.pods[pod].phase {
+            Phase::Pending => {
+                self.pending_inference -= 1;
+                self.pods[pod].phase = Phase::Gone;
+            }
+            Phase::Starting { node, .. } => {
+                if self.pods[pod].cold {
+                    self.cold_starting -= 1;
+                }
+                self.pods[pod].phase = Phase::Gone;
+                self.release(node);
+            }
+            Phase::Serving { node } => {
+                self.pods[pod].draining = true;
+                if self.pods[pod].active == 0 {
+                    self.pods[pod].phase = Phase::Gone;
+                    self.release(node);
+                }
+            }
+            Phase::Gone => {}
+        }
+    }
+
+    pub(super) fn release(&mut self, node: usize) {
+        let gpr = self.gpr();
+        self.nodes[node].used -= gpr;
+        self.check_empty(node);
+    }
+
+    pub(super) fn replica_count(&self) -> u32 {
+        self.live_pods
+            .iter()
+            .filter(|&&p| self.pods[p].phase != Phase::Gone && !self.pods[p].draining)
+            .count() as u32
+    }
+
+    pub(super) fn serving_count(&self) -> u32 {
+        self.live_pods
+            .iter()
+            .filter(|&&p| {
+                matches!(self.pods[p].phase, Phase::Serving { .. }) && !self.pods[p].draining
+            })
+            .count() as u32
+    }
+
+    pub(super) fn compact_live_pods(&mut self) {
+        let pods = &self.pods;
+        self.live_pods.retain(|&p| pods[p].phase != Phase::Gone);
+    }
+}

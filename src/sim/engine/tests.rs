@@ -1,0 +1,184 @@
+//! Engine tests on tiny hand-built runs; expected values are worked out in the comments.
+
+use std::sync::Arc;
+
+use super::*;
+use crate::sim::model::{instance_type, Hpa};
+
+pub(super) fn config() -> RunConfig {
+    RunConfig {
+        model: Model {
+            prefill_tokens_per_s: 1000.0,
+            decode_tokens_per_s: 10.0,
+            slots_per_replica: 8,
+            gpus_per_replica: 1,
+            image_pull_s: 0.0,
+            model_load_s: 0.0,
+            prepull: true,
+            hpa: Hpa {
+                target_utilization: 1.0,
+                sync_s: 15.0,
+                scale_down_window_s: 300.0,
+                scale_up_pods: 4,
+                scale_up_percent: 100.0,
+                min_replicas: 1,
+                max_replicas: 10,
+            },
+        },
+        provisioner: Provisioner {
+            instance: instance_type("g5.xlarge").unwrap().clone(),
+            node_launch_s: 41.0,
+            batch_s: 1.0,
+            empty_after_s: 600.0,
+            price_factor: 1.0,
+        },
+        replicas: Replicas::Static(1),
+        headroom: Headroom::None,
+        warm: WarmStart {
+            replicas: 1,
+            rate: 2.0,
+            service_s: 3.0,
+            running: 6.0,
+        },
+        slo_wait_s: 10.0,
+        step_s: 15.0,
+        base_epoch: 1_000_000.0,
+        launch: LaunchModel::CONSTANT,
+        seed: 1,
+        ingestion_lag_s: 0.0,
+        burn_in_s: 0.0,
+        score_from_s: 0.0,
+        prelaunch: None,
+    }
+}
+
+/// Feeds `requests` and processes events in time order up to `until` (events at `until`
+/// included), as `run` does, without finishing.
+pub(super) fn step_to(sim: &mut Sim<'_>, requests: &[Request], until: f64) {
+    if sim.events.is_empty() {
+        sim.start_controllers();
+    }
+    let mut next = 0;
+    loop {
+        let arrival = requests
+            .get(next)
+            .map(|r| r.arrival)
+            .filter(|&a| a <= until);
+        let event = sim.events.peek().map(|e| e.t).filter(|&t| t <= until);
+        match (event, arrival) {
+            (Some(t), a) if a.is_none_or(|a| t <= a) => {
+                let e = sim.events.pop().expect("peeked");
+                sim.now = e.t;
+                sim.handle(e.kind);
+            }
+            (_, Some(a)) => {
+                sim.now = sim.now.max(a);
+                sim.on_arrival(requests[next]);
+                next += 1;
+            }
+            _ => break,
+        }
+    }
+    sim.now = until;
+}
+
+fn req(arrival: f64, service_s: f64, prefill_s: f64) -> Request {
+    Request {
+        arrival,
+        service_s,
+        prefill_s,
+    }
+}
+
+fn one_slot() -> RunConfig {
+    let mut cfg = config();
+    cfg.model.slots_per_replica = 1;
+    cfg
+}
+
+#[test]
+fn waits_delays_and_time_to_first_token_on_one_slot() {
+    // One replica with one slot: A (0, 20 s) starts at once; B (5, 10 s) waits until 20 (15 s);
+    // C (6, 5 s) waits until 30 (24 s). SLO wait 10 s: B and C are delayed.
+    let cfg = one_slot();
+    let r = run(
+        &cfg,
+        [req(0.0, 20.0, 1.0), req(5.0, 10.0, 2.0), req(6.0, 5.0, 0.5)].into_iter(),
+        || {},
+    );
+    let s = &r.scored;
+    assert_eq!((s.requests, s.delayed), (3, 2));
+    // Nearest rank 2 of 3 is B's 15 s; the histogram answers its bucket's upper edge.
+    let p50 = s.waits.quantile(0.5);
+    assert!((15.0..=15.0 * 1.047).contains(&p50), "{p50}");
+    assert_eq!(s.waits.max(), 24.0);
+    // Time to first token: 0 + 1, 15 + 2, 24 + 0.5.
+    assert_eq!(s.ttft.max(), 24.5);
+    // One 1-GPU node from 0 to the last completion at 35, its replica busy all along.
+    assert_eq!(r.end_s, 35.0);
+    assert_eq!((s.gpu.total, s.gpu.busy), (35.0, 35.0));
+    assert_eq!(s.gpu.normalised().idle_replicas, 0.0);
+}
+
+#[test]
+fn nothing_before_the_scoring_start_is_counted() {
+    // Same run, scored from 5.5 s: only C counts, and the node's GPU-seconds from 5.5 on.
+    let mut cfg = one_slot();
+    cfg.burn_in_s = 5.5;
+    cfg.score_from_s = 5.5;
+    let r = run(
+        &cfg,
+        [req(0.0, 20.0, 1.0), req(5.0, 10.0, 2.0), req(6.0, 5.0, 0.5)].into_iter(),
+        || {},
+    );
+    assert_eq!((r.scored.requests, r.scored.delayed), (1, 1));
+    assert_eq!(r.scored.gpu.total, 35.0 - 5.5);
+    assert_eq!(r.days[0].requests, 1);
+}
+
+/// One replica warm on a 1-GPU node; 64 requests of 1000 s arrive at t = 600 (8 slots each,
+/// HPA target 100 %, 4 pods or 100 % per sync). Node launch 41 s, image pull 100 s, model load
+/// 30 s: a lead time of 171 s.
+fn single_step() -> (RunConfig, Vec<Request>) {
+    let mut cfg = config();
+    cfg.replicas = Replicas::Hpa;
+    cfg.model.image_pull_s = 100.0;
+    cfg.model.model_load_s = 30.0;
+    cfg.warm.replicas = 1;
+    let reqs = vec![req(600.0, 1000.0, 0.0); 64];
+    (cfg, reqs)
+}
+
+#[test]
+fn reactive_launches_after_the_hpa_creates_pods() {
+    // The HPA syncs every 15 s; at 600 it runs before the arrivals (events first at equal
+    // times). At 615 it sees 64 requests: 8 replicas wanted, +4 allowed (max(4 pods, 100 % of
+    // 1)); at 630 +3 more (max(4, 100 % of 5) = 5, capped at 8). Karpenter batches 1 s.
+    let (cfg, reqs) = single_step();
+    let r = run(&cfg, reqs.into_iter(), || {});
+    assert_eq!(
+        r.node_demand_times,
+        vec![615.0, 615.0, 615.0, 615.0, 630.0, 630.0, 630.0]
+    );
+    assert_eq!(r.launches[0], (616.0, 657.0));
+    // Every new replica waited for its node, and requests queued while each loaded its model.
+    assert_eq!((r.scored.cold_starts, r.scored.replica_cold_starts), (7, 7));
+}
+
+#[test]
+fn clairvoyant_oracle_launches_exactly_one_lead_time_early() {
+    // From the reactive pass's demand times (615 x4, 630 x3) the oracle launches each node
+    // 171 s earlier: at 444 (Ready 485) and 459 (Ready 500), and no other node. The pods then
+    // find warm nodes with their images: no node cold start, but the model load remains.
+    let (cfg, reqs) = single_step();
+    let first = run(&cfg, reqs.clone().into_iter(), || {});
+    let oracle_cfg = RunConfig {
+        prelaunch: Some(Arc::new(first.node_demand_times)),
+        ..cfg
+    };
+    let r = run(&oracle_cfg, reqs.into_iter(), || {});
+    let mut expected = vec![(444.0, 485.0); 4];
+    expected.extend([(459.0, 500.0); 3]);
+    assert_eq!(r.launches, expected);
+    assert_eq!((r.scored.cold_starts, r.scored.replica_cold_starts), (0, 7));
+}

@@ -1,0 +1,248 @@
+//! What a run measures, kept in constant memory: waits in a fixed log-spaced histogram (never an
+//! array of every request), GPU-seconds by what they were spent on, and per-day figures.
+
+use serde::Serialize;
+
+/// Buckets per decade of the wait histograms: adjacent edges differ by 10^(1/50) = 4.7 %.
+const PER_DECADE: usize = 50;
+/// The first edge: waits below 1 ms count as no wait.
+const FIRST_EDGE_S: f64 = 1e-3;
+/// Decades above the first edge: 1 ms to 10^5 s (27.8 h). Longer waits go to the last bucket.
+const DECADES: usize = 8;
+const BUCKETS: usize = 1 + PER_DECADE * DECADES;
+
+/// Counts of values in fixed log-spaced buckets: bucket 0 holds [0, 1 ms), bucket i >= 1 holds
+/// [1 ms * 10^((i-1)/50), 1 ms * 10^(i/50)).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LogHistogram {
+    counts: Vec<u64>,
+    total: u64,
+    max: f64,
+}
+
+impl Default for LogHistogram {
+    fn default() -> Self {
+        LogHistogram {
+            counts: vec![0; BUCKETS],
+            total: 0,
+            max: 0.0,
+        }
+    }
+}
+
+impl LogHistogram {
+    fn bucket(v: f64) -> usize {
+        if v.is_nan() || v < FIRST_EDGE_S {
+            return 0;
+        }
+        let i = 1 + ((v / FIRST_EDGE_S).log10() * PER_DECADE as f64).floor() as usize;
+        i.min(BUCKETS - 1)
+    }
+
+    /// Upper edge of bucket `i` (0 for bucket 0: "no wait").
+    fn upper(i: usize) -> f64 {
+        if i == 0 {
+            0.0
+        } else {
+            FIRST_EDGE_S * 10f64.powf(i as f64 / PER_DECADE as f64)
+        }
+    }
+
+    pub fn record(&mut self, v: f64) {
+        self.counts[Self::bucket(v)] += 1;
+        self.total += 1;
+        if v > self.max {
+            self.max = v;
+        }
+    }
+
+    pub fn count(&self) -> u64 {
+        self.total
+    }
+
+    pub fn max(&self) -> f64 {
+        self.max
+    }
+
+    /// The upper edge of the bucket holding the nearest-rank `q` quantile (at most 4.7 % above
+    /// the true value, never below it; 0 when that value is under 1 ms), capped at the maximum.
+    pub fn quantile(&self, q: f64) -> f64 {
+        if self.total == 0 {
+            return 0.0;
+        }
+        let rank = ((q * self.total as f64).ceil() as u64).clamp(1, self.total);
+        let mut seen = 0;
+        for (i, &c) in self.counts.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                return Self::upper(i).min(self.max);
+            }
+        }
+        self.max
+    }
+
+    pub fn merge(&mut self, other: &LogHistogram) {
+        for (a, b) in self.counts.iter_mut().zip(&other.counts) {
+            *a += b;
+        }
+        self.total += other.total;
+        self.max = self.max.max(other.max);
+    }
+}
+
+/// GPU-seconds by what the GPUs were doing. `total` is exact (node lifetimes); `busy` is exact
+/// (replicas with a request in flight); the other four are measured at every metric step and
+/// scaled so that all five add up to `total`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct GpuSplit {
+    pub total: f64,
+    pub busy: f64,
+    /// Replicas up (or loading their model) with no request in flight.
+    pub idle_replicas: f64,
+    /// Balloon pods holding warm capacity (buffer, buffer-pct, prewarm).
+    pub spare: f64,
+    /// Nodes launched but not yet Ready.
+    pub launching: f64,
+    /// Ready nodes' GPUs nothing is placed on (waiting for consolidation, or fragments).
+    pub empty: f64,
+}
+
+impl GpuSplit {
+    /// The split with the sampled parts scaled to `total - busy`.
+    pub fn normalised(self) -> GpuSplit {
+        let rest = (self.total - self.busy).max(0.0);
+        let sampled = self.idle_replicas + self.spare + self.launching + self.empty;
+        let k = if sampled > 0.0 { rest / sampled } else { 0.0 };
+        GpuSplit {
+            idle_replicas: self.idle_replicas * k,
+            spare: self.spare * k,
+            launching: self.launching * k,
+            empty: self.empty * k,
+            ..self
+        }
+    }
+
+    pub fn hours(self) -> GpuSplit {
+        let h = |v: f64| v / 3600.0;
+        GpuSplit {
+            total: h(self.total),
+            busy: h(self.busy),
+            idle_replicas: h(self.idle_replicas),
+            spare: h(self.spare),
+            launching: h(self.launching),
+            empty: h(self.empty),
+        }
+    }
+}
+
+/// One day of a run (days count from t = 0; the burn-in is left out).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct DayStats {
+    pub requests: u64,
+    pub delayed: u64,
+    pub gpu_seconds: f64,
+}
+
+impl DayStats {
+    pub fn delayed_fraction(&self) -> f64 {
+        if self.requests == 0 {
+            0.0
+        } else {
+            self.delayed as f64 / self.requests as f64
+        }
+    }
+}
+
+pub const DAY_S: f64 = 86_400.0;
+
+/// Adds `value * seconds` of the interval [a, b) to the days it covers, from `from` on.
+pub fn spread_over_days(days: &mut Vec<DayStats>, a: f64, b: f64, from: f64, per_s: f64) {
+    let mut a = a.max(from);
+    while a < b {
+        let day = (a / DAY_S).floor() as usize;
+        let end = b.min((day + 1) as f64 * DAY_S);
+        if days.len() <= day {
+            days.resize(day + 1, DayStats::default());
+        }
+        days[day].gpu_seconds += per_s * (end - a);
+        a = end;
+    }
+}
+
+/// The 95 % confidence interval of the mean of `values` (Student's t; None under two values).
+pub fn interval95(values: &[f64]) -> Option<(f64, f64)> {
+    let n = values.len();
+    if n < 2 {
+        return None;
+    }
+    let mean = values.iter().sum::<f64>() / n as f64;
+    let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+    // Two-sided 97.5 % quantiles of Student's t for 1..=30 degrees of freedom; 1.96 beyond.
+    const T: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
+    ];
+    let t = T.get(n - 2).copied().unwrap_or(1.96);
+    let half = t * (var / n as f64).sqrt();
+    Some((mean - half, mean + half))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_quantiles_are_upper_bucket_edges() {
+        let mut h = LogHistogram::default();
+        // 98 requests without a wait, one of 2 s, one of 100 s.
+        for _ in 0..98 {
+            h.record(0.0);
+        }
+        h.record(2.0);
+        h.record(100.0);
+        assert_eq!(h.quantile(0.5), 0.0);
+        // Rank 99 is the 2 s wait: its bucket's upper edge lies in [2, 2 * 1.047].
+        let p99 = h.quantile(0.99);
+        assert!((2.0..=2.0 * 1.047).contains(&p99), "{p99}");
+        // The top quantile is capped at the largest value seen.
+        assert_eq!(h.quantile(1.0), 100.0);
+        assert_eq!(h.count(), 100);
+    }
+
+    #[test]
+    fn gpu_seconds_are_cut_at_midnight_and_after_the_burn_in() {
+        let mut days = Vec::new();
+        // 2 GPUs from 23:00 on day 0 to 01:00 on day 1, burn-in until 23:30.
+        spread_over_days(&mut days, 82_800.0, 90_000.0, 84_600.0, 2.0);
+        assert_eq!(days[0].gpu_seconds, 2.0 * 1_800.0);
+        assert_eq!(days[1].gpu_seconds, 2.0 * 3_600.0);
+    }
+
+    #[test]
+    fn interval_of_three_days() {
+        // Mean 2, sample sd 1, n 3: half-width 4.303 / sqrt(3).
+        let (lo, hi) = interval95(&[1.0, 2.0, 3.0]).unwrap();
+        let half = 4.303 / 3f64.sqrt();
+        assert!((lo - (2.0 - half)).abs() < 1e-9 && (hi - (2.0 + half)).abs() < 1e-9);
+        assert_eq!(interval95(&[1.0]), None);
+    }
+
+    #[test]
+    fn split_is_scaled_to_the_exact_total() {
+        let s = GpuSplit {
+            total: 100.0,
+            busy: 40.0,
+            idle_replicas: 10.0,
+            spare: 10.0,
+            launching: 5.0,
+            empty: 5.0,
+        }
+        .normalised();
+        // 60 non-busy GPU-seconds shared 2:2:1:1.
+        assert_eq!(
+            (s.idle_replicas, s.spare, s.launching, s.empty),
+            (20.0, 20.0, 10.0, 10.0)
+        );
+    }
+}
