@@ -14,6 +14,7 @@ import os
 import time
 import uuid
 
+import pytest
 from conftest import LambdaWatch
 
 # `make e2e` runs the suites one after another on 127.0.0.1:19000. While several people share one
@@ -113,8 +114,85 @@ def deploy_on_one_node(k8s, wait_until, name: str, replicas: int, app: str) -> d
     return k8s.get("node", node_name)
 
 
+class DrainDebug:
+    """What a drain test watches, printed when the test fails: the function's drain log lines,
+    the watched nodes' annotations, cordon and taints, their Events, the pods, the headroom
+    object's reservations and the queues' counts. A failure then says why, not just that."""
+
+    def __init__(self, k8s, aws):
+        self.k8s, self.aws = k8s, aws
+        self.nodes: list[str] = []
+        self.queues: list[str] = []
+        self.watch: LambdaWatch | None = None
+        self.log_offset = 0
+        self.polls: list[str] = []
+
+    def record_poll(self, r) -> None:
+        """Keeps one line per poll that received something (what the function said of each)."""
+        if r.received:
+            self.polls.append(f"{time.strftime('%H:%M:%S')} received={r.received} deleted={r.deleted} "
+                              f"failed={r.failed} error={(r.error or '')[:300]}")
+
+    def start(self, lambda_watch, env: dict) -> LambdaWatch:
+        self.watch = lambda_watch(env)
+        self.log_offset = self.watch.log_path.stat().st_size if self.watch.log_path.exists() else 0
+        return self.watch
+
+    def drain_log(self) -> list[str]:
+        if not self.watch:
+            return []
+        with open(self.watch.log_path, "rb") as f:
+            f.seek(self.log_offset)
+            text = f.read().decode(errors="replace")
+        keep = ("drain", "record", "interruption", "WARN", "ERROR", "replacement", "evict")
+        return [line for line in text.splitlines() if any(k in line for k in keep)]
+
+    def failure_report(self) -> str:
+        out = ["", "===== drain diagnostics ====="]
+        out.append(f"--- function log (drain lines, last 150 of {len(lines := self.drain_log())}) ---")
+        out += lines[-150:]
+        for name in self.nodes:
+            node = self.k8s.get("node", name)
+            if node is None:
+                out.append(f"--- node {name}: gone ---")
+                continue
+            ann = {k: v for k, v in node["metadata"].get("annotations", {}).items() if k.startswith("prewarm.io/")}
+            out.append(f"--- node {name}: unschedulable={node['spec'].get('unschedulable')} "
+                       f"taints={node['spec'].get('taints')} ---")
+            out += [f"  {k}={v}" for k, v in sorted(ann.items())]
+            events = self.k8s.json("get", "events", "-A", "--field-selector",
+                                   f"involvedObject.name={name}")["items"]
+            out.append(f"--- Events of node {name} ({len(events)}) ---")
+            out += [f"  {e.get('lastTimestamp') or e.get('eventTime')} {e.get('type')} {e.get('reason')} "
+                    f"x{e.get('count') or (e.get('series') or {}).get('count', 1)}: {e.get('message')}"
+                    for e in events]
+        out.append("--- pods in inference ---")
+        out += [f"  {p['metadata']['name']} node={p['spec'].get('nodeName')} phase={p['status'].get('phase')} "
+                f"deleting={bool(p['metadata'].get('deletionTimestamp'))}"
+                for p in self.k8s.get("pods", namespace="inference") or []]
+        balloon = self.k8s.get("deployment", BALLOON, "prewarm")
+        if balloon:
+            out.append(f"--- balloon: replicas={balloon['spec'].get('replicas')} annotations="
+                       f"{ {k: v for k, v in balloon['metadata'].get('annotations', {}).items() if 'prewarm' in k} }")
+        out.append("--- nodes ---")
+        out += [f"  {n['metadata']['name']} pool={n['metadata'].get('labels', {}).get('karpenter.sh/nodepool')} "
+                f"ready={self.k8s.node_ready(n)} unschedulable={n['spec'].get('unschedulable')}"
+                for n in self.k8s.get("nodes") or []]
+        out.append(f"--- polls (last 40 of {len(self.polls)}) ---")
+        out += self.polls[-40:]
+        for q in self.queues:
+            out.append(f"--- queue {q.rsplit('/', 1)[-1]}: {self.aws.queue_counts(q)} ---")
+        return "\n".join(out)
+
+
+@pytest.fixture
+def drain_debug(k8s, aws):
+    """DrainDebug for the test; conftest's report hook adds its failure_report() on failure."""
+    return DrainDebug(k8s, aws)
+
+
 def test_spot_warning_drains_make_before_break(k8s, aws, wait_until, lambda_watch, poll_sqs,
-                                               reset_cluster, stack_env):
+                                               reset_cluster, stack_env, drain_debug):
     k8s.apply(balloon_deployment())
     k8s.apply(pdb("llm-inference", "llm-inference", 1))
     node = deploy_on_one_node(k8s, wait_until, "llm", 2, "llm-inference")
@@ -126,7 +204,9 @@ def test_spot_warning_drains_make_before_break(k8s, aws, wait_until, lambda_watc
     # a queue of its own with a redrive policy sized for that.
     queue, dlq = aws.new_queue_pair(f"h6-drain-{uuid.uuid4().hex[:6]}", visibility_timeout=10,
                                     max_receive_count=100)
-    lambda_watch(handler_env(stack_env, INTERRUPTION_QUEUE_URL=queue))
+    drain_debug.nodes.append(node_name)
+    drain_debug.queues += [queue, dlq]
+    drain_debug.start(lambda_watch, handler_env(stack_env, INTERRUPTION_QUEUE_URL=queue))
 
     notice_at = time.time()
     event_id = str(uuid.uuid4())
@@ -138,6 +218,7 @@ def test_spot_warning_drains_make_before_break(k8s, aws, wait_until, lambda_watc
 
     def drained() -> bool:
         r = poll_sqs(queue_url=queue)
+        drain_debug.record_poll(r)
         assert r.error is None, r.error
         deleted.update(r.deleted)
         return set(ids) <= deleted
@@ -179,14 +260,16 @@ def test_spot_warning_drains_make_before_break(k8s, aws, wait_until, lambda_watc
 
 
 def test_a_pdb_that_never_allows_eviction_keeps_the_message_and_records_the_blocker(
-        k8s, aws, wait_until, lambda_watch, poll_sqs, reset_cluster, stack_env):
+        k8s, aws, wait_until, lambda_watch, poll_sqs, reset_cluster, stack_env, drain_debug):
     k8s.apply(pdb("stubborn", "stubborn", 0))
     node = deploy_on_one_node(k8s, wait_until, "stubborn", 1, "stubborn")
     node_name, instance = node["metadata"]["name"], instance_of(node)
     pod = running_pods(k8s, "stubborn")[0]["metadata"]["name"]
     queue, dlq = aws.new_queue_pair(f"h6-pdb-{uuid.uuid4().hex[:6]}", visibility_timeout=10,
                                     max_receive_count=100)
-    lambda_watch(handler_env(stack_env, INTERRUPTION_QUEUE_URL=queue))
+    drain_debug.nodes.append(node_name)
+    drain_debug.queues += [queue, dlq]
+    drain_debug.start(lambda_watch, handler_env(stack_env, INTERRUPTION_QUEUE_URL=queue))
 
     # Issued 100 s ago: past the eviction deadline, so eviction is attempted at once.
     msg_id = aws.sqs.send_message(QueueUrl=queue,
@@ -196,6 +279,7 @@ def test_a_pdb_that_never_allows_eviction_keeps_the_message_and_records_the_bloc
     def blocked_event():
         nonlocal rounds
         r = poll_sqs(queue_url=queue)
+        drain_debug.record_poll(r)
         assert r.error is None, r.error
         assert msg_id not in r.deleted, "the message was deleted although the pod could not go"
         rounds += len(r.failed)
@@ -215,10 +299,11 @@ def test_a_pdb_that_never_allows_eviction_keeps_the_message_and_records_the_bloc
 
 
 def test_poison_goes_to_the_dlq_and_a_foreign_instance_is_acknowledged(
-        k8s, aws, wait_until, lambda_watch, poll_sqs, stack_env):
+        k8s, aws, wait_until, lambda_watch, poll_sqs, stack_env, drain_debug):
     queue, dlq = aws.new_queue_pair(f"h6-poison-{uuid.uuid4().hex[:6]}", visibility_timeout=1,
                                     max_receive_count=2)
-    lambda_watch(handler_env(stack_env, INTERRUPTION_QUEUE_URL=queue))
+    drain_debug.queues += [queue, dlq]
+    drain_debug.start(lambda_watch, handler_env(stack_env, INTERRUPTION_QUEUE_URL=queue))
     poison = aws.sqs.send_message(QueueUrl=queue, MessageBody="spot interruption {not json")["MessageId"]
     foreign = aws.sqs.send_message(QueueUrl=queue,
                                    MessageBody=spot_warning("i-0fffffffffffffff0", time.time()))["MessageId"]
@@ -226,6 +311,7 @@ def test_poison_goes_to_the_dlq_and_a_foreign_instance_is_acknowledged(
 
     def poison_in_dlq():
         r = poll_sqs(queue_url=queue)
+        drain_debug.record_poll(r)
         assert r.error is None, r.error
         seen["deleted"] += r.deleted
         seen["failed"] += r.failed
