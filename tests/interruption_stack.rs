@@ -15,7 +15,7 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use prewarm::adapters::events::parse_record;
 use prewarm::config::{ClusterAccess, Config};
-use prewarm::handlers::interruption::{Interruption, RecordOutcome};
+use prewarm::handlers::interruption::{Continuation, Interruption, RecordOutcome};
 use serde_json::json;
 
 const NS: &str = "prewarm-h6-stack";
@@ -35,7 +35,9 @@ async fn admin() -> kube::Client {
 async fn handler(extra: &[(&str, &str)]) -> Interruption {
     let mut vars: HashMap<String, String> = HashMap::new();
     vars.insert("KUBECONFIG".into(), env("PREWARM_LAMBDA_KUBECONFIG"));
-    vars.insert("RECHECK_SECONDS".into(), "5".into());
+    // 2 s between checks: a delivery within 1 s of the last step is a duplicate (collapsed), so
+    // the loops below wait CHECK_GAP between steps.
+    vars.insert("RECHECK_SECONDS".into(), "2".into());
     for (k, v) in extra {
         vars.insert(k.to_string(), v.to_string());
     }
@@ -151,19 +153,22 @@ async fn pods_left(client: &kube::Client, node: &str) -> Vec<String> {
         .collect()
 }
 
-/// Runs checks of one record until it finishes (or `max` checks); the message would come back
-/// after its visibility each time, here the loop stands in for SQS.
+/// More than half the 2 s recheck: the next step is the drain's own, not a duplicate.
+const CHECK_GAP: Duration = Duration::from_millis(1_200);
+
+/// Runs checks of one record until it finishes (or `max` checks); its continuation would come
+/// back after its delay each time, here the loop stands in for SQS.
 async fn run_until_done(h: &Interruption, record: &SqsMessage, max: usize) -> Vec<RecordOutcome> {
     let parsed = parse_record(record);
     let mut outcomes = Vec::new();
     for _ in 0..max {
-        let o = h.handle_record(&parsed).await;
+        let o = h.handle_record(&parsed, &Continuation::default()).await;
         let done = matches!(o, RecordOutcome::Delete { .. });
         outcomes.push(o);
         if done {
             break;
         }
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        tokio::time::sleep(CHECK_GAP).await;
     }
     outcomes
 }
@@ -236,8 +241,9 @@ async fn a_pdb_that_allows_nothing_keeps_the_record_and_names_the_pod_and_budget
     let h = handler(&[]).await;
     let record = spot_record(&instance, &unique("ev-"), 100);
     let parsed = parse_record(&record);
-    let first = h.handle_record(&parsed).await;
-    let second = h.handle_record(&parsed).await;
+    let first = h.handle_record(&parsed, &Continuation::default()).await;
+    tokio::time::sleep(CHECK_GAP).await;
+    let second = h.handle_record(&parsed, &Continuation::default()).await;
 
     let events = Api::<CoreEvent>::all(admin.clone())
         .list(&ListParams::default().fields(&format!("involvedObject.name={node}")))
@@ -247,8 +253,9 @@ async fn a_pdb_that_allows_nothing_keeps_the_record_and_names_the_pod_and_budget
     let still_there = pods_left(&admin, &node).await;
     cleanup(&admin, &node, &[&pod], Some(&pdb_name)).await;
 
+    // Claimed, blocked: each check continues the drain (a continuation, not a kept message).
     for o in [&first, &second] {
-        assert!(matches!(o, RecordOutcome::Later { .. }), "{o:?}");
+        assert!(matches!(o, RecordOutcome::Continue { .. }), "{o:?}");
     }
     assert_eq!(still_there, std::slice::from_ref(&pod));
     let blocked: Vec<&CoreEvent> = events
@@ -272,7 +279,7 @@ async fn a_foreign_instance_is_acknowledged_and_duplicates_are_harmless() {
     let h = handler(&[]).await;
 
     let foreign = parse_record(&spot_record(&unique("i-0f0"), &unique("ev-"), 5));
-    match h.handle_record(&foreign).await {
+    match h.handle_record(&foreign, &Continuation::default()).await {
         RecordOutcome::Delete { reason } => {
             assert!(reason.contains("not in this cluster"), "{reason}")
         }
@@ -280,7 +287,8 @@ async fn a_foreign_instance_is_acknowledged_and_duplicates_are_harmless() {
     }
 
     // The same notice delivered twice at once, on a fresh warning (deadline 85 s ahead, no warm
-    // capacity): both copies agree, neither evicts, the node is claimed once.
+    // capacity): both copies agree, neither evicts, the node is claimed once, and exactly one
+    // delivery carries the drain on (the other collapses into it as a duplicate).
     let (node, instance) = (unique("h6-dup-"), unique("i-0h6"));
     let pod = format!("{node}-a");
     make_node(&admin, &node, &instance).await;
@@ -288,15 +296,24 @@ async fn a_foreign_instance_is_acknowledged_and_duplicates_are_harmless() {
     let event_id = unique("ev-");
     let a = parse_record(&spot_record(&instance, &event_id, 5));
     let b = parse_record(&spot_record(&instance, &event_id, 5));
-    let (oa, ob) = tokio::join!(h.handle_record(&a), h.handle_record(&b));
-    let oc = h.handle_record(&a).await;
+    let first = Continuation::default();
+    let (oa, ob) = tokio::join!(h.handle_record(&a, &first), h.handle_record(&b, &first));
+    let oc = h.handle_record(&a, &first).await;
     let n = Api::<Node>::all(admin.clone()).get(&node).await.unwrap();
     let left = pods_left(&admin, &node).await;
     cleanup(&admin, &node, &[&pod], None).await;
 
+    let carrying = [&oa, &ob]
+        .iter()
+        .filter(|o| matches!(o, RecordOutcome::Continue { .. }))
+        .count();
+    assert_eq!(carrying, 1, "{oa:?} {ob:?}");
     for o in [&oa, &ob, &oc] {
-        assert!(matches!(o, RecordOutcome::Later { .. }), "{o:?}");
+        if let RecordOutcome::Delete { reason } = o {
+            assert!(reason.contains("duplicate delivery"), "{reason}");
+        }
     }
+    assert!(matches!(oc, RecordOutcome::Delete { .. }), "{oc:?}");
     assert_eq!(left, [pod]);
     let a = n.metadata.annotations.unwrap();
     assert_eq!(a["prewarm.io/drain-event-id"], event_id);

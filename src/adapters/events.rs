@@ -170,6 +170,8 @@ fn notice(
         instance_state: None,
         window_start: None,
         termination_time: None,
+        status: Default::default(),
+        sent_time: None,
     };
     if kind == NoticeKind::ScheduledChange {
         if field("service") != Some("EC2") {

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod, Taint};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-use kube::api::{Api, EvictParams, ListParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, EvictParams, ListParams, Patch, PatchParams, Preconditions};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use serde_json::{json, Value};
 
@@ -20,6 +20,7 @@ use crate::core::interruption::state::ALL_KEYS;
 use crate::core::interruption::{DrainState, NodeView, NoticeKind, PodOwner, PodRef, PodView};
 use crate::error::{Error, Result};
 
+pub mod collect;
 pub mod execute;
 pub mod replacement;
 
@@ -34,8 +35,10 @@ const BALLOON_PRIORITY_CLASS: &str = "prewarm-balloon";
 /// Priorities from here up are the system's critical classes.
 const CRITICAL_PRIORITY: i32 = 2_000_000_000;
 const FIELD_MANAGER: &str = "prewarm-interruption";
+/// Kubernetes' terminationGracePeriodSeconds when a pod sets none.
+const DEFAULT_GRACE_S: i64 = 30;
 
-fn kube_error(operation: &str, object: &str, error: kube::Error) -> Error {
+pub(crate) fn kube_error(operation: &str, object: &str, error: kube::Error) -> Error {
     let (message, retryable) = match &error {
         kube::Error::Api(s) => (
             format!("{} {}: {}", s.code, s.reason, s.message),
@@ -97,7 +100,7 @@ pub fn node_pool_of(node: &Node) -> Option<&str> {
         .map(String::as_str)
 }
 
-fn is_ready(node: &Node) -> bool {
+pub fn is_ready(node: &Node) -> bool {
     node.status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
@@ -187,14 +190,21 @@ pub fn pod_view(pod: &Pod) -> PodView {
             namespace: meta.namespace.clone().unwrap_or_default(),
             name: meta.name.clone().unwrap_or_default(),
         },
+        uid: meta.uid.clone(),
         owner,
         critical,
         do_not_disrupt: annotations
             .and_then(|a| a.get(DO_NOT_DISRUPT))
             .is_some_and(|v| v == "true"),
-        terminating: meta.deletion_timestamp.is_some(),
+        deletion_at: meta
+            .deletion_timestamp
+            .as_ref()
+            .map(|t| t.0.as_millisecond() as f64 / 1000.0),
         finished: pod_finished(pod),
         gpus: pod_gpus(pod),
+        grace_s: spec
+            .and_then(|s| s.termination_grace_period_seconds)
+            .unwrap_or(DEFAULT_GRACE_S) as f64,
     }
 }
 
@@ -360,10 +370,28 @@ pub enum EvictionOutcome {
     },
 }
 
-/// Evicts one pod through the Eviction API, so PodDisruptionBudgets and grace periods hold.
-pub async fn evict(client: &kube::Client, pod: &PodRef) -> Result<EvictionOutcome> {
+/// Evicts one pod through the Eviction API, so PodDisruptionBudgets hold. `uid` makes it a
+/// precondition that the pod is still the one observed; `grace_s` cuts its grace period (to what
+/// the instance has left).
+pub async fn evict(
+    client: &kube::Client,
+    pod: &PodRef,
+    uid: Option<&str>,
+    grace_s: Option<i64>,
+) -> Result<EvictionOutcome> {
     let api = Api::<Pod>::namespaced(client.clone(), &pod.namespace);
-    match api.evict(&pod.name, &EvictParams::default()).await {
+    let params = EvictParams {
+        delete_options: Some(DeleteParams {
+            grace_period_seconds: grace_s.map(|g| g.max(1) as u32),
+            preconditions: uid.map(|u| Preconditions {
+                uid: Some(u.to_string()),
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        }),
+        ..EvictParams::default()
+    };
+    match api.evict(&pod.name, &params).await {
         Ok(_) => Ok(EvictionOutcome::Evicted),
         Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(EvictionOutcome::Gone),
         Err(kube::Error::Api(s)) if s.code == 429 => Ok(EvictionOutcome::Blocked {
@@ -418,23 +446,28 @@ pub async fn pdbs_covering(client: &kube::Client, pod: &Pod) -> Result<Vec<Strin
         .collect())
 }
 
+/// The one Event recorder of an execution environment: the recorder aggregates repeats of an
+/// Event into a series by its cache, which only works if the same recorder is used every time.
+pub fn event_recorder(client: &kube::Client) -> Recorder {
+    Recorder::new(
+        client.clone(),
+        Reporter {
+            controller: "prewarm".into(),
+            instance: None,
+        },
+    )
+}
+
 /// Records a Kubernetes Event on the node (events.k8s.io/v1; repeats are aggregated into a
 /// series by the recorder).
 pub async fn record_event(
-    client: &kube::Client,
+    recorder: &Recorder,
     node: &Node,
     warning: bool,
     reason: &str,
     note: String,
     related: Option<&Pod>,
 ) -> Result<()> {
-    let recorder = Recorder::new(
-        client.clone(),
-        Reporter {
-            controller: "prewarm".into(),
-            instance: None,
-        },
-    );
     let regarding = ObjectReference {
         api_version: Some("v1".into()),
         kind: Some("Node".into()),
@@ -469,6 +502,33 @@ pub async fn record_event(
         )
         .await
         .map_err(|e| kube_error("create", "event", e))
+}
+
+/// The patch that un-drains a node: every drain annotation removed, the cordon lifted and the
+/// draining taint taken off (other taints kept), guarded by the resourceVersion read.
+pub fn undrain_patch(node: &Node) -> Value {
+    let annotations: serde_json::Map<String, Value> = ALL_KEYS
+        .iter()
+        .map(|k| (k.to_string(), Value::Null))
+        .collect();
+    let taints: Vec<Taint> = node
+        .spec
+        .as_ref()
+        .and_then(|s| s.taints.clone())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|t| t.key != DRAINING_TAINT)
+        .collect();
+    json!({
+        "metadata": {
+            "resourceVersion": node.metadata.resource_version,
+            "annotations": annotations,
+        },
+        "spec": {
+            "unschedulable": Value::Null,
+            "taints": taints,
+        }
+    })
 }
 
 #[cfg(test)]
@@ -518,11 +578,20 @@ mod tests {
                 v.owner,
                 v.critical,
                 v.do_not_disrupt,
-                v.terminating,
+                v.deletion_at,
                 v.finished,
-                v.gpus
+                v.gpus,
+                v.grace_s
             ),
-            (PodOwner::Other, false, true, true, false, 3)
+            (
+                PodOwner::Other,
+                false,
+                true,
+                Some(1_795_953_600.0),
+                false,
+                3,
+                30.0
+            )
         );
         let crit = pod(
             json!({"metadata": {"name": "c", "namespace": "kube-system"},
@@ -599,6 +668,8 @@ mod tests {
             evicting_since: None,
             finished_at: None,
             replacement_gpus: 8,
+            instance_end: None,
+            last_step_at: None,
         };
         let p = node_patch(&node, &state, true, Some(NoticeKind::SpotInterruption));
         assert_eq!(p["metadata"]["resourceVersion"], "42");

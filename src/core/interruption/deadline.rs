@@ -44,6 +44,8 @@ mod tests {
             instance_state: None,
             window_start: None,
             termination_time: None,
+            status: Default::default(),
+            sent_time: None,
         }
     }
 

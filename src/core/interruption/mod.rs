@@ -6,13 +6,17 @@
 pub mod actions;
 pub mod deadline;
 pub mod drain;
+pub mod lease;
 pub mod notice;
+pub mod pods;
 pub mod state;
 
 pub use actions::{Action, ActionTable};
 pub use deadline::{eviction_deadline, instance_end};
 pub use drain::{
-    plan_drain, Command, DrainSettings, DrainStep, Finish, NodeView, PodOwner, PodRef, PodView,
+    owner_alive, plan_drain, Command, DrainSettings, DrainStep, Finish, NodeView, PodOwner, PodRef,
+    PodView,
 };
-pub use notice::{Notice, NoticeKind};
+pub use lease::{lease_verdict, LeaseVerdict, NodeSeen};
+pub use notice::{Notice, NoticeKind, NoticeStatus};
 pub use state::{DrainState, Phase};

@@ -51,6 +51,16 @@ impl std::fmt::Display for NoticeKind {
     }
 }
 
+/// Where a notice stands. AWS Health updates one event as a maintenance moves through
+/// `upcoming`, `open` and `closed`; EC2 notices are always `Active`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum NoticeStatus {
+    #[default]
+    Active,
+    /// Health `statusCode: closed`: the maintenance is over or was cancelled; no drain is wanted.
+    Closed,
+}
+
 /// One notice: which instances, what kind, and the times that set its deadline.
 /// Times are seconds since the Unix epoch.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -68,4 +78,8 @@ pub struct Notice {
     pub window_start: Option<f64>,
     /// Capacity reservation only: `instance-termination-time`, when AWS states it.
     pub termination_time: Option<f64>,
+    /// Health only: `statusCode` (`upcoming`/`open` are `Active`, `closed` is `Closed`).
+    pub status: NoticeStatus,
+    /// When SQS received the message (`SentTimestamp`, seconds since the epoch); bounds `time`.
+    pub sent_time: Option<f64>,
 }
