@@ -371,7 +371,9 @@ async fn collect_drain_leases(deps: &Arc<TickDeps>, client: &kube::Client, now: 
                 }
             }
         }
-        Err(e) => tracing::warn!(event = "drain_lease", error = %e, "could not collect drain leases"),
+        Err(e) => {
+            tracing::warn!(event = "drain_lease", error = %e, "could not collect drain leases")
+        }
     }
 }
 
