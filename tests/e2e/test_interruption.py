@@ -181,6 +181,10 @@ class DrainDebug:
         out += [f"  {p['metadata']['name']} node={p['spec'].get('nodeName')} phase={p['status'].get('phase')} "
                 f"deleting={bool(p['metadata'].get('deletionTimestamp'))}"
                 for p in self.k8s.get("pods", namespace="inference") or []]
+        events = self.k8s.json("get", "events", "-n", "inference", "--sort-by=.lastTimestamp")["items"]
+        out.append(f"--- Events in inference (last 30 of {len(events)}) ---")
+        out += [f"  {e.get('lastTimestamp') or e.get('eventTime')} {e.get('involvedObject', {}).get('name')} "
+                f"{e.get('reason')}: {(e.get('message') or '')[:200]}" for e in events[-30:]]
         balloon = self.k8s.get("deployment", BALLOON, "prewarm")
         if balloon:
             out.append(f"--- balloon: replicas={balloon['spec'].get('replicas')} annotations="

@@ -17,7 +17,9 @@ use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use serde_json::{json, Value};
 
 use crate::core::interruption::state::ALL_KEYS;
-use crate::core::interruption::{DrainState, NodeView, NoticeKind, PodOwner, PodRef, PodView};
+use crate::core::interruption::{
+    share_of_spare, Claimant, DrainState, NodeView, NoticeKind, Phase, PodOwner, PodRef, PodView,
+};
 use crate::error::{Error, Result};
 
 pub mod collect;
@@ -216,28 +218,53 @@ async fn pods_on(client: &kube::Client, node_name: &str) -> Result<Vec<Pod>> {
         .map_err(|e| kube_error("list", &format!("pods on node {node_name}"), e))
 }
 
-/// GPUs free for real pods on the other schedulable, Ready nodes of `pool`. Balloon pods count
-/// as free: they are preempted by any real pod (that is what they are for).
-async fn spare_gpus_elsewhere(client: &kube::Client, pool: &str, except: &str) -> Result<u32> {
+/// GPUs free for real pods on the other schedulable, Ready nodes of `pool` (balloon pods count
+/// as free: they are preempted by any real pod — that is what they are for), and the other
+/// drains of the pool competing for them.
+async fn pool_capacity(
+    client: &kube::Client,
+    pool: &str,
+    except: &str,
+) -> Result<(u32, Vec<Claimant>)> {
     let nodes = Api::<Node>::all(client.clone())
         .list(&ListParams::default().labels(&format!("{NODEPOOL_LABEL}={pool}")))
         .await
         .map_err(|e| kube_error("list", &format!("nodes of NodePool {pool}"), e))?;
     let mut spare = 0;
+    let mut claimants = Vec::new();
     for n in nodes.items.iter() {
         let name = n.metadata.name.as_deref().unwrap_or_default();
-        if name == except || !is_ready(n) || !schedulable(n) {
+        if name == except {
             continue;
         }
-        let used: u32 = pods_on(client, name)
-            .await?
-            .iter()
-            .filter(|p| !pod_finished(p) && !is_balloon(p))
-            .map(pod_gpus)
-            .sum();
-        spare += node_gpus(n).saturating_sub(used);
+        let draining = drain_state_of(n)
+            .filter(|s| matches!(s.phase, Phase::WaitingForReplacement | Phase::Evicting));
+        if draining.is_none() && (!is_ready(n) || !schedulable(n)) {
+            continue;
+        }
+        let pods = pods_on(client, name).await?;
+        let real = pods.iter().filter(|p| !pod_finished(p) && !is_balloon(p));
+        match draining {
+            Some(s) => claimants.push(Claimant {
+                node: name.to_string(),
+                deadline: s.deadline,
+                started_at: s.started_at,
+                need: real
+                    .filter(|p| p.metadata.deletion_timestamp.is_none())
+                    .filter(|p| pod_view(p).owner == PodOwner::Other)
+                    .map(pod_gpus)
+                    .sum(),
+            }),
+            None => spare += node_gpus(n).saturating_sub(real.map(pod_gpus).sum()),
+        }
     }
-    Ok(spare)
+    Ok((spare, claimants))
+}
+
+fn drain_state_of(node: &Node) -> Option<DrainState> {
+    DrainState::from_annotations(&node.metadata.annotations.clone().unwrap_or_default())
+        .ok()
+        .flatten()
 }
 
 /// The node and its pods, as the planner sees them.
@@ -253,10 +280,17 @@ pub struct Observation {
 pub async fn observe(client: &kube::Client, node: Node) -> Result<Observation> {
     let name = node.metadata.name.clone().unwrap_or_default();
     let pods = pods_on(client, &name).await?;
-    let spare = match node_pool_of(&node) {
-        Some(pool) => spare_gpus_elsewhere(client, pool, &name).await?,
+    // Warm capacity is only an opinion about readiness: when it cannot be read, the drain sees
+    // none and goes on (deadline evictions must not wait for a pool-wide listing).
+    let capacity = match node_pool_of(&node) {
+        Some(pool) => pool_capacity(client, pool, &name)
+            .await
+            .unwrap_or_else(|e| {
+                tracing::warn!(node = %name, error = %e, "warm capacity unknown: counted as none");
+                (0, Vec::new())
+            }),
         // Not a Karpenter node: no pool to look in, so no warm capacity is known.
-        None => 0,
+        None => (0, Vec::new()),
     };
     let annotations: BTreeMap<String, String> =
         node.metadata.annotations.clone().unwrap_or_default();
@@ -264,6 +298,14 @@ pub async fn observe(client: &kube::Client, node: Node) -> Result<Observation> {
         Ok(s) => (s, None),
         Err(e) => (None, Some(e)),
     };
+    // Not claimed yet: it queues behind every drain already running.
+    let me = Claimant {
+        node: name.clone(),
+        deadline: state.as_ref().and_then(|s| s.deadline),
+        started_at: state.as_ref().map_or(f64::INFINITY, |s| s.started_at),
+        need: 0,
+    };
+    let spare = share_of_spare(capacity.0, &me, &capacity.1);
     let view = NodeView {
         name,
         unschedulable: node
@@ -273,8 +315,8 @@ pub async fn observe(client: &kube::Client, node: Node) -> Result<Observation> {
             .unwrap_or(false),
         tainted: has_draining_taint(&node),
         gpus: node_gpus(&node),
-        state,
         spare_gpus_elsewhere: spare,
+        state,
     };
     let pod_views = pods.iter().map(pod_view).collect();
     Ok(Observation {
