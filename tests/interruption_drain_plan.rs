@@ -4,7 +4,7 @@
 
 use prewarm::core::interruption::{
     plan_drain, ActionTable, Command, DrainSettings, DrainState, Finish, NodeView, Notice,
-    NoticeKind, Phase, PodOwner, PodRef, PodView,
+    NoticeKind, NoticeStatus, Phase, PodOwner, PodRef, PodView,
 };
 
 const T0: f64 = 1_795_953_600.0; // notice time: 2026-11-29T12:00:00Z
@@ -18,7 +18,7 @@ fn notice(kind: NoticeKind) -> Notice {
         instance_state: (kind == NoticeKind::StateChange).then(|| "stopping".into()),
         window_start: (kind == NoticeKind::ScheduledChange).then_some(T0 + 86_400.0),
         termination_time: None,
-        status: Default::default(),
+        status: NoticeStatus::Active,
         sent_time: None,
     }
 }
@@ -603,7 +603,6 @@ fn a_long_grace_period_starts_its_eviction_early_and_is_cut_at_the_end() {
 
 #[test]
 fn a_closed_notice_undrains_its_own_node_only() {
-    use prewarm::core::interruption::NoticeStatus;
     let mut closed = notice(NoticeKind::ScheduledChange);
     closed.status = NoticeStatus::Closed;
     let pods = [pod("llama-0", 4)];

@@ -10,7 +10,7 @@ use chrono::DateTime;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::core::interruption::{Notice, NoticeKind};
+use crate::core::interruption::{Notice, NoticeKind, NoticeStatus};
 use crate::error::{Error, Result};
 
 /// What a message body is.
@@ -170,7 +170,7 @@ fn notice(
         instance_state: None,
         window_start: None,
         termination_time: None,
-        status: Default::default(),
+        status: NoticeStatus::Active,
         sent_time: None,
     };
     if kind == NoticeKind::ScheduledChange {

@@ -34,6 +34,7 @@ pub fn eviction_deadline(notice: &Notice, eviction_budget_s: f64) -> Option<f64>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::interruption::NoticeStatus;
 
     fn notice(kind: NoticeKind) -> Notice {
         Notice {
@@ -44,7 +45,7 @@ mod tests {
             instance_state: None,
             window_start: None,
             termination_time: None,
-            status: Default::default(),
+            status: NoticeStatus::Active,
             sent_time: None,
         }
     }

@@ -53,7 +53,9 @@ impl std::fmt::Display for NoticeKind {
 
 /// Where a notice stands. AWS Health updates one event as a maintenance moves through
 /// `upcoming`, `open` and `closed`; EC2 notices are always `Active`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+// Serialize because `Notice` is serialised (explain output, logs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum NoticeStatus {
     #[default]
     Active,

@@ -2,18 +2,6 @@
 //! instance's end minus each pod's grace period, and pods stuck in Terminating.
 
 use super::drain::{Command, PodOwner, PodView};
-use super::notice::NoticeStatus;
-
-// `Notice` is serialised for `prewarm explain`; the status enum (shared with the parsing side,
-// whose text is fixed by the interface note) carries no derive, so it is written out here.
-impl serde::Serialize for NoticeStatus {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(match self {
-            NoticeStatus::Active => "active",
-            NoticeStatus::Closed => "closed",
-        })
-    }
-}
 
 /// A pod still terminating this long after its deletionTimestamp (which already includes its
 /// grace period) is stuck — a dead kubelet, a finalizer nobody removes — and no longer holds the
