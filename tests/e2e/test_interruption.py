@@ -101,7 +101,9 @@ def instance_of(node: dict) -> str:
 def handler_env(stack_env: dict, **extra: str) -> dict:
     env = {"PREWARM_HANDLER": "interruption", "PREWARM_TARGETS": TARGETS, "RECHECK_SECONDS": "3",
            "EVICTION_BUDGET_SECONDS": "30", "INTERRUPTION_QUEUE_URL": stack_env["INTERRUPTION_QUEUE_URL"],
-           "RUST_LOG": "info"}
+           "RUST_LOG": "info",
+           # The kwok provider's instance ids are its node names, not i-<hex>.
+           "ACCEPT_KWOK_INSTANCE_IDS": "true"}
     env.update(extra)
     return env
 

@@ -164,38 +164,31 @@ mod tests {
                 })
                 .collect()
         };
-        // Before 1120-200 = 920, only tier 1 goes.
-        assert_eq!(
-            names(pods_to_evict(
-                &pods,
-                true,
-                Some(1_090.0),
-                Some(1_120.0),
-                900.0
-            )),
-            ["app:1"]
-        );
-        // From 920 the slow critical pod is due too, tier 2 or not.
-        assert_eq!(
-            names(pods_to_evict(
-                &pods,
-                true,
-                Some(1_090.0),
-                Some(1_120.0),
-                920.0
-            )),
-            ["app:1", "slow-agent:2"]
-        );
-        // With tier 1 gone, every critical pod.
-        assert_eq!(
-            names(pods_to_evict(
+        // (pods, everyone, now, expected) with deadline 1090 and end 1120.
+        let cases: [(&[&PodView], bool, f64, &[&str]); 4] = [
+            // Before 1120-200 = 920, only tier 1 goes.
+            (&pods, true, 900.0, &["app:1"]),
+            // From 920 the slow critical pod is due too, tier 2 or not.
+            (&pods, true, 920.0, &["app:1", "slow-agent:2"]),
+            // Not everyone yet (no replacement, before the deadline): only the due pod.
+            (&pods, false, 920.0, &["slow-agent:2"]),
+            // With tier 1 gone, every critical pod.
+            (
                 &[&critical, &slow_critical],
                 true,
+                900.0,
+                &["agent:2", "slow-agent:2"],
+            ),
+        ];
+        for (in_scope, everyone, now, expected) in cases {
+            let got = names(pods_to_evict(
+                in_scope,
+                everyone,
                 Some(1_090.0),
                 Some(1_120.0),
-                900.0
-            )),
-            ["agent:2", "slow-agent:2"]
-        );
+                now,
+            ));
+            assert_eq!(got, expected, "everyone={everyone} now={now}");
+        }
     }
 }
