@@ -6,5 +6,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${PREWARM_INFRA_VENV:-$HOME/.cache/prewarm/venv/infra}"
 "$ROOT/infra/lint.sh" venv
+# helm for the chart tests (built once from the Go module proxy into ~/.cache/prewarm/bin).
+"$ROOT/infra/tools.sh" helm >/dev/null
 cd "$ROOT"
 exec "$VENV/bin/python" -m pytest -q tests/infra "$@"

@@ -43,6 +43,22 @@ pub struct InterruptionSettings {
     pub recheck_s: f64,
     /// INTERRUPTION_QUEUE_URL: for ChangeMessageVisibility on records still in progress.
     pub queue_url: Option<String>,
+    /// ACCEPT_KWOK_INSTANCE_IDS (false): local stack only; also take the kwok provider's node
+    /// names as instance ids (its nodes have no EC2 ids).
+    pub instance_ids: crate::adapters::events::InstanceIdRule,
+}
+
+impl Default for InterruptionSettings {
+    /// The values used when the variables are unset.
+    fn default() -> Self {
+        InterruptionSettings {
+            actions: crate::core::interruption::ActionTable::default(),
+            eviction_budget_s: 30.0,
+            recheck_s: 15.0,
+            queue_url: None,
+            instance_ids: crate::adapters::events::InstanceIdRule::Ec2,
+        }
+    }
 }
 
 /// Which handler a Lambda function runs (PREWARM_HANDLER).
@@ -52,10 +68,23 @@ pub enum HandlerKind {
     Interruption,
 }
 
+/// A ConfigMap that holds the targets (key `targets.json`), re-read at every invocation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TargetsConfigMap {
+    pub namespace: String,
+    pub name: String,
+}
+
+/// The key of the targets ConfigMap that holds the JSON target list.
+pub const TARGETS_KEY: &str = "targets.json";
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
     pub policy: PolicySpec,
+    /// PREWARM_TARGETS, read once at start-up (empty when the targets come from a ConfigMap).
     pub targets: Vec<TargetSpec>,
+    /// PREWARM_TARGETS_CONFIGMAP (`namespace/name`): the targets are read from it instead.
+    pub targets_configmap: Option<TargetsConfigMap>,
     pub metric_source: Option<MetricSourceConfig>,
     pub cluster: Option<ClusterAccess>,
     pub dry_run: bool,
@@ -121,14 +150,111 @@ impl HandlerKind {
     }
 }
 
+/// Static inclusive bounds of the interruption settings: `(variable, min, max)`. template.yaml's
+/// parameters carry the same (tests/template_bounds.rs).
+pub const INTERRUPTION_BOUNDS: [(&str, f64, f64); 2] = [
+    // A spot notice gives 120 s.
+    ("EVICTION_BUDGET_SECONDS", 0.0, 110.0),
+    ("RECHECK_SECONDS", 1.0, 900.0),
+];
+
+/// The variables only the tick reads: the interruption function never looks at them, so a bad
+/// or missing metric setting cannot stop drains (they are not even set on that function).
+pub const TICK_ONLY_VARS: [&str; 14] = [
+    "METRIC_SOURCE",
+    "PROMETHEUS_URL",
+    "AMP_WORKSPACE_URL",
+    "CLOUDWATCH_NAMESPACE",
+    "LEAD_TIME_SECONDS",
+    "TICK_SECONDS",
+    "METRICS_WINDOW_SECONDS",
+    "METRICS_STEP_SECONDS",
+    "ERROR_QUANTILE",
+    "TARGET_WAIT_SECONDS",
+    "SCALE_DOWN_DELAY_SECONDS",
+    "COOLDOWN_SECONDS",
+    "STALE_AFTER_SECONDS",
+    "DRY_RUN",
+];
+
 impl Config {
-    /// Reads the process environment.
+    /// Reads the process environment: every setting of both paths (command line).
     pub fn from_env() -> Result<Self> {
         Self::from_lookup(|k| std::env::var(k).ok())
     }
 
+    /// Reads the process environment for one Lambda function: only the settings that function
+    /// uses are read and validated.
+    pub fn for_handler_from_env(kind: HandlerKind) -> Result<Self> {
+        Self::for_handler(kind, |k| std::env::var(k).ok())
+    }
+
+    /// Every setting of both paths (the command line, which can run either).
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self> {
         let vars = Vars(lookup);
+        let mut config = Self::shared(&vars)?;
+        config.read_tick_settings(&vars)?;
+        config.interruption = interruption_settings(&vars)?;
+        Ok(config)
+    }
+
+    /// The settings of one function. The interruption function reads none of the tick's
+    /// (`TICK_ONLY_VARS`): it starts, and drains, whatever the metric settings say.
+    pub fn for_handler(kind: HandlerKind, lookup: impl Fn(&str) -> Option<String>) -> Result<Self> {
+        let vars = Vars(lookup);
+        let mut config = Self::shared(&vars)?;
+        match kind {
+            HandlerKind::Tick => config.read_tick_settings(&vars)?,
+            HandlerKind::Interruption => config.interruption = interruption_settings(&vars)?,
+        }
+        Ok(config)
+    }
+
+    /// Settings both functions read: the cluster, the targets, the EMF namespace.
+    fn shared<F: Fn(&str) -> Option<String>>(vars: &Vars<F>) -> Result<Self> {
+        let targets = match vars.get("PREWARM_TARGETS") {
+            None => Vec::new(),
+            Some(raw) => parse_targets(&raw)?,
+        };
+        let targets_configmap = match vars.get("PREWARM_TARGETS_CONFIGMAP") {
+            None => None,
+            Some(_) if !targets.is_empty() => {
+                return Err(Error::config(
+                    "PREWARM_TARGETS_CONFIGMAP",
+                    "set either PREWARM_TARGETS or PREWARM_TARGETS_CONFIGMAP, not both",
+                ))
+            }
+            Some(raw) => Some(parse_configmap_ref(&raw)?),
+        };
+        let cluster = match (vars.get("KUBECONFIG"), vars.get("CLUSTER_NAME")) {
+            (Some(path), _) => Some(ClusterAccess::Kubeconfig { path }),
+            (None, Some(cluster_name)) => Some(ClusterAccess::Eks {
+                cluster_name,
+                region: region(vars).ok_or_else(|| {
+                    Error::config(
+                        "AWS_REGION",
+                        "needed with CLUSTER_NAME to call DescribeCluster",
+                    )
+                })?,
+            }),
+            (None, None) => None,
+        };
+        Ok(Config {
+            policy: PolicySpec::default(),
+            targets,
+            targets_configmap,
+            metric_source: None,
+            cluster,
+            dry_run: false,
+            emf_namespace: vars
+                .get("EMF_NAMESPACE")
+                .unwrap_or_else(|| "Prewarm".into()),
+            interruption: InterruptionSettings::default(),
+        })
+    }
+
+    /// The decision policy, the metric source and DRY_RUN.
+    fn read_tick_settings<F: Fn(&str) -> Option<String>>(&mut self, vars: &Vars<F>) -> Result<()> {
         let defaults = PolicySpec::default();
         let policy = PolicySpec {
             lead_time_s: vars.f64_or("LEAD_TIME_SECONDS", defaults.lead_time_s)?,
@@ -146,103 +272,18 @@ impl Config {
         policy
             .validate()
             .map_err(|(var, message)| Error::config(var, message))?;
-
-        let targets = match vars.get("PREWARM_TARGETS") {
-            None => Vec::new(),
-            Some(raw) => parse_targets(&raw)?,
-        };
-
-        let region = vars
-            .get("AWS_REGION")
-            .or_else(|| vars.get("AWS_DEFAULT_REGION"));
-        let metric_source = match vars.get("METRIC_SOURCE").as_deref().map(str::trim) {
-            None => None,
-            Some("prometheus") => Some(MetricSourceConfig::Prometheus {
-                url: require(&vars, "PROMETHEUS_URL", "METRIC_SOURCE=prometheus")?,
-            }),
-            Some("amp") => Some(MetricSourceConfig::Amp {
-                workspace_url: require(&vars, "AMP_WORKSPACE_URL", "METRIC_SOURCE=amp")?,
-                region: region
-                    .clone()
-                    .ok_or_else(|| Error::config("AWS_REGION", "needed to sign requests to AMP"))?,
-            }),
-            Some("cloudwatch") => Some(MetricSourceConfig::CloudWatch {
-                namespace: require(&vars, "CLOUDWATCH_NAMESPACE", "METRIC_SOURCE=cloudwatch")?,
-            }),
-            Some(other) => {
-                return Err(Error::config(
-                    "METRIC_SOURCE",
-                    format!("must be prometheus, amp or cloudwatch, got {other:?}"),
-                ))
-            }
-        };
-        for url_var in ["PROMETHEUS_URL", "AMP_WORKSPACE_URL"] {
-            if let Some(u) = vars.get(url_var) {
-                if !(u.starts_with("http://") || u.starts_with("https://")) {
-                    return Err(Error::config(
-                        url_var,
-                        format!("must be an http(s) URL, got {u:?}"),
-                    ));
-                }
-            }
-        }
-
-        let cluster = match (vars.get("KUBECONFIG"), vars.get("CLUSTER_NAME")) {
-            (Some(path), _) => Some(ClusterAccess::Kubeconfig { path }),
-            (None, Some(cluster_name)) => Some(ClusterAccess::Eks {
-                cluster_name,
-                region: region.clone().ok_or_else(|| {
-                    Error::config(
-                        "AWS_REGION",
-                        "needed with CLUSTER_NAME to call DescribeCluster",
-                    )
-                })?,
-            }),
-            (None, None) => None,
-        };
-
-        let eviction_budget_s = vars.f64_or("EVICTION_BUDGET_SECONDS", 30.0)?;
-        if !(0.0..=110.0).contains(&eviction_budget_s) {
-            return Err(Error::config(
-                "EVICTION_BUDGET_SECONDS",
-                format!("must be between 0 and 110 (a spot notice gives 120 s), got {eviction_budget_s}"),
-            ));
-        }
-        let recheck_s = vars.f64_or("RECHECK_SECONDS", 15.0)?;
-        if !(1.0..=900.0).contains(&recheck_s) {
-            return Err(Error::config(
-                "RECHECK_SECONDS",
-                format!("must be between 1 and 900, got {recheck_s}"),
-            ));
-        }
-
-        Ok(Config {
-            policy,
-            targets,
-            metric_source,
-            cluster,
-            dry_run: vars.bool_or("DRY_RUN", false)?,
-            emf_namespace: vars
-                .get("EMF_NAMESPACE")
-                .unwrap_or_else(|| "Prewarm".into()),
-            interruption: InterruptionSettings {
-                actions: crate::core::interruption::ActionTable::parse(
-                    &vars.get("ACTIONS").unwrap_or_default(),
-                )
-                .map_err(|message| Error::config("ACTIONS", message))?,
-                eviction_budget_s,
-                recheck_s,
-                queue_url: vars.get("INTERRUPTION_QUEUE_URL"),
-            },
-        })
+        self.policy = policy;
+        self.metric_source = metric_source(vars)?;
+        self.dry_run = vars.bool_or("DRY_RUN", false)?;
+        Ok(())
     }
 
     /// The tick needs a metric source, a cluster and at least one target.
     pub fn require_tick_ready(&self) -> Result<()> {
-        if self.targets.is_empty() {
+        if self.targets.is_empty() && self.targets_configmap.is_none() {
             return Err(Error::config(
                 "PREWARM_TARGETS",
-                "at least one target is needed",
+                "at least one target is needed (or PREWARM_TARGETS_CONFIGMAP)",
             ));
         }
         if self.metric_source.is_none() {
@@ -268,6 +309,81 @@ impl Config {
     }
 }
 
+fn region<F: Fn(&str) -> Option<String>>(vars: &Vars<F>) -> Option<String> {
+    vars.get("AWS_REGION")
+        .or_else(|| vars.get("AWS_DEFAULT_REGION"))
+}
+
+fn metric_source<F: Fn(&str) -> Option<String>>(
+    vars: &Vars<F>,
+) -> Result<Option<MetricSourceConfig>> {
+    let source = match vars.get("METRIC_SOURCE").as_deref().map(str::trim) {
+        None => None,
+        Some("prometheus") => Some(MetricSourceConfig::Prometheus {
+            url: require(vars, "PROMETHEUS_URL", "METRIC_SOURCE=prometheus")?,
+        }),
+        Some("amp") => Some(MetricSourceConfig::Amp {
+            workspace_url: require(vars, "AMP_WORKSPACE_URL", "METRIC_SOURCE=amp")?,
+            region: region(vars)
+                .ok_or_else(|| Error::config("AWS_REGION", "needed to sign requests to AMP"))?,
+        }),
+        Some("cloudwatch") => Some(MetricSourceConfig::CloudWatch {
+            namespace: require(vars, "CLOUDWATCH_NAMESPACE", "METRIC_SOURCE=cloudwatch")?,
+        }),
+        Some(other) => {
+            return Err(Error::config(
+                "METRIC_SOURCE",
+                format!("must be prometheus, amp or cloudwatch, got {other:?}"),
+            ))
+        }
+    };
+    for url_var in ["PROMETHEUS_URL", "AMP_WORKSPACE_URL"] {
+        if let Some(u) = vars.get(url_var) {
+            if !(u.starts_with("http://") || u.starts_with("https://")) {
+                return Err(Error::config(
+                    url_var,
+                    format!("must be an http(s) URL, got {u:?}"),
+                ));
+            }
+        }
+    }
+    Ok(source)
+}
+
+fn interruption_settings<F: Fn(&str) -> Option<String>>(
+    vars: &Vars<F>,
+) -> Result<InterruptionSettings> {
+    let bounded = |name: &str, default: f64| -> Result<f64> {
+        let value = vars.f64_or(name, default)?;
+        let (_, lo, hi) = INTERRUPTION_BOUNDS
+            .iter()
+            .find(|(n, _, _)| *n == name)
+            .expect("every bounded interruption setting is in INTERRUPTION_BOUNDS");
+        if (*lo..=*hi).contains(&value) {
+            Ok(value)
+        } else {
+            Err(Error::config(
+                name,
+                format!("must be between {lo} and {hi}, got {value}"),
+            ))
+        }
+    };
+    Ok(InterruptionSettings {
+        actions: crate::core::interruption::ActionTable::parse(
+            &vars.get("ACTIONS").unwrap_or_default(),
+        )
+        .map_err(|message| Error::config("ACTIONS", message))?,
+        eviction_budget_s: bounded("EVICTION_BUDGET_SECONDS", 30.0)?,
+        recheck_s: bounded("RECHECK_SECONDS", 15.0)?,
+        queue_url: vars.get("INTERRUPTION_QUEUE_URL"),
+        instance_ids: if vars.bool_or("ACCEPT_KWOK_INSTANCE_IDS", false)? {
+            crate::adapters::events::InstanceIdRule::Ec2OrKwok
+        } else {
+            crate::adapters::events::InstanceIdRule::Ec2
+        },
+    })
+}
+
 fn require<F: Fn(&str) -> Option<String>>(
     vars: &Vars<F>,
     name: &str,
@@ -275,6 +391,30 @@ fn require<F: Fn(&str) -> Option<String>>(
 ) -> Result<String> {
     vars.get(name)
         .ok_or_else(|| Error::config(name, format!("must be set when {because}")))
+}
+
+/// `namespace/name` of the targets ConfigMap (Kubernetes DNS-1123 names).
+fn parse_configmap_ref(raw: &str) -> Result<TargetsConfigMap> {
+    let dns_label = |s: &str| {
+        !s.is_empty()
+            && s.len() <= 253
+            && s.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
+            && !s.starts_with(['-', '.'])
+            && !s.ends_with(['-', '.'])
+    };
+    match raw.trim().split_once('/') {
+        Some((namespace, name)) if dns_label(namespace) && dns_label(name) => {
+            Ok(TargetsConfigMap {
+                namespace: namespace.into(),
+                name: name.into(),
+            })
+        }
+        _ => Err(Error::config(
+            "PREWARM_TARGETS_CONFIGMAP",
+            format!("must be namespace/name of a ConfigMap, got {raw:?}"),
+        )),
+    }
 }
 
 /// Parses and validates the PREWARM_TARGETS JSON array.
@@ -410,6 +550,113 @@ mod tests {
             Err(Error::Config { var, .. }) => assert_eq!(var, "PREWARM_TARGETS"),
             other => panic!("{other:?}"),
         }
+    }
+
+    /// What the template gives the interruption function when the tick's metric settings are
+    /// wrong or absent (the case: MetricSource=amp with no workspace).
+    #[test]
+    fn the_interruption_function_starts_without_any_metric_setting() {
+        let broken_tick_settings: &[(&str, &str)] = &[
+            ("METRIC_SOURCE", "amp"),
+            ("LEAD_TIME_SECONDS", "0"),
+            ("ERROR_QUANTILE", "0.1"),
+            ("PROMETHEUS_URL", "localhost:9090"),
+            ("DRY_RUN", "maybe"),
+        ];
+        let mut pairs = vec![
+            ("CLUSTER_NAME", "prod"),
+            ("AWS_REGION", "eu-west-1"),
+            ("PREWARM_TARGETS", TARGET),
+            ("RECHECK_SECONDS", "20"),
+        ];
+        pairs.extend_from_slice(broken_tick_settings);
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let c = Config::for_handler(HandlerKind::Interruption, |k| map.get(k).cloned()).unwrap();
+        assert_eq!(c.metric_source, None);
+        assert_eq!(c.interruption.recheck_s, 20.0);
+        assert_eq!(c.targets.len(), 1);
+        c.require_cluster().unwrap();
+        // The same environment stops the tick at Init, naming the first bad variable.
+        match Config::for_handler(HandlerKind::Tick, |k| map.get(k).cloned()) {
+            Err(Error::Config { var, .. }) => assert_eq!(var, "LEAD_TIME_SECONDS"),
+            other => panic!("{other:?}"),
+        }
+        // No settings at all (only the cluster): the interruption function still starts.
+        let bare = |k: &str| match k {
+            "CLUSTER_NAME" => Some("prod".to_string()),
+            "AWS_REGION" => Some("eu-west-1".to_string()),
+            _ => None,
+        };
+        Config::for_handler(HandlerKind::Interruption, bare).unwrap();
+    }
+
+    #[test]
+    fn the_tick_function_ignores_interruption_settings() {
+        let c = Config::for_handler(HandlerKind::Tick, |k| {
+            (k == "RECHECK_SECONDS").then(|| "0".to_string())
+        })
+        .unwrap();
+        assert_eq!(c.interruption, InterruptionSettings::default());
+        // ... which the command line (both paths) still refuses.
+        assert_eq!(
+            error_var(config(&[("RECHECK_SECONDS", "0")])),
+            "RECHECK_SECONDS"
+        );
+    }
+
+    #[test]
+    fn amp_without_a_workspace_names_the_variable() {
+        assert_eq!(
+            error_var(config(&[
+                ("METRIC_SOURCE", "amp"),
+                ("AWS_REGION", "us-east-1")
+            ])),
+            "AMP_WORKSPACE_URL"
+        );
+    }
+
+    #[test]
+    fn targets_come_from_a_configmap_or_the_variable_not_both() {
+        let c = config(&[("PREWARM_TARGETS_CONFIGMAP", "prewarm/prewarm-targets")]).unwrap();
+        assert_eq!(
+            c.targets_configmap,
+            Some(TargetsConfigMap {
+                namespace: "prewarm".into(),
+                name: "prewarm-targets".into()
+            })
+        );
+        assert!(c.targets.is_empty());
+        let both = config(&[
+            ("PREWARM_TARGETS_CONFIGMAP", "prewarm/prewarm-targets"),
+            ("PREWARM_TARGETS", TARGET),
+        ]);
+        assert_eq!(error_var(both), "PREWARM_TARGETS_CONFIGMAP");
+        for bad in [
+            "prewarm",
+            "/x",
+            "prewarm/",
+            "Prewarm/targets",
+            "a/b/c",
+            "-a/b",
+        ] {
+            assert_eq!(
+                error_var(config(&[("PREWARM_TARGETS_CONFIGMAP", bad)])),
+                "PREWARM_TARGETS_CONFIGMAP",
+                "{bad}"
+            );
+        }
+        // The tick may start with the ConfigMap alone (it reads it at every invocation).
+        let ready = config(&[
+            ("PREWARM_TARGETS_CONFIGMAP", "prewarm/prewarm-targets"),
+            ("METRIC_SOURCE", "prometheus"),
+            ("PROMETHEUS_URL", "http://127.0.0.1:19090"),
+            ("KUBECONFIG", "/tmp/kubeconfig"),
+        ])
+        .unwrap();
+        ready.require_tick_ready().unwrap();
     }
 
     #[test]

@@ -42,11 +42,27 @@ impl Unit {
     }
 }
 
-/// One EMF document: a namespace, one dimension set, and metric values.
+/// One EMF document: a namespace, one dimension set, and metric values. Metrics named with
+/// [`EmfRecord::total`] are published a second time without any dimension: CloudWatch alarms
+/// cannot SEARCH across dimension values, so an alarm needs such a series.
 #[derive(Clone, Debug, Default)]
 pub struct EmfRecord {
     dimensions: Vec<(String, String)>,
     metrics: Vec<(String, f64, &'static str)>,
+    totals: Vec<String>,
+}
+
+/// The metric the HandledErrorsAlarm of template.yaml watches, without dimensions.
+pub const ERRORS: &str = "Errors";
+
+/// Publishes one handled error (a failed write, a 401/403, an unreachable metric source) under
+/// `dimension`, and once more without dimensions for the alarm.
+pub fn emit_error(namespace: &str, dimension: (&str, &str)) {
+    EmfRecord::new()
+        .dimension(dimension.0, dimension.1)
+        .metric(ERRORS, 1.0, Unit::Count)
+        .total(ERRORS)
+        .emit(namespace);
 }
 
 impl EmfRecord {
@@ -67,6 +83,12 @@ impl EmfRecord {
         self
     }
 
+    /// Also publishes the metric `name` (added with [`EmfRecord::metric`]) without dimensions.
+    pub fn total(mut self, name: &str) -> Self {
+        self.totals.push(name.to_string());
+        self
+    }
+
     /// Renders the EMF JSON line for `timestamp_ms`.
     pub fn render(&self, namespace: &str, timestamp_ms: i64) -> String {
         let mut root = Map::new();
@@ -76,12 +98,21 @@ impl EmfRecord {
             .iter()
             .map(|(name, _, unit)| json!({"Name": name, "Unit": unit}))
             .collect();
+        let mut directives =
+            vec![json!({"Namespace": namespace, "Dimensions": [dims], "Metrics": defs})];
+        let totals: Vec<Value> = self
+            .metrics
+            .iter()
+            .filter(|(name, _, _)| self.totals.contains(name))
+            .map(|(name, _, unit)| json!({"Name": name, "Unit": unit}))
+            .collect();
+        if !totals.is_empty() {
+            // An empty dimension set: the series without dimensions.
+            directives.push(json!({"Namespace": namespace, "Dimensions": [[]], "Metrics": totals}));
+        }
         root.insert(
             "_aws".into(),
-            json!({
-                "Timestamp": timestamp_ms,
-                "CloudWatchMetrics": [{"Namespace": namespace, "Dimensions": [dims], "Metrics": defs}]
-            }),
+            json!({"Timestamp": timestamp_ms, "CloudWatchMetrics": directives}),
         );
         for (k, v) in &self.dimensions {
             root.insert(k.clone(), Value::String(v.clone()));
@@ -125,5 +156,27 @@ mod tests {
         assert_eq!(v["Target"], "llama");
         assert_eq!(v["Forecast"], 2.5);
         assert!(v.get("Dropped").is_none(), "NaN must not be emitted");
+        assert_eq!(v["_aws"]["CloudWatchMetrics"].as_array().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_total_is_declared_again_without_dimensions() {
+        let line = EmfRecord::new()
+            .dimension("Target", "llama")
+            .metric("Forecast", 2.5, Unit::None)
+            .metric("Errors", 1.0, Unit::Count)
+            .total("Errors")
+            .render("Prewarm", 1_700_000_000_000);
+        let v: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(
+            v["_aws"]["CloudWatchMetrics"],
+            json!([
+                {"Namespace": "Prewarm", "Dimensions": [["Target"]], "Metrics": [
+                    {"Name": "Forecast", "Unit": "None"}, {"Name": "Errors", "Unit": "Count"}]},
+                {"Namespace": "Prewarm", "Dimensions": [[]], "Metrics": [
+                    {"Name": "Errors", "Unit": "Count"}]}
+            ])
+        );
+        assert_eq!(v["Errors"], 1.0);
     }
 }

@@ -4,8 +4,10 @@ use clap::{Parser, Subcommand};
 
 pub mod backtest;
 pub mod explain;
+pub mod restore;
 pub mod simulate;
 pub mod tick;
+pub mod workload_args;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -28,6 +30,8 @@ pub enum Command {
     Simulate(simulate::SimulateArgs),
     /// Replay a metrics history (queue length, arrival rate) through the policies.
     Backtest(backtest::BacktestArgs),
+    /// Put back what prewarm changed in the cluster (budgets, sizes, annotations).
+    Restore(restore::RestoreArgs),
 }
 
 /// Runs the command line; returns the process exit code.
@@ -36,6 +40,7 @@ pub async fn run(cli: Cli) -> crate::Result<()> {
         Command::Tick(args) => tick::run(args).await,
         Command::Explain(args) => explain::run(args),
         Command::Simulate(args) => simulate::run(args),
-        Command::Backtest(args) => backtest::run(args),
+        Command::Backtest(args) => backtest::run(args).await,
+        Command::Restore(args) => restore::run(args).await,
     }
 }

@@ -64,28 +64,46 @@ fn check(name: &str, value: f64, lo: f64, hi: f64) -> Result<(), (String, String
     }
 }
 
+/// Static inclusive bounds of the policy's environment variables: `(variable, min, max)`.
+/// template.yaml's parameters carry exactly these as MinValue/MaxValue, so a value CloudFormation
+/// accepts never fails at Init (tests/template_bounds.rs holds the two equal).
+pub const POLICY_BOUNDS: [(&str, f64, f64); 9] = [
+    ("LEAD_TIME_SECONDS", 1.0, 3600.0),
+    ("TICK_SECONDS", 1.0, 60.0),
+    ("METRICS_STEP_SECONDS", 1.0, 300.0),
+    ("METRICS_WINDOW_SECONDS", 60.0, 86_400.0),
+    ("ERROR_QUANTILE", 0.5, 0.999),
+    ("TARGET_WAIT_SECONDS", 0.01, 600.0),
+    ("SCALE_DOWN_DELAY_SECONDS", 0.0, 86_400.0),
+    ("COOLDOWN_SECONDS", 0.0, 3600.0),
+    ("STALE_AFTER_SECONDS", 1.0, 3600.0),
+];
+
 impl PolicySpec {
     /// Validates ranges. The error is `(variable name, message)`.
     pub fn validate(&self) -> Result<(), (String, String)> {
-        check("LEAD_TIME_SECONDS", self.lead_time_s, 1.0, 3600.0)?;
-        check("TICK_SECONDS", self.tick_s, 1.0, 60.0)?;
-        check("METRICS_STEP_SECONDS", self.step_s, 1.0, 300.0)?;
+        let values = [
+            self.lead_time_s,
+            self.tick_s,
+            self.step_s,
+            self.window_s,
+            self.error_quantile,
+            self.target_wait_s,
+            self.scale_down_delay_s,
+            self.cooldown_s,
+            self.stale_after_s,
+        ];
+        for ((name, lo, hi), value) in POLICY_BOUNDS.iter().zip(values) {
+            check(name, value, *lo, *hi)?;
+        }
+        // The one bound that depends on another setting (CloudFormation parameters cannot say
+        // it): the forecast needs at least four samples of history.
         check(
             "METRICS_WINDOW_SECONDS",
             self.window_s,
             self.step_s * 4.0,
             86_400.0,
         )?;
-        check("ERROR_QUANTILE", self.error_quantile, 0.5, 0.999)?;
-        check("TARGET_WAIT_SECONDS", self.target_wait_s, 0.01, 600.0)?;
-        check(
-            "SCALE_DOWN_DELAY_SECONDS",
-            self.scale_down_delay_s,
-            0.0,
-            86_400.0,
-        )?;
-        check("COOLDOWN_SECONDS", self.cooldown_s, 0.0, 3600.0)?;
-        check("STALE_AFTER_SECONDS", self.stale_after_s, 1.0, 3600.0)?;
         check("ewma_alpha", self.ewma_alpha, 0.001, 1.0)?;
         check("trend_beta", self.trend_beta, 0.0, 1.0)?;
         check("trend_damping", self.trend_damping, 0.0, 1.0)?;

@@ -10,7 +10,8 @@ use crate::config::{Config, HandlerKind};
 /// the clients once, and serves invocations.
 pub async fn run_lambda() -> crate::Result<()> {
     let kind = HandlerKind::from_env()?;
-    let config = Config::from_env()?;
+    // Each function reads only its own settings: a metric setting never stops drains.
+    let config = Config::for_handler_from_env(kind)?;
     match kind {
         HandlerKind::Tick => tick::serve(config).await,
         HandlerKind::Interruption => interruption::serve(config).await,

@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use crate::adapters::kube::headroom::{self, ApplyOutcome, HeadroomRead};
 use crate::adapters::kube::nodepool::{self, NodePoolView};
-use crate::adapters::kube::{annotations, pods, ClientCache};
+use crate::adapters::kube::{annotations, pods, targets, ClientCache};
 use crate::adapters::metrics::{self, MetricSource};
 use crate::config::Config;
 use crate::core::{self, HeadroomKind, Observation, Plan, Reason, TargetSpec};
@@ -303,6 +303,9 @@ pub async fn tick_once(deps: &Arc<TickDeps>, now: f64, dry_run: bool) -> Vec<Tar
     let client = match deps.clients.get().await {
         Ok(c) => c,
         Err(e) => {
+            if deps.config.targets_configmap.is_some() {
+                targets::report_refused(&deps.config.emf_namespace, "targets", &e);
+            }
             return deps
                 .config
                 .targets
@@ -311,12 +314,22 @@ pub async fn tick_once(deps: &Arc<TickDeps>, now: f64, dry_run: bool) -> Vec<Tar
                 .collect();
         }
     };
+    // PREWARM_TARGETS, or the targets ConfigMap read afresh: a target that cannot be read runs
+    // no tick (its error is logged and counted), the others run.
+    let Some(targets) = targets::current_or_report(
+        deps.config.targets_configmap.as_ref(),
+        &deps.config.targets,
+        &client,
+        &deps.config.emf_namespace,
+    )
+    .await
+    else {
+        return Vec::new();
+    };
     if !dry_run {
-        collect_drain_leases(deps, &client, now).await;
+        collect_drain_leases(deps, &client, &targets, now).await;
     }
-    let tasks: Vec<_> = deps
-        .config
-        .targets
+    let tasks: Vec<_> = targets
         .iter()
         .cloned()
         .map(|target| {
@@ -329,7 +342,7 @@ pub async fn tick_once(deps: &Arc<TickDeps>, now: f64, dry_run: bool) -> Vec<Tar
     for (task, target) in futures::future::join_all(tasks)
         .await
         .into_iter()
-        .zip(&deps.config.targets)
+        .zip(&targets)
     {
         reports.push(task.unwrap_or_else(|join_error| {
             let e = Error::Kube {
@@ -351,14 +364,19 @@ pub async fn tick_once(deps: &Arc<TickDeps>, now: f64, dry_run: bool) -> Vec<Tar
 /// Releases replacement leases nobody holds, steps drains whose owner went silent and un-drains
 /// survivors (`adapters::kube::drain::collect`), before the targets read their headroom. Only
 /// logged: a failure here never stops the tick.
-async fn collect_drain_leases(deps: &Arc<TickDeps>, client: &kube::Client, now: f64) {
+async fn collect_drain_leases(
+    deps: &Arc<TickDeps>,
+    client: &kube::Client,
+    targets: &[TargetSpec],
+    now: f64,
+) {
     use crate::adapters::kube::drain::{collect, event_recorder};
     let recorder = deps
         .recorder
         .get_or_init(|| async { event_recorder(client) })
         .await;
     let settings = crate::handlers::interruption::drain_settings(&deps.config);
-    match collect::collect(client, recorder, &deps.config.targets, &settings, now).await {
+    match collect::collect(client, recorder, targets, &settings, now).await {
         Ok(items) => {
             for c in items {
                 match &c.outcome {
@@ -435,11 +453,14 @@ pub fn emf_record(r: &TargetReport) -> EmfRecord {
             .metric("Desired", p.desired_spare as f64, Unit::Count)
             .metric("Actions", if acted { 1.0 } else { 0.0 }, Unit::Count);
     }
-    record.metric(
-        "Errors",
-        if r.error.is_some() { 1.0 } else { 0.0 },
-        Unit::Count,
-    )
+    record
+        .metric(
+            "Errors",
+            if r.error.is_some() { 1.0 } else { 0.0 },
+            Unit::Count,
+        )
+        // Also without the Target dimension: the series HandledErrorsAlarm watches.
+        .total("Errors")
 }
 
 /// When the ticks of an invocation that starts at `start` run (Unix seconds): every `tick_s`
@@ -655,5 +676,14 @@ mod tests {
         assert_eq!(line["Errors"], 1.0);
         assert_eq!(line["Target"], "llama");
         assert!(line.get("Actions").is_none());
+        // The alarm's series: Errors once more, without the Target dimension.
+        assert_eq!(
+            line["_aws"]["CloudWatchMetrics"][1]["Dimensions"],
+            serde_json::json!([[]])
+        );
+        assert_eq!(
+            line["_aws"]["CloudWatchMetrics"][1]["Metrics"][0]["Name"],
+            "Errors"
+        );
     }
 }

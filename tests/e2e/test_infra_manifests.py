@@ -1,6 +1,7 @@
-"""Every manifest in infra/k8s is accepted by the real test cluster's apiserver (server-side
-dry-run, so the real Karpenter CRD schemas and CEL rules apply), and the RBAC of rbac.yaml gives
-the prewarm-lambda user (group prewarm-controller only) exactly the access both paths use.
+"""Every manifest in infra/k8s and everything the Helm chart renders is accepted by the real test
+cluster's apiserver (server-side dry-run, so the real Karpenter CRD schemas and CEL rules apply),
+and the chart's RBAC (infra/k8s/rbac.yaml) gives each function's own user (prewarm-tick,
+prewarm-interruption) exactly its rows of permissions.yaml and none of the other's.
 
 Uses the fixtures of tests/e2e/conftest.py (the local stack must be up: tests/stack/up).
 """
@@ -8,6 +9,8 @@ Uses the fixtures of tests/e2e/conftest.py (the local stack must be up: tests/st
 from __future__ import annotations
 
 import copy
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -21,6 +24,8 @@ MANIFESTS = sorted(p.name for p in K8S.glob("*.yaml"))
 
 if not (Path(__file__).parent / "conftest.py").exists():
     pytest.skip("tests/e2e/conftest.py (the stack's fixtures) is not in this checkout", allow_module_level=True)
+
+from conftest import Kube  # noqa: E402  (the stack's kubectl wrapper)
 
 
 def docs(name: str) -> list[dict]:
@@ -82,38 +87,92 @@ def test_the_apiserver_check_can_fail(k8s, breakage):
     assert "invalid" in err.value.stderr.lower() or "unsupported" in err.value.stderr.lower(), err.value.stderr
 
 
-# (verb, resource, subresource, namespace) the prewarm-lambda user must be allowed ...
-ALLOWED = [
-    ("get", "nodes", None, None), ("list", "nodes", None, None), ("watch", "nodes", None, None),
-    ("patch", "nodes", None, None),
-    ("get", "pods", None, "inference"), ("list", "pods", None, None), ("watch", "pods", None, None),
-    ("create", "pods", "eviction", "inference"),
-    ("create", "events", None, "default"), ("patch", "events", None, "default"),
-    ("create", "events.events.k8s.io", None, "default"),
-    ("get", "poddisruptionbudgets.policy", None, "inference"), ("list", "poddisruptionbudgets.policy", None, None),
-    ("get", "nodepools.karpenter.sh", None, None), ("list", "nodepools.karpenter.sh", None, None),
-    ("watch", "nodepools.karpenter.sh", None, None), ("patch", "nodepools.karpenter.sh", None, None),
-    ("get", "nodeclaims.karpenter.sh", None, None), ("list", "nodeclaims.karpenter.sh", None, None),
-    ("get", "capacitybuffers.autoscaling.x-k8s.io", None, "prewarm"),
-    ("patch", "capacitybuffers.autoscaling.x-k8s.io", None, "prewarm"),
-    ("update", "capacitybuffers.autoscaling.x-k8s.io", None, "prewarm"),
-    ("get", "deployments.apps", None, "prewarm"), ("list", "deployments.apps", None, None),
-    ("patch", "deployments.apps", None, "prewarm"),
-    ("get", "deployments.apps", "scale", "prewarm"), ("patch", "deployments.apps", "scale", "prewarm"),
-    ("update", "deployments.apps", "scale", "prewarm"),
-]
-# ... and a sample of what it must not do: nothing destructive, no template rewrite, no secrets.
-DENIED = [
-    ("delete", "nodes", None, None), ("update", "nodes", None, None),
-    ("delete", "pods", None, "inference"), ("create", "pods", None, "prewarm"),
-    ("update", "nodepools.karpenter.sh", None, None), ("delete", "nodepools.karpenter.sh", None, None),
-    ("create", "nodeclaims.karpenter.sh", None, None), ("delete", "nodeclaims.karpenter.sh", None, None),
-    ("patch", "nodeclaims.karpenter.sh", None, None),
-    ("delete", "deployments.apps", None, "prewarm"), ("create", "deployments.apps", None, "prewarm"),
-    ("get", "secrets", None, "prewarm"), ("list", "secrets", None, None),
-    ("patch", "poddisruptionbudgets.policy", None, "inference"),
-    ("create", "clusterrolebindings.rbac.authorization.k8s.io", None, None),
-]
+# ------------------------------------------------------------------ the Helm chart
+
+CHART_SH = REPO / "infra" / "chart.sh"
+
+
+def chart_docs() -> list[dict]:
+    out = subprocess.run([str(CHART_SH), "template", "--set", "prepull.enabled=true",
+                          "--set", "pdbExample.enabled=true"], capture_output=True, text=True, check=True).stdout
+    return [d for d in yaml.safe_load_all(out) if d]
+
+
+def test_the_chart_is_accepted_by_the_apiserver(k8s):
+    """Server-side dry run of everything the chart renders (every optional part on)."""
+    docs = chart_docs()
+    kinds = {d["kind"] for d in docs}
+    assert {"ClusterRole", "Role", "ConfigMap", "Deployment", "PriorityClass", "DaemonSet",
+            "PodDisruptionBudget"} <= kinds, kinds
+    for obj in docs:
+        out = dry_run_apply(k8s, obj)
+        assert "(server dry run)" in out, out
+
+
+# ------------------------------------------------------------------ RBAC as each function's user
+# Allowed: every row of permissions.yaml (the one table), as the chart scopes it for its default
+# values (the stack applies that render, infra/k8s/rbac.yaml). Denied: written by hand.
+
+TABLE = yaml.safe_load((REPO / "infra/helm/prewarm/permissions.yaml").read_text())["functions"]
+VALUES = yaml.safe_load((REPO / "infra/helm/prewarm/values.yaml").read_text())
+
+
+def allowed_checks(fn: str) -> list[tuple]:
+    """(verb, resource[/name], subresource, namespace) for each row and verb."""
+    targets = VALUES["targets"]
+    out = []
+    for row in TABLE[fn]["rules"]:
+        res, _, sub = row["resource"].partition("/")
+        res = f"{res}.{row['apiGroup']}" if row["apiGroup"] else res
+        kind = row.get("headroomKind")
+        for verb in row["verbs"]:
+            if row["scope"] == "cluster":
+                out.append((verb, res, sub or None, "default" if res.startswith("events") else None))
+            elif row["scope"] == "nodePools":
+                out += [(verb, f"{res}/{t['nodePool']}", None, None) for t in targets
+                        if kind is None or t["headroom"]["kind"] == kind]
+            elif row["scope"] == "headroom":
+                out += [(verb, f"{res}/{t['headroom']['name']}", None, t["headroom"]["namespace"]) for t in targets
+                        if t["headroom"]["kind"] == kind]
+            elif row["scope"] == "podNamespaces":
+                out += [(verb, res, None, t["podNamespace"]) for t in targets if t.get("podNamespace")]
+            elif row["scope"] == "targetsConfigMap":
+                out.append((verb, f"{res}/{VALUES['targetsConfigMap']['name']}", None, "prewarm"))
+            else:
+                raise AssertionError(row["scope"])
+    assert out, fn
+    return out
+
+
+DENIED = {
+    "tick": [
+        ("patch", "deployments.apps", None, "kube-system"),
+        ("patch", "deployments.apps/coredns", None, "kube-system"),
+        ("patch", "deployments.apps/someone-else", None, "prewarm"),
+        ("patch", "nodepools.karpenter.sh/default", None, None),
+        ("update", "nodepools.karpenter.sh/gpu", None, None),
+        ("create", "pods", "eviction", "inference"),
+        ("patch", "nodes", None, None),
+        ("list", "pods", None, "kube-system"),
+        ("get", "configmaps/aws-auth", None, "kube-system"),
+        ("get", "configmaps/other", None, "prewarm"),
+        ("get", "secrets", None, "prewarm"),
+        ("create", "clusterrolebindings.rbac.authorization.k8s.io", None, None),
+    ],
+    "interruption": [
+        # The default target's headroom is a balloon: no NodePool write at all.
+        ("patch", "nodepools.karpenter.sh/gpu", None, None),
+        ("patch", "deployments.apps", None, "kube-system"),
+        ("patch", "deployments.apps/someone-else", None, "prewarm"),
+        ("delete", "nodes", None, None), ("update", "nodes", None, None),
+        ("delete", "pods", None, "inference"), ("create", "pods", None, "prewarm"),
+        ("patch", "nodeclaims.karpenter.sh", None, None), ("delete", "nodeclaims.karpenter.sh", None, None),
+        ("patch", "poddisruptionbudgets.policy", None, "inference"),
+        ("get", "secrets", None, "prewarm"), ("list", "secrets", None, None),
+        ("get", "configmaps/other", None, "prewarm"),
+        ("create", "clusterrolebindings.rbac.authorization.k8s.io", None, None),
+    ],
+}
 
 
 def can_i(kube, verb, resource, sub, ns) -> bool:
@@ -124,11 +183,27 @@ def can_i(kube, verb, resource, sub, ns) -> bool:
     return kube.run(*args, check=False).stdout.strip() == "yes"
 
 
-@pytest.mark.parametrize("verb,resource,sub,ns", ALLOWED)
-def test_lambda_user_may(lambda_k8s, verb, resource, sub, ns):
-    assert can_i(lambda_k8s, verb, resource, sub, ns), f"prewarm-lambda cannot {verb} {resource}{'/' + sub if sub else ''}"
+def function_user(stack_env, fn: str) -> Kube:
+    var = f"PREWARM_{fn.upper()}_KUBECONFIG"
+    if var not in stack_env:
+        pytest.fail(f"{var} missing: the stack predates per-function users (tests/stack/down, up)")
+    return Kube(os.path.join(stack_env["STACK_BIN"], "kubectl"), stack_env[var])
 
 
-@pytest.mark.parametrize("verb,resource,sub,ns", DENIED)
-def test_lambda_user_may_not(lambda_k8s, verb, resource, sub, ns):
-    assert not can_i(lambda_k8s, verb, resource, sub, ns), f"prewarm-lambda may {verb} {resource}: too much"
+@pytest.mark.parametrize("fn,check", [(fn, c) for fn in TABLE for c in allowed_checks(fn)])
+def test_function_may(stack_env, fn, check):
+    assert can_i(function_user(stack_env, fn), *check), f"{fn} cannot {check}"
+
+
+@pytest.mark.parametrize("fn,check", [(fn, c) for fn, cs in DENIED.items() for c in cs])
+def test_function_may_not(stack_env, fn, check):
+    assert not can_i(function_user(stack_env, fn), *check), f"{fn} may {check}: too much"
+
+
+def test_each_function_lacks_the_others_writes(stack_env):
+    """The split the issue asks for: the tick cannot evict, the interruption function cannot
+    patch NodePools (default values: balloon headroom)."""
+    tick, intr = function_user(stack_env, "tick"), function_user(stack_env, "interruption")
+    assert can_i(intr, "create", "pods", "eviction", "inference") and not can_i(tick, "create", "pods", "eviction", "inference")
+    assert can_i(tick, "patch", "nodepools.karpenter.sh/gpu", None, None)
+    assert not can_i(intr, "patch", "nodepools.karpenter.sh/gpu", None, None)

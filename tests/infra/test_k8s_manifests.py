@@ -172,39 +172,59 @@ def test_balloon_follows_the_conventions():
     assert any(t["key"] == "nvidia.com/gpu" for t in spec["tolerations"])
 
 
-# Exactly the access both paths use (issue 2 actuators, issue 4 mechanics). Changing the RBAC
-# means changing this table on purpose.
+# Exactly the access each function uses, for the chart's default values (infra/k8s/rbac.yaml is
+# the chart's render; permissions.yaml is the table). Changing the RBAC means changing this on
+# purpose. (function -> (apiGroup, resource) -> verbs)
 EXPECTED_RULES = {
-    ("", "nodes"): {"get", "list", "watch", "patch"},
-    ("", "pods"): {"get", "list", "watch"},
-    ("", "pods/eviction"): {"create"},
-    ("", "events"): {"create", "patch"},
-    ("events.k8s.io", "events"): {"create", "patch"},
-    ("policy", "poddisruptionbudgets"): {"get", "list"},
-    ("karpenter.sh", "nodepools"): {"get", "list", "watch", "patch"},
-    ("karpenter.sh", "nodeclaims"): {"get", "list", "watch"},
-    ("autoscaling.x-k8s.io", "capacitybuffers"): {"get", "list", "watch", "patch", "update"},
-    ("apps", "deployments"): {"get", "list", "patch"},
-    ("apps", "deployments/scale"): {"get", "patch", "update"},
+    "tick": {
+        ("", "configmaps"): {"get"},
+        ("", "pods"): {"list"},
+        ("karpenter.sh", "nodepools"): {"get", "patch"},
+        ("apps", "deployments"): {"get", "patch"},
+    },
+    "interruption": {
+        ("", "configmaps"): {"get"},
+        ("", "nodes"): {"get", "list", "watch", "patch"},
+        ("", "pods"): {"get", "list"},
+        ("", "pods/eviction"): {"create"},
+        ("", "events"): {"create", "patch"},
+        ("events.k8s.io", "events"): {"create", "patch"},
+        ("policy", "poddisruptionbudgets"): {"get", "list"},
+        ("karpenter.sh", "nodeclaims"): {"get", "list", "watch"},
+        ("apps", "deployments"): {"get", "patch"},
+    },
 }
 
 
-def test_rbac_grants_exactly_the_verbs_used():
-    role = by_kind("ClusterRole")
-    granted: dict[tuple[str, str], set[str]] = {}
-    for rule in role["rules"]:
-        assert "*" not in rule["verbs"] and "*" not in rule["resources"] and "*" not in rule["apiGroups"]
-        assert "resourceNames" not in rule or rule["resourceNames"]
-        for g in rule["apiGroups"]:
-            for r in rule["resources"]:
-                granted.setdefault((g, r), set()).update(rule["verbs"])
-    assert granted == EXPECTED_RULES
-    # Never a NodePool template write path: no update (full replace) on nodepools.
-    assert "update" not in granted[("karpenter.sh", "nodepools")]
+def rbac_objects(kind: str) -> list[dict]:
+    return [o for name, o in all_objects() if name == "rbac.yaml" and o["kind"] == kind]
 
 
-def test_rbac_binds_the_access_entry_group():
-    binding = by_kind("ClusterRoleBinding")
-    assert binding["metadata"]["name"] == "prewarm"
-    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "prewarm"}
-    assert binding["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "prewarm-controller"}]
+def test_rbac_grants_each_function_exactly_the_verbs_it_uses():
+    for fn, expected in EXPECTED_RULES.items():
+        granted: dict[tuple[str, str], set[str]] = {}
+        for role in rbac_objects("ClusterRole") + rbac_objects("Role"):
+            if role["metadata"]["labels"]["prewarm.io/function"] != fn:
+                continue
+            for rule in role["rules"]:
+                assert "*" not in rule["verbs"] and "*" not in rule["resources"] and "*" not in rule["apiGroups"]
+                for g in rule["apiGroups"]:
+                    for r in rule["resources"]:
+                        granted.setdefault((g, r), set()).update(rule["verbs"])
+        assert granted == expected, fn
+    # Writes to headroom and NodePools only by name; never `update` (a full replace) on NodePools.
+    for role in rbac_objects("ClusterRole") + rbac_objects("Role"):
+        for rule in role["rules"]:
+            if rule["resources"][0] in ("nodepools", "deployments", "capacitybuffers", "configmaps"):
+                assert rule.get("resourceNames"), rule
+            if rule["resources"][0] == "nodepools":
+                assert "update" not in rule["verbs"]
+
+
+def test_rbac_binds_each_functions_own_group():
+    bindings = rbac_objects("ClusterRoleBinding") + rbac_objects("RoleBinding")
+    assert bindings
+    for b in bindings:
+        fn = b["metadata"]["labels"]["prewarm.io/function"]
+        assert b["roleRef"]["name"] == f"prewarm-{fn}"
+        assert b["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": f"prewarm-{fn}"}]

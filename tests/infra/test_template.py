@@ -9,18 +9,11 @@ import re
 
 import pytest
 import yaml
-from cfnlint.decode import decode, decode_str
+from cfnlint.decode import decode_str
 
 from infra_paths import REPO
 
 TEMPLATE = REPO / "template.yaml"
-
-
-@pytest.fixture(scope="module")
-def template() -> dict:
-    tpl, matches = decode(str(TEMPLATE))
-    assert not matches, matches
-    return tpl
 
 
 def resources_of(tpl: dict, *types: str) -> dict:
@@ -104,7 +97,7 @@ def test_the_scan_sees_policy_documents(template):
     assert any("InterruptionRole.Policies" in w for w in wheres)
     assert any("InterruptionQueuePolicy" in w for w in wheres)
     n = sum(len(statements_of(d)) for _, d in policy_documents(template))
-    assert n >= 15
+    assert n >= 13
 
 
 def _bad_role(tpl, action):
@@ -153,13 +146,17 @@ def test_a_wildcard_in_template_text_is_caught():
 
 # Every setting the functions read (src/config; the conventions' list), except KUBECONFIG, which
 # is for local runs (in Lambda the cluster comes from CLUSTER_NAME through eks:DescribeCluster).
-SETTINGS = [
-    "CLUSTER_NAME", "METRIC_SOURCE", "PROMETHEUS_URL", "AMP_WORKSPACE_URL", "CLOUDWATCH_NAMESPACE",
-    "PREWARM_TARGETS", "TICK_SECONDS", "LEAD_TIME_SECONDS", "METRICS_WINDOW_SECONDS",
-    "METRICS_STEP_SECONDS", "ERROR_QUANTILE", "TARGET_WAIT_SECONDS", "SCALE_DOWN_DELAY_SECONDS",
-    "COOLDOWN_SECONDS", "STALE_AFTER_SECONDS", "DRY_RUN", "EMF_NAMESPACE", "ACTIONS",
-    "EVICTION_BUDGET_SECONDS", "RECHECK_SECONDS",
-]
+# Each function gets the shared settings and its own (the interruption function no metric setting).
+SHARED_SETTINGS = ["CLUSTER_NAME", "PREWARM_TARGETS", "PREWARM_TARGETS_CONFIGMAP", "EMF_NAMESPACE"]
+FUNCTION_SETTINGS = {
+    "TickFunction": SHARED_SETTINGS + [
+        "METRIC_SOURCE", "PROMETHEUS_URL", "AMP_WORKSPACE_URL", "CLOUDWATCH_NAMESPACE",
+        "TICK_SECONDS", "LEAD_TIME_SECONDS", "METRICS_WINDOW_SECONDS",
+        "METRICS_STEP_SECONDS", "ERROR_QUANTILE", "TARGET_WAIT_SECONDS", "SCALE_DOWN_DELAY_SECONDS",
+        "COOLDOWN_SECONDS", "STALE_AFTER_SECONDS", "DRY_RUN"],
+    "InterruptionFunction": SHARED_SETTINGS + ["ACTIONS", "EVICTION_BUDGET_SECONDS", "RECHECK_SECONDS"],
+}
+SETTINGS = sorted({s for v in FUNCTION_SETTINGS.values() for s in v})
 
 
 def function_env(tpl: dict, name: str) -> dict:
@@ -195,8 +192,10 @@ def test_every_function_setting_is_a_parameter(template):
     resources = set(template["Resources"])
     for fn in resources_of(template, "AWS::Serverless::Function"):
         env = function_env(template, fn)
-        missing = [s for s in SETTINGS if s not in env]
+        missing = [s for s in FUNCTION_SETTINGS[fn] if s not in env]
         assert not missing, f"{fn} lacks {missing}"
+        extra = [s for s in env if s in SETTINGS and s not in FUNCTION_SETTINGS[fn]]
+        assert not extra, f"{fn} gets settings it does not read: {extra}"
         for var, value in env.items():
             if var == "PREWARM_HANDLER":
                 assert value in ("tick", "interruption")
@@ -245,9 +244,9 @@ def test_functions_are_built_from_the_one_rust_binary(template):
         assert "RetentionInDays" in group["Properties"]
 
 
-def test_tick_runs_every_minute_alone(template):
+def test_tick_runs_every_minute(template):
+    """(Reserved concurrency 1 is optional: tests/infra/test_deploy.py.)"""
     props = template["Resources"]["TickFunction"]["Properties"]
-    assert props["ReservedConcurrentExecutions"] == 1
     (event,) = props["Events"].values()
     assert event["Type"] == "Schedule" and event["Properties"]["Schedule"] == "rate(1 minute)"
     # Loops ticks within the minute: longer than a minute, far from Lambda's 15-minute maximum.
@@ -314,14 +313,16 @@ def test_every_rule_targets_the_queue_and_may_send_to_it(template):
 
 def test_alarms_cover_dlq_errors_and_a_silent_tick(template):
     alarms = resources_of(template, "AWS::CloudWatch::Alarm")
-    by_metric = {(a["Properties"]["Namespace"], a["Properties"]["MetricName"]): a["Properties"] for a in alarms.values()}
+    by_metric = {(str(a["Properties"]["Namespace"]), a["Properties"]["MetricName"]): a["Properties"]
+                 for a in alarms.values()}
     dlq = by_metric[("AWS/SQS", "ApproximateNumberOfMessagesVisible")]
     assert dlq["Dimensions"][0]["Value"] == {"Fn::GetAtt": ["InterruptionDeadLetterQueue", "QueueName"]}
     assert (dlq["ComparisonOperator"], dlq["Threshold"]) == ("GreaterThanThreshold", 0)
     silent = by_metric[("AWS/Lambda", "Invocations")]
     assert silent["ComparisonOperator"] == "LessThanThreshold" and silent["Threshold"] == 1
     assert silent["TreatMissingData"] == "breaching"
-    errors = [a for a in alarms.values() if a["Properties"]["MetricName"] == "Errors"]
+    errors = [a for a in alarms.values() if a["Properties"]["MetricName"] == "Errors"
+              and a["Properties"]["Namespace"] == "AWS/Lambda"]
     assert {a["Properties"]["Dimensions"][0]["Value"]["Ref"] for a in errors} == {"TickFunction", "InterruptionFunction"}
 
 
@@ -334,17 +335,25 @@ def test_query_definitions(template):
 
 
 def test_access_entries_map_roles_to_the_rbac_group(template, repo):
+    """Each function's role maps to its own group, which the chart's RBAC (infra/k8s/rbac.yaml is
+    its render) binds to that function's roles only."""
     rbac = [d for d in yaml.safe_load_all((repo / "infra/k8s/rbac.yaml").read_text()) if d]
-    (binding,) = [d for d in rbac if d["kind"] == "ClusterRoleBinding"]
-    groups = {s["name"] for s in binding["subjects"] if s["kind"] == "Group"}
+    bound = {}
+    for b in rbac:
+        if b["kind"] in ("ClusterRoleBinding", "RoleBinding"):
+            for s in b["subjects"]:
+                bound.setdefault(s["name"], set()).add(b["roleRef"]["name"])
     entries = resources_of(template, "AWS::EKS::AccessEntry")
     principals = set()
     for e in entries.values():
         props = e["Properties"]
         assert props["Type"] == "STANDARD"
-        assert set(props["KubernetesGroups"]) <= groups
         assert "AccessPolicies" not in props, "RBAC is the whole grant: no EKS access policy"
-        principals.add(props["PrincipalArn"]["Fn::GetAtt"][0])
+        (group,) = props["KubernetesGroups"]
+        role = props["PrincipalArn"]["Fn::GetAtt"][0]
+        fn = {"TickRole": "tick", "InterruptionRole": "interruption"}[role]
+        assert bound[group] == {f"prewarm-{fn}"}, (group, bound.get(group))
+        principals.add(role)
     roles = {fn["Properties"]["Role"]["Fn::GetAtt"][0] for fn in resources_of(template, "AWS::Serverless::Function").values()}
     assert principals == roles
 
@@ -361,8 +370,6 @@ def test_scoped_permissions(template):
         eks = stmt(role, "ClusterEndpoint")
         assert eks["Action"] == "eks:DescribeCluster"
         assert ":cluster/${ClusterName}" in eks["Resource"]["Fn::Sub"]
-        put = stmt(role, "PublishOwnMetrics")
-        assert put["Condition"]["StringEquals"]["cloudwatch:namespace"] == {"Ref": "EmfNamespace"}
     aps = stmt("TickRole", "QueryWorkspace")
     assert aps["Action"] == "aps:QueryMetrics" and ":workspace/${AmpWorkspaceId}" in aps["Resource"]["Fn::Sub"]
     sqs = stmt("InterruptionRole", "ConsumeInterruptionQueue")
@@ -397,14 +404,17 @@ def _rust_struct_fields(text: str, struct: str) -> tuple[set[str], set[str]]:
 
 
 def test_default_targets_parse_as_the_crate_expects(template, repo):
-    """TargetSpec denies unknown fields: a default the binary refuses would fail at start-up."""
+    """TargetSpec denies unknown fields: a default the binary refuses would stop the tick."""
     spec = repo / "src" / "core" / "spec.rs"
     if not spec.exists():
         pytest.skip("src/core/spec.rs not in this checkout yet")
     text = spec.read_text()
     fields, required = _rust_struct_fields(text, "TargetSpec")
     assert {"name", "nodePool", "headroom", "maxSpare"} <= fields, fields
-    targets = json.loads(template["Parameters"]["PrewarmTargets"]["Default"])
+    # The default targets are the chart's (the template reads them from its ConfigMap).
+    values = yaml.safe_load((repo / "infra/helm/prewarm/values.yaml").read_text())
+    targets = [{k: v for k, v in t.items() if k != "chart"} for t in values["targets"]]
+    assert template["Parameters"]["TargetsConfigMap"]["Default"] == "prewarm/prewarm-targets"
     assert targets
     for t in targets:
         assert set(t) <= fields, f"unknown target fields {set(t) - fields}"

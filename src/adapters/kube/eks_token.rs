@@ -41,9 +41,31 @@ fn sign_error(message: impl std::fmt::Display) -> Error {
     }
 }
 
-/// The regional STS endpoint EKS validates tokens against.
+/// The DNS suffix of the AWS partition a region belongs to: what CloudFormation's
+/// `AWS::URLSuffix` gives the template. From the partitions table the AWS SDKs embed
+/// (aws-sdk-eks 1.160, `endpoint_lib.rs`: each partition's `regionRegex` and `dnsSuffix`); the
+/// longer prefixes come first because `us-iso-` is also a prefix of nothing else but `us-` is.
+pub fn dns_suffix(region: &str) -> &'static str {
+    const PARTITIONS: [(&str, &str); 6] = [
+        ("cn-", "amazonaws.com.cn"),    // aws-cn
+        ("eusc-", "amazonaws.eu"),      // aws-eusc
+        ("us-isob-", "sc2s.sgov.gov"),  // aws-iso-b
+        ("us-isof-", "csp.hci.ic.gov"), // aws-iso-f
+        ("us-iso-", "c2s.ic.gov"),      // aws-iso
+        ("eu-isoe-", "cloud.adc-e.uk"), // aws-iso-e
+    ];
+    PARTITIONS
+        .iter()
+        .find(|(prefix, _)| region.starts_with(prefix))
+        .map_or("amazonaws.com", |(_, suffix)| suffix) // aws, aws-us-gov
+}
+
+/// The regional STS endpoint EKS validates tokens against, in the region's partition.
 pub fn sts_url(region: &str) -> String {
-    format!("https://sts.{region}.amazonaws.com/?Action=GetCallerIdentity&Version=2011-06-15")
+    format!(
+        "https://sts.{region}.{}/?Action=GetCallerIdentity&Version=2011-06-15",
+        dns_suffix(region)
+    )
 }
 
 /// Presigns `GetCallerIdentity` for `cluster` with `credentials` at time `at`.
@@ -178,6 +200,33 @@ mod tests {
         assert!(!no_session
             .query_pairs()
             .any(|(k, _)| k == "X-Amz-Security-Token"));
+    }
+
+    #[test]
+    fn the_sts_host_is_in_the_regions_partition() {
+        // (region, host) from the SDK partitions table, typed by hand.
+        let cases = [
+            ("us-east-1", "sts.us-east-1.amazonaws.com"),
+            ("eu-west-1", "sts.eu-west-1.amazonaws.com"),
+            ("us-gov-west-1", "sts.us-gov-west-1.amazonaws.com"),
+            ("cn-north-1", "sts.cn-north-1.amazonaws.com.cn"),
+            ("cn-northwest-1", "sts.cn-northwest-1.amazonaws.com.cn"),
+            ("eusc-de-east-1", "sts.eusc-de-east-1.amazonaws.eu"),
+            ("us-iso-east-1", "sts.us-iso-east-1.c2s.ic.gov"),
+            ("us-isob-east-1", "sts.us-isob-east-1.sc2s.sgov.gov"),
+            ("us-isof-south-1", "sts.us-isof-south-1.csp.hci.ic.gov"),
+            ("eu-isoe-west-1", "sts.eu-isoe-west-1.cloud.adc-e.uk"),
+        ];
+        let c = credentials(None);
+        for (region, host) in cases {
+            let url = decode(&token("prewarm-test", region, &c, noon()).unwrap());
+            assert_eq!(url.host_str(), Some(host), "{region}");
+            let q: HashMap<String, String> = url.query_pairs().into_owned().collect();
+            assert!(
+                q["X-Amz-Credential"].ends_with(&format!("/{region}/sts/aws4_request")),
+                "{region}"
+            );
+        }
     }
 
     #[test]

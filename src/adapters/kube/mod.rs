@@ -13,6 +13,8 @@ pub mod headroom;
 pub mod nodepool;
 pub mod pods;
 pub mod resources;
+pub mod restore;
+pub mod targets;
 
 pub use client::{client, ClientCache};
 pub use headroom::{

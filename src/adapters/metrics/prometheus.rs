@@ -34,6 +34,10 @@ impl PrometheusSource {
     }
 
     pub(crate) fn build(base_url: &str, signer: Option<Arc<ApsSigner>>) -> Result<Self, Error> {
+        // reqwest is built without a TLS provider of its own (one TLS stack in the binary):
+        // aws-lc-rs, which the AWS SDK and kube use, becomes the process default. An error only
+        // says a default is already installed.
+        let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
         let http = reqwest::Client::builder()
             .timeout(REQUEST_TIMEOUT)
             .connect_timeout(CONNECT_TIMEOUT)

@@ -13,7 +13,7 @@ pub mod spare;
 pub mod state;
 
 pub use actions::{Action, ActionTable};
-pub use deadline::{eviction_deadline, instance_end};
+pub use deadline::{eviction_deadline, instance_end, issued_at};
 pub use drain::{
     owner_alive, plan_drain, Command, DrainSettings, DrainStep, Finish, NodeView, PodOwner, PodRef,
     PodView,

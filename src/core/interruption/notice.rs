@@ -70,9 +70,12 @@ pub struct Notice {
     /// The EventBridge event id; it marks the node's drain state so re-deliveries are recognised.
     pub event_id: String,
     pub kind: NoticeKind,
-    /// EC2 instance ids (one for EC2 notices; every affected entity of a Health event).
+    /// EC2 instance ids, validated and without duplicates, in the order the event names them
+    /// (one for EC2 notices; every affected instance of a Health event, possibly thousands, which
+    /// the drain works through in chunks).
     pub instance_ids: Vec<String>,
-    /// The envelope's `time`: when AWS issued the notice.
+    /// The envelope's `time`: when AWS issued the notice, as the body claims it. Deadlines use
+    /// it only bounded by `sent_time` (`deadline::issued_at`).
     pub time: f64,
     /// State-change only: the new instance state.
     pub instance_state: Option<String>,

@@ -20,7 +20,7 @@ use kube::runtime::events::Recorder;
 use lambda_runtime::{service_fn, LambdaEvent};
 use tokio::sync::OnceCell;
 
-use crate::adapters::events::{parse_record, Parsed, ParsedRecord};
+use crate::adapters::events::{parse_record_with, InstanceIdRule, Parsed, ParsedRecord};
 use crate::adapters::kube::drain::execute::{execute, StepReport};
 use crate::adapters::kube::drain::replacement;
 use crate::adapters::kube::drain::{event_recorder, find_node, observe};
@@ -51,7 +51,11 @@ pub struct Interruption {
     pub queue_url: Option<String>,
     pub settings: DrainSettings,
     pub targets: Vec<TargetSpec>,
+    /// PREWARM_TARGETS_CONFIGMAP: the targets are re-read from it for every record.
+    pub targets_configmap: Option<crate::config::TargetsConfigMap>,
     pub emf_namespace: String,
+    /// Which strings records may name as instances (ACCEPT_KWOK_INSTANCE_IDS).
+    pub instance_ids: InstanceIdRule,
     /// The one Event recorder (built with the first client), so repeats aggregate into series.
     pub recorder: OnceCell<Recorder>,
 }
@@ -130,7 +134,9 @@ impl Interruption {
             queue_url: config.interruption.queue_url.clone(),
             settings: drain_settings(config),
             targets: config.targets.clone(),
+            targets_configmap: config.targets_configmap.clone(),
             emf_namespace: config.emf_namespace.clone(),
+            instance_ids: config.interruption.instance_ids,
             recorder: OnceCell::new(),
         })
     }
@@ -139,7 +145,7 @@ impl Interruption {
     pub async fn handle_batch(&self, event: SqsEvent, deadline: SystemTime) -> SqsBatchResponse {
         let budget = record_budget(deadline, SystemTime::now());
         let outcomes = futures::future::join_all(event.records.iter().map(|m| async move {
-            let record = parse_record(m);
+            let record = parse_record_with(m, self.instance_ids);
             let came_with = Continuation::of(&m.message_attributes);
             let outcome =
                 match tokio::time::timeout(budget, self.handle_record(&record, &came_with)).await {
@@ -396,8 +402,17 @@ impl Interruption {
             .recorder
             .get_or_init(|| async { event_recorder(&client) })
             .await;
+        // A missing or bad targets ConfigMap costs the replacement capacity, never the drain.
+        let targets = crate::adapters::kube::targets::current_or_report(
+            self.targets_configmap.as_ref(),
+            &self.targets,
+            &client,
+            &self.emf_namespace,
+        )
+        .await
+        .unwrap_or_default();
         match self
-            .drive_instance(&client, recorder, notice, &instance)
+            .drive_instance(&client, recorder, &targets, notice, &instance)
             .await
         {
             Ok(InstanceOutcome::Done(reason)) => RecordOutcome::Delete {
@@ -424,6 +439,7 @@ impl Interruption {
         &self,
         client: &kube::Client,
         recorder: &Recorder,
+        targets: &[TargetSpec],
         notice: &Notice,
         instance: &str,
     ) -> Result<InstanceOutcome> {
@@ -431,7 +447,7 @@ impl Interruption {
             let Some(node) = find_node(client, instance).await? else {
                 // Foreign, or ours and already gone: either way nothing to drain. Hand back any
                 // replacement a drain of this instance reserved.
-                let released = replacement::release(client, &self.targets, None, instance).await;
+                let released = replacement::release(client, targets, None, instance).await;
                 for t in released.into_iter().flatten() {
                     if !t.ends_with("(nothing held)") {
                         tracing::info!(event_id = %notice.event_id, instance, released = %t,
@@ -464,7 +480,7 @@ impl Interruption {
             let report = execute(
                 client,
                 recorder,
-                &self.targets,
+                targets,
                 &observed,
                 &step,
                 instance,

@@ -7,7 +7,7 @@ source "$(dirname "$0")/common.sh"
 pki=$RUN_DIR/pki
 mkdir -p "$pki"
 cd "$pki"
-[[ -f ca.crt && -f sa.key && -f prewarm-lambda.crt ]] && exit 0
+[[ -f ca.crt && -f sa.key && -f prewarm-lambda.crt && -f prewarm-interruption.crt ]] && exit 0
 log "generating certificates in $pki"
 
 # EC P-256 keys in PKCS#8: accepted by Go, OpenSSL and rustls alike.
@@ -36,8 +36,14 @@ sign scheduler "/CN=system:kube-scheduler" "$client_ext"
 # Karpenter and kwok are test infrastructure, not under test: full rights keep them simple.
 sign karpenter "/O=system:masters/CN=karpenter" "$client_ext"
 sign kwok "/O=system:masters/CN=kwok" "$client_ext"
-# The Lambda's user: only what infra/k8s/rbac.yaml grants to the group prewarm-controller.
-sign prewarm-lambda "/O=prewarm-controller/CN=prewarm-lambda" "$client_ext"
+# Each function's own user: only what infra/k8s/rbac.yaml (the Helm chart's RBAC, rendered from
+# infra/helm/prewarm/permissions.yaml) grants to that function's group.
+sign prewarm-tick "/O=prewarm-tick/CN=prewarm-tick" "$client_ext"
+sign prewarm-interruption "/O=prewarm-interruption/CN=prewarm-interruption" "$client_ext"
+# The user the stack tests run both paths as: both functions' groups plus prewarm-stack-tests,
+# which tests/stack/manifests/stack-tests-rbac.yaml lets write headroom objects of any name
+# (tests create their own balloons; the chart grants the functions only the configured names).
+sign prewarm-lambda "/O=prewarm-tick/O=prewarm-interruption/O=prewarm-stack-tests/CN=prewarm-lambda" "$client_ext"
 
 # Service-account token signing key (RSA: the most widely verified JWT algorithm).
 openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out sa.key 2>/dev/null

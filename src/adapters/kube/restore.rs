@@ -1,0 +1,296 @@
+//! `prewarm restore`: puts back what prewarm changed in the cluster, so that uninstalling leaves
+//! it as the user had it. Per target: the NodePool's frozen disruption budgets (from the
+//! prewarm.io/saved-budgets annotation) and every prewarm.io/ annotation; the headroom object's
+//! prewarm.io/ annotations, and its size back to 0 for balloons and CapacityBuffers (the size the
+//! chart creates them with). Not restorable, and reported as such: NodePool `spec.limits` that a
+//! target's `limits` set (prewarm does not keep the user's earlier limits) and a
+//! nodePoolReplicas target's `spec.replicas` (its earlier count is not kept either).
+//!
+//! Each kind of change is one step (`RESTORE_STEPS`): the HPA floors of the policy work add a
+//! step of their own there.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Map, Value};
+
+use super::api_error::from_kube;
+use super::nodepool::{self, NodePoolView};
+use super::resources::HeadroomRef;
+use crate::core::{HeadroomKind, TargetSpec};
+use crate::error::Result;
+use kube::api::{Patch, PatchParams};
+
+/// Annotations prewarm writes all start with this.
+pub const PREFIX: &str = "prewarm.io/";
+
+/// What restoring one object did (or, dry, would do).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Restored {
+    pub target: String,
+    pub object: String,
+    /// `restored`, `unchanged`, or `kept` (something prewarm cannot put back, with the reason).
+    pub outcome: String,
+    pub detail: String,
+}
+
+/// `prewarm.io/` annotations set to null (merge patch removal).
+fn removed_annotations(annotations: &BTreeMap<String, String>) -> Map<String, Value> {
+    annotations
+        .keys()
+        .filter(|k| k.starts_with(PREFIX))
+        .map(|k| (k.clone(), Value::Null))
+        .collect()
+}
+
+/// The merge patch that restores a headroom object, or None when there is nothing to undo.
+pub fn headroom_patch(
+    kind: &HeadroomKind,
+    resource_version: &str,
+    annotations: &BTreeMap<String, String>,
+    size: u32,
+) -> Option<Value> {
+    let removed = removed_annotations(annotations);
+    let resize = !matches!(kind, HeadroomKind::NodePoolReplicas) && size != 0;
+    if removed.is_empty() && !resize {
+        return None;
+    }
+    let mut patch = json!({"metadata": {"resourceVersion": resource_version}});
+    if !removed.is_empty() {
+        patch["metadata"]["annotations"] = Value::Object(removed);
+    }
+    if resize {
+        patch["spec"] = json!({"replicas": 0});
+    }
+    Some(patch)
+}
+
+/// The merge patch that restores a NodePool: the user's budgets back (nodepool::restore_changes)
+/// and every prewarm.io/ annotation removed; None when there is nothing to undo.
+pub fn node_pool_patch(view: &NodePoolView) -> std::result::Result<Option<Value>, String> {
+    let mut patch =
+        nodepool::node_pool_patch(view, None, Some(false))?.unwrap_or_else(|| json!({}));
+    let removed = removed_annotations(&view.annotations);
+    if removed.is_empty() && patch.get("spec").is_none() {
+        return Ok(None);
+    }
+    patch["metadata"]["resourceVersion"] = json!(view.resource_version);
+    let annotations = patch["metadata"]
+        .as_object_mut()
+        .expect("metadata is an object")
+        .entry("annotations")
+        .or_insert_with(|| json!({}));
+    for (k, v) in removed {
+        annotations[k] = v;
+    }
+    Ok(Some(patch))
+}
+
+type Step = for<'a> fn(
+    &'a kube::Client,
+    &'a TargetSpec,
+    bool,
+) -> futures::future::BoxFuture<'a, Result<Vec<Restored>>>;
+
+/// The kinds of change `prewarm restore` undoes, in order. Add a step for a new kind of change.
+pub const RESTORE_STEPS: [Step; 2] = [
+    |c, t, dry| Box::pin(restore_node_pool(c, t, dry)),
+    |c, t, dry| Box::pin(restore_headroom(c, t, dry)),
+];
+
+/// Runs every step for every target; an error on one target does not stop the others.
+pub async fn restore_all(
+    client: &kube::Client,
+    targets: &[TargetSpec],
+    dry_run: bool,
+) -> Vec<Result<Vec<Restored>>> {
+    let mut out = Vec::new();
+    for target in targets {
+        for step in RESTORE_STEPS {
+            out.push(step(client, target, dry_run).await);
+        }
+    }
+    out
+}
+
+fn outcome(target: &TargetSpec, object: &str, outcome: &str, detail: String) -> Restored {
+    Restored {
+        target: target.name.clone(),
+        object: object.to_string(),
+        outcome: outcome.to_string(),
+        detail,
+    }
+}
+
+async fn restore_node_pool(
+    client: &kube::Client,
+    target: &TargetSpec,
+    dry_run: bool,
+) -> Result<Vec<Restored>> {
+    let view = nodepool::read_node_pool(client, &target.node_pool).await?;
+    let object = format!("nodepool {}", target.node_pool);
+    let mut out = Vec::new();
+    let patch = node_pool_patch(&view).map_err(|message| crate::error::Error::Kube {
+        operation: "restore".into(),
+        object: object.clone(),
+        message,
+        retryable: false,
+    })?;
+    match patch {
+        None => out.push(outcome(
+            target,
+            &object,
+            "unchanged",
+            "nothing of prewarm's".into(),
+        )),
+        Some(p) => {
+            if !dry_run {
+                nodepool::send_node_pool_patch(client, &target.node_pool, &p).await?;
+            }
+            out.push(outcome(target, &object, "restored", p.to_string()));
+        }
+    }
+    if target.limits.is_some() {
+        out.push(outcome(
+            target,
+            &object,
+            "kept",
+            "spec.limits as the target's limits set them: the earlier limits are not kept".into(),
+        ));
+    }
+    Ok(out)
+}
+
+async fn restore_headroom(
+    client: &kube::Client,
+    target: &TargetSpec,
+    dry_run: bool,
+) -> Result<Vec<Restored>> {
+    let object = HeadroomRef::of(target);
+    let found = object
+        .api(client)
+        .get(&object.name)
+        .await
+        .map_err(|e| from_kube("get", object.kind, &object.display, e))?;
+    let size = super::headroom::object_size(&object, &found.data)?;
+    let annotations: BTreeMap<String, String> = found
+        .metadata
+        .annotations
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .collect();
+    let version = found.metadata.resource_version.clone().unwrap_or_default();
+    let mut out = Vec::new();
+    match headroom_patch(&target.headroom, &version, &annotations, size) {
+        None => out.push(outcome(
+            target,
+            &object.display,
+            "unchanged",
+            "nothing of prewarm's".into(),
+        )),
+        Some(p) => {
+            if !dry_run {
+                object
+                    .api(client)
+                    .patch(&object.name, &PatchParams::default(), &Patch::Merge(&p))
+                    .await
+                    .map_err(|e| from_kube("patch", object.kind, &object.display, e))?;
+            }
+            out.push(outcome(target, &object.display, "restored", p.to_string()));
+        }
+    }
+    if matches!(target.headroom, HeadroomKind::NodePoolReplicas) {
+        out.push(outcome(
+            target,
+            &object.display,
+            "kept",
+            format!("spec.replicas stays {size}: the count before prewarm is not kept"),
+        ));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn annotations(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn headroom_goes_back_to_zero_without_prewarms_annotations() {
+        let balloon = HeadroomKind::Balloon {
+            namespace: "prewarm".into(),
+            name: "balloon-gpu".into(),
+        };
+        let ours = annotations(&[
+            ("prewarm.io/last-tick", "2026-11-30T12:00:00.000Z"),
+            ("prewarm.io/cooldown-until", "2026-11-30T12:01:00.000Z"),
+            ("team", "ml"),
+        ]);
+        // (kind, annotations, size, expected patch) - written by hand.
+        let cases = [
+            (
+                balloon.clone(),
+                ours.clone(),
+                3,
+                Some(json!({"metadata": {"resourceVersion": "7", "annotations": {
+                    "prewarm.io/last-tick": null, "prewarm.io/cooldown-until": null}},
+                    "spec": {"replicas": 0}})),
+            ),
+            (
+                balloon.clone(),
+                annotations(&[("team", "ml")]),
+                2,
+                Some(json!({"metadata": {"resourceVersion": "7"}, "spec": {"replicas": 0}})),
+            ),
+            (balloon, annotations(&[("team", "ml")]), 0, None),
+            (
+                HeadroomKind::NodePoolReplicas,
+                ours,
+                5,
+                Some(json!({"metadata": {"resourceVersion": "7", "annotations": {
+                    "prewarm.io/last-tick": null, "prewarm.io/cooldown-until": null}}})),
+            ),
+        ];
+        for (kind, ann, size, want) in cases {
+            assert_eq!(
+                headroom_patch(&kind, "7", &ann, size),
+                want,
+                "{kind:?} {size}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_frozen_node_pool_gets_its_budgets_back() {
+        let saved = json!([{"nodes": "20%"}]);
+        let view = NodePoolView {
+            name: "gpu".into(),
+            resource_version: "9".into(),
+            annotations: annotations(&[
+                ("prewarm.io/saved-budgets", &saved.to_string()),
+                ("prewarm.io/last-tick", "x"),
+            ]),
+            spec: json!({"disruption": {"consolidateAfter": "30s",
+                "budgets": [{"nodes": "20%"}, nodepool::freeze_budget()]}}),
+        };
+        let p = node_pool_patch(&view).unwrap().unwrap();
+        assert_eq!(p["spec"]["disruption"]["budgets"], saved);
+        assert_eq!(p["metadata"]["resourceVersion"], "9");
+        assert_eq!(
+            p["metadata"]["annotations"],
+            json!({"prewarm.io/saved-budgets": null, "prewarm.io/last-tick": null})
+        );
+        let untouched = NodePoolView {
+            annotations: annotations(&[("team", "ml")]),
+            spec: json!({"disruption": {"consolidateAfter": "30s", "budgets": saved}}),
+            ..view
+        };
+        assert_eq!(node_pool_patch(&untouched).unwrap(), None);
+    }
+}

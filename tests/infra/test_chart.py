@@ -1,0 +1,144 @@
+"""The cluster side as a Helm chart (infra/helm/prewarm): helm lint, helm template, the committed
+infra/k8s/rbac.yaml equal to the chart's render, and the RBAC rendered from permissions.yaml (the
+one table) giving each function only its own rows, by name where a name is known. Expected rules
+for the sample values below are written by hand. The server-side dry run and the allowed/denied
+checks as each function's own user run on the local apiserver (tests/e2e/test_infra_manifests.py).
+"""
+
+import json
+import subprocess
+
+import pytest
+import yaml
+
+from infra_paths import REPO
+
+CHART = REPO / "infra/helm/prewarm"
+CHART_SH = REPO / "infra/chart.sh"
+
+
+def render(*args: str) -> list[dict]:
+    out = subprocess.run([str(CHART_SH), "template", *args], capture_output=True, text=True, check=True).stdout
+    return [d for d in yaml.safe_load_all(out) if d]
+
+
+def test_helm_lint():
+    subprocess.run([str(CHART_SH), "lint"], check=True, capture_output=True)
+
+
+def test_committed_rbac_is_the_charts_render():
+    """The local stack applies infra/k8s/rbac.yaml: it must be what the chart renders today."""
+    out = subprocess.run([str(CHART_SH), "rbac-stdout"], capture_output=True, text=True, check=True).stdout
+    assert (REPO / "infra/k8s/rbac.yaml").read_text() == out, "run infra/chart.sh rbac"
+
+
+# Three targets, one per headroom kind, across namespaces.
+SAMPLE_TARGETS = [
+    {"name": "llama", "nodePool": "gpu", "podNamespace": "inference", "podSelector": "app=llama",
+     "headroom": {"kind": "balloon", "namespace": "prewarm", "name": "balloon-llama"}, "maxSpare": 4,
+     "chart": {"createHeadroom": True, "resources": {"requests": {"nvidia.com/gpu": "1"}}}},
+    {"name": "mistral", "nodePool": "gpu-big", "podNamespace": "models",
+     "headroom": {"kind": "capacityBuffer", "namespace": "buffers", "name": "mistral"}, "maxSpare": 2,
+     "chart": {"createHeadroom": True, "resources": {"requests": {"nvidia.com/gpu": "4"}}}},
+    {"name": "static", "nodePool": "gpu-static", "headroom": {"kind": "nodePoolReplicas"}, "maxSpare": 1},
+]
+
+
+@pytest.fixture(scope="module")
+def sample():
+    return render("--set-json", "targets=" + json.dumps(SAMPLE_TARGETS))
+
+
+def rbac_of(docs, fn):
+    return {(d["kind"], d["metadata"].get("namespace")): d for d in docs
+            if d["kind"] in ("ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding")
+            and d["metadata"]["labels"].get("prewarm.io/function") == fn}
+
+
+def rules(role) -> set[tuple]:
+    return {(r["apiGroups"][0], r["resources"][0], tuple(r.get("resourceNames", [])), tuple(r["verbs"]))
+            for r in role["rules"]}
+
+
+def test_the_tick_gets_its_rows_by_name(sample):
+    tick = rbac_of(sample, "tick")
+    assert rules(tick[("ClusterRole", None)]) == {
+        ("karpenter.sh", "nodepools", ("gpu", "gpu-big", "gpu-static"), ("get", "patch"))}
+    assert rules(tick[("Role", "prewarm")]) == {
+        ("", "configmaps", ("prewarm-targets",), ("get",)),
+        ("apps", "deployments", ("balloon-llama",), ("get", "patch"))}
+    assert rules(tick[("Role", "buffers")]) == {
+        ("autoscaling.x-k8s.io", "capacitybuffers", ("mistral",), ("get", "patch"))}
+    assert rules(tick[("Role", "inference")]) == {("", "pods", (), ("list",))}
+    assert rules(tick[("Role", "models")]) == {("", "pods", (), ("list",))}
+    assert set(tick) == {("ClusterRole", None), ("ClusterRoleBinding", None)} | {
+        (k, ns) for ns in ("prewarm", "buffers", "inference", "models") for k in ("Role", "RoleBinding")}
+
+
+def test_the_interruption_function_gets_its_rows_and_patches_only_named_headroom(sample):
+    intr = rbac_of(sample, "interruption")
+    cluster = rules(intr[("ClusterRole", None)])
+    assert ("karpenter.sh", "nodepools", ("gpu-static",), ("get", "patch")) in cluster
+    assert ("", "nodes", (), ("get", "list", "watch", "patch")) in cluster
+    assert ("", "pods/eviction", (), ("create",)) in cluster
+    assert not [r for r in cluster if r[1] in ("deployments", "capacitybuffers")]
+    assert rules(intr[("Role", "prewarm")]) == {
+        ("", "configmaps", ("prewarm-targets",), ("get",)),
+        ("apps", "deployments", ("balloon-llama",), ("get", "patch"))}
+    assert rules(intr[("Role", "buffers")]) == {
+        ("autoscaling.x-k8s.io", "capacitybuffers", ("mistral",), ("get", "patch"))}
+    assert ("Role", "inference") not in intr, "the interruption path reads pods cluster-wide, no extra Role"
+
+
+def test_each_binding_names_only_its_functions_group(sample):
+    for fn, group in (("tick", "prewarm-tick"), ("interruption", "prewarm-interruption")):
+        for (kind, ns), d in rbac_of(sample, fn).items():
+            if kind.endswith("Binding"):
+                assert d["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": group}]
+                assert d["roleRef"]["name"] == f"prewarm-{fn}"
+
+
+def test_no_rule_is_a_wildcard_or_touches_secrets(sample):
+    for d in sample:
+        for r in d.get("rules", []) if d["kind"] in ("ClusterRole", "Role") else []:
+            assert "*" not in r["verbs"] + r["resources"] + r["apiGroups"], r
+            assert "secrets" not in r["resources"]
+            # Names cannot restrict list/watch/create: never given together.
+            if r.get("resourceNames"):
+                assert not {"list", "watch", "create"} & set(r["verbs"]), r
+
+
+def test_every_row_of_the_table_is_rendered(sample):
+    table = yaml.safe_load((CHART / "permissions.yaml").read_text())["functions"]
+    for fn, spec in table.items():
+        rendered = set()
+        for (kind, _), d in rbac_of(sample, fn).items():
+            if kind in ("ClusterRole", "Role"):
+                rendered |= {(g, res, verbs) for g, res, _, verbs in rules(d)}
+        for row in spec["rules"]:
+            assert (row["apiGroup"], row["resource"], tuple(row["verbs"])) in rendered, (fn, row)
+            assert row["why"].strip(), (fn, row)
+
+
+def test_headroom_objects_and_configmap_are_rendered(sample):
+    by_kind = {(d["kind"], d["metadata"]["name"]): d for d in sample}
+    balloon = by_kind[("Deployment", "balloon-llama")]
+    assert balloon["metadata"]["namespace"] == "prewarm" and balloon["spec"]["replicas"] == 0
+    pod = balloon["spec"]["template"]["spec"]
+    assert pod["priorityClassName"] == "prewarm-balloon"
+    assert pod["nodeSelector"] == {"karpenter.sh/nodepool": "gpu"}
+    buffer = by_kind[("CapacityBuffer", "mistral")]
+    assert buffer["metadata"]["namespace"] == "buffers"
+    assert buffer["spec"]["podTemplateRef"]["name"] == "mistral-replica"
+    assert ("PodTemplate", "mistral-replica") in by_kind
+    targets = json.loads(by_kind[("ConfigMap", "prewarm-targets")]["data"]["targets.json"])
+    assert [t["name"] for t in targets] == ["llama", "mistral", "static"]
+    assert not any("chart" in t for t in targets), "chart-only settings never reach the binary"
+
+
+def test_access_entry_groups_are_the_charts(template):
+    tpl = template
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    entries = {n: r["Properties"] for n, r in tpl["Resources"].items() if r["Type"] == "AWS::EKS::AccessEntry"}
+    assert entries["TickAccessEntry"]["KubernetesGroups"] == [values["groups"]["tick"]]
+    assert entries["InterruptionAccessEntry"]["KubernetesGroups"] == [values["groups"]["interruption"]]
