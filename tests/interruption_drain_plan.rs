@@ -40,12 +40,14 @@ fn pod(name: &str, gpus: u32) -> PodView {
             namespace: "inference".into(),
             name: name.into(),
         },
+        uid: None,
         owner: PodOwner::Other,
         critical: false,
         do_not_disrupt: false,
-        terminating: false,
+        deletion_at: None,
         finished: false,
         gpus,
+        grace_s: 0.0,
     }
 }
 
@@ -75,6 +77,8 @@ fn claimed(spare: u32, kind: NoticeKind, evicting_since: Option<f64>) -> NodeVie
             evicting_since,
             finished_at: None,
             replacement_gpus: 8,
+            instance_end: prewarm::core::interruption::instance_end(&n),
+            last_step_at: Some(T0 + 1.0),
         }),
         ..node(spare)
     }
@@ -206,10 +210,12 @@ fn tiers_daemonsets_mirrors_and_critical_pods() {
     let mut done = pod("job-1", 0);
     done.finished = true;
     let ordinary = pod("llama-0", 4);
-    let n = notice(NoticeKind::StateChange);
+    // A spot warning with warm capacity for everything (16 GPUs elsewhere): eviction starts at
+    // once and follows the tiers, all before the deadline (T0+90).
+    let n = notice(NoticeKind::SpotInterruption);
 
     let first = plan_drain(
-        &node(0),
+        &node(16),
         &[
             ds.clone(),
             mirror.clone(),
@@ -229,19 +235,19 @@ fn tiers_daemonsets_mirrors_and_critical_pods() {
 
     // The ordinary pod is terminating: wait for it, do not start tier 2 yet.
     let mut leaving = ordinary.clone();
-    leaving.terminating = true;
+    leaving.deletion_at = Some(T0 + 4.0); // not stuck before T0+64
     let state = first.state.clone();
     let claimed_node = NodeView {
         unschedulable: true,
         tainted: true,
         state,
-        ..node(0)
+        ..node(16)
     };
     let second = plan_drain(
         &claimed_node,
         &[ds.clone(), critical.clone(), leaving],
         &n,
-        T0 + 5.0,
+        T0 + 8.0,
         &settings(),
     );
     assert!(evicted(&second).is_empty());
@@ -252,7 +258,7 @@ fn tiers_daemonsets_mirrors_and_critical_pods() {
         &claimed_node,
         &[ds.clone(), mirror.clone(), critical],
         &n,
-        T0 + 10.0,
+        T0 + 16.0,
         &settings(),
     );
     assert_eq!(evicted(&third), ["gpu-operator"]);
@@ -266,14 +272,14 @@ fn tiers_daemonsets_mirrors_and_critical_pods() {
         &claimed_node,
         &[ds, mirror, done],
         &n,
-        T0 + 15.0,
+        T0 + 24.0,
         &settings(),
     );
     assert_eq!(fourth.last(), &Command::Done(Finish::Drained));
     assert!(fourth.commands.contains(&Command::ReleaseReplacement));
     let s = fourth.state.unwrap();
     assert_eq!(s.phase, Phase::Drained);
-    assert_eq!(s.finished_at, Some(T0 + 15.0));
+    assert_eq!(s.finished_at, Some(T0 + 24.0));
 }
 
 #[test]
@@ -352,24 +358,32 @@ fn a_pdb_blocked_pod_is_retried_every_check_until_it_goes() {
 }
 
 #[test]
-fn a_duplicate_delivery_continues_the_same_drain() {
+fn a_duplicate_delivery_collapses_into_the_live_one_and_a_later_delivery_continues() {
     let n = notice(NoticeKind::SpotInterruption);
     let pods = [pod("llama-0", 4)];
     let first = plan_drain(&node(0), &pods, &n, T0 + 1.0, &settings());
+    assert_eq!(first.state.as_ref().unwrap().last_step_at, Some(T0 + 1.0));
     let after = NodeView {
         unschedulable: true,
         tainted: true,
         state: first.state.clone(),
         ..node(0)
     };
+    // 1 s after the last step (under half the 15 s recheck): the other delivery carries it.
     let dup = plan_drain(&after, &pods, &n, T0 + 2.0, &settings());
-    assert_eq!(dup.state.as_ref().unwrap().started_at, T0 + 1.0);
+    assert_eq!(dup.commands, [Command::Done(Finish::Duplicate)]);
+    assert!(!dup.claims("ev-1"));
+    // 8 s after (the delivery's own next check): it carries on where the first stopped.
+    let next = plan_drain(&after, &pods, &n, T0 + 9.0, &settings());
+    let s = next.state.as_ref().unwrap();
+    assert_eq!((s.started_at, s.last_step_at), (T0 + 1.0, Some(T0 + 9.0)));
     assert_eq!(
-        dup.commands.len(),
+        next.commands.len(),
         2,
         "only record + wait: {:?}",
-        dup.commands
+        next.commands
     );
+    assert!(next.claims("ev-1"));
 }
 
 #[test]
@@ -480,4 +494,137 @@ fn a_node_without_gpus_asks_for_no_replacement_and_drains_at_once() {
         .iter()
         .any(|c| matches!(c, Command::RequestReplacement { .. })));
     assert_eq!(evicted(&step), ["web-0"]);
+}
+
+/// A rebalance drain (no deadline) owned by `ev-1`, last stepped at `last_step`.
+fn rebalance_owned(last_step: f64) -> NodeView {
+    let mut n = claimed(0, NoticeKind::Rebalance, None);
+    n.state.as_mut().unwrap().last_step_at = Some(last_step);
+    n
+}
+
+#[test]
+fn a_notice_adopts_a_drain_whose_owner_went_silent() {
+    // recheck 15 s: the owner counts as gone after 4 x 15 + 60 = 120 s without a step.
+    let pods = [pod("llama-0", 4)];
+    let mut other = notice(NoticeKind::Rebalance);
+    other.event_id = "ev-2".into();
+    // (last step of ev-1, now, expected owner afterwards)
+    let cases = [
+        (T0 + 100.0, T0 + 200.0, "ev-1"), // 100 s of silence: alive, moot
+        (T0 + 100.0, T0 + 219.0, "ev-1"),
+        (T0 + 100.0, T0 + 221.0, "ev-2"), // 121 s: adopted
+    ];
+    for (last, now, owner) in cases {
+        let step = plan_drain(&rebalance_owned(last), &pods, &other, now, &settings());
+        assert_eq!(
+            step.state.as_ref().unwrap().event_id,
+            owner,
+            "last {last} now {now}"
+        );
+        if owner == "ev-2" {
+            assert!(step.claims("ev-2"));
+            let s = step.state.unwrap();
+            assert_eq!(s.started_at, T0 + 1.0, "keeps what was done");
+            assert_eq!(s.replacement_requested_at, Some(T0 + 1.0));
+        } else {
+            assert_eq!(
+                step.last(),
+                &Command::Done(Finish::Superseded {
+                    by_event: "ev-1".into()
+                })
+            );
+        }
+    }
+}
+
+#[test]
+fn a_pod_stuck_in_terminating_no_longer_holds_the_drain() {
+    let n = notice(NoticeKind::SpotInterruption);
+    let mut stuck = pod("llama-0", 4);
+    // Its grace period ended at T0+50 (deletionTimestamp); a minute later it is stuck.
+    stuck.deletion_at = Some(T0 + 50.0);
+    let node = claimed(8, n.kind, Some(T0 + 40.0));
+    let waiting = plan_drain(
+        &node,
+        std::slice::from_ref(&stuck),
+        &n,
+        T0 + 100.0,
+        &settings(),
+    );
+    assert!(matches!(waiting.last(), Command::WaitUntil { .. }));
+    assert!(evicted(&waiting).is_empty(), "never evicted again");
+    let done = plan_drain(&node, &[stuck], &n, T0 + 111.0, &settings());
+    assert_eq!(done.last(), &Command::Done(Finish::Drained));
+    assert!(done.commands.contains(&Command::ReleaseReplacement));
+}
+
+#[test]
+fn a_long_grace_period_starts_its_eviction_early_and_is_cut_at_the_end() {
+    // Spot: instance end T0+120, eviction deadline T0+90. No warm capacity (spare 0).
+    let n = notice(NoticeKind::SpotInterruption);
+    let mut slow = pod("llama-slow", 4);
+    slow.grace_s = 100.0; // due at T0+120-100 = T0+20
+    slow.uid = Some("uid-slow".into());
+    let quick = pod("llama-quick", 4); // grace 0: due at the deadline
+    let pods = [slow.clone(), quick.clone()];
+    let node = claimed(0, n.kind, None);
+    // Before T0+20: waiting, and the next check is exactly at T0+20.
+    let before = plan_drain(&node, &pods, &n, T0 + 10.0, &settings());
+    assert!(evicted(&before).is_empty());
+    assert_eq!(before.last(), &Command::WaitUntil { at: T0 + 20.0 });
+    // At T0+20 the slow pod goes with its own grace (100 s left = 100 s of grace) and its UID.
+    let at = plan_drain(&node, &pods, &n, T0 + 20.0, &settings());
+    assert_eq!(
+        at.commands
+            .iter()
+            .filter(|c| matches!(c, Command::Evict { .. }))
+            .collect::<Vec<_>>(),
+        [&Command::Evict {
+            pod: slow.pod.clone(),
+            tier: 1,
+            uid: Some("uid-slow".into()),
+            grace_s: None,
+        }]
+    );
+    // Blocked until T0+95 (a PDB): evicted again with the grace cut to the 25 s left.
+    let evicting = claimed(0, n.kind, Some(T0 + 20.0));
+    let late = plan_drain(&evicting, &[slow], &n, T0 + 95.0, &settings());
+    assert!(late.commands.contains(&Command::Evict {
+        pod: PodRef {
+            namespace: "inference".into(),
+            name: "llama-slow".into()
+        },
+        tier: 1,
+        uid: Some("uid-slow".into()),
+        grace_s: Some(25),
+    }));
+}
+
+#[test]
+fn a_closed_notice_undrains_its_own_node_only() {
+    let mut closed = notice(NoticeKind::ScheduledChange);
+    closed.status = NoticeStatus::Closed;
+    let pods = [pod("llama-0", 4)];
+    let own = claimed(0, NoticeKind::ScheduledChange, None);
+    let step = plan_drain(&own, &pods, &closed, T0 + 60.0, &settings());
+    assert_eq!(
+        step.commands,
+        [
+            Command::Undrain,
+            Command::ReleaseReplacement,
+            Command::Done(Finish::Undrained)
+        ]
+    );
+    let mut other = closed.clone();
+    other.event_id = "ev-9".into();
+    let step = plan_drain(&own, &pods, &other, T0 + 60.0, &settings());
+    assert_eq!(
+        step.commands,
+        [Command::Done(Finish::Superseded {
+            by_event: "ev-1".into()
+        })]
+    );
+    let step = plan_drain(&node(0), &pods, &closed, T0 + 60.0, &settings());
+    assert_eq!(step.commands, [Command::Done(Finish::NothingToUndo)]);
 }

@@ -15,7 +15,7 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use prewarm::adapters::events::parse_record;
 use prewarm::config::{ClusterAccess, Config};
-use prewarm::handlers::interruption::{Interruption, RecordOutcome};
+use prewarm::handlers::interruption::{Continuation, Interruption, RecordOutcome};
 use serde_json::json;
 
 const NS: &str = "prewarm-h6-stack";
@@ -35,7 +35,9 @@ async fn admin() -> kube::Client {
 async fn handler(extra: &[(&str, &str)]) -> Interruption {
     let mut vars: HashMap<String, String> = HashMap::new();
     vars.insert("KUBECONFIG".into(), env("PREWARM_LAMBDA_KUBECONFIG"));
-    vars.insert("RECHECK_SECONDS".into(), "5".into());
+    // 2 s between checks: a delivery within 1 s of the last step is a duplicate (collapsed), so
+    // the loops below wait CHECK_GAP between steps.
+    vars.insert("RECHECK_SECONDS".into(), "2".into());
     for (k, v) in extra {
         vars.insert(k.to_string(), v.to_string());
     }
@@ -151,19 +153,22 @@ async fn pods_left(client: &kube::Client, node: &str) -> Vec<String> {
         .collect()
 }
 
-/// Runs checks of one record until it finishes (or `max` checks); the message would come back
-/// after its visibility each time, here the loop stands in for SQS.
+/// More than half the 2 s recheck: the next step is the drain's own, not a duplicate.
+const CHECK_GAP: Duration = Duration::from_millis(1_200);
+
+/// Runs checks of one record until it finishes (or `max` checks); its continuation would come
+/// back after its delay each time, here the loop stands in for SQS.
 async fn run_until_done(h: &Interruption, record: &SqsMessage, max: usize) -> Vec<RecordOutcome> {
     let parsed = parse_record(record);
     let mut outcomes = Vec::new();
     for _ in 0..max {
-        let o = h.handle_record(&parsed).await;
+        let o = h.handle_record(&parsed, &Continuation::default()).await;
         let done = matches!(o, RecordOutcome::Delete { .. });
         outcomes.push(o);
         if done {
             break;
         }
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        tokio::time::sleep(CHECK_GAP).await;
     }
     outcomes
 }
@@ -173,7 +178,7 @@ async fn run_until_done(h: &Interruption, record: &SqsMessage, max: usize) -> Ve
 async fn a_spot_warning_past_its_deadline_cordons_taints_evicts_and_finishes() {
     let admin = admin().await;
     ensure_namespace(&admin).await;
-    let (node, instance) = (unique("h6-drain-"), unique("i-0a6ff"));
+    let (node, instance) = (unique("h6-drain-"), unique("i-0abcd"));
     let pods = [format!("{node}-a"), format!("{node}-b")];
     make_node(&admin, &node, &instance).await;
     for p in &pods {
@@ -217,7 +222,7 @@ async fn a_spot_warning_past_its_deadline_cordons_taints_evicts_and_finishes() {
 async fn a_pdb_that_allows_nothing_keeps_the_record_and_names_the_pod_and_budget_in_an_event() {
     let admin = admin().await;
     ensure_namespace(&admin).await;
-    let (node, instance) = (unique("h6-pdb-"), unique("i-0a6ff"));
+    let (node, instance) = (unique("h6-pdb-"), unique("i-0abcd"));
     let pod = format!("{node}-guarded");
     let app = unique("h6-guarded-");
     let pdb_name = format!("{node}-pdb");
@@ -236,8 +241,9 @@ async fn a_pdb_that_allows_nothing_keeps_the_record_and_names_the_pod_and_budget
     let h = handler(&[]).await;
     let record = spot_record(&instance, &unique("ev-"), 100);
     let parsed = parse_record(&record);
-    let first = h.handle_record(&parsed).await;
-    let second = h.handle_record(&parsed).await;
+    let first = h.handle_record(&parsed, &Continuation::default()).await;
+    tokio::time::sleep(CHECK_GAP).await;
+    let second = h.handle_record(&parsed, &Continuation::default()).await;
 
     let events = Api::<CoreEvent>::all(admin.clone())
         .list(&ListParams::default().fields(&format!("involvedObject.name={node}")))
@@ -247,8 +253,9 @@ async fn a_pdb_that_allows_nothing_keeps_the_record_and_names_the_pod_and_budget
     let still_there = pods_left(&admin, &node).await;
     cleanup(&admin, &node, &[&pod], Some(&pdb_name)).await;
 
+    // Claimed, blocked: each check continues the drain (a continuation, not a kept message).
     for o in [&first, &second] {
-        assert!(matches!(o, RecordOutcome::Later { .. }), "{o:?}");
+        assert!(matches!(o, RecordOutcome::Continue { .. }), "{o:?}");
     }
     assert_eq!(still_there, std::slice::from_ref(&pod));
     let blocked: Vec<&CoreEvent> = events
@@ -271,8 +278,8 @@ async fn a_foreign_instance_is_acknowledged_and_duplicates_are_harmless() {
     ensure_namespace(&admin).await;
     let h = handler(&[]).await;
 
-    let foreign = parse_record(&spot_record(&unique("i-0f0ff"), &unique("ev-"), 5));
-    match h.handle_record(&foreign).await {
+    let foreign = parse_record(&spot_record(&unique("i-0f0f0"), &unique("ev-"), 5));
+    match h.handle_record(&foreign, &Continuation::default()).await {
         RecordOutcome::Delete { reason } => {
             assert!(reason.contains("not in this cluster"), "{reason}")
         }
@@ -280,23 +287,33 @@ async fn a_foreign_instance_is_acknowledged_and_duplicates_are_harmless() {
     }
 
     // The same notice delivered twice at once, on a fresh warning (deadline 85 s ahead, no warm
-    // capacity): both copies agree, neither evicts, the node is claimed once.
-    let (node, instance) = (unique("h6-dup-"), unique("i-0a6ff"));
+    // capacity): both copies agree, neither evicts, the node is claimed once, and exactly one
+    // delivery carries the drain on (the other collapses into it as a duplicate).
+    let (node, instance) = (unique("h6-dup-"), unique("i-0abcd"));
     let pod = format!("{node}-a");
     make_node(&admin, &node, &instance).await;
     make_pod(&admin, &pod, &node, "h6-dup").await;
     let event_id = unique("ev-");
     let a = parse_record(&spot_record(&instance, &event_id, 5));
     let b = parse_record(&spot_record(&instance, &event_id, 5));
-    let (oa, ob) = tokio::join!(h.handle_record(&a), h.handle_record(&b));
-    let oc = h.handle_record(&a).await;
+    let first = Continuation::default();
+    let (oa, ob) = tokio::join!(h.handle_record(&a, &first), h.handle_record(&b, &first));
+    let oc = h.handle_record(&a, &first).await;
     let n = Api::<Node>::all(admin.clone()).get(&node).await.unwrap();
     let left = pods_left(&admin, &node).await;
     cleanup(&admin, &node, &[&pod], None).await;
 
+    let carrying = [&oa, &ob]
+        .iter()
+        .filter(|o| matches!(o, RecordOutcome::Continue { .. }))
+        .count();
+    assert_eq!(carrying, 1, "{oa:?} {ob:?}");
     for o in [&oa, &ob, &oc] {
-        assert!(matches!(o, RecordOutcome::Later { .. }), "{o:?}");
+        if let RecordOutcome::Delete { reason } = o {
+            assert!(reason.contains("duplicate delivery"), "{reason}");
+        }
     }
+    assert!(matches!(oc, RecordOutcome::Delete { .. }), "{oc:?}");
     assert_eq!(left, [pod]);
     let a = n.metadata.annotations.unwrap();
     assert_eq!(a["prewarm.io/drain-event-id"], event_id);
@@ -309,4 +326,209 @@ async fn a_foreign_instance_is_acknowledged_and_duplicates_are_harmless() {
             .count(),
         1
     );
+}
+
+async fn sqs() -> aws_sdk_sqs::Client {
+    aws_sdk_sqs::Client::new(
+        &aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await,
+    )
+}
+
+fn batch(records: Vec<SqsMessage>) -> aws_lambda_events::event::sqs::SqsEvent {
+    serde_json::from_value(json!({ "Records": records })).unwrap()
+}
+
+fn failed_ids(r: &aws_lambda_events::event::sqs::SqsBatchResponse) -> Vec<String> {
+    r.batch_item_failures
+        .iter()
+        .map(|f| f.item_identifier.clone())
+        .collect()
+}
+
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn handle_batch_continues_a_claimed_drain_with_its_own_message_and_keeps_poison() {
+    let admin = admin().await;
+    ensure_namespace(&admin).await;
+    let (node, instance) = (unique("h6-batch-"), unique("i-0abcd"));
+    let pod = format!("{node}-a");
+    make_node(&admin, &node, &instance).await;
+    make_pod(&admin, &pod, &node, "h6-batch").await;
+    let sqs = sqs().await;
+    let queue = sqs
+        .create_queue()
+        .queue_name(unique("h6-batch-"))
+        .send()
+        .await
+        .unwrap()
+        .queue_url
+        .unwrap();
+    let h = handler(&[("INTERRUPTION_QUEUE_URL", &queue)]).await;
+    // A fresh warning (deadline 85 s ahead, no warm capacity): claimed, work left.
+    let claimed = spot_record(&instance, &unique("ev-"), 5);
+    let mut poison = spot_record(&instance, &unique("ev-"), 5);
+    poison.body = Some("spot interruption {not json".into());
+    poison.message_id = Some(unique("m-"));
+    let deadline = SystemTime::now() + Duration::from_secs(20);
+    let response = h
+        .handle_batch(batch(vec![claimed.clone(), poison.clone()]), deadline)
+        .await;
+
+    // The poison record is kept (to the DLQ after maxReceiveCount); the claimed one is
+    // acknowledged, and its continuation waits in the queue: same body, attempt 1.
+    assert_eq!(failed_ids(&response), [poison.message_id.clone().unwrap()]);
+    let got = sqs
+        .receive_message()
+        .queue_url(&queue)
+        .wait_time_seconds(5)
+        .message_attribute_names("All")
+        .send()
+        .await
+        .unwrap()
+        .messages
+        .unwrap_or_default();
+    // A continuation sent with a send that fails falls back to keeping the message.
+    let broken = handler(&[("INTERRUPTION_QUEUE_URL", &format!("{queue}-missing"))]).await;
+    tokio::time::sleep(CHECK_GAP).await;
+    let kept = broken
+        .handle_batch(batch(vec![claimed.clone()]), deadline)
+        .await;
+    cleanup(&admin, &node, &[&pod], None).await;
+    let _ = sqs.delete_queue().queue_url(&queue).send().await;
+
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0].body, claimed.body);
+    let attempt = got[0]
+        .message_attributes
+        .as_ref()
+        .and_then(|a| a.get("prewarm-attempt"))
+        .and_then(|v| v.string_value.clone());
+    assert_eq!(attempt.as_deref(), Some("1"));
+    assert_eq!(failed_ids(&kept), [claimed.message_id.clone().unwrap()]);
+}
+
+/// Sets drain annotations on `node` (merge patch as the admin).
+async fn annotate(client: &kube::Client, node: &str, pairs: &[(&str, String)]) {
+    let annotations: serde_json::Map<String, serde_json::Value> = pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), json!(v)))
+        .collect();
+    Api::<Node>::all(client.clone())
+        .patch(
+            node,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": annotations}})),
+        )
+        .await
+        .unwrap();
+}
+
+fn ago(seconds: i64) -> String {
+    now_rfc3339(-seconds)
+}
+
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn the_tick_adopts_an_orphaned_drain_and_undrains_an_expired_prewarm() {
+    use prewarm::adapters::kube::drain::{collect, event_recorder};
+    use prewarm::core::interruption::{DrainSettings, LeaseVerdict};
+    let admin = admin().await;
+    ensure_namespace(&admin).await;
+    let lambda = prewarm::adapters::kube::client(&ClusterAccess::Kubeconfig {
+        path: env("PREWARM_LAMBDA_KUBECONFIG"),
+    })
+    .await
+    .unwrap();
+    let recorder = event_recorder(&lambda);
+    let settings = DrainSettings {
+        recheck_s: 2.0,
+        ..DrainSettings::default()
+    };
+    let h = handler(&[]).await;
+
+    // 1. A drain whose message went to the DLQ mid-drain: claimed, then silent for 10 minutes.
+    let (orphan, orphan_i) = (unique("h6-orphan-"), unique("i-0abcd"));
+    make_node(&admin, &orphan, &orphan_i).await;
+    make_pod(&admin, &format!("{orphan}-a"), &orphan, "h6-orphan").await;
+    // A spot warning issued 100 s ago: past its deadline, so a step evicts.
+    let record = parse_record(&spot_record(&orphan_i, &unique("ev-"), 100));
+    let claimed = h.handle_record(&record, &Continuation::default()).await;
+    annotate(
+        &admin,
+        &orphan,
+        &[("prewarm.io/drain-last-step-at", ago(600))],
+    )
+    .await;
+    // Nothing will come for it from the queue: the tick must step it from the node's record.
+    // 2. A cordon-prewarm rebalance drain 31 minutes old that no spot warning followed.
+    let (survivor, survivor_i) = (unique("h6-prewarm-"), unique("i-0abcd"));
+    make_node(&admin, &survivor, &survivor_i).await;
+    annotate(
+        &admin,
+        &survivor,
+        &[
+            ("prewarm.io/drain-event-id", "ev-rebalance".into()),
+            ("prewarm.io/drain-kind", "rebalance".into()),
+            ("prewarm.io/drain-phase", "prewarmed".into()),
+            ("prewarm.io/drain-notice-time", ago(1_860)),
+            ("prewarm.io/drain-started-at", ago(1_860)),
+        ],
+    )
+    .await;
+    Api::<Node>::all(admin.clone())
+        .patch(
+            &survivor,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"unschedulable": true, "taints": [
+                {"key": "prewarm.io/draining", "value": "rebalance", "effect": "NoSchedule"}]}})),
+        )
+        .await
+        .unwrap();
+
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let collected = collect::collect(&lambda, &recorder, &[], &settings, now)
+        .await
+        .unwrap();
+    let nodes = Api::<Node>::all(admin.clone());
+    let orphan_after = nodes.get(&orphan).await.unwrap();
+    let survivor_after = nodes.get(&survivor).await.unwrap();
+    cleanup(&admin, &orphan, &[&format!("{orphan}-a")], None).await;
+    cleanup(&admin, &survivor, &[], None).await;
+
+    assert!(
+        matches!(claimed, RecordOutcome::Continue { .. }),
+        "{claimed:?}"
+    );
+    let verdict_of = |node: &str| {
+        collected
+            .iter()
+            .find(|c| c.node.as_deref() == Some(node))
+            .map(|c| (c.verdict.clone(), c.outcome.clone()))
+    };
+    let (v, outcome) = verdict_of(&orphan).expect("the orphaned drain was collected");
+    assert_eq!(v, LeaseVerdict::Resume, "{outcome:?}");
+    assert!(outcome.is_ok(), "{outcome:?}");
+    // The tick's step is the drain's new heartbeat.
+    let a = orphan_after.metadata.annotations.unwrap();
+    let last = prewarm::core::interruption::state::parse_time(&a["prewarm.io/drain-last-step-at"]);
+    assert!(last.unwrap() > now - 5.0, "{a:?}");
+
+    let (v, outcome) = verdict_of(&survivor).expect("the expired prewarm was collected");
+    assert!(matches!(v, LeaseVerdict::Undrain { .. }), "{v:?}");
+    assert!(outcome.is_ok(), "{outcome:?}");
+    let a = survivor_after.metadata.annotations.unwrap_or_default();
+    assert!(
+        !a.keys().any(|k| k.starts_with("prewarm.io/drain-")),
+        "{a:?}"
+    );
+    let spec = survivor_after.spec.unwrap();
+    assert_ne!(spec.unschedulable, Some(true));
+    assert!(!spec
+        .taints
+        .unwrap_or_default()
+        .iter()
+        .any(|t| t.key == "prewarm.io/draining"));
 }

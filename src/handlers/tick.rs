@@ -27,6 +27,8 @@ pub struct TickDeps {
     pub config: Config,
     pub clients: ClientCache,
     pub metrics: Box<dyn MetricSource>,
+    /// The one Event recorder of the lease collection (built with the first client).
+    pub recorder: tokio::sync::OnceCell<kube::runtime::events::Recorder>,
 }
 
 impl TickDeps {
@@ -43,6 +45,7 @@ impl TickDeps {
             config,
             clients,
             metrics,
+            recorder: tokio::sync::OnceCell::new(),
         })
     }
 }
@@ -323,6 +326,9 @@ pub async fn tick_once(deps: &Arc<TickDeps>, now: f64, dry_run: bool) -> Vec<Tar
     else {
         return Vec::new();
     };
+    if !dry_run {
+        collect_drain_leases(deps, &client, &targets, now).await;
+    }
     let tasks: Vec<_> = targets
         .iter()
         .cloned()
@@ -353,6 +359,40 @@ pub async fn tick_once(deps: &Arc<TickDeps>, now: f64, dry_run: bool) -> Vec<Tar
         emf_record(report).emit(&deps.config.emf_namespace);
     }
     reports
+}
+
+/// Releases replacement leases nobody holds, steps drains whose owner went silent and un-drains
+/// survivors (`adapters::kube::drain::collect`), before the targets read their headroom. Only
+/// logged: a failure here never stops the tick.
+async fn collect_drain_leases(
+    deps: &Arc<TickDeps>,
+    client: &kube::Client,
+    targets: &[TargetSpec],
+    now: f64,
+) {
+    use crate::adapters::kube::drain::{collect, event_recorder};
+    let recorder = deps
+        .recorder
+        .get_or_init(|| async { event_recorder(client) })
+        .await;
+    let settings = crate::handlers::interruption::drain_settings(&deps.config);
+    match collect::collect(client, recorder, targets, &settings, now).await {
+        Ok(items) => {
+            for c in items {
+                match &c.outcome {
+                    Ok(done) => tracing::info!(event = "drain_lease", instance = %c.instance,
+                        node = c.node.as_deref().unwrap_or(""), verdict = ?c.verdict, outcome = %done,
+                        "drain lease collected"),
+                    Err(e) => tracing::warn!(event = "drain_lease", instance = %c.instance,
+                        node = c.node.as_deref().unwrap_or(""), verdict = ?c.verdict, error = %e,
+                        "drain lease collection failed; next tick"),
+                }
+            }
+        }
+        Err(e) => {
+            tracing::warn!(event = "drain_lease", error = %e, "could not collect drain leases")
+        }
+    }
 }
 
 /// The decision log line: flat fields so Logs Insights can filter and aggregate them.

@@ -63,6 +63,24 @@ def stack_env() -> dict[str, str]:
     return env
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Keeps each phase's report on the test item (`item.rep_call`)."""
+    outcome = yield
+    report = outcome.get_result()
+    setattr(item, f"rep_{report.when}", report)
+    # A fixture that knows how to explain a failure (a `failure_report()` method, e.g. the drain
+    # tests' diagnostics) adds its text to the failed test's report.
+    if report.failed and report.when in ("call", "setup"):
+        for value in getattr(item, "funcargs", {}).values():
+            explain = getattr(value, "failure_report", None)
+            if callable(explain):
+                try:
+                    report.sections.append((f"{type(value).__name__} diagnostics", explain()))
+                except Exception as e:  # noqa: BLE001 - diagnostics must never hide the failure
+                    report.sections.append(("diagnostics failed", repr(e)))
+
+
 def wait_until(condition: Callable[[], Any], timeout: float = 120, interval: float = 0.5,
                what: str = "condition") -> Any:
     """Returns the first truthy value of condition(); fails the test after `timeout` seconds."""

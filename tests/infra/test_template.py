@@ -263,8 +263,9 @@ def test_interruption_reads_the_queue_in_batches_with_partial_failures(template)
     assert ep["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     assert "MaximumBatchingWindowInSeconds" in ep
     queue = template["Resources"]["InterruptionQueue"]["Properties"]
-    # AWS guidance for SQS event sources.
-    assert queue["VisibilityTimeout"] >= 6 * props["Timeout"]
+    # Lambda requires the visibility timeout to be at least the function timeout, and a crashed
+    # or throttled batch must come back well inside a spot warning's 120 s (issue 11, item 10).
+    assert props["Timeout"] <= queue["VisibilityTimeout"] <= 60
 
 
 def test_queue_has_a_redrive_policy_to_a_dead_letter_queue(template):
@@ -373,6 +374,8 @@ def test_scoped_permissions(template):
     assert aps["Action"] == "aps:QueryMetrics" and ":workspace/${AmpWorkspaceId}" in aps["Resource"]["Fn::Sub"]
     sqs = stmt("InterruptionRole", "ConsumeInterruptionQueue")
     assert "sqs:ChangeMessageVisibility" in sqs["Action"]
+    # A claimed drain continues with a message of its own (delayed to its next check).
+    assert "sqs:SendMessage" in sqs["Action"]
     assert sqs["Resource"] == {"Fn::GetAtt": ["InterruptionQueue", "Arn"]}
 
 

@@ -12,14 +12,17 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod, Taint};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-use kube::api::{Api, EvictParams, ListParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, EvictParams, ListParams, Patch, PatchParams, Preconditions};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use serde_json::{json, Value};
 
 use crate::core::interruption::state::ALL_KEYS;
-use crate::core::interruption::{DrainState, NodeView, NoticeKind, PodOwner, PodRef, PodView};
+use crate::core::interruption::{
+    share_of_spare, Claimant, DrainState, NodeView, NoticeKind, Phase, PodOwner, PodRef, PodView,
+};
 use crate::error::{Error, Result};
 
+pub mod collect;
 pub mod execute;
 pub mod replacement;
 
@@ -34,8 +37,10 @@ const BALLOON_PRIORITY_CLASS: &str = "prewarm-balloon";
 /// Priorities from here up are the system's critical classes.
 const CRITICAL_PRIORITY: i32 = 2_000_000_000;
 const FIELD_MANAGER: &str = "prewarm-interruption";
+/// Kubernetes' terminationGracePeriodSeconds when a pod sets none.
+const DEFAULT_GRACE_S: i64 = 30;
 
-fn kube_error(operation: &str, object: &str, error: kube::Error) -> Error {
+pub(crate) fn kube_error(operation: &str, object: &str, error: kube::Error) -> Error {
     let (message, retryable) = match &error {
         kube::Error::Api(s) => (
             format!("{} {}: {}", s.code, s.reason, s.message),
@@ -97,7 +102,7 @@ pub fn node_pool_of(node: &Node) -> Option<&str> {
         .map(String::as_str)
 }
 
-fn is_ready(node: &Node) -> bool {
+pub fn is_ready(node: &Node) -> bool {
     node.status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
@@ -187,14 +192,21 @@ pub fn pod_view(pod: &Pod) -> PodView {
             namespace: meta.namespace.clone().unwrap_or_default(),
             name: meta.name.clone().unwrap_or_default(),
         },
+        uid: meta.uid.clone(),
         owner,
         critical,
         do_not_disrupt: annotations
             .and_then(|a| a.get(DO_NOT_DISRUPT))
             .is_some_and(|v| v == "true"),
-        terminating: meta.deletion_timestamp.is_some(),
+        deletion_at: meta
+            .deletion_timestamp
+            .as_ref()
+            .map(|t| t.0.as_millisecond() as f64 / 1000.0),
         finished: pod_finished(pod),
         gpus: pod_gpus(pod),
+        grace_s: spec
+            .and_then(|s| s.termination_grace_period_seconds)
+            .unwrap_or(DEFAULT_GRACE_S) as f64,
     }
 }
 
@@ -206,28 +218,53 @@ async fn pods_on(client: &kube::Client, node_name: &str) -> Result<Vec<Pod>> {
         .map_err(|e| kube_error("list", &format!("pods on node {node_name}"), e))
 }
 
-/// GPUs free for real pods on the other schedulable, Ready nodes of `pool`. Balloon pods count
-/// as free: they are preempted by any real pod (that is what they are for).
-async fn spare_gpus_elsewhere(client: &kube::Client, pool: &str, except: &str) -> Result<u32> {
+/// GPUs free for real pods on the other schedulable, Ready nodes of `pool` (balloon pods count
+/// as free: they are preempted by any real pod — that is what they are for), and the other
+/// drains of the pool competing for them.
+async fn pool_capacity(
+    client: &kube::Client,
+    pool: &str,
+    except: &str,
+) -> Result<(u32, Vec<Claimant>)> {
     let nodes = Api::<Node>::all(client.clone())
         .list(&ListParams::default().labels(&format!("{NODEPOOL_LABEL}={pool}")))
         .await
         .map_err(|e| kube_error("list", &format!("nodes of NodePool {pool}"), e))?;
     let mut spare = 0;
+    let mut claimants = Vec::new();
     for n in nodes.items.iter() {
         let name = n.metadata.name.as_deref().unwrap_or_default();
-        if name == except || !is_ready(n) || !schedulable(n) {
+        if name == except {
             continue;
         }
-        let used: u32 = pods_on(client, name)
-            .await?
-            .iter()
-            .filter(|p| !pod_finished(p) && !is_balloon(p))
-            .map(pod_gpus)
-            .sum();
-        spare += node_gpus(n).saturating_sub(used);
+        let draining = drain_state_of(n)
+            .filter(|s| matches!(s.phase, Phase::WaitingForReplacement | Phase::Evicting));
+        if draining.is_none() && (!is_ready(n) || !schedulable(n)) {
+            continue;
+        }
+        let pods = pods_on(client, name).await?;
+        let real = pods.iter().filter(|p| !pod_finished(p) && !is_balloon(p));
+        match draining {
+            Some(s) => claimants.push(Claimant {
+                node: name.to_string(),
+                deadline: s.deadline,
+                started_at: s.started_at,
+                need: real
+                    .filter(|p| p.metadata.deletion_timestamp.is_none())
+                    .filter(|p| pod_view(p).owner == PodOwner::Other)
+                    .map(pod_gpus)
+                    .sum(),
+            }),
+            None => spare += node_gpus(n).saturating_sub(real.map(pod_gpus).sum()),
+        }
     }
-    Ok(spare)
+    Ok((spare, claimants))
+}
+
+fn drain_state_of(node: &Node) -> Option<DrainState> {
+    DrainState::from_annotations(&node.metadata.annotations.clone().unwrap_or_default())
+        .ok()
+        .flatten()
 }
 
 /// The node and its pods, as the planner sees them.
@@ -243,10 +280,17 @@ pub struct Observation {
 pub async fn observe(client: &kube::Client, node: Node) -> Result<Observation> {
     let name = node.metadata.name.clone().unwrap_or_default();
     let pods = pods_on(client, &name).await?;
-    let spare = match node_pool_of(&node) {
-        Some(pool) => spare_gpus_elsewhere(client, pool, &name).await?,
+    // Warm capacity is only an opinion about readiness: when it cannot be read, the drain sees
+    // none and goes on (deadline evictions must not wait for a pool-wide listing).
+    let capacity = match node_pool_of(&node) {
+        Some(pool) => pool_capacity(client, pool, &name)
+            .await
+            .unwrap_or_else(|e| {
+                tracing::warn!(node = %name, error = %e, "warm capacity unknown: counted as none");
+                (0, Vec::new())
+            }),
         // Not a Karpenter node: no pool to look in, so no warm capacity is known.
-        None => 0,
+        None => (0, Vec::new()),
     };
     let annotations: BTreeMap<String, String> =
         node.metadata.annotations.clone().unwrap_or_default();
@@ -254,6 +298,14 @@ pub async fn observe(client: &kube::Client, node: Node) -> Result<Observation> {
         Ok(s) => (s, None),
         Err(e) => (None, Some(e)),
     };
+    // Not claimed yet: it queues behind every drain already running.
+    let me = Claimant {
+        node: name.clone(),
+        deadline: state.as_ref().and_then(|s| s.deadline),
+        started_at: state.as_ref().map_or(f64::INFINITY, |s| s.started_at),
+        need: 0,
+    };
+    let spare = share_of_spare(capacity.0, &me, &capacity.1);
     let view = NodeView {
         name,
         unschedulable: node
@@ -263,8 +315,8 @@ pub async fn observe(client: &kube::Client, node: Node) -> Result<Observation> {
             .unwrap_or(false),
         tainted: has_draining_taint(&node),
         gpus: node_gpus(&node),
-        state,
         spare_gpus_elsewhere: spare,
+        state,
     };
     let pod_views = pods.iter().map(pod_view).collect();
     Ok(Observation {
@@ -360,10 +412,28 @@ pub enum EvictionOutcome {
     },
 }
 
-/// Evicts one pod through the Eviction API, so PodDisruptionBudgets and grace periods hold.
-pub async fn evict(client: &kube::Client, pod: &PodRef) -> Result<EvictionOutcome> {
+/// Evicts one pod through the Eviction API, so PodDisruptionBudgets hold. `uid` makes it a
+/// precondition that the pod is still the one observed; `grace_s` cuts its grace period (to what
+/// the instance has left).
+pub async fn evict(
+    client: &kube::Client,
+    pod: &PodRef,
+    uid: Option<&str>,
+    grace_s: Option<i64>,
+) -> Result<EvictionOutcome> {
     let api = Api::<Pod>::namespaced(client.clone(), &pod.namespace);
-    match api.evict(&pod.name, &EvictParams::default()).await {
+    let params = EvictParams {
+        delete_options: Some(DeleteParams {
+            grace_period_seconds: grace_s.map(|g| g.max(1) as u32),
+            preconditions: uid.map(|u| Preconditions {
+                uid: Some(u.to_string()),
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        }),
+        ..EvictParams::default()
+    };
+    match api.evict(&pod.name, &params).await {
         Ok(_) => Ok(EvictionOutcome::Evicted),
         Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(EvictionOutcome::Gone),
         Err(kube::Error::Api(s)) if s.code == 429 => Ok(EvictionOutcome::Blocked {
@@ -418,23 +488,28 @@ pub async fn pdbs_covering(client: &kube::Client, pod: &Pod) -> Result<Vec<Strin
         .collect())
 }
 
+/// The one Event recorder of an execution environment: the recorder aggregates repeats of an
+/// Event into a series by its cache, which only works if the same recorder is used every time.
+pub fn event_recorder(client: &kube::Client) -> Recorder {
+    Recorder::new(
+        client.clone(),
+        Reporter {
+            controller: "prewarm".into(),
+            instance: None,
+        },
+    )
+}
+
 /// Records a Kubernetes Event on the node (events.k8s.io/v1; repeats are aggregated into a
 /// series by the recorder).
 pub async fn record_event(
-    client: &kube::Client,
+    recorder: &Recorder,
     node: &Node,
     warning: bool,
     reason: &str,
     note: String,
     related: Option<&Pod>,
 ) -> Result<()> {
-    let recorder = Recorder::new(
-        client.clone(),
-        Reporter {
-            controller: "prewarm".into(),
-            instance: None,
-        },
-    );
     let regarding = ObjectReference {
         api_version: Some("v1".into()),
         kind: Some("Node".into()),
@@ -469,6 +544,33 @@ pub async fn record_event(
         )
         .await
         .map_err(|e| kube_error("create", "event", e))
+}
+
+/// The patch that un-drains a node: every drain annotation removed, the cordon lifted and the
+/// draining taint taken off (other taints kept), guarded by the resourceVersion read.
+pub fn undrain_patch(node: &Node) -> Value {
+    let annotations: serde_json::Map<String, Value> = ALL_KEYS
+        .iter()
+        .map(|k| (k.to_string(), Value::Null))
+        .collect();
+    let taints: Vec<Taint> = node
+        .spec
+        .as_ref()
+        .and_then(|s| s.taints.clone())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|t| t.key != DRAINING_TAINT)
+        .collect();
+    json!({
+        "metadata": {
+            "resourceVersion": node.metadata.resource_version,
+            "annotations": annotations,
+        },
+        "spec": {
+            "unschedulable": Value::Null,
+            "taints": taints,
+        }
+    })
 }
 
 #[cfg(test)]
@@ -518,11 +620,20 @@ mod tests {
                 v.owner,
                 v.critical,
                 v.do_not_disrupt,
-                v.terminating,
+                v.deletion_at,
                 v.finished,
-                v.gpus
+                v.gpus,
+                v.grace_s
             ),
-            (PodOwner::Other, false, true, true, false, 3)
+            (
+                PodOwner::Other,
+                false,
+                true,
+                Some(1_795_953_600.0),
+                false,
+                3,
+                30.0
+            )
         );
         let crit = pod(
             json!({"metadata": {"name": "c", "namespace": "kube-system"},
@@ -599,6 +710,8 @@ mod tests {
             evicting_since: None,
             finished_at: None,
             replacement_gpus: 8,
+            instance_end: None,
+            last_step_at: None,
         };
         let p = node_patch(&node, &state, true, Some(NoticeKind::SpotInterruption));
         assert_eq!(p["metadata"]["resourceVersion"], "42");

@@ -22,8 +22,9 @@
 use serde::Serialize;
 
 use super::actions::{Action, ActionTable};
-use super::deadline::eviction_deadline;
-use super::notice::{Notice, NoticeKind};
+use super::deadline::{eviction_deadline, instance_end};
+use super::notice::{Notice, NoticeKind, NoticeStatus};
+use super::pods::{holding_pods, pod_due, pod_due_at, pods_to_evict};
 use super::state::{DrainState, Phase};
 
 /// A notice without a deadline (rebalance) waits this long (from the notice) for its
@@ -40,6 +41,15 @@ pub struct DrainSettings {
     pub eviction_budget_s: f64,
     /// RECHECK_SECONDS: time between two checks of a drain in progress.
     pub recheck_s: f64,
+}
+
+impl DrainSettings {
+    /// How long a drain in progress may go without a step before its owner counts as gone: four
+    /// missed checks plus a minute (a crashed invocation's message comes back after the queue's
+    /// visibility timeout, 30 s in the template).
+    pub fn owner_stale_s(&self) -> f64 {
+        4.0 * self.recheck_s + 60.0
+    }
 }
 
 impl Default for DrainSettings {
@@ -93,17 +103,29 @@ impl std::fmt::Display for PodRef {
 #[derive(Clone, Debug, PartialEq)]
 pub struct PodView {
     pub pod: PodRef,
+    /// The pod's UID: evictions carry it as a precondition, so a pod recreated under the same
+    /// name (a StatefulSet's) is never evicted by mistake.
+    pub uid: Option<String>,
     pub owner: PodOwner,
     /// system-node-critical / system-cluster-critical (or priority >= 2e9): evicted last.
     pub critical: bool,
     /// `karpenter.sh/do-not-disrupt: "true"`.
     pub do_not_disrupt: bool,
-    /// Has a deletionTimestamp: already on its way out.
-    pub terminating: bool,
+    /// The pod's deletionTimestamp (seconds since the epoch): it is on its way out, and its grace
+    /// period ends then. None: not terminating.
+    pub deletion_at: Option<f64>,
     /// Succeeded or Failed: holds nothing.
     pub finished: bool,
     /// GPUs the pod requests.
     pub gpus: u32,
+    /// terminationGracePeriodSeconds (Kubernetes' default 30 when unset).
+    pub grace_s: f64,
+}
+
+impl PodView {
+    pub fn terminating(&self) -> bool {
+        self.deletion_at.is_some()
+    }
 }
 
 /// Why a drain step finishes the message.
@@ -112,12 +134,23 @@ pub struct PodView {
 pub enum Finish {
     /// Nothing evictable left on the node.
     Drained,
-    /// cordon-prewarm: replacement ready, pods left serving.
+    /// cordon-prewarm: replacement ready, pods left serving. The node stays cordoned with its
+    /// replacement leased until a notice with a deadline comes or the lease expires (the tick
+    /// then un-drains it).
     Prewarmed,
     /// `ACTIONS` says to ignore this kind.
     Ignored,
-    /// Another notice with an earlier (or the same) deadline already owns the node's drain.
+    /// Another notice with an earlier (or the same) deadline already owns the node's drain, and
+    /// its owner is alive.
     Superseded { by_event: String },
+    /// Another delivery of this same notice stepped the drain moments ago: that delivery carries
+    /// it on, so this one ends (duplicate deliveries collapse instead of multiplying).
+    Duplicate,
+    /// The notice is closed (a Health maintenance cancelled or over) or the node survived: the
+    /// cordon, taint, drain state and replacement were removed.
+    Undrained,
+    /// A closed notice for a node this notice never drained: nothing to undo.
+    NothingToUndo,
 }
 
 /// One command for the executor.
@@ -136,12 +169,19 @@ pub enum Command {
     RequestReplacement {
         gpus: u32,
     },
+    /// Evict through the Eviction API (PodDisruptionBudgets hold). `grace_s`: the grace period
+    /// cut to the seconds the instance has left, when the pod's own is longer; `uid`: the
+    /// precondition that it is still the pod that was observed.
     Evict {
         pod: PodRef,
         tier: u8,
+        uid: Option<String>,
+        grace_s: Option<i64>,
     },
     /// The drain is over: hand the reserved headroom back to the tick.
     ReleaseReplacement,
+    /// Remove the cordon, the taint and the drain state: the node serves again.
+    Undrain,
     /// Work remains: look again at this time (the message's next visibility).
     WaitUntil {
         at: f64,
@@ -172,6 +212,13 @@ impl DrainStep {
         })
     }
 
+    /// Whether this step holds the node's drain (it wrote or keeps the drain state of its own
+    /// notice): work it leaves is continued by its own message, whatever the receive count.
+    pub fn claims(&self, event_id: &str) -> bool {
+        matches!(self.last(), Command::WaitUntil { .. })
+            && self.state.as_ref().is_some_and(|s| s.event_id == event_id)
+    }
+
     fn finish(commands: Vec<Command>, state: Option<DrainState>, f: Finish) -> DrainStep {
         let mut commands = commands;
         commands.push(Command::Done(f));
@@ -188,6 +235,20 @@ fn supersedes(new_deadline: Option<f64>, old_deadline: Option<f64>) -> bool {
     }
 }
 
+/// Whether the drain recorded in `s` still has a live owner at `now`. A drain that is over
+/// (drained, prewarmed) needs none. An active one steps at least every `recheck_s`; a crashed
+/// invocation's message comes back after the queue's visibility timeout. Silence for
+/// `owner_stale_s` means the owner's message is gone (DLQ, deleted): the drain is orphaned.
+pub fn owner_alive(s: &DrainState, now: f64, settings: &DrainSettings) -> bool {
+    match s.phase {
+        Phase::Drained | Phase::Prewarmed => true,
+        Phase::WaitingForReplacement | Phase::Evicting => {
+            let last = s.last_step_at.unwrap_or(s.started_at);
+            now - last < settings.owner_stale_s()
+        }
+    }
+}
+
 /// Plans one step of the drain of `node` for `notice` at `now`.
 pub fn plan_drain(
     node: &NodeView,
@@ -196,6 +257,9 @@ pub fn plan_drain(
     now: f64,
     settings: &DrainSettings,
 ) -> DrainStep {
+    if notice.status == NoticeStatus::Closed {
+        return plan_undrain(node, notice);
+    }
     let action = settings.actions.for_kind(notice.kind);
     if action == Action::Ignore {
         return DrainStep::finish(vec![], node.state.clone(), Finish::Ignored);
@@ -203,8 +267,17 @@ pub fn plan_drain(
     let deadline = eviction_deadline(notice, settings.eviction_budget_s);
 
     let mut state = match &node.state {
+        // The same notice delivered twice: the delivery that stepped moments ago carries it.
+        Some(s)
+            if s.event_id == notice.event_id
+                && !matches!(s.phase, Phase::Drained | Phase::Prewarmed)
+                && s.last_step_at
+                    .is_some_and(|t| now >= t && now - t < settings.recheck_s / 2.0) =>
+        {
+            return DrainStep::finish(vec![], Some(s.clone()), Finish::Duplicate)
+        }
         Some(s) if s.event_id == notice.event_id => s.clone(),
-        Some(s) if !supersedes(deadline, s.deadline) => {
+        Some(s) if !supersedes(deadline, s.deadline) && owner_alive(s, now, settings) => {
             return DrainStep::finish(
                 vec![],
                 Some(s.clone()),
@@ -213,13 +286,19 @@ pub fn plan_drain(
                 },
             )
         }
-        // Taking over keeps what was done (cordon, replacement) and moves the deadline earlier.
+        // Taking over (an earlier deadline, or an owner gone silent) keeps what was done
+        // (cordon, replacement) and moves the deadline to the new notice's.
         Some(s) => DrainState {
             event_id: notice.event_id.clone(),
             kind: notice.kind,
             notice_time: notice.time,
             deadline,
+            instance_end: instance_end(notice),
             finished_at: None,
+            phase: match s.phase {
+                Phase::Drained | Phase::Prewarmed => Phase::WaitingForReplacement,
+                p => p,
+            },
             ..s.clone()
         },
         None => DrainState {
@@ -234,15 +313,21 @@ pub fn plan_drain(
             evicting_since: None,
             finished_at: None,
             replacement_gpus: 0,
+            instance_end: instance_end(notice),
+            last_step_at: None,
         },
     };
+    state.last_step_at = Some(now);
+    // From here on the drain's own record rules: a re-delivery recomputes nothing from the body.
+    let deadline = state.deadline;
+    let end = state.instance_end;
 
     let mut commands = Vec::new();
     if !node.unschedulable {
         commands.push(Command::Cordon);
     }
     if !node.tainted {
-        commands.push(Command::Taint { kind: notice.kind });
+        commands.push(Command::Taint { kind: state.kind });
     }
     if state.replacement_requested_at.is_none() && node.gpus > 0 {
         commands.push(Command::RequestReplacement { gpus: node.gpus });
@@ -250,14 +335,10 @@ pub fn plan_drain(
         state.replacement_gpus = node.gpus;
     }
 
-    // Pods that hold the drain up: everything but DaemonSet, mirror and finished pods.
-    let holding: Vec<&PodView> = pods
-        .iter()
-        .filter(|p| p.owner == PodOwner::Other && !p.finished)
-        .collect();
+    let holding = holding_pods(pods, now);
     let gpus_needed: u32 = holding
         .iter()
-        .filter(|p| !p.terminating)
+        .filter(|p| !p.terminating())
         .map(|p| p.gpus)
         .sum();
     let ready = node.spare_gpus_elsewhere >= gpus_needed;
@@ -266,23 +347,29 @@ pub fn plan_drain(
     }
     let past_deadline = deadline.is_some_and(|d| now >= d);
     let waited_too_long = deadline.is_none() && now >= state.notice_time + NO_DEADLINE_MAX_WAIT_S;
+    // A pod whose grace period would outlast the instance must start going earlier than the
+    // others: the instance's end minus its grace period.
+    let any_due = holding.iter().any(|p| pod_due(p, deadline, end, now));
 
     let start_evicting = match action {
         Action::EvictNow => true,
-        Action::Drain => ready || past_deadline || waited_too_long,
-        Action::CordonPrewarm => past_deadline,
+        Action::Drain => ready || past_deadline || waited_too_long || any_due,
+        Action::CordonPrewarm => past_deadline || any_due,
         Action::Ignore => unreachable!("handled above"),
     };
     if state.evicting_since.is_none() && start_evicting {
         state.evicting_since = Some(now);
     }
 
-    let next_check = |at_least_by: Option<f64>| {
+    // The next check: after `recheck_s`, or earlier at the deadline or a pod's own due time.
+    let mut wake_points: Vec<f64> = deadline.into_iter().collect();
+    wake_points.extend(holding.iter().filter_map(|p| pod_due_at(p, deadline, end)));
+    let next_check = {
         let soon = now + settings.recheck_s;
-        match at_least_by {
-            Some(d) if d > now && d < soon => d,
-            _ => soon,
-        }
+        wake_points
+            .into_iter()
+            .filter(|&t| t > now && t < soon)
+            .fold(soon, f64::min)
     };
 
     if state.evicting_since.is_none() {
@@ -308,9 +395,7 @@ pub fn plan_drain(
                 state: state.clone(),
             },
         );
-        commands.push(Command::WaitUntil {
-            at: next_check(deadline),
-        });
+        commands.push(Command::WaitUntil { at: next_check });
         return DrainStep {
             commands,
             state: Some(state),
@@ -338,16 +423,15 @@ pub fn plan_drain(
         return DrainStep::finish(commands, Some(state), Finish::Drained);
     }
 
-    // Tier 1 (ordinary pods) until it is gone entirely, then tier 2 (critical pods). Pods
-    // already terminating are waited for, not evicted again.
-    let tier_one_left = in_scope.iter().any(|p| !p.critical);
-    let (tier, wanted_critical) = if tier_one_left { (1, false) } else { (2, true) };
-    let mut evict: Vec<&PodView> = in_scope
-        .iter()
-        .copied()
-        .filter(|p| p.critical == wanted_critical && !p.terminating)
-        .collect();
-    evict.sort_by(|a, b| a.pod.cmp(&b.pod));
+    // Every pod goes (tier by tier) once the replacement was ready, at the deadline, or when
+    // told to; before that only pods due by their own grace period.
+    let everyone = match action {
+        Action::EvictNow => true,
+        Action::Drain => state.replacement_ready_at.is_some() || past_deadline || waited_too_long,
+        Action::CordonPrewarm => past_deadline,
+        Action::Ignore => unreachable!("handled above"),
+    };
+    let evict = pods_to_evict(&in_scope, everyone, deadline, end, now);
     state.phase = Phase::Evicting;
     commands.insert(
         0,
@@ -355,15 +439,30 @@ pub fn plan_drain(
             state: state.clone(),
         },
     );
-    commands.extend(evict.into_iter().map(|p| Command::Evict {
-        pod: p.pod.clone(),
-        tier,
-    }));
-    commands.push(Command::WaitUntil {
-        at: next_check(deadline),
-    });
+    commands.extend(evict);
+    commands.push(Command::WaitUntil { at: next_check });
     DrainStep {
         commands,
         state: Some(state),
+    }
+}
+
+/// A closed notice: undo what this notice's drain did. A drain owned by another notice is left
+/// alone; a node this notice never touched has nothing to undo.
+fn plan_undrain(node: &NodeView, notice: &Notice) -> DrainStep {
+    match &node.state {
+        Some(s) if s.event_id == notice.event_id => DrainStep::finish(
+            vec![Command::Undrain, Command::ReleaseReplacement],
+            None,
+            Finish::Undrained,
+        ),
+        Some(s) => DrainStep::finish(
+            vec![],
+            Some(s.clone()),
+            Finish::Superseded {
+                by_event: s.event_id.clone(),
+            },
+        ),
+        None => DrainStep::finish(vec![], None, Finish::NothingToUndo),
     }
 }

@@ -6,13 +6,19 @@
 pub mod actions;
 pub mod deadline;
 pub mod drain;
+pub mod lease;
 pub mod notice;
+pub mod pods;
+pub mod spare;
 pub mod state;
 
 pub use actions::{Action, ActionTable};
 pub use deadline::{eviction_deadline, instance_end, issued_at};
 pub use drain::{
-    plan_drain, Command, DrainSettings, DrainStep, Finish, NodeView, PodOwner, PodRef, PodView,
+    owner_alive, plan_drain, Command, DrainSettings, DrainStep, Finish, NodeView, PodOwner, PodRef,
+    PodView,
 };
+pub use lease::{lease_verdict, LeaseVerdict, NodeSeen};
 pub use notice::{Notice, NoticeKind, NoticeStatus};
+pub use spare::{share_of_spare, Claimant};
 pub use state::{DrainState, Phase};

@@ -20,9 +20,11 @@ pub const REPLACEMENT_READY_AT: &str = "prewarm.io/drain-replacement-ready-at";
 pub const EVICTING_SINCE: &str = "prewarm.io/drain-evicting-since";
 pub const FINISHED_AT: &str = "prewarm.io/drain-finished-at";
 pub const REPLACEMENT_GPUS: &str = "prewarm.io/drain-replacement-gpus";
+pub const INSTANCE_END: &str = "prewarm.io/drain-instance-end";
+pub const LAST_STEP_AT: &str = "prewarm.io/drain-last-step-at";
 
 /// Every annotation key, so an executor can write (or clear) the whole set in one patch.
-pub const ALL_KEYS: [&str; 11] = [
+pub const ALL_KEYS: [&str; 13] = [
     EVENT_ID,
     KIND,
     PHASE,
@@ -34,6 +36,8 @@ pub const ALL_KEYS: [&str; 11] = [
     EVICTING_SINCE,
     FINISHED_AT,
     REPLACEMENT_GPUS,
+    INSTANCE_END,
+    LAST_STEP_AT,
 ];
 
 /// Where a drain stands.
@@ -88,6 +92,12 @@ pub struct DrainState {
     pub finished_at: Option<f64>,
     /// GPUs asked for as replacement (the node's GPUs).
     pub replacement_gpus: u32,
+    /// When the instance goes away, if the notice says: pods whose grace period would outlast
+    /// it are evicted early enough, or with the grace cut to the seconds left.
+    pub instance_end: Option<f64>,
+    /// When the drain last made a step: the owner's heartbeat. A drain whose owner has not
+    /// stepped for a while is adopted by the next notice or the tick (its message is gone).
+    pub last_step_at: Option<f64>,
 }
 
 impl DrainState {
@@ -109,6 +119,8 @@ impl DrainState {
             (REPLACEMENT_READY_AT, self.replacement_ready_at),
             (EVICTING_SINCE, self.evicting_since),
             (FINISHED_AT, self.finished_at),
+            (INSTANCE_END, self.instance_end),
+            (LAST_STEP_AT, self.last_step_at),
         ] {
             if let Some(t) = value {
                 put(key, format_time(t));
@@ -154,6 +166,8 @@ impl DrainState {
                 })
                 .transpose()?
                 .unwrap_or(0),
+            instance_end: time(INSTANCE_END)?,
+            last_step_at: time(LAST_STEP_AT)?,
         }))
     }
 }
@@ -189,6 +203,8 @@ mod tests {
             evicting_since: Some(1_795_953_690.0),
             finished_at: None,
             replacement_gpus: 8,
+            instance_end: Some(1_795_953_720.0),
+            last_step_at: Some(1_795_953_690.5),
         }
     }
 

@@ -2,17 +2,21 @@
 //! reports what happened, for the step's log line and metrics.
 //!
 //! Order: the replacement request first (idempotent per drain id), then one node write with the
-//! drain state, cordon and taint (guarded by the resourceVersion read: on a conflict the caller
-//! observes again and re-plans), then evictions, then the release of the replacement.
+//! drain state, cordon and taint (or, to un-drain, their removal; guarded by the resourceVersion
+//! read: on a conflict the caller observes again and re-plans), then evictions, then the release
+//! of the replacement. Each milestone is an Event on the node: claimed, replacement ready, each
+//! eviction, blocked, drained, un-drained.
 
 use k8s_openapi::api::core::v1::Pod;
+use kube::runtime::events::Recorder;
 
 use super::replacement::{self, Requested};
 use super::{
-    evict, node_patch, node_pool_of, patch_node, pdbs_covering, record_event, EvictionOutcome,
-    Observation,
+    evict, node_patch, node_pool_of, patch_node, pdbs_covering, record_event, undrain_patch,
+    EvictionOutcome, Observation,
 };
-use crate::core::interruption::{Command, DrainStep, PodRef};
+use crate::core::interruption::state::format_time;
+use crate::core::interruption::{Command, DrainStep, Finish, PodRef};
 use crate::core::TargetSpec;
 use crate::error::Result;
 
@@ -40,10 +44,14 @@ pub struct StepReport {
     /// Evictions that failed for another reason (retried next check).
     pub eviction_errors: Vec<String>,
     pub released: Vec<String>,
+    /// Releases that failed: the drain is not finished until the reservation is given back.
+    pub release_errors: Vec<String>,
+    pub undrained: bool,
 }
 
 pub async fn execute(
     client: &kube::Client,
+    recorder: &Recorder,
     targets: &[TargetSpec],
     observed: &Observation,
     step: &DrainStep,
@@ -88,11 +96,36 @@ pub async fn execute(
         report.cordoned = cordon;
         report.tainted = taint.is_some();
     }
+    if step.commands.contains(&Command::Undrain) {
+        if !patch_node(client, node, &undrain_patch(node)).await? {
+            report.conflict = true;
+            return Ok(report);
+        }
+        report.undrained = true;
+    }
+    milestone_events(recorder, observed, step, event_id).await;
 
     for command in &step.commands {
         match command {
-            Command::Evict { pod, .. } => match evict(client, pod).await {
-                Ok(EvictionOutcome::Evicted) => report.evicted.push(pod.clone()),
+            Command::Evict {
+                pod, uid, grace_s, ..
+            } => match evict(client, pod, uid.as_deref(), *grace_s).await {
+                Ok(EvictionOutcome::Evicted) => {
+                    let grace = grace_s.map_or(String::new(), |g| {
+                        format!(" with its grace period cut to {g} s (the instance's end)")
+                    });
+                    let note = format!("evicted pod {pod}{grace} (interruption event {event_id})");
+                    event(
+                        recorder,
+                        observed,
+                        false,
+                        "DrainEvicted",
+                        note,
+                        find_pod(observed, pod),
+                    )
+                    .await;
+                    report.evicted.push(pod.clone())
+                }
                 Ok(EvictionOutcome::Gone) => report.already_gone.push(pod.clone()),
                 Ok(EvictionOutcome::Blocked { message, .. }) => {
                     let object = find_pod(observed, pod);
@@ -101,11 +134,7 @@ pub async fn execute(
                         None => Vec::new(),
                     };
                     let note = blocked_note(pod, &pdbs, &message, event_id);
-                    if let Err(e) =
-                        record_event(client, node, true, "DrainBlockedByPDB", note, object).await
-                    {
-                        tracing::warn!(error = %e, pod = %pod, "could not record the blocked-drain Event");
-                    }
+                    event(recorder, observed, true, "DrainBlockedByPDB", note, object).await;
                     report.blocked.push(Blocked {
                         pod: pod.clone(),
                         pdbs,
@@ -119,7 +148,8 @@ pub async fn execute(
                     match r {
                         Ok(t) => report.released.push(t),
                         Err(e) => {
-                            tracing::warn!(error = %e, drain_id, "could not release the replacement")
+                            tracing::warn!(error = %e, drain_id, "could not release the replacement");
+                            report.release_errors.push(e.to_string());
                         }
                     }
                 }
@@ -128,6 +158,68 @@ pub async fn execute(
         }
     }
     Ok(report)
+}
+
+async fn event(
+    recorder: &Recorder,
+    observed: &Observation,
+    warning: bool,
+    reason: &str,
+    note: String,
+    related: Option<&Pod>,
+) {
+    if let Err(e) = record_event(recorder, &observed.node, warning, reason, note, related).await {
+        tracing::warn!(error = %e, reason, "could not record the Event on the node");
+    }
+}
+
+/// Events for what changed in this step: the claim, the replacement becoming ready, the end.
+async fn milestone_events(
+    recorder: &Recorder,
+    observed: &Observation,
+    step: &DrainStep,
+    event_id: &str,
+) {
+    let before = observed.view.state.as_ref();
+    let after = step.state.as_ref();
+    let mut events: Vec<(&str, String)> = Vec::new();
+    if let Some(s) = after.filter(|s| before.is_none_or(|b| b.event_id != s.event_id)) {
+        let deadline = s.deadline.map_or("none".into(), format_time);
+        events.push((
+            "DrainClaimed",
+            format!(
+                "{} notice {event_id}: cordoned and tainted, replacement requested; eviction deadline {deadline}",
+                s.kind
+            ),
+        ));
+    }
+    if let Some(ready) = after
+        .and_then(|s| s.replacement_ready_at)
+        .filter(|_| before.and_then(|b| b.replacement_ready_at).is_none())
+    {
+        events.push((
+            "DrainReplacementReady",
+            format!(
+                "warm capacity elsewhere in the NodePool covers this node's pods at {} (event {event_id})",
+                format_time(ready)
+            ),
+        ));
+    }
+    match step.last() {
+        Command::Done(Finish::Drained)
+            if before.is_none_or(|b| b.phase != crate::core::interruption::Phase::Drained) =>
+        {
+            events.push(("DrainFinished", format!("no evictable pods left; replacement released (event {event_id})")))
+        }
+        Command::Done(Finish::Undrained) => events.push((
+            "Undrained",
+            format!("notice {event_id} closed: cordon, taint and drain state removed, replacement released"),
+        )),
+        _ => {}
+    }
+    for (reason, note) in events {
+        event(recorder, observed, false, reason, note, None).await;
+    }
 }
 
 fn find_pod<'a>(observed: &'a Observation, pod: &PodRef) -> Option<&'a Pod> {

@@ -1,24 +1,29 @@
 //! The SQS interruption handler: each record is parsed (`adapters::events`), each instance it
 //! names is looked up, observed, planned (`core::interruption::plan_drain`) and one step executed
-//! (`adapters::kube::drain::execute`). The Lambda never sleeps: when work remains, the record is
-//! reported as a batch item failure and its message's visibility is set to the next check time
-//! (ChangeMessageVisibility), so SQS hands it back then. A message is deleted (not reported) only
-//! when its nodes are drained, gone, or the work is moot; poison is reported without touching its
-//! visibility, so the queue's redrive policy moves it to the DLQ after maxReceiveCount.
+//! (`adapters::kube::drain::execute`). The Lambda never sleeps. When a claimed drain has work
+//! left, the handler sends a continuation message delayed to the next check and acknowledges
+//! the one it got (see [`queue`]: SQS is intake, not the clock). Work left before any claim (the
+//! cluster unreachable) keeps its message, as a batch item failure whose visibility is set to the
+//! next check. Poison is reported without touching its visibility, so the queue's redrive policy
+//! moves it to the DLQ after maxReceiveCount.
 //!
 //! Records of a batch run concurrently, each under its own time limit, so one slow record never
 //! holds the others up.
+
+pub mod queue;
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
+use kube::runtime::events::Recorder;
 use lambda_runtime::{service_fn, LambdaEvent};
+use tokio::sync::OnceCell;
 
 use crate::adapters::events::{parse_record_with, InstanceIdRule, Parsed, ParsedRecord};
 use crate::adapters::kube::drain::execute::{execute, StepReport};
 use crate::adapters::kube::drain::replacement;
-use crate::adapters::kube::drain::{find_node, observe};
+use crate::adapters::kube::drain::{event_recorder, find_node, observe};
 use crate::adapters::kube::ClientCache;
 use crate::config::Config;
 use crate::core::interruption::{
@@ -28,13 +33,14 @@ use crate::core::TargetSpec;
 use crate::error::{Error, Result};
 use crate::telemetry::{EmfRecord, Unit};
 
-/// SQS refuses visibility timeouts above 12 hours.
-const MAX_VISIBILITY_S: f64 = 43_200.0;
+pub use queue::{visibility_seconds, Continuation, RecordOutcome, Settlement};
+
 /// A record's work stops this long before the invocation's deadline, to answer in time.
 const ANSWER_MARGIN: Duration = Duration::from_secs(3);
-/// At most this long per record, whatever the function timeout: a stuck apiserver call must
-/// not eat the whole invocation.
-const MAX_RECORD_TIME: Duration = Duration::from_secs(60);
+/// At most this long per record, whatever the function timeout: one step of one drain is a
+/// handful of apiserver calls, and a stuck call must not hold the batch (a crashed or timed-out
+/// invocation's batch only comes back after the queue's visibility timeout).
+const MAX_RECORD_TIME: Duration = Duration::from_secs(15);
 /// Node writes that conflict are re-observed and re-planned this often within one check.
 const PLAN_ATTEMPTS: usize = 3;
 
@@ -50,17 +56,8 @@ pub struct Interruption {
     pub emf_namespace: String,
     /// Which strings records may name as instances (ACCEPT_KWOK_INSTANCE_IDS).
     pub instance_ids: InstanceIdRule,
-}
-
-/// What became of one record.
-#[derive(Clone, Debug, PartialEq)]
-pub enum RecordOutcome {
-    /// Finished: the message is deleted.
-    Delete { reason: String },
-    /// Work remains: look again at `at` (seconds since the epoch).
-    Later { at: f64, reason: String },
-    /// Can never be processed: to the DLQ after maxReceiveCount.
-    Poison { cause: String },
+    /// The one Event recorder (built with the first client), so repeats aggregate into series.
+    pub recorder: OnceCell<Recorder>,
 }
 
 pub async fn serve(config: Config) -> Result<()> {
@@ -118,9 +115,13 @@ pub fn record_budget(deadline: SystemTime, now: SystemTime) -> Duration {
     }
 }
 
-/// Seconds until `at`, as SQS takes them (whole seconds, 0..=12 h).
-pub fn visibility_seconds(at: f64, now: f64) -> i32 {
-    (at - now).ceil().clamp(0.0, MAX_VISIBILITY_S) as i32
+/// The drain planning settings of the configuration (shared with the tick's lease collection).
+pub fn drain_settings(config: &Config) -> DrainSettings {
+    DrainSettings {
+        actions: config.interruption.actions.clone(),
+        eviction_budget_s: config.interruption.eviction_budget_s,
+        recheck_s: config.interruption.recheck_s,
+    }
 }
 
 impl Interruption {
@@ -131,15 +132,12 @@ impl Interruption {
             kube: ClientCache::new(access),
             sqs: aws_sdk_sqs::Client::new(&sdk),
             queue_url: config.interruption.queue_url.clone(),
-            settings: DrainSettings {
-                actions: config.interruption.actions.clone(),
-                eviction_budget_s: config.interruption.eviction_budget_s,
-                recheck_s: config.interruption.recheck_s,
-            },
+            settings: drain_settings(config),
             targets: config.targets.clone(),
             targets_configmap: config.targets_configmap.clone(),
             emf_namespace: config.emf_namespace.clone(),
             instance_ids: config.interruption.instance_ids,
+            recorder: OnceCell::new(),
         })
     }
 
@@ -148,20 +146,24 @@ impl Interruption {
         let budget = record_budget(deadline, SystemTime::now());
         let outcomes = futures::future::join_all(event.records.iter().map(|m| async move {
             let record = parse_record_with(m, self.instance_ids);
-            let outcome = match tokio::time::timeout(budget, self.handle_record(&record)).await {
-                Ok(o) => o,
-                Err(_) => RecordOutcome::Later {
-                    at: now_s() + self.settings.recheck_s,
-                    reason: format!("record took longer than {budget:?}"),
-                },
-            };
-            self.settle(m, &record, &outcome).await;
-            (record.message_id, outcome)
+            let came_with = Continuation::of(&m.message_attributes);
+            let outcome =
+                match tokio::time::timeout(budget, self.handle_record(&record, &came_with)).await {
+                    Ok(o) => o,
+                    // Whether the step claimed the node is unknown: keep the message (if it did,
+                    // the next delivery is a duplicate of a live drain and collapses).
+                    Err(_) => RecordOutcome::Later {
+                        at: now_s() + self.settings.recheck_s,
+                        reason: format!("record took longer than {budget:?}"),
+                    },
+                };
+            let kept = self.settle(m, &record, &came_with, &outcome).await;
+            (record.message_id, kept)
         }))
         .await;
         let mut response = SqsBatchResponse::default();
-        for (message_id, outcome) in outcomes {
-            if !matches!(outcome, RecordOutcome::Delete { .. }) {
+        for (message_id, kept) in outcomes {
+            if kept {
                 let mut failure = BatchItemFailure::default();
                 failure.item_identifier = message_id;
                 response.batch_item_failures.push(failure);
@@ -170,34 +172,82 @@ impl Interruption {
         response
     }
 
-    /// Logs the outcome and, for records to look at again, moves their next delivery.
-    async fn settle(&self, message: &SqsMessage, record: &ParsedRecord, outcome: &RecordOutcome) {
-        match outcome {
-            RecordOutcome::Delete { reason } => tracing::info!(
-                message_id = %record.message_id, outcome = "delete", reason = %reason,
-                "record finished"
+    /// Carries out the record's settlement and logs it; true when the message is kept (a batch
+    /// item failure).
+    async fn settle(
+        &self,
+        message: &SqsMessage,
+        record: &ParsedRecord,
+        came_with: &Continuation,
+        outcome: &RecordOutcome,
+    ) -> bool {
+        let now = now_s();
+        let mut settlement = queue::settle(outcome, came_with, now);
+        let mut sent = 0;
+        if let Settlement::Send {
+            continuations,
+            on_failure,
+        } = &settlement
+        {
+            match self.send_continuations(message, continuations).await {
+                Ok(n) => {
+                    sent = n;
+                    settlement = Settlement::Delete;
+                }
+                Err(e) => {
+                    tracing::warn!(message_id = %record.message_id, error = %e,
+                        "could not send the continuation: the message itself is kept instead");
+                    settlement = (**on_failure).clone();
+                }
+            }
+        }
+        let reason = match outcome {
+            RecordOutcome::Delete { reason }
+            | RecordOutcome::Continue { reason, .. }
+            | RecordOutcome::Later { reason, .. } => reason.clone(),
+            RecordOutcome::FanOut {
+                instances,
+                resume_from,
+            } => format!(
+                "fanned out {} instances{}",
+                instances.len(),
+                resume_from.map_or(String::new(), |f| format!(", resuming from #{f}"))
             ),
-            RecordOutcome::Poison { cause } => tracing::error!(
-                message_id = %record.message_id, outcome = "poison", cause = %cause,
-                receive_count = record.receive_count,
-                "malformed message: reported as failed so SQS moves it to the dead-letter queue"
-            ),
-            RecordOutcome::Later { at, reason } => {
-                let seconds = visibility_seconds(*at, now_s());
-                let visibility = self.change_visibility(message, seconds).await;
+            RecordOutcome::Poison { cause } => cause.clone(),
+        };
+        match settlement {
+            Settlement::Delete => {
+                tracing::info!(
+                    message_id = %record.message_id, outcome = "delete", reason = %reason,
+                    continuations_sent = sent, attempt = came_with.attempt,
+                    "record settled"
+                );
+                false
+            }
+            Settlement::Fail => {
+                tracing::error!(
+                    message_id = %record.message_id, outcome = "poison", cause = %reason,
+                    receive_count = record.receive_count, attempt = came_with.attempt,
+                    "reported as failed so SQS moves it to the dead-letter queue"
+                );
+                true
+            }
+            Settlement::Retry { visibility_s } => {
+                let visibility = self.change_visibility(message, visibility_s).await;
                 tracing::info!(
                     message_id = %record.message_id, outcome = "later", reason = %reason,
-                    next_check_in_s = seconds,
+                    next_check_in_s = visibility_s, receive_count = record.receive_count,
                     visibility = %visibility.as_ref().map_or_else(|e| e.to_string(), |_| "set".into()),
                     "record not finished: it comes back at its next check"
                 );
+                true
             }
+            Settlement::Send { .. } => unreachable!("sending was settled above"),
         }
     }
 
-    async fn change_visibility(&self, message: &SqsMessage, seconds: i32) -> Result<()> {
-        let queue_url = self
-            .queue_url
+    fn queue_url(&self, message: &SqsMessage) -> Result<String> {
+        self.queue_url
             .clone()
             .or_else(|| {
                 message
@@ -210,7 +260,62 @@ impl Interruption {
                     "INTERRUPTION_QUEUE_URL",
                     "not set and the record has no queue ARN",
                 )
-            })?;
+            })
+    }
+
+    /// Sends the continuations (same body, their own attributes and delay), ten per call.
+    async fn send_continuations(
+        &self,
+        message: &SqsMessage,
+        continuations: &[(Continuation, i32)],
+    ) -> Result<usize> {
+        use aws_sdk_sqs::types::{MessageAttributeValue, SendMessageBatchRequestEntry};
+        let queue_url = self.queue_url(message)?;
+        let body = message.body.clone().unwrap_or_default();
+        let aws_error = |message: String| Error::Aws {
+            service: "sqs".into(),
+            operation: "SendMessageBatch".into(),
+            message,
+            retryable: true,
+        };
+        for (chunk_no, chunk) in continuations.chunks(10).enumerate() {
+            let mut batch = self.sqs.send_message_batch().queue_url(&queue_url);
+            for (i, (c, delay)) in chunk.iter().enumerate() {
+                let mut entry = SendMessageBatchRequestEntry::builder()
+                    .id(format!("c{}", chunk_no * 10 + i))
+                    .message_body(&body)
+                    .delay_seconds(*delay);
+                for (name, data_type, value) in c.attributes() {
+                    let value = MessageAttributeValue::builder()
+                        .data_type(data_type)
+                        .string_value(value)
+                        .build()
+                        .map_err(|e| aws_error(e.to_string()))?;
+                    entry = entry.message_attributes(name, value);
+                }
+                batch = batch.entries(entry.build().map_err(|e| aws_error(e.to_string()))?);
+            }
+            let out = batch
+                .send()
+                .await
+                .map_err(|e| aws_error(aws_sdk_sqs::error::DisplayErrorContext(&e).to_string()))?;
+            if !out.failed.is_empty() {
+                return Err(aws_error(format!(
+                    "{} of {} continuations refused: {:?}",
+                    out.failed.len(),
+                    chunk.len(),
+                    out.failed
+                        .iter()
+                        .map(|f| f.message.clone())
+                        .collect::<Vec<_>>()
+                )));
+            }
+        }
+        Ok(continuations.len())
+    }
+
+    async fn change_visibility(&self, message: &SqsMessage, seconds: i32) -> Result<()> {
+        let queue_url = self.queue_url(message)?;
         let handle = message.receipt_handle.clone().ok_or_else(|| Error::Aws {
             service: "sqs".into(),
             operation: "ChangeMessageVisibility".into(),
@@ -233,7 +338,11 @@ impl Interruption {
             })
     }
 
-    pub async fn handle_record(&self, record: &ParsedRecord) -> RecordOutcome {
+    pub async fn handle_record(
+        &self,
+        record: &ParsedRecord,
+        came_with: &Continuation,
+    ) -> RecordOutcome {
         let notice = match &record.parsed {
             Parsed::Poison { cause } => {
                 return RecordOutcome::Poison {
@@ -248,7 +357,33 @@ impl Interruption {
             }
             Parsed::Notice(n) => n,
         };
-        if record.receive_count <= 1 {
+        // Which instance this delivery is about: the one a continuation names, or the notice's
+        // only one; a notice naming several fans out first (bounded work per invocation).
+        let instance = match (&came_with.instance, notice.instance_ids.as_slice()) {
+            (Some(i), ids) if ids.contains(i) => i.clone(),
+            (Some(i), _) => {
+                return RecordOutcome::Poison {
+                    cause: format!(
+                        "the continuation names instance {i}, which its notice does not"
+                    ),
+                }
+            }
+            (None, [only]) => only.clone(),
+            (None, []) => {
+                return RecordOutcome::Delete {
+                    reason: "the notice names no instance".into(),
+                }
+            }
+            (None, ids) => {
+                let (instances, resume_from) =
+                    queue::fan_out(ids, came_with.fanout_from.unwrap_or(0));
+                return RecordOutcome::FanOut {
+                    instances,
+                    resume_from,
+                };
+            }
+        };
+        if *came_with == Continuation::default() && record.receive_count <= 1 {
             EmfRecord::new()
                 .dimension("Kind", notice.kind.as_str())
                 .metric("NoticesReceived", 1.0, Unit::Count)
@@ -257,13 +392,16 @@ impl Interruption {
         let client = match self.kube.get().await {
             Ok(c) => c,
             Err(e) => {
-                crate::telemetry::emit_error(&self.emf_namespace, ("Kind", notice.kind.as_str()));
                 return RecordOutcome::Later {
                     at: now_s() + self.settings.recheck_s,
                     reason: format!("no Kubernetes client: {e}"),
-                };
+                }
             }
         };
+        let recorder = self
+            .recorder
+            .get_or_init(|| async { event_recorder(&client) })
+            .await;
         // A missing or bad targets ConfigMap costs the replacement capacity, never the drain.
         let targets = crate::adapters::kube::targets::current_or_report(
             self.targets_configmap.as_ref(),
@@ -273,45 +411,34 @@ impl Interruption {
         )
         .await
         .unwrap_or_default();
-        let mut next: Option<f64> = None;
-        let mut reasons = Vec::new();
-        for instance in &notice.instance_ids {
-            match self
-                .drive_instance(&client, &targets, notice, instance)
-                .await
-            {
-                Ok(InstanceOutcome::Done(reason)) => reasons.push(format!("{instance}: {reason}")),
-                Ok(InstanceOutcome::Later(at)) => {
-                    next = Some(next.map_or(at, |n: f64| n.min(at)));
-                    reasons.push(format!("{instance}: in progress"));
-                }
-                Err(e) => {
-                    tracing::warn!(event_id = %notice.event_id, instance = %instance, error = %e,
-                        error_kind = e.kind(), "drain step failed; retrying at the next check");
-                    crate::telemetry::emit_error(
-                        &self.emf_namespace,
-                        ("Kind", notice.kind.as_str()),
-                    );
-                    let at = now_s() + self.settings.recheck_s;
-                    next = Some(next.map_or(at, |n: f64| n.min(at)));
-                    reasons.push(format!("{instance}: {e}"));
+        match self
+            .drive_instance(&client, recorder, &targets, notice, &instance)
+            .await
+        {
+            Ok(InstanceOutcome::Done(reason)) => RecordOutcome::Delete {
+                reason: format!("{instance}: {reason}"),
+            },
+            Ok(InstanceOutcome::Claimed(at)) => RecordOutcome::Continue {
+                at,
+                reason: format!("{instance}: in progress"),
+            },
+            Err(e) => {
+                tracing::warn!(event_id = %notice.event_id, instance = %instance, error = %e,
+                    error_kind = e.kind(), "drain step failed; retrying at the next check");
+                RecordOutcome::Later {
+                    at: now_s() + self.settings.recheck_s,
+                    reason: format!("{instance}: {e}"),
                 }
             }
         }
-        match next {
-            None => RecordOutcome::Delete {
-                reason: reasons.join("; "),
-            },
-            Some(at) => RecordOutcome::Later {
-                at,
-                reason: reasons.join("; "),
-            },
-        }
     }
 
-    async fn drive_instance(
+    /// One step of the drain of `instance` for `notice`. Public for the tick, which drives drains
+    /// whose owner went silent from the notice rebuilt from the node's own record.
+    pub async fn drive_instance(
         &self,
         client: &kube::Client,
+        recorder: &Recorder,
         targets: &[TargetSpec],
         notice: &Notice,
         instance: &str,
@@ -352,6 +479,7 @@ impl Interruption {
             );
             let report = execute(
                 client,
+                recorder,
                 targets,
                 &observed,
                 &step,
@@ -375,9 +503,14 @@ impl Interruption {
             if !report.eviction_errors.is_empty() {
                 tracing::warn!(event_id = %notice.event_id, errors = ?report.eviction_errors, "evictions failed");
             }
+            if !report.release_errors.is_empty() {
+                // Finished on the node, but the reservation is still held: not done until it is
+                // given back (the next step plans the release again).
+                return Ok(InstanceOutcome::Claimed(now + self.settings.recheck_s));
+            }
             return Ok(match step.last() {
                 Command::Done(finish) => InstanceOutcome::Done(finish_reason(finish)),
-                Command::WaitUntil { at } => InstanceOutcome::Later(*at),
+                Command::WaitUntil { at } => InstanceOutcome::Claimed(*at),
                 other => unreachable!("a step ends in Done or WaitUntil, not {other:?}"),
             });
         }
@@ -490,9 +623,10 @@ impl Interruption {
     }
 }
 
-enum InstanceOutcome {
+pub enum InstanceOutcome {
     Done(String),
-    Later(f64),
+    /// The drain is this notice's on the node and has work left: next check at this time.
+    Claimed(f64),
 }
 
 fn finish_reason(f: &Finish) -> String {
@@ -503,6 +637,9 @@ fn finish_reason(f: &Finish) -> String {
         Finish::Superseded { by_event } => {
             format!("moot: node already draining for event {by_event}")
         }
+        Finish::Duplicate => "duplicate delivery: another delivery carries this drain".into(),
+        Finish::Undrained => "notice closed: node un-drained, replacement released".into(),
+        Finish::NothingToUndo => "notice closed: this notice never drained the node".into(),
     }
 }
 
@@ -532,26 +669,14 @@ mod tests {
         let now = UNIX_EPOCH + Duration::from_secs(1_000_000);
         let s = Duration::from_secs;
         let cases = [
-            (now + s(900), s(60)), // 15 min left: capped
-            (now + s(30), s(27)),  // 30 s left: minus the 3 s margin
-            (now + s(2), s(60)),   // not a real deadline
-            (now - s(5), s(60)),   // in the past (emulators)
+            (now + s(900), s(15)), // 15 min left: capped
+            (now + s(20), s(15)),  // the template's 20 s timeout: capped too
+            (now + s(10), s(7)),   // 10 s left: minus the 3 s margin
+            (now + s(2), s(15)),   // not a real deadline
+            (now - s(5), s(15)),   // in the past (emulators)
         ];
         for (deadline, expected) in cases {
             assert_eq!(record_budget(deadline, now), expected, "{deadline:?}");
-        }
-    }
-
-    #[test]
-    fn visibility_is_whole_seconds_within_sqs_limits() {
-        let cases = [
-            (100.0, 100.0, 0),
-            (115.2, 100.0, 16),
-            (90.0, 100.0, 0),
-            (100.0 + 2.0 * 86_400.0, 100.0, 43_200),
-        ];
-        for (at, now, expected) in cases {
-            assert_eq!(visibility_seconds(at, now), expected, "{at} {now}");
         }
     }
 }

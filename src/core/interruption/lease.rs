@@ -1,0 +1,180 @@
+//! Replacement reservations as leases. A drain's reservation on the headroom object (keyed by
+//! instance id) is the lease; its owner and expiry are the drain state on the node (the notice
+//! that owns the drain and its heartbeat `last-step-at`). The tick collects leases nobody holds
+//! any more and drains nobody drives: what to do with each is decided here, purely.
+
+use serde::Serialize;
+
+use super::drain::{owner_alive, DrainSettings, NO_DEADLINE_MAX_WAIT_S};
+use super::state::{DrainState, Phase};
+
+/// A node that is still there and Ready this long after the end its notice announced survived
+/// (a reboot maintenance, a cancelled reclaim): it is un-drained.
+pub const SURVIVOR_GRACE_S: f64 = 600.0;
+
+/// What the tick does with one drain lease or drain state.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "verdict", rename_all = "kebab-case")]
+pub enum LeaseVerdict {
+    /// Held by a live drain (or a finished one that still needs its node cordoned).
+    Keep,
+    /// Give the reservation back: nobody holds it.
+    Release { reason: String },
+    /// Remove cordon, taint and drain state and give the reservation back.
+    Undrain { reason: String },
+    /// The drain's owner went silent with work left: drive one step from the node's record.
+    Resume,
+}
+
+/// What the tick knows about the node a lease or drain state belongs to.
+#[derive(Clone, Debug, PartialEq)]
+pub enum NodeSeen<'a> {
+    /// No node has this instance any more.
+    Gone,
+    /// The node is there; its drain state (None: none, or unreadable) and readiness.
+    Present {
+        state: Option<&'a DrainState>,
+        ready: bool,
+    },
+}
+
+pub fn lease_verdict(node: NodeSeen<'_>, now: f64, settings: &DrainSettings) -> LeaseVerdict {
+    let release = |reason: &str| LeaseVerdict::Release {
+        reason: reason.into(),
+    };
+    let undrain = |reason: String| LeaseVerdict::Undrain { reason };
+    let (state, ready) = match node {
+        NodeSeen::Gone => return release("the node is gone"),
+        NodeSeen::Present { state: None, .. } => {
+            return release("orphaned: the node carries no drain")
+        }
+        NodeSeen::Present {
+            state: Some(s),
+            ready,
+        } => (s, ready),
+    };
+    let survived = ready
+        && state
+            .instance_end
+            .is_some_and(|end| now > end + SURVIVOR_GRACE_S);
+    match state.phase {
+        Phase::Drained if survived => undrain(format!(
+            "the node outlived the end its {} notice announced",
+            state.kind
+        )),
+        Phase::Drained => release("the drain is over"),
+        Phase::Prewarmed if now >= state.notice_time + NO_DEADLINE_MAX_WAIT_S => undrain(format!(
+            "no notice with a deadline followed the {} within {NO_DEADLINE_MAX_WAIT_S} s",
+            state.kind
+        )),
+        Phase::Prewarmed => LeaseVerdict::Keep,
+        Phase::WaitingForReplacement | Phase::Evicting if owner_alive(state, now, settings) => {
+            LeaseVerdict::Keep
+        }
+        Phase::WaitingForReplacement | Phase::Evicting => LeaseVerdict::Resume,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::interruption::NoticeKind;
+
+    const T0: f64 = 1_795_953_600.0;
+
+    fn state(kind: NoticeKind, phase: Phase, last_step: f64) -> DrainState {
+        DrainState {
+            event_id: "ev".into(),
+            kind,
+            phase,
+            notice_time: T0,
+            deadline: Some(T0 + 90.0),
+            started_at: T0,
+            replacement_requested_at: Some(T0),
+            replacement_ready_at: None,
+            evicting_since: None,
+            finished_at: None,
+            replacement_gpus: 4,
+            instance_end: Some(T0 + 120.0),
+            last_step_at: Some(last_step),
+        }
+    }
+
+    #[test]
+    fn verdicts_per_situation() {
+        // recheck 15 s: owner stale after 120 s of silence; survivor grace 600 s after the end.
+        let s = DrainSettings::default();
+        let active = state(NoticeKind::SpotInterruption, Phase::Evicting, T0 + 60.0);
+        let waiting = state(
+            NoticeKind::ScheduledChange,
+            Phase::WaitingForReplacement,
+            T0,
+        );
+        let drained = state(NoticeKind::SpotInterruption, Phase::Drained, T0 + 100.0);
+        let mut prewarmed = state(NoticeKind::Rebalance, Phase::Prewarmed, T0 + 30.0);
+        prewarmed.deadline = None;
+        prewarmed.instance_end = None;
+        let present = |st, ready| NodeSeen::Present { state: st, ready };
+        let cases: Vec<(&str, NodeSeen, f64, &str)> = vec![
+            ("node gone", NodeSeen::Gone, T0, "release"),
+            ("no drain on the node", present(None, true), T0, "release"),
+            (
+                "owner stepped 100 s ago",
+                present(Some(&active), true),
+                T0 + 160.0,
+                "keep",
+            ),
+            (
+                "owner silent 121 s",
+                present(Some(&active), true),
+                T0 + 181.0,
+                "resume",
+            ),
+            (
+                "waiting, silent since the claim",
+                present(Some(&waiting), true),
+                T0 + 121.0,
+                "resume",
+            ),
+            (
+                "drained, lease still held",
+                present(Some(&drained), false),
+                T0 + 130.0,
+                "release",
+            ),
+            (
+                "drained, Ready 11 min after the end",
+                present(Some(&drained), true),
+                T0 + 781.0,
+                "undrain",
+            ),
+            (
+                "drained, NotReady long after",
+                present(Some(&drained), false),
+                T0 + 5_000.0,
+                "release",
+            ),
+            (
+                "prewarmed for 29 min",
+                present(Some(&prewarmed), true),
+                T0 + 1_740.0,
+                "keep",
+            ),
+            (
+                "prewarmed for 30 min, no warning came",
+                present(Some(&prewarmed), true),
+                T0 + 1_800.0,
+                "undrain",
+            ),
+        ];
+        for (what, node, now, expected) in cases {
+            let got = match lease_verdict(node, now, &s) {
+                LeaseVerdict::Keep => "keep",
+                LeaseVerdict::Release { .. } => "release",
+                LeaseVerdict::Undrain { .. } => "undrain",
+                LeaseVerdict::Resume => "resume",
+            };
+            assert_eq!(got, expected, "{what}");
+        }
+    }
+}

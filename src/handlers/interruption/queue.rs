@@ -1,0 +1,353 @@
+//! How the interruption queue carries a drain: SQS is intake, not the clock.
+//!
+//! A notice's first delivery claims the drain on the node. From then on, work left over is not
+//! kept by holding the message (each re-receive would count towards `maxReceiveCount`, and a
+//! drain longer than `maxReceiveCount` x recheck would land in the DLQ as if it were poison):
+//! the handler sends a *continuation* — the same body, with its own attempt count in the
+//! `prewarm-attempt` attribute, delayed to the next check (`DelaySeconds` <= 900) — and deletes
+//! the message it got. `maxReceiveCount` then counts only deliveries that failed before a claim:
+//! poison, or a cluster that cannot be reached.
+//!
+//! A Health event naming many instances fans out: one continuation per instance
+//! (`prewarm-instance`), at most `FANOUT_CHUNK` per invocation, plus one continuation carrying
+//! where to resume (`prewarm-fanout-from`), so the work of one invocation stays bounded and
+//! nothing restarts from the first instance.
+//!
+//! Everything here is pure: the handler executes the `Settlement`.
+
+use std::collections::HashMap;
+
+use aws_lambda_events::event::sqs::SqsMessageAttribute;
+
+/// Continuation attempt (0 on the notice's own delivery).
+pub const ATTEMPT_ATTR: &str = "prewarm-attempt";
+/// The one instance a fanned-out continuation is about.
+pub const INSTANCE_ATTR: &str = "prewarm-instance";
+/// Where a fan-out resumes (index into the notice's instance list).
+pub const FANOUT_FROM_ATTR: &str = "prewarm-fanout-from";
+/// SQS allows at most 15 minutes of DelaySeconds.
+pub const MAX_DELAY_S: i32 = 900;
+/// SQS refuses visibility timeouts above 12 hours.
+pub const MAX_VISIBILITY_S: f64 = 43_200.0;
+/// Instances fanned out per invocation (SendMessageBatch takes 10 at a time: 5 calls).
+pub const FANOUT_CHUNK: usize = 50;
+/// A drain still continuing after this many continuations (a day at the default 15 s recheck)
+/// has something wrong with it that no further check will mend: it goes to the DLQ to be looked
+/// at, instead of cycling for ever.
+pub const MAX_ATTEMPTS: u32 = 5_760;
+
+/// What the continuation attributes of a message say.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Continuation {
+    pub attempt: u32,
+    pub instance: Option<String>,
+    pub fanout_from: Option<usize>,
+}
+
+impl Continuation {
+    /// Reads the attributes; missing or unreadable ones are the defaults (a first delivery).
+    pub fn of(attributes: &HashMap<String, SqsMessageAttribute>) -> Continuation {
+        let get = |k: &str| {
+            attributes
+                .get(k)
+                .and_then(|a| a.string_value.as_deref())
+                .map(str::trim)
+        };
+        Continuation {
+            attempt: get(ATTEMPT_ATTR).and_then(|v| v.parse().ok()).unwrap_or(0),
+            instance: get(INSTANCE_ATTR)
+                .filter(|v| !v.is_empty())
+                .map(str::to_string),
+            fanout_from: get(FANOUT_FROM_ATTR).and_then(|v| v.parse().ok()),
+        }
+    }
+
+    /// The attributes of a continuation (name, data type, value).
+    pub fn attributes(&self) -> Vec<(&'static str, &'static str, String)> {
+        let mut out = vec![(ATTEMPT_ATTR, "Number", self.attempt.to_string())];
+        if let Some(i) = &self.instance {
+            out.push((INSTANCE_ATTR, "String", i.clone()));
+        }
+        if let Some(f) = self.fanout_from {
+            out.push((FANOUT_FROM_ATTR, "Number", f.to_string()));
+        }
+        out
+    }
+}
+
+/// What became of one record.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RecordOutcome {
+    /// Finished: the message is deleted.
+    Delete { reason: String },
+    /// The drain is claimed on the node and work remains: continue at `at` (seconds since the
+    /// epoch) with a continuation message; this one is deleted.
+    Continue { at: f64, reason: String },
+    /// Nothing claimed yet (e.g. the cluster could not be reached): keep the message and look
+    /// again at `at`. Each such retry counts towards `maxReceiveCount`.
+    Later { at: f64, reason: String },
+    /// A notice about several instances: one continuation per instance of `instances`, and one
+    /// to resume the fan-out from `resume_from` if more remain; this message is deleted.
+    FanOut {
+        instances: Vec<String>,
+        resume_from: Option<usize>,
+    },
+    /// Can never be processed: to the DLQ after maxReceiveCount.
+    Poison { cause: String },
+}
+
+/// What the handler does with the message.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Settlement {
+    /// Acknowledge (not a batch item failure): SQS deletes it.
+    Delete,
+    /// Send these continuations, then acknowledge. If sending fails, fall back to `on_failure`.
+    Send {
+        continuations: Vec<(Continuation, i32)>,
+        on_failure: Box<Settlement>,
+    },
+    /// Batch item failure with the visibility set to this many seconds.
+    Retry { visibility_s: i32 },
+    /// Batch item failure, visibility untouched: after maxReceiveCount the DLQ.
+    Fail,
+}
+
+/// Seconds until `at`, as SQS takes them for a visibility (whole seconds, 0..=12 h).
+pub fn visibility_seconds(at: f64, now: f64) -> i32 {
+    (at - now).ceil().clamp(0.0, MAX_VISIBILITY_S) as i32
+}
+
+/// Seconds until `at` as a DelaySeconds (whole seconds, 0..=900). A check further away than 15
+/// minutes is simply looked at after 15 (and planned again then).
+pub fn delay_seconds(at: f64, now: f64) -> i32 {
+    visibility_seconds(at, now).min(MAX_DELAY_S)
+}
+
+/// The instances of a fan-out step: `FANOUT_CHUNK` of them from `from`, and where the next step
+/// resumes (None when this step reaches the end).
+pub fn fan_out(instance_ids: &[String], from: usize) -> (Vec<String>, Option<usize>) {
+    let start = from.min(instance_ids.len());
+    let end = (start + FANOUT_CHUNK).min(instance_ids.len());
+    let resume = (end < instance_ids.len()).then_some(end);
+    (instance_ids[start..end].to_vec(), resume)
+}
+
+/// How to settle a record given its outcome, the continuation it came with and the clock.
+pub fn settle(outcome: &RecordOutcome, came_with: &Continuation, now: f64) -> Settlement {
+    match outcome {
+        RecordOutcome::Delete { .. } => Settlement::Delete,
+        RecordOutcome::Poison { .. } => Settlement::Fail,
+        RecordOutcome::Later { at, .. } => Settlement::Retry {
+            visibility_s: visibility_seconds(*at, now),
+        },
+        RecordOutcome::Continue { at, .. } => {
+            let next = came_with.attempt.saturating_add(1);
+            if next > MAX_ATTEMPTS {
+                return Settlement::Fail;
+            }
+            Settlement::Send {
+                continuations: vec![(
+                    Continuation {
+                        attempt: next,
+                        instance: came_with.instance.clone(),
+                        fanout_from: None,
+                    },
+                    delay_seconds(*at, now),
+                )],
+                // Not sent: keep this message instead, as a receive-counted retry.
+                on_failure: Box::new(Settlement::Retry {
+                    visibility_s: visibility_seconds(*at, now),
+                }),
+            }
+        }
+        RecordOutcome::FanOut {
+            instances,
+            resume_from,
+        } => {
+            let mut continuations: Vec<(Continuation, i32)> = instances
+                .iter()
+                .map(|i| {
+                    (
+                        Continuation {
+                            attempt: 0,
+                            instance: Some(i.clone()),
+                            fanout_from: None,
+                        },
+                        0,
+                    )
+                })
+                .collect();
+            if let Some(from) = resume_from {
+                continuations.push((
+                    Continuation {
+                        attempt: came_with.attempt,
+                        instance: None,
+                        fanout_from: Some(*from),
+                    },
+                    0,
+                ));
+            }
+            Settlement::Send {
+                continuations,
+                // The whole step is repeated; instances already sent are then duplicates, which
+                // the drain collapses (same event id on the node).
+                on_failure: Box::new(Settlement::Retry { visibility_s: 1 }),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attr(v: &str) -> SqsMessageAttribute {
+        serde_json::from_value(serde_json::json!({"stringValue": v, "dataType": "Number"})).unwrap()
+    }
+
+    #[test]
+    fn continuation_attributes_round_trip_and_bad_values_read_as_a_first_delivery() {
+        let c = Continuation {
+            attempt: 7,
+            instance: Some("i-0abc".into()),
+            fanout_from: Some(50),
+        };
+        let attrs: HashMap<String, SqsMessageAttribute> = c
+            .attributes()
+            .into_iter()
+            .map(|(k, _, v)| (k.to_string(), attr(&v)))
+            .collect();
+        assert_eq!(Continuation::of(&attrs), c);
+        let bad: HashMap<String, SqsMessageAttribute> =
+            [(ATTEMPT_ATTR.to_string(), attr("many"))].into();
+        assert_eq!(Continuation::of(&bad), Continuation::default());
+        assert_eq!(Continuation::of(&HashMap::new()), Continuation::default());
+    }
+
+    #[test]
+    fn settlements_per_outcome() {
+        let now = 1_000.0;
+        let first = Continuation::default();
+        let tenth = Continuation {
+            attempt: 10,
+            instance: Some("i-1".into()),
+            fanout_from: None,
+        };
+        let cont = |attempt: u32, instance: Option<&str>, delay: i32| {
+            (
+                Continuation {
+                    attempt,
+                    instance: instance.map(str::to_string),
+                    fanout_from: None,
+                },
+                delay,
+            )
+        };
+        let cases: Vec<(RecordOutcome, &Continuation, Settlement)> = vec![
+            (
+                RecordOutcome::Delete { reason: "d".into() },
+                &first,
+                Settlement::Delete,
+            ),
+            (
+                RecordOutcome::Poison { cause: "p".into() },
+                &first,
+                Settlement::Fail,
+            ),
+            // Not claimed: the message itself comes back in 15 s (receive-counted).
+            (
+                RecordOutcome::Later {
+                    at: 1_015.0,
+                    reason: "r".into(),
+                },
+                &first,
+                Settlement::Retry { visibility_s: 15 },
+            ),
+            // Claimed: a continuation with attempt 1, delayed 15 s.
+            (
+                RecordOutcome::Continue {
+                    at: 1_014.2,
+                    reason: "c".into(),
+                },
+                &first,
+                Settlement::Send {
+                    continuations: vec![cont(1, None, 15)],
+                    on_failure: Box::new(Settlement::Retry { visibility_s: 15 }),
+                },
+            ),
+            // A continuation keeps its instance and counts on; a check an hour away waits 900 s.
+            (
+                RecordOutcome::Continue {
+                    at: 4_600.0,
+                    reason: "c".into(),
+                },
+                &tenth,
+                Settlement::Send {
+                    continuations: vec![cont(11, Some("i-1"), 900)],
+                    on_failure: Box::new(Settlement::Retry {
+                        visibility_s: 3_600,
+                    }),
+                },
+            ),
+        ];
+        for (outcome, came_with, expected) in cases {
+            assert_eq!(settle(&outcome, came_with, now), expected, "{outcome:?}");
+        }
+        let spent = Continuation {
+            attempt: MAX_ATTEMPTS,
+            ..Continuation::default()
+        };
+        let c = RecordOutcome::Continue {
+            at: 1_015.0,
+            reason: "c".into(),
+        };
+        assert_eq!(settle(&c, &spent, now), Settlement::Fail);
+    }
+
+    #[test]
+    fn a_fan_out_sends_one_continuation_per_instance_and_one_to_resume() {
+        let ids: Vec<String> = (0..120).map(|i| format!("i-{i:03}")).collect();
+        let (first, resume) = fan_out(&ids, 0);
+        assert_eq!(
+            (first.len(), first[0].as_str(), resume),
+            (50, "i-000", Some(50))
+        );
+        let (second, resume) = fan_out(&ids, 50);
+        assert_eq!((second[0].as_str(), resume), ("i-050", Some(100)));
+        let (last, resume) = fan_out(&ids, 100);
+        assert_eq!((last.len(), last[19].as_str(), resume), (20, "i-119", None));
+        assert_eq!(fan_out(&ids, 500), (vec![], None));
+
+        let outcome = RecordOutcome::FanOut {
+            instances: vec!["i-a".into(), "i-b".into()],
+            resume_from: Some(2),
+        };
+        let Settlement::Send { continuations, .. } =
+            settle(&outcome, &Continuation::default(), 0.0)
+        else {
+            panic!("a fan-out sends")
+        };
+        let described: Vec<(Option<&str>, Option<usize>)> = continuations
+            .iter()
+            .map(|(c, _)| (c.instance.as_deref(), c.fanout_from))
+            .collect();
+        assert_eq!(
+            described,
+            [(Some("i-a"), None), (Some("i-b"), None), (None, Some(2))]
+        );
+    }
+
+    #[test]
+    fn whole_seconds_within_sqs_limits() {
+        let cases = [
+            (100.0, 100.0, 0, 0),
+            (115.2, 100.0, 16, 16),
+            (90.0, 100.0, 0, 0),
+            (100.0 + 2.0 * 86_400.0, 100.0, 43_200, 900),
+        ];
+        for (at, now, visibility, delay) in cases {
+            assert_eq!(visibility_seconds(at, now), visibility, "{at} {now}");
+            assert_eq!(delay_seconds(at, now), delay, "{at} {now}");
+        }
+    }
+}
