@@ -63,7 +63,14 @@ def rules(role) -> set[tuple]:
 def test_the_tick_gets_its_rows_by_name(sample):
     tick = rbac_of(sample, "tick")
     assert rules(tick[("ClusterRole", None)]) == {
-        ("karpenter.sh", "nodepools", ("gpu", "gpu-big", "gpu-static"), ("get", "patch"))}
+        ("karpenter.sh", "nodepools", ("gpu", "gpu-big", "gpu-static"), ("get", "patch")),
+        # drain-lease collection (un-drain survivors, step an orphaned drain), any node
+        ("", "nodes", (), ("get", "list", "patch")),
+        ("", "pods", (), ("get", "list")),
+        ("", "pods/eviction", (), ("create",)),
+        ("", "events", (), ("create", "patch")),
+        ("events.k8s.io", "events", (), ("create", "patch")),
+        ("policy", "poddisruptionbudgets", (), ("get", "list"))}
     assert rules(tick[("Role", "prewarm")]) == {
         ("", "configmaps", ("prewarm-targets",), ("get",)),
         ("apps", "deployments", ("balloon-llama",), ("get", "patch"))}

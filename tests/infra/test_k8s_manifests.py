@@ -178,9 +178,15 @@ def test_balloon_follows_the_conventions():
 EXPECTED_RULES = {
     "tick": {
         ("", "configmaps"): {"get"},
-        ("", "pods"): {"list"},
+        ("", "pods"): {"get", "list"},
         ("karpenter.sh", "nodepools"): {"get", "patch"},
         ("apps", "deployments"): {"get", "patch"},
+        # Drain-lease collection: un-drain survivors, step a drain whose owner went silent.
+        ("", "nodes"): {"get", "list", "patch"},
+        ("", "pods/eviction"): {"create"},
+        ("", "events"): {"create", "patch"},
+        ("events.k8s.io", "events"): {"create", "patch"},
+        ("policy", "poddisruptionbudgets"): {"get", "list"},
     },
     "interruption": {
         ("", "configmaps"): {"get"},
