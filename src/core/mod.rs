@@ -5,7 +5,9 @@ pub mod forecast;
 pub mod interruption;
 pub mod plan;
 pub mod policy;
+pub mod rails;
 pub mod signal;
+pub mod signals;
 pub mod sizing;
 pub mod spec;
 
