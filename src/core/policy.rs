@@ -694,7 +694,7 @@ mod tests {
             Row {
                 // Flat demand but the hold still runs: leave consolidation as it is.
                 name: "freeze kept while hold lasts",
-                target: freezing,
+                target: freezing.clone(),
                 prior: HeadroomState {
                     consolidation_frozen: true,
                     hold: hold(2, NOW + 100.0),
@@ -712,6 +712,78 @@ mod tests {
                 freeze: None,
                 hold: hold(2, NOW + 100.0),
                 ..steady()
+            },
+            Row {
+                // COOLDOWN_SECONDS=0: a change persists no cooldown (5 req/s needs 6, 3 serve
+                // → 3 from 0), and the next tick may step down at once.
+                name: "cooldown 0 persists none",
+                observed: observe(&[5.0; 8], Some(3)),
+                policy: PolicySpec {
+                    cooldown_s: 0.0,
+                    ..test_policy()
+                },
+                action: Action::ScaleUp,
+                desired: 3,
+                hold: hold(3, NOW + 300.0),
+                cooldown: None,
+                ..steady()
+            },
+            Row {
+                // COOLDOWN_SECONDS=0 with an old cooldown still running (the setting was
+                // lowered): it still blocks the step down and is kept.
+                name: "cooldown 0 keeps an old cooldown",
+                policy: PolicySpec {
+                    cooldown_s: 0.0,
+                    ..test_policy()
+                },
+                prior: HeadroomState {
+                    cooldown_until: Some(NOW + 30.0),
+                    ..prior(2)
+                },
+                desired: 2,
+                reasons: vec![
+                    Reason::Forecast,
+                    Reason::StepDownLimited { max_step_down: 1 },
+                    Reason::Cooldown { until: NOW + 30.0 },
+                ],
+                cooldown: Some(NOW + 30.0),
+                ..steady()
+            },
+            Row {
+                // SCALE_DOWN_DELAY_SECONDS=0: no hold is persisted; 2 → 1 in one step.
+                name: "scale-down delay 0",
+                policy: PolicySpec {
+                    scale_down_delay_s: 0.0,
+                    ..test_policy()
+                },
+                prior: prior(2),
+                action: Action::ScaleDown,
+                desired: 1,
+                reasons: vec![
+                    Reason::Forecast,
+                    Reason::StepDownLimited { max_step_down: 1 },
+                ],
+                hold: None,
+                cooldown: Some(NOW + 60.0),
+                ..steady()
+            },
+            Row {
+                // Fail static on a target that freezes consolidation: the budgets are left as
+                // they are (None), whatever the forecast would have said.
+                name: "fail static leaves a freeze alone",
+                target: freezing.clone(),
+                prior: HeadroomState {
+                    consolidation_frozen: true,
+                    cooldown_until: Some(NOW + 10.0),
+                    hold: hold(5, NOW + 50.0),
+                    ..prior(3)
+                },
+                freeze: None,
+                ..fail_static_row(
+                    "fail static leaves a freeze alone",
+                    observe(&[], Some(6)),
+                    "arrival rate series is empty",
+                )
             },
         ]
     }

@@ -10,7 +10,8 @@ use super::spec::{HeadroomState, Hold, PolicySpec, TargetSpec};
 pub struct Rails {
     min_spare: u32,
     max_spare: u32,
-    /// Spare replicas the GPU cap leaves after what is in use and pending.
+    /// Spare replicas the GPU cap leaves the tick after what is in use, pending, and reserved
+    /// for replacements of draining nodes (the reserve is served first; see `new`).
     gpu_room: Option<(u32, u32)>,
     max_step_up: u32,
     max_step_down: u32,
@@ -32,9 +33,14 @@ impl Rails {
         Rails {
             min_spare: target.min_spare,
             max_spare: target.max_spare,
-            gpu_room: target
-                .gpu_cap
-                .map(|cap| (cap, (cap / gpus).saturating_sub(current_need))),
+            // The reserve takes the cap's room before the forecast does: a replacement for a
+            // draining node is needed now, a forecast spare only maybe. The tick never cuts the
+            // reserve itself (the drain owns it), so spare + reserve exceeds the cap only when
+            // the reserve alone does: make-before-break briefly runs above the cap.
+            gpu_room: target.gpu_cap.map(|cap| {
+                let room = (cap / gpus).saturating_sub(current_need);
+                (cap, room.saturating_sub(prior.replacement_reserved))
+            }),
             max_step_up: target.max_step_up,
             max_step_down: target.max_step_down,
             base: prior.spare.saturating_sub(prior.replacement_reserved),
@@ -149,5 +155,311 @@ impl Rails {
             }
         }
         Railed { value: v, hold }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::spec::HeadroomKind;
+
+    /// The fixed clock of every row.
+    const NOW: f64 = 1_700_000_000.0;
+
+    fn target() -> TargetSpec {
+        TargetSpec {
+            min_spare: 0,
+            max_step_up: 4,
+            max_step_down: 1,
+            ..TargetSpec::new("t", "gpu", HeadroomKind::NodePoolReplicas, 10)
+        }
+    }
+
+    struct Row {
+        name: &'static str,
+        target: TargetSpec,
+        policy: PolicySpec,
+        prior: HeadroomState,
+        /// Replicas in use + pending now (only the GPU cap reads it).
+        need: u32,
+        raw: u32,
+        pending: u32,
+        want: u32,
+        hold: Option<Hold>,
+        reasons: Vec<Reason>,
+    }
+
+    /// Raw 2 from a spare of 2, nothing in the way: 2, and a fresh hold of 2.
+    fn base() -> Row {
+        Row {
+            name: "base",
+            target: target(),
+            policy: PolicySpec::default(),
+            prior: HeadroomState {
+                spare: 2,
+                ..HeadroomState::default()
+            },
+            need: 0,
+            raw: 2,
+            pending: 0,
+            want: 2,
+            hold: Some(Hold {
+                spare: 2,
+                until: NOW + 300.0,
+            }),
+            reasons: vec![],
+        }
+    }
+
+    fn spare(spare: u32) -> HeadroomState {
+        HeadroomState {
+            spare,
+            ..HeadroomState::default()
+        }
+    }
+
+    #[test]
+    fn rails_table() {
+        let rows = vec![
+            base(),
+            Row {
+                // SCALE_DOWN_DELAY_SECONDS=0: no hold is kept, so nothing is persisted.
+                name: "scale-down delay 0 keeps no hold",
+                policy: PolicySpec {
+                    scale_down_delay_s: 0.0,
+                    ..PolicySpec::default()
+                },
+                hold: None,
+                ..base()
+            },
+            Row {
+                // SCALE_DOWN_DELAY_SECONDS=0 with a hold left from before the setting changed:
+                // it still blocks the step down (3 → 2) until it ends, and is carried as is.
+                name: "scale-down delay 0 honours an old hold",
+                policy: PolicySpec {
+                    scale_down_delay_s: 0.0,
+                    ..PolicySpec::default()
+                },
+                prior: HeadroomState {
+                    hold: Some(Hold {
+                        spare: 3,
+                        until: NOW + 10.0,
+                    }),
+                    ..spare(3)
+                },
+                raw: 0,
+                want: 3,
+                hold: Some(Hold {
+                    spare: 3,
+                    until: NOW + 10.0,
+                }),
+                reasons: vec![
+                    Reason::StepDownLimited { max_step_down: 1 },
+                    Reason::ScaleDownDelay {
+                        hold_spare: 3,
+                        until: NOW + 10.0,
+                    },
+                ],
+                ..base()
+            },
+            Row {
+                // A hold of 3 until NOW+100 is overtaken by a wanted 6: the new high-water mark
+                // is 6 for the full delay from now; 2 + step 4 = 6 is reached in this tick.
+                name: "hold overtaken by a higher wanted value",
+                prior: HeadroomState {
+                    hold: Some(Hold {
+                        spare: 3,
+                        until: NOW + 100.0,
+                    }),
+                    ..spare(2)
+                },
+                raw: 6,
+                want: 6,
+                hold: Some(Hold {
+                    spare: 6,
+                    until: NOW + 300.0,
+                }),
+                ..base()
+            },
+            Row {
+                // The same hold with a wanted value equal to it is kept, not renewed.
+                name: "hold equal to the wanted value is kept",
+                prior: HeadroomState {
+                    hold: Some(Hold {
+                        spare: 3,
+                        until: NOW + 100.0,
+                    }),
+                    ..spare(3)
+                },
+                raw: 3,
+                want: 3,
+                hold: Some(Hold {
+                    spare: 3,
+                    until: NOW + 100.0,
+                }),
+                ..base()
+            },
+            Row {
+                // A hold that ends exactly now is over (until > now is required).
+                name: "hold ending now is over",
+                prior: HeadroomState {
+                    hold: Some(Hold {
+                        spare: 3,
+                        until: NOW,
+                    }),
+                    ..spare(3)
+                },
+                raw: 0,
+                want: 2,
+                hold: Some(Hold {
+                    spare: 0,
+                    until: NOW + 300.0,
+                }),
+                reasons: vec![Reason::StepDownLimited { max_step_down: 1 }],
+                ..base()
+            },
+            Row {
+                // A cooldown persisted until NOW+30 blocks 3 → 2 (a cooldown of 0 seconds is
+                // tested in the decide table: it persists none).
+                name: "cooldown blocks the step down",
+                prior: HeadroomState {
+                    cooldown_until: Some(NOW + 30.0),
+                    ..spare(3)
+                },
+                raw: 0,
+                want: 3,
+                hold: Some(Hold {
+                    spare: 0,
+                    until: NOW + 300.0,
+                }),
+                reasons: vec![
+                    Reason::StepDownLimited { max_step_down: 1 },
+                    Reason::Cooldown { until: NOW + 30.0 },
+                ],
+                ..base()
+            },
+            Row {
+                // A cooldown ending exactly now no longer blocks.
+                name: "cooldown ending now is over",
+                prior: HeadroomState {
+                    cooldown_until: Some(NOW),
+                    ..spare(3)
+                },
+                raw: 0,
+                want: 2,
+                hold: Some(Hold {
+                    spare: 0,
+                    until: NOW + 300.0,
+                }),
+                reasons: vec![Reason::StepDownLimited { max_step_down: 1 }],
+                ..base()
+            },
+            Row {
+                // maxStepDown 0: the spare never falls by itself (only the ceiling can cut it).
+                name: "step down 0",
+                target: TargetSpec {
+                    max_step_down: 0,
+                    ..target()
+                },
+                prior: spare(3),
+                raw: 0,
+                want: 3,
+                hold: Some(Hold {
+                    spare: 0,
+                    until: NOW + 300.0,
+                }),
+                reasons: vec![Reason::StepDownLimited { max_step_down: 0 }],
+                ..base()
+            },
+            Row {
+                // GPU cap 8 at 2 GPUs per replica = 4 replicas; 1 in use → room 3; 2 reserved
+                // for replacements take room first → the tick's own room is 1 of the raw 3.
+                name: "GPU cap counts the replacement reserve first",
+                target: TargetSpec {
+                    gpus_per_replica: 2,
+                    gpu_cap: Some(8),
+                    ..target()
+                },
+                prior: HeadroomState {
+                    replacement_reserved: 2,
+                    ..spare(2)
+                },
+                need: 1,
+                raw: 3,
+                want: 1,
+                hold: Some(Hold {
+                    spare: 1,
+                    until: NOW + 300.0,
+                }),
+                reasons: vec![Reason::GpuCap { gpu_cap: 8 }],
+                ..base()
+            },
+            Row {
+                // Reserve 4 > room 3: the tick's own share is 0 (the caller adds the 4 on top:
+                // one replica above the cap while the drain makes before it breaks). The floor
+                // of 1 yields to the cap.
+                name: "reserve beyond the cap leaves the tick nothing",
+                target: TargetSpec {
+                    gpus_per_replica: 2,
+                    gpu_cap: Some(8),
+                    min_spare: 1,
+                    ..target()
+                },
+                prior: HeadroomState {
+                    replacement_reserved: 4,
+                    ..spare(4)
+                },
+                need: 1,
+                raw: 3,
+                want: 0,
+                hold: Some(Hold {
+                    spare: 0,
+                    until: NOW + 300.0,
+                }),
+                reasons: vec![
+                    Reason::GpuCap { gpu_cap: 8 },
+                    Reason::Floor { min_spare: 1 },
+                    Reason::GpuCap { gpu_cap: 8 },
+                ],
+                ..base()
+            },
+            Row {
+                // Pending pods forbid the step down from 3 (raw 0 → step 2 → kept at 3).
+                name: "pending pods",
+                prior: spare(3),
+                raw: 0,
+                pending: 1,
+                want: 3,
+                hold: Some(Hold {
+                    spare: 0,
+                    until: NOW + 300.0,
+                }),
+                reasons: vec![
+                    Reason::StepDownLimited { max_step_down: 1 },
+                    Reason::PendingPods { count: 1 },
+                ],
+                ..base()
+            },
+            Row {
+                // Step-up limit: from 2, raw 9 → 6; the hold remembers the wanted 9.
+                name: "step up limit",
+                raw: 9,
+                want: 6,
+                hold: Some(Hold {
+                    spare: 9,
+                    until: NOW + 300.0,
+                }),
+                reasons: vec![Reason::StepUpLimited { max_step_up: 4 }],
+                ..base()
+            },
+        ];
+        for row in rows {
+            let rails = Rails::new(&row.target, &row.prior, row.need);
+            let mut reasons = vec![];
+            let got = rails.apply(row.raw, row.pending, &row.policy, NOW, &mut reasons);
+            assert_eq!(got.value, row.want, "{}: value; reasons {reasons:?}", row.name);
+            assert_eq!(got.hold, row.hold, "{}: hold", row.name);
+            assert_eq!(reasons, row.reasons, "{}: reasons", row.name);
+        }
     }
 }
