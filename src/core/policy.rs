@@ -9,8 +9,13 @@
 //!    only), then the hard limits again (ceiling, GPU cap and floor win over everything that only
 //!    slows a change), then the interruption path's replacement reserve on top.
 
+use super::band::{self, Calibration};
+use super::fast_path::fast_path;
+use super::hpa_sizing::hpa_replicas;
 use super::plan::{Action, ForecastSummary, Plan, Reason};
 use super::rails::Rails;
+use super::schedule::scheduled_floor;
+use super::seasonal::{seasonal_forecast, Seasonal};
 use super::signal::Observation;
 use super::signals::{assess, Inputs};
 use super::sizing::replicas_for;
@@ -52,25 +57,56 @@ pub fn decide(
         Ok(inputs) => inputs,
         Err(detail) => return fail_static(target, prior, now, detail, summary),
     };
-
-    // Sizing. The horizon rate is never below the rate observed now: the smoothed level lags a
-    // burst, and demand that is already here is the best evidence of the next minutes.
-    let concurrency = target.replica_concurrency;
-    let wait = policy.target_wait_s;
-    let size = |rate: f64| replicas_for(rate, inputs.service_time_s, concurrency, wait);
-    let replicas_now = size(inputs.observed_rate);
-    let replicas_at_horizon = size(summary.rate_at_horizon);
-    summary.replicas_now = replicas_now;
-    summary.replicas_at_horizon = replicas_at_horizon;
-
-    // Pending inference pods already claim capacity (Karpenter is launching nodes for them), so
-    // they count as in use; they also forbid scale-down below (see the rail).
-    let in_use = observed.serving_replicas.unwrap_or(replicas_now);
-    let current_need = in_use.saturating_add(observed.pending_pods);
-    let raw = replicas_at_horizon.saturating_sub(current_need);
-
-    let rails = Rails::new(target, prior, current_need);
     let mut reasons = vec![Reason::Forecast];
+
+    // Forecasters and band: the rate to cover over the lead time. The horizon rate is never
+    // below the rate observed now: the smoothed level lags a burst, and demand that is already
+    // here is the best evidence of the next minutes.
+    let calibration = calibration(observed, target, policy, prior, &inputs, now);
+    summary.rate_at_horizon = horizon_rate(
+        observed,
+        policy,
+        &inputs,
+        calibration.as_ref(),
+        now,
+        &mut summary,
+    )
+    .max(inputs.observed_rate);
+
+    // Sizing: in the HPA's units when it can be predicted, else Erlang C.
+    let sized = size(observed, target, policy, &inputs, summary.rate_at_horizon);
+    summary.replicas_now = sized.now;
+    summary.replicas_at_horizon = sized.at_horizon;
+    summary.sizing = sized.units.into();
+    if let Some(why) = sized.fallback {
+        reasons.push(Reason::QueueSizing { why });
+    }
+    let mut raw = sized.at_horizon.saturating_sub(sized.in_place);
+
+    // Fast path: a queue building now provisions the end of the HPA's ramp in one step.
+    let ready = observed.serving_replicas.unwrap_or(sized.now);
+    let fast = fast_path(
+        observed,
+        target,
+        policy,
+        ready,
+        inputs.observed_rate,
+        inputs.service_time_s,
+        now,
+    );
+    if let Some(f) = &fast {
+        raw = raw.max(f.replicas_wanted.saturating_sub(sized.in_place));
+        reasons.push(Reason::FastPath {
+            in_system: f.in_system,
+            ready_slots: f.ready_slots,
+            replicas: f.replicas_wanted,
+        });
+    }
+
+    let scheduled = scheduled_floor(&target.schedules, &policy.zone(), now, policy.lead_time_s);
+    let rails = Rails::new(target, prior, sized.in_place)
+        .with_scheduled_floor(scheduled)
+        .urgent(fast.is_some());
     let spare = rails.apply(raw, observed.pending_pods, policy, now, &mut reasons);
 
     let reserved = prior.replacement_reserved;
@@ -107,7 +143,160 @@ pub fn decide(
             replacement_reserved: reserved,
             consolidation_frozen: freeze_consolidation.unwrap_or(prior.consolidation_frozen),
             last_tick: Some(now),
+            calibration,
         },
+    }
+}
+
+/// The calibration to use and persist: refitted when the tick fetched the long history (it
+/// does so only when the cached one is due), else the cached one.
+fn calibration(
+    observed: &Observation,
+    target: &TargetSpec,
+    policy: &PolicySpec,
+    prior: &HeadroomState,
+    inputs: &Inputs,
+    now: f64,
+) -> Option<Calibration> {
+    if observed.calibration_history.is_empty() {
+        return prior.calibration.clone();
+    }
+    let q = band::quantile(policy, target, inputs.service_time_s);
+    Some(band::calibrate(
+        &observed.calibration_history,
+        policy,
+        q,
+        now,
+    ))
+}
+
+/// The blended point forecast plus the band. The trend model's point forecast is blended with
+/// the seasonal one (weight from the calibration; an even blend before the first one), and
+/// the lead-time band of the calibration is added; without it, the one-step band of the trend
+/// model (the fallback, logged).
+fn horizon_rate(
+    observed: &Observation,
+    policy: &PolicySpec,
+    inputs: &Inputs,
+    calibration: Option<&Calibration>,
+    now: f64,
+    summary: &mut ForecastSummary,
+) -> f64 {
+    let trend = inputs.forecast.point_over_horizon;
+    summary.trend_peak = trend;
+    let seasonal = if policy.seasons_s.is_empty() {
+        None
+    } else {
+        match seasonal_forecast(
+            &observed.arrival_rate,
+            &observed.seasonal,
+            now,
+            policy.lead_time_s,
+            policy.step_s,
+        ) {
+            Seasonal::Forecast { peak, .. } => Some(peak),
+            Seasonal::Unavailable { why } => {
+                summary.trend_only = Some(why);
+                None
+            }
+        }
+    };
+    summary.seasonal_peak = seasonal;
+    let weight = match (seasonal, calibration) {
+        (None, _) => 0.0,
+        (Some(_), Some(c)) if c.band.is_some() => c.seasonal_weight,
+        (Some(_), _) => 0.5,
+    };
+    summary.seasonal_weight = weight;
+    let point = match seasonal {
+        Some(s) => (1.0 - weight) * trend + weight * s,
+        None => trend,
+    };
+    let zone = policy.zone();
+    let band = match calibration.map(|c| (c, c.band_at(now, &zone))) {
+        Some((c, Some(b))) => {
+            summary.band_source = "lead_time".into();
+            summary.quantile = c.quantile;
+            summary.coverage = c.coverage;
+            b
+        }
+        other => {
+            summary.band_source = "one_step".into();
+            summary.quantile = policy.error_quantile;
+            let why = match other {
+                Some((c, None)) => c.note.clone().unwrap_or_else(|| "no band".into()),
+                _ => "not calibrated yet".into(),
+            };
+            summary.one_step_band = Some(why);
+            inputs.forecast.error_quantile
+        }
+    };
+    summary.error_quantile = band;
+    (point + band).max(0.0)
+}
+
+/// Replicas wanted now and at the horizon, and those in place (ready, loading, pending).
+struct Sized {
+    now: u32,
+    at_horizon: u32,
+    in_place: u32,
+    units: &'static str,
+    fallback: Option<String>,
+}
+
+/// Sizing. In the HPA's units when the target names its HPA and its metric is predictable:
+/// what the HPA will want at the horizon, against the replicas ready, loading and pending (a
+/// pending pod is demand the HPA already counted, not capacity). Else Erlang C replicas for
+/// the rate, against those serving (or, unknown, needed now), loading and pending.
+fn size(
+    observed: &Observation,
+    target: &TargetSpec,
+    policy: &PolicySpec,
+    inputs: &Inputs,
+    rate_at_horizon: f64,
+) -> Sized {
+    let loading = observed.loading_replicas.unwrap_or(0);
+    let pending = observed.pending_pods;
+    let mut fallback = None;
+    if let Some(hpa) = &observed.hpa {
+        let s = inputs.service_time_s;
+        match (
+            hpa_replicas(hpa, inputs.observed_rate, s),
+            hpa_replicas(hpa, rate_at_horizon, s),
+        ) {
+            (Ok(now), Ok(at_horizon)) => {
+                let ready = observed.serving_replicas.unwrap_or(hpa.current_replicas);
+                return Sized {
+                    now,
+                    at_horizon,
+                    in_place: ready.saturating_add(loading).saturating_add(pending),
+                    units: "hpa",
+                    fallback: None,
+                };
+            }
+            (Err(why), _) | (_, Err(why)) => {
+                fallback = Some(format!("HPA metric not predictable from the queue: {why}"))
+            }
+        }
+    } else if target.hpa.is_some() {
+        fallback = Some("HPA not read".into());
+    }
+    let size = |rate: f64| {
+        replicas_for(
+            rate,
+            inputs.service_time_s,
+            target.replica_concurrency,
+            policy.target_wait_s,
+        )
+    };
+    let now = size(inputs.observed_rate);
+    let in_use = observed.serving_replicas.unwrap_or(now);
+    Sized {
+        now,
+        at_horizon: size(rate_at_horizon),
+        in_place: in_use.saturating_add(loading).saturating_add(pending),
+        units: "queue",
+        fallback,
     }
 }
 

@@ -19,6 +19,10 @@ pub struct Rails {
     base: u32,
     hold: Option<Hold>,
     cooldown_until: Option<f64>,
+    /// A scheduled window's minimum spare and its index, a floor like `min_spare`.
+    scheduled: Option<(u32, usize)>,
+    /// The fast path fired: the step-up limit does not apply this tick.
+    urgent: bool,
 }
 
 /// The railed spare and the hold to persist.
@@ -46,6 +50,35 @@ impl Rails {
             base: prior.spare.saturating_sub(prior.replacement_reserved),
             hold: prior.hold,
             cooldown_until: prior.cooldown_until,
+            scheduled: None,
+            urgent: false,
+        }
+    }
+
+    /// Adds a scheduled window's minimum spare as a floor (the larger floor wins).
+    pub fn with_scheduled_floor(mut self, scheduled: Option<(u32, usize)>) -> Self {
+        self.scheduled = scheduled;
+        self
+    }
+
+    /// Lifts the step-up limit for this tick (the fast path provisions in one step).
+    pub fn urgent(mut self, urgent: bool) -> Self {
+        self.urgent = urgent;
+        self
+    }
+
+    /// The effective floor and the reason to log when it is applied.
+    fn floor(&self) -> (u32, Reason) {
+        match self.scheduled {
+            Some((min_spare, window)) if min_spare > self.min_spare => {
+                (min_spare, Reason::Scheduled { min_spare, window })
+            }
+            _ => (
+                self.min_spare,
+                Reason::Floor {
+                    min_spare: self.min_spare,
+                },
+            ),
         }
     }
 
@@ -59,12 +92,11 @@ impl Rails {
     ) -> Railed {
         let mut v = raw;
 
-        // 1. Floor and ceiling.
-        if v < self.min_spare {
-            v = self.min_spare;
-            reasons.push(Reason::Floor {
-                min_spare: self.min_spare,
-            });
+        // 1. Floor (the target's or a scheduled window's) and ceiling.
+        let (floor, floor_reason) = self.floor();
+        if v < floor {
+            v = floor;
+            reasons.push(floor_reason.clone());
         }
         if v > self.max_spare {
             v = self.max_spare;
@@ -84,7 +116,11 @@ impl Rails {
         let wanted = v;
 
         // 3. Step limits, relative to the tick's share of the current spare.
-        let up_limit = self.base.saturating_add(self.max_step_up);
+        let up_limit = if self.urgent {
+            u32::MAX
+        } else {
+            self.base.saturating_add(self.max_step_up)
+        };
         let down_limit = self.base.saturating_sub(self.max_step_down);
         if v > up_limit {
             v = up_limit;
@@ -140,13 +176,11 @@ impl Rails {
                 max_spare: self.max_spare,
             });
         }
-        if v < self.min_spare {
+        if v < floor {
             // Only the step-up limit can leave v below the floor here. The floor is a promise,
             // not a forecast: it is met at once, past the step limit.
-            v = self.min_spare;
-            reasons.push(Reason::Floor {
-                min_spare: self.min_spare,
-            });
+            v = floor;
+            reasons.push(floor_reason);
         }
         if let Some((gpu_cap, room)) = self.gpu_room {
             if v > room {
@@ -457,7 +491,11 @@ mod tests {
             let rails = Rails::new(&row.target, &row.prior, row.need);
             let mut reasons = vec![];
             let got = rails.apply(row.raw, row.pending, &row.policy, NOW, &mut reasons);
-            assert_eq!(got.value, row.want, "{}: value; reasons {reasons:?}", row.name);
+            assert_eq!(
+                got.value, row.want,
+                "{}: value; reasons {reasons:?}",
+                row.name
+            );
             assert_eq!(got.hold, row.hold, "{}: hold", row.name);
             assert_eq!(reasons, row.reasons, "{}: reasons", row.name);
         }

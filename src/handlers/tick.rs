@@ -158,6 +158,15 @@ pub fn reason_text(reason: &Reason) -> String {
         }
         Reason::PendingPods { count } => format!("pending_pods({count})"),
         Reason::ReplacementReserved { replicas } => format!("replacement_reserved({replicas})"),
+        Reason::FastPath {
+            in_system,
+            ready_slots,
+            replicas,
+        } => format!("fast_path({in_system:.1} in system vs {ready_slots:.0} ready slots: {replicas} replicas)"),
+        Reason::Scheduled { min_spare, window } => {
+            format!("scheduled(window {window}: min {min_spare})")
+        }
+        Reason::QueueSizing { why } => format!("queue_sizing({why})"),
     }
 }
 
