@@ -336,8 +336,8 @@ fn consolidation(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::signal::Sample;
-    use crate::core::spec::{HeadroomKind, Hold};
+    use crate::core::signal::{HpaMetric, HpaStatus, Sample, SeasonSeries};
+    use crate::core::spec::{HeadroomKind, Hold, ScheduleWindow};
 
     /// The fixed clock of every row.
     const NOW: f64 = 1_700_000_000.0;
@@ -974,7 +974,183 @@ mod tests {
                     "arrival rate series is empty",
                 )
             },
+            Row {
+                // 6 ready replicas of 1 slot; waiting 12 + running 6 = 18 ≥ 2 × 6: the fast
+                // path fires. End of ramp max(18, 5 req/s × 1 s) = 18 replicas, 6 in place →
+                // 12, past the step-up limit of 4 in one tick.
+                name: "fast path",
+                observed: Observation {
+                    waiting: series_ending(NOW, &[12.0, 12.0]),
+                    running: series_ending(NOW, &[6.0, 6.0]),
+                    ..observe(&[5.0; 8], Some(6))
+                },
+                action: Action::ScaleUp,
+                desired: 12,
+                reasons: vec![
+                    Reason::Forecast,
+                    Reason::FastPath {
+                        in_system: 18.0,
+                        ready_slots: 6.0,
+                        replicas: 18,
+                    },
+                ],
+                hold: hold(12, NOW + 300.0),
+                cooldown: Some(NOW + 60.0),
+                ..steady()
+            },
+            Row {
+                // Below the trigger (waiting 5 + running 6 = 11 < 12): nothing.
+                name: "fast path below its trigger",
+                observed: Observation {
+                    waiting: series_ending(NOW, &[5.0, 5.0]),
+                    running: series_ending(NOW, &[6.0, 6.0]),
+                    ..observe(&[5.0; 8], Some(6))
+                },
+                ..steady()
+            },
+            Row {
+                // HPA units: 1 request in the system per replica; 5 req/s × 1 s = 5 in system
+                // → the HPA wants 5. 3 ready + 1 loading in place → spare 1. (Erlang C would
+                // want 6 against 3 serving: 3.)
+                name: "HPA units",
+                observed: Observation {
+                    hpa: Some(hpa(HpaMetric::InSystemPerReplica {
+                        target_average: 1.0,
+                    })),
+                    loading_replicas: Some(1),
+                    ..observe(&[5.0; 8], Some(3))
+                },
+                action: Action::ScaleUp,
+                desired: 1,
+                hold: hold(1, NOW + 300.0),
+                cooldown: Some(NOW + 60.0),
+                ..steady()
+            },
+            Row {
+                // An HPA on CPU: Erlang C (6 for 5 req/s, 6 serve → 0), and the log says why.
+                name: "HPA metric not predictable",
+                observed: Observation {
+                    hpa: Some(hpa(HpaMetric::Unpredictable {
+                        why: "resource cpu".into(),
+                    })),
+                    ..observe(&[5.0; 8], Some(6))
+                },
+                reasons: vec![
+                    Reason::Forecast,
+                    Reason::QueueSizing {
+                        why: "HPA metric not predictable from the queue: resource cpu".into(),
+                    },
+                ],
+                ..steady()
+            },
+            Row {
+                // A window every minute lasting 2 minutes is always on: its minimum 3 is a
+                // floor, logged as the window's.
+                name: "scheduled window",
+                target: TargetSpec {
+                    schedules: vec![ScheduleWindow {
+                        cron: "* * * * *".into(),
+                        time_zone: None,
+                        duration_seconds: 120.0,
+                        min_spare: 3,
+                    }],
+                    ..test_target()
+                },
+                action: Action::ScaleUp,
+                desired: 3,
+                reasons: vec![
+                    Reason::Forecast,
+                    Reason::Scheduled {
+                        min_spare: 3,
+                        window: 0,
+                    },
+                ],
+                hold: hold(3, NOW + 300.0),
+                cooldown: Some(NOW + 60.0),
+                ..steady()
+            },
+            Row {
+                // Cached calibration: band 2, seasonal weight 0.5. Trend 5 (flat); yesterday was
+                // 5 over the window too (scale 1) and 9 over the next lead time: blend
+                // 0.5·5 + 0.5·9 = 7, + 2 = 9 req/s → 10 replicas, 6 serve → 4.
+                name: "seasonal blend with a calibrated band",
+                observed: Observation {
+                    seasonal: vec![SeasonSeries {
+                        period_s: 86_400.0,
+                        samples: series_ending(
+                            NOW + 180.0,
+                            &[&[5.0; 8][..], &[9.0; 12][..]].concat(),
+                        ),
+                    }],
+                    ..observe(&[5.0; 8], Some(6))
+                },
+                prior: HeadroomState {
+                    calibration: Some(calibrated(2.0, 0.5)),
+                    ..prior(0)
+                },
+                action: Action::ScaleUp,
+                desired: 4,
+                hold: hold(4, NOW + 300.0),
+                cooldown: Some(NOW + 60.0),
+                ..steady()
+            },
         ]
+    }
+
+    fn hpa(metric: HpaMetric) -> HpaStatus {
+        HpaStatus {
+            min_replicas: 1,
+            max_replicas: 50,
+            current_replicas: 3,
+            desired_replicas: 3,
+            metric,
+        }
+    }
+
+    fn calibrated(band: f64, seasonal_weight: f64) -> Calibration {
+        Calibration {
+            computed_at: NOW - 60.0,
+            quantile: 0.9,
+            band: Some(band),
+            by_hour: vec![],
+            seasonal_weight,
+            coverage: Some(0.88),
+            windows: 100,
+            note: None,
+        }
+    }
+
+    #[test]
+    fn summary_says_which_stages_were_used() {
+        let plan = decide(
+            &observe(&[5.0; 8], Some(6)),
+            &test_target(),
+            &test_policy(),
+            &HeadroomState::default(),
+            NOW,
+        );
+        let f = &plan.forecast;
+        assert_eq!(f.sizing, "queue");
+        assert_eq!(f.band_source, "one_step");
+        assert_eq!(f.one_step_band.as_deref(), Some("not calibrated yet"));
+        assert_eq!(f.trend_only.as_deref(), Some("no seasonal history"));
+        // A history in the observation is fitted and persisted in the next state.
+        let history: Vec<Sample> = (0..200)
+            .map(|i| Sample::new(NOW - 60.0 * (199 - i) as f64, 5.0))
+            .collect();
+        let plan = decide(
+            &Observation {
+                calibration_history: history,
+                ..observe(&[5.0; 8], Some(6))
+            },
+            &test_target(),
+            &test_policy(),
+            &HeadroomState::default(),
+            NOW,
+        );
+        let c = plan.next_state.calibration.expect("calibrated");
+        assert_eq!((c.computed_at, c.band), (NOW, Some(0.0)));
+        assert_eq!(plan.forecast.band_source, "lead_time");
     }
 
     #[test]
