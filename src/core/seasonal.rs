@@ -54,15 +54,21 @@ pub fn season_peak(
         ));
     }
     // Pair today's samples with the season's on the same (shifted) times, half a step apart
-    // at most.
+    // at most, or half the season's own spacing when it is coarser (CloudWatch keeps one-minute
+    // data for old history).
     let past: Vec<&Sample> = finite(&season.samples).filter(|s| s.t <= now).collect();
+    let spacing = match (past.first(), past.last()) {
+        (Some(a), Some(b)) if past.len() > 1 => (b.t - a.t) / (past.len() - 1) as f64,
+        _ => step_s,
+    };
+    let tolerance = step_s.max(spacing) / 2.0;
     let mut today_sum = 0.0;
     let mut season_sum = 0.0;
     let mut pairs = 0usize;
     let mut today_n = 0usize;
     for t in finite(today) {
         today_n += 1;
-        if let Some(s) = past.iter().find(|s| (s.t - t.t).abs() <= step_s / 2.0) {
+        if let Some(s) = past.iter().find(|s| (s.t - t.t).abs() <= tolerance) {
             today_sum += t.v.max(0.0);
             season_sum += s.v.max(0.0);
             pairs += 1;

@@ -254,6 +254,10 @@ pub struct HpaRef {
     /// only warm nodes), restoring the user's value afterwards.
     #[serde(default)]
     pub raise_min_replicas: bool,
+    /// The name of the HPA metric that counts requests in the system (waiting + running, or
+    /// running) per replica, when its name does not say so (see `adapters::kube::hpa`).
+    #[serde(default)]
+    pub in_system_metric: Option<String>,
 }
 
 /// A scheduled window: from each start the cron expression gives, for `duration_seconds`,
@@ -686,6 +690,7 @@ mod tests {
                         namespace: "ml".into(),
                         name: "".into(),
                         raise_min_replicas: false,
+                        in_system_metric: None,
                     }),
                     ..base()
                 },
