@@ -608,3 +608,58 @@ async fn static_node_pool_replicas_read_back_with_the_template_untouched() {
 
     delete(&pools, &name).await;
 }
+
+/// The HPA reader as the `prewarm-lambda` user (RBAC: `get` on horizontalpodautoscalers): an HPA
+/// on vLLM's running requests (4 per replica) is predictable; min/max come back as written.
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn hpa_is_read_as_the_lambda_user() {
+    use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+    use prewarm::adapters::kube::hpa::read_hpa_status;
+    use prewarm::core::signal::HpaMetric;
+    use prewarm::core::spec::HpaRef;
+
+    let name = unique("hpa");
+    let admin_api: Api<HorizontalPodAutoscaler> = Api::namespaced(admin().await, "prewarm");
+    let hpa: HorizontalPodAutoscaler = serde_json::from_value(json!({
+        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": name, "namespace": "prewarm"},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "nothing"},
+            "minReplicas": 2, "maxReplicas": 9,
+            "metrics": [{"type": "Pods", "pods": {
+                "metric": {"name": "vllm:num_requests_running"},
+                "target": {"type": "AverageValue", "averageValue": "4"}}}]
+        }
+    }))
+    .unwrap();
+    admin_api
+        .create(&Default::default(), &hpa)
+        .await
+        .expect("admin creates the HPA");
+    let r = HpaRef {
+        namespace: "prewarm".into(),
+        name: name.clone(),
+        raise_min_replicas: false,
+        in_system_metric: None,
+    };
+    let got = read_hpa_status(&lambda().await, &r).await;
+    let _ = admin_api.delete(&name, &DeleteParams::default()).await;
+    let got = got.expect("the lambda user may get HPAs");
+    assert_eq!((got.min_replicas, got.max_replicas), (2, 9));
+    assert_eq!(
+        got.metric,
+        HpaMetric::InSystemPerReplica {
+            target_average: 4.0
+        }
+    );
+    // A missing HPA is NotFound, naming it.
+    let missing = HpaRef {
+        name: "no-such-hpa".into(),
+        ..r
+    };
+    match read_hpa_status(&lambda().await, &missing).await {
+        Err(Error::NotFound { kind, .. }) => assert_eq!(kind, "HorizontalPodAutoscaler"),
+        other => panic!("expected NotFound, got {other:?}"),
+    }
+}
