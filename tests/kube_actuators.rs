@@ -663,3 +663,102 @@ async fn hpa_is_read_as_the_lambda_user() {
         other => panic!("expected NotFound, got {other:?}"),
     }
 }
+
+/// The HPA floor lease on the real apiserver, written as the `prewarm-lambda` user: a raise is
+/// never above maxReplicas, the user's minReplicas comes back exactly, a user's edit made while
+/// raised is kept, and the writes carry prewarm's own field manager.
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn hpa_floor_is_raised_and_restored_as_the_lambda_user() {
+    use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+    use prewarm::adapters::kube::hpa_floor::{
+        apply_floor, restore_hpa_floor, FloorIntent, FIELD_MANAGER, RAISED_MIN, USER_MIN,
+    };
+    use prewarm::core::spec::HpaRef;
+
+    let name = unique("floor");
+    let admin_api: Api<HorizontalPodAutoscaler> = Api::namespaced(admin().await, "prewarm");
+    let hpa: HorizontalPodAutoscaler = serde_json::from_value(json!({
+        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": name, "namespace": "prewarm"},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "nothing"},
+            "minReplicas": 2, "maxReplicas": 9,
+            "metrics": [{"type": "Pods", "pods": {
+                "metric": {"name": "vllm:num_requests_running"},
+                "target": {"type": "AverageValue", "averageValue": "4"}}}]
+        }
+    }))
+    .unwrap();
+    admin_api.create(&Default::default(), &hpa).await.unwrap();
+    let r = HpaRef {
+        namespace: "prewarm".into(),
+        name: name.clone(),
+        raise_min_replicas: true,
+        in_system_metric: None,
+    };
+    let lambda = lambda().await;
+    let min_of = |h: &HorizontalPodAutoscaler| h.spec.as_ref().unwrap().min_replicas;
+    let result = async {
+        // Asked for 20, capped at maxReplicas 9; the user's 2 is saved.
+        let outcome = apply_floor(&lambda, &r, FloorIntent::AtLeast(20), now(), 300.0, false)
+            .await
+            .expect("the lambda user may patch HPAs");
+        assert_eq!(outcome, "raised");
+        let h = admin_api.get(&name).await.unwrap();
+        assert_eq!(min_of(&h), Some(9));
+        let ann = h.metadata.annotations.clone().unwrap();
+        assert_eq!(ann.get(USER_MIN).map(String::as_str), Some("2"));
+        assert_eq!(ann.get(RAISED_MIN).map(String::as_str), Some("9"));
+        let managers: Vec<String> = h
+            .metadata
+            .managed_fields
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|m| m.manager)
+            .collect();
+        assert!(managers.iter().any(|m| m == FIELD_MANAGER), "{managers:?}");
+
+        // Restored exactly.
+        assert_eq!(
+            restore_hpa_floor(&lambda, &r, now()).await.unwrap(),
+            "restored"
+        );
+        let h = admin_api.get(&name).await.unwrap();
+        assert_eq!(min_of(&h), Some(2));
+        assert!(h
+            .metadata
+            .annotations
+            .unwrap_or_default()
+            .get(USER_MIN)
+            .is_none());
+
+        // Raised again, then the user sets 4 by hand: the restore keeps the user's 4.
+        apply_floor(&lambda, &r, FloorIntent::AtLeast(6), now(), 300.0, false)
+            .await
+            .unwrap();
+        admin_api
+            .patch(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"minReplicas": 4}})),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            restore_hpa_floor(&lambda, &r, now()).await.unwrap(),
+            "user_edit_kept"
+        );
+        let h = admin_api.get(&name).await.unwrap();
+        assert_eq!(min_of(&h), Some(4));
+        assert!(h
+            .metadata
+            .annotations
+            .unwrap_or_default()
+            .get(RAISED_MIN)
+            .is_none());
+    }
+    .await;
+    let _ = admin_api.delete(&name, &DeleteParams::default()).await;
+    result
+}

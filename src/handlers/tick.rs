@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use crate::adapters::kube::headroom::{self, ApplyOutcome, HeadroomRead};
 use crate::adapters::kube::nodepool::{self, NodePoolView};
-use crate::adapters::kube::{annotations, hpa, pods, ClientCache};
+use crate::adapters::kube::{annotations, hpa, hpa_floor, pods, ClientCache};
 use crate::adapters::metrics::{self, MetricSource, Window};
 use crate::config::Config;
 use crate::core::band;
@@ -65,6 +65,10 @@ pub struct TargetReport {
     pub size_after: Option<u32>,
     /// NodePool limits/budgets patch outcome.
     pub node_pool: Option<String>,
+    /// The HPA floor (`hpa.raiseMinReplicas`): raised, renewed, restored, user_edit_kept,
+    /// unchanged, or the error.
+    #[serde(default)]
+    pub hpa_floor: Option<String>,
     /// Set when this target was left alone on purpose (another invocation acted).
     pub skipped: Option<String>,
     pub error: Option<String>,
@@ -85,6 +89,7 @@ impl TargetReport {
             size_before: None,
             size_after: None,
             node_pool: None,
+            hpa_floor: None,
             skipped: None,
             error: None,
             error_kind: None,
@@ -397,7 +402,27 @@ pub async fn tick_target(
         Ok(o) => report.node_pool = Some(o.as_str().into()),
         Err(e) => return report.failed(&e),
     }
+    if let Some(r) = target.hpa.as_ref().filter(|r| r.raise_min_replicas) {
+        let lease_s = policy.scale_down_delay_s.max(120.0);
+        report.hpa_floor = Some(
+            match hpa_floor::apply_floor(client, r, floor_intent(&plan), now, lease_s, dry_run)
+                .await
+            {
+                Ok(outcome) => outcome.to_string(),
+                Err(e) => format!("error: {e}"),
+            },
+        );
+    }
     report
+}
+
+/// The HPA floor this tick: the replicas forecast for the horizon, or hold as is when failing
+/// static (never lowered on missing data; the lease is renewed).
+pub fn floor_intent(plan: &Plan) -> hpa_floor::FloorIntent {
+    match plan.action {
+        core::Action::FailStatic => hpa_floor::FloorIntent::Hold,
+        _ => hpa_floor::FloorIntent::AtLeast(plan.forecast.replicas_at_horizon),
+    }
 }
 
 /// Runs one tick over every target concurrently, each in its own task.
@@ -469,6 +494,7 @@ pub fn log_decision(r: &TargetReport) {
     let reason = r.reason();
     let headroom = r.headroom.as_deref().unwrap_or("");
     let node_pool = r.node_pool.as_deref().unwrap_or("");
+    let hpa_floor = r.hpa_floor.as_deref().unwrap_or("");
     if r.error.is_some() {
         tracing::error!(
             event = "decision",
@@ -505,6 +531,7 @@ pub fn log_decision(r: &TargetReport) {
             reason = %reason,
             headroom = headroom,
             node_pool = node_pool,
+            hpa_floor = hpa_floor,
             dry_run = r.dry_run,
             "decision"
         );

@@ -11,6 +11,7 @@ pub mod drain;
 pub mod eks_token;
 pub mod headroom;
 pub mod hpa;
+pub mod hpa_floor;
 pub mod nodepool;
 pub mod pods;
 pub mod resources;
