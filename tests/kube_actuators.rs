@@ -726,12 +726,11 @@ async fn hpa_floor_is_raised_and_restored_as_the_lambda_user() {
         );
         let h = admin_api.get(&name).await.unwrap();
         assert_eq!(min_of(&h), Some(2));
-        assert!(h
+        assert!(!h
             .metadata
             .annotations
             .unwrap_or_default()
-            .get(USER_MIN)
-            .is_none());
+            .contains_key(USER_MIN));
 
         // Raised again, then the user sets 4 by hand: the restore keeps the user's 4.
         apply_floor(&lambda, &r, FloorIntent::AtLeast(6), now(), 300.0, false)
@@ -751,12 +750,11 @@ async fn hpa_floor_is_raised_and_restored_as_the_lambda_user() {
         );
         let h = admin_api.get(&name).await.unwrap();
         assert_eq!(min_of(&h), Some(4));
-        assert!(h
+        assert!(!h
             .metadata
             .annotations
             .unwrap_or_default()
-            .get(RAISED_MIN)
-            .is_none());
+            .contains_key(RAISED_MIN));
     }
     .await;
     let _ = admin_api.delete(&name, &DeleteParams::default()).await;

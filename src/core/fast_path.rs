@@ -118,7 +118,15 @@ mod tests {
             },
         };
         // (name, observation, ready, rate, service, want)
-        let rows: Vec<(&str, Observation, u32, f64, f64, Option<(f64, f64, u32)>)> = vec![
+        type Row = (
+            &'static str,
+            Observation,
+            u32,
+            f64,
+            f64,
+            Option<(f64, f64, u32)>,
+        );
+        let rows: Vec<Row> = vec![
             // 2 ready × 4 slots = 8; in system (8 + 8) = 16 = 2 × 8: fires. Settled
             // max(16, 1 × 4) = 16 → 16 / 4 slots = 4 replicas.
             (

@@ -56,7 +56,8 @@ mod tests {
     fn hpa_table() {
         let per = |t: f64| hpa(HpaMetric::InSystemPerReplica { target_average: t });
         // (name, hpa, rate, service time, want)
-        let rows: Vec<(&str, HpaStatus, f64, f64, Result<u32, &str>)> = vec![
+        type Row = (&'static str, HpaStatus, f64, f64, Result<u32, &'static str>);
+        let rows: Vec<Row> = vec![
             // 3 req/s × 4 s = 12 in system; target 4 per replica → 3.
             ("exact", per(4.0), 3.0, 4.0, Ok(3)),
             // 13 in system / 4 = 3.25 → 4.

@@ -93,14 +93,15 @@ mod tests {
         let utc = chrono_tz::UTC;
         let berlin: chrono_tz::Tz = "Europe/Berlin".parse().unwrap();
         // (name, windows, default zone, now, lead, want)
-        let rows: Vec<(
-            &str,
+        type Row = (
+            &'static str,
             Vec<ScheduleWindow>,
             chrono_tz::Tz,
             f64,
             f64,
             Option<(u32, usize)>,
-        )> = vec![
+        );
+        let rows: Vec<Row> = vec![
             // 14:00 UTC daily for 30 min; at 13:57 with a 180 s lead the window starts at
             // 14:00 = now + lead exactly: active.
             (

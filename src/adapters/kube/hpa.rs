@@ -194,7 +194,13 @@ mod tests {
     #[test]
     fn hpa_metric_table() {
         let avg = |v: &str| serde_json::json!({"type": "AverageValue", "averageValue": v});
-        let rows: Vec<(&str, serde_json::Value, Option<&str>, Result<f64, &str>)> = vec![
+        type Row<'a> = (
+            &'a str,
+            serde_json::Value,
+            Option<&'a str>,
+            Result<f64, &'a str>,
+        );
+        let rows: Vec<Row> = vec![
             (
                 "vLLM running",
                 serde_json::json!([pods("vllm:num_requests_running", avg("4"))]),

@@ -331,14 +331,15 @@ mod tests {
             let refs: Vec<(&str, &str)> = ann.iter().map(|(k, v)| (*k, v.as_str())).collect();
             view(min, 10, &refs)
         };
-        let rows: Vec<(
-            &str,
+        type Row = (
+            &'static str,
             FloorView,
             FloorIntent,
             Option<u32>,
             BTreeMap<String, Option<String>>,
-            &str,
-        )> = vec![
+            &'static str,
+        );
+        let rows: Vec<Row> = vec![
             (
                 "raise from the user's 2 to 5",
                 v(2, vec![]),

@@ -41,7 +41,7 @@ pub fn is_loading(pod: &Pod) -> bool {
     matches!(phase, Some("Pending") | Some("Running"))
         && pod.metadata.deletion_timestamp.is_none()
         && condition(pod, "PodScheduled").is_some_and(|c| c.status == "True")
-        && !condition(pod, "Ready").is_some_and(|c| c.status == "True")
+        && condition(pod, "Ready").is_none_or(|c| c.status != "True")
 }
 
 /// Counts of a target's inference pods.
