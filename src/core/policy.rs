@@ -81,7 +81,8 @@ pub fn decide(
     if let Some(why) = sized.fallback {
         reasons.push(Reason::QueueSizing { why });
     }
-    let mut raw = sized.at_horizon.saturating_sub(sized.in_place);
+    let forecast_raw = sized.at_horizon.saturating_sub(sized.in_place);
+    let mut raw = forecast_raw;
 
     // Fast path: a queue building now provisions the end of the HPA's ramp in one step.
     let ready = observed.serving_replicas.unwrap_or(sized.now);
@@ -106,7 +107,8 @@ pub fn decide(
     let scheduled = scheduled_floor(&target.schedules, &policy.zone(), now, policy.lead_time_s);
     let rails = Rails::new(target, prior, sized.in_place)
         .with_scheduled_floor(scheduled)
-        .urgent(fast.is_some());
+        .urgent(fast.is_some())
+        .remember_at_most(forecast_raw);
     let spare = rails.apply(raw, observed.pending_pods, policy, now, &mut reasons);
 
     let reserved = prior.replacement_reserved;
@@ -977,7 +979,8 @@ mod tests {
             Row {
                 // 6 ready replicas of 1 slot; waiting 12 + running 6 = 18 ≥ 2 × 6: the fast
                 // path fires. End of ramp max(18, 5 req/s × 1 s) = 18 replicas, 6 in place →
-                // 12, past the step-up limit of 4 in one tick.
+                // 12, past the step-up limit of 4 in one tick. The hold remembers only what the
+                // forecast wants (0): the fast path's spare is for replicas being created now.
                 name: "fast path",
                 observed: Observation {
                     waiting: series_ending(NOW, &[12.0, 12.0]),
@@ -994,7 +997,7 @@ mod tests {
                         replicas: 18,
                     },
                 ],
-                hold: hold(12, NOW + 300.0),
+                hold: hold(0, NOW + 300.0),
                 cooldown: Some(NOW + 60.0),
                 ..steady()
             },

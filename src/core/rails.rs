@@ -23,6 +23,9 @@ pub struct Rails {
     scheduled: Option<(u32, usize)>,
     /// The fast path fired: the step-up limit does not apply this tick.
     urgent: bool,
+    /// The spare the forecast alone wants (without the fast path): the most the scale-down
+    /// delay remembers.
+    remembered_at_most: Option<u32>,
 }
 
 /// The railed spare and the hold to persist.
@@ -52,7 +55,15 @@ impl Rails {
             cooldown_until: prior.cooldown_until,
             scheduled: None,
             urgent: false,
+            remembered_at_most: None,
         }
+    }
+
+    /// The fast path's spare is for replicas the HPA is creating right now; once they run, it is
+    /// not needed, so the scale-down delay remembers at most what the forecast wants.
+    pub fn remember_at_most(mut self, forecast_spare: u32) -> Self {
+        self.remembered_at_most = Some(forecast_spare);
+        self
     }
 
     /// Adds a scheduled window's minimum spare as a floor (the larger floor wins).
@@ -113,7 +124,7 @@ impl Rails {
         }
         // What the scale-down delay remembers: the value wanted before any rail that only
         // slows change.
-        let wanted = v;
+        let wanted = self.remembered_at_most.map_or(v, |m| v.min(m.max(self.floor().0)));
 
         // 3. Step limits, relative to the tick's share of the current spare.
         let up_limit = if self.urgent {
