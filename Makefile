@@ -10,12 +10,12 @@ TRACES ?= $(abspath $(CURDIR)/../shared/traces)
 OUT ?= out
 ARCH ?= arm64
 
-.PHONY: help build test unit infra-test lint e2e stack-up stack-down demo bench invoke-local deploy
+.PHONY: help build test unit infra-test lint e2e stack-up stack-down demo bench fuzz invoke-local deploy
 
 help:
 	@echo "make demo    simulate every policy on the shipped traces and burst-180 (no cloud needed)"
 	@echo "make test    everything CI runs: lint, unit tests, infra tests, end-to-end on the local stack"
-	@echo "make lint | unit | infra-test | e2e | bench | build | invoke-local | deploy"
+	@echo "make lint | unit | infra-test | e2e | bench | fuzz | build | invoke-local | deploy"
 
 ## Lambda artifacts (cargo-lambda + zig from PyPI, installed on first use).
 LAMBDA_VENV := $(HOME)/.cache/prewarm/venv/lambda/bin
@@ -55,6 +55,21 @@ demo:
 
 bench:
 	cargo bench
+
+## Coverage-guided fuzzing of the interruption parsing (cargo-fuzz on nightly; NOT part of `make
+## test`): FUZZ_RUNS executions per target from the committed corpus, stopping at the first
+## crash, then the corpus is minimised in place (commit it: `cargo test` replays it). A crash
+## leaves its input in fuzz/artifacts/<target>/: fix it and copy it to fuzz/regressions/<target>/.
+FUZZ_RUNS ?= 10000000
+FUZZ_TARGETS ?= sqs_record event_document
+FUZZ_FLAGS := -s none --debug-assertions --target-dir $(HOME)/.cache/prewarm/fuzz-target
+fuzz:
+	command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
+	for t in $(FUZZ_TARGETS); do \
+	  cargo +nightly fuzz run $(FUZZ_FLAGS) $$t fuzz/corpus/$$t -- \
+	    -dict=fuzz/dict/events.dict -runs=$(FUZZ_RUNS) -max_len=16384 -print_final_stats=1 || exit 1; \
+	  cargo +nightly fuzz cmin $(FUZZ_FLAGS) $$t fuzz/corpus/$$t -- -dict=fuzz/dict/events.dict || exit 1; \
+	done
 
 ## One tick and one interruption batch through the Lambda Runtime API emulator (needs the stack).
 invoke-local:

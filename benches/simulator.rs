@@ -58,6 +58,7 @@ fn bench(c: &mut Criterion) {
         rate_per_pod: 8.0 * 0.7 / 5.25,
         input_tokens: 1000,
         output_tokens: 200,
+        days: 1,
     };
     let requests: Vec<Request> = transform(scenario.records(), 10.0, 1.0, 1)
         .map(|r| Request {

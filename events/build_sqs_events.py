@@ -39,6 +39,72 @@ def bare(name: str) -> str:
     return json.dumps(json.loads((BARE / f"{name}.json").read_text()), separators=(",", ":"))
 
 
+def edited(name: str, edit) -> str:
+    """A bare sample changed by `edit` (a function that mutates the parsed event)."""
+    event = json.loads((BARE / f"{name}.json").read_text())
+    edit(event)
+    return json.dumps(event, separators=(",", ":"))
+
+
+def sns_wrapped(body: str, kind: str = "Notification") -> str:
+    """What SQS holds when EventBridge targets an SNS topic that SQS subscribes to without raw
+    message delivery: an SNS envelope whose Message is the event as a string."""
+    envelope = {
+        "Type": kind,
+        "MessageId": str(uuid.uuid5(uuid.NAMESPACE_URL, f"prewarm-sns/{kind}/{body}")),
+        "TopicArn": f"arn:aws:sns:{REGION}:{ACCOUNT}:interruptions",
+        "Message": body,
+        "Timestamp": "2026-11-29T12:00:00.100Z",
+        "SignatureVersion": "1",
+    }
+    if kind == "SubscriptionConfirmation":
+        envelope["SubscribeURL"] = f"https://sns.{REGION}.amazonaws.com/?Action=ConfirmSubscription"
+    return json.dumps(envelope, separators=(",", ":"))
+
+
+def _spot_at(time: str):
+    def edit(e):
+        e["id"] = str(uuid.uuid5(uuid.NAMESPACE_URL, f"prewarm-spot-at/{time}"))
+        e["time"] = time
+    return edit
+
+
+def _spot_naming(instance: str):
+    def edit(e):
+        e["id"] = str(uuid.uuid5(uuid.NAMESPACE_URL, f"prewarm-spot-naming/{instance}"))
+        e["detail"]["instance-id"] = instance
+    return edit
+
+
+def _health_update(status: str, start: str | None, n: int):
+    """A later update of the Health sample: AWS Health sends a new EventBridge event (new id) with
+    the same eventArn each time it updates the event."""
+    def edit(e):
+        e["id"] = str(uuid.uuid5(uuid.NAMESPACE_URL, f"prewarm-health-update/{n}"))
+        e["time"] = "2026-11-29T12:00:00Z"
+        e["detail"]["statusCode"] = status
+        e["detail"]["lastUpdatedTime"] = "Sun, 29 Nov 2026 12:00:00 GMT"
+        if start is None:
+            e["detail"].pop("startTime")
+        else:
+            e["detail"]["startTime"] = start
+    return edit
+
+
+# Input that must not be taken as truth (issue 11, items 11, 12 and 15), one record each.
+WRONG_INPUT = [
+    edited("spot-interruption", _spot_at("2099-12-01T00:00:00Z")),
+    edited("spot-interruption", _spot_at("1970-01-01T00:00:00Z")),
+    edited("health-scheduled-change", _health_update("upcoming", "Tue, 8 Dec 2026 09:00:00 GMT", 1)),
+    edited("health-scheduled-change", _health_update("closed", None, 2)),
+    sns_wrapped(bare("spot-interruption")),
+    sns_wrapped("{}", "SubscriptionConfirmation"),
+    "[]",
+    edited("spot-interruption", _spot_naming("fargate-ip-192-168-1-1.ec2.internal")),
+    edited("spot-interruption", _spot_naming("i-0abc1111111111111\u00e9")),
+]
+
+
 def record(n: int, body: str, receive_count: int = 1) -> dict:
     # Stable ids so the files do not change on every run.
     message_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"prewarm-sample/{n}/{body}"))
@@ -88,6 +154,7 @@ SQS_EVENTS = {
         bare("asg-terminate-lifecycle"),
         NOT_JSON,
     ],
+    "sqs-wrong-input.json": WRONG_INPUT,
 }
 
 

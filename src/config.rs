@@ -43,6 +43,9 @@ pub struct InterruptionSettings {
     pub recheck_s: f64,
     /// INTERRUPTION_QUEUE_URL: for ChangeMessageVisibility on records still in progress.
     pub queue_url: Option<String>,
+    /// ACCEPT_KWOK_INSTANCE_IDS (false): local stack only; also take the kwok provider's node
+    /// names as instance ids (its nodes have no EC2 ids).
+    pub instance_ids: crate::adapters::events::InstanceIdRule,
 }
 
 /// Which handler a Lambda function runs (PREWARM_HANDLER).
@@ -274,6 +277,11 @@ impl Config {
                 eviction_budget_s,
                 recheck_s,
                 queue_url: vars.get("INTERRUPTION_QUEUE_URL"),
+                instance_ids: if vars.bool_or("ACCEPT_KWOK_INSTANCE_IDS", false)? {
+                    crate::adapters::events::InstanceIdRule::Ec2OrKwok
+                } else {
+                    crate::adapters::events::InstanceIdRule::Ec2
+                },
             },
         })
     }

@@ -4,7 +4,7 @@
 
 use prewarm::core::interruption::{
     plan_drain, ActionTable, Command, DrainSettings, DrainState, Finish, NodeView, Notice,
-    NoticeKind, Phase, PodOwner, PodRef, PodView,
+    NoticeKind, NoticeStatus, Phase, PodOwner, PodRef, PodView,
 };
 
 const T0: f64 = 1_795_953_600.0; // notice time: 2026-11-29T12:00:00Z
@@ -18,6 +18,8 @@ fn notice(kind: NoticeKind) -> Notice {
         instance_state: (kind == NoticeKind::StateChange).then(|| "stopping".into()),
         window_start: (kind == NoticeKind::ScheduledChange).then_some(T0 + 86_400.0),
         termination_time: None,
+        status: NoticeStatus::Active,
+        sent_time: None,
     }
 }
 

@@ -173,7 +173,7 @@ async fn run_until_done(h: &Interruption, record: &SqsMessage, max: usize) -> Ve
 async fn a_spot_warning_past_its_deadline_cordons_taints_evicts_and_finishes() {
     let admin = admin().await;
     ensure_namespace(&admin).await;
-    let (node, instance) = (unique("h6-drain-"), unique("i-0h6"));
+    let (node, instance) = (unique("h6-drain-"), unique("i-0a6ff"));
     let pods = [format!("{node}-a"), format!("{node}-b")];
     make_node(&admin, &node, &instance).await;
     for p in &pods {
@@ -217,7 +217,7 @@ async fn a_spot_warning_past_its_deadline_cordons_taints_evicts_and_finishes() {
 async fn a_pdb_that_allows_nothing_keeps_the_record_and_names_the_pod_and_budget_in_an_event() {
     let admin = admin().await;
     ensure_namespace(&admin).await;
-    let (node, instance) = (unique("h6-pdb-"), unique("i-0h6"));
+    let (node, instance) = (unique("h6-pdb-"), unique("i-0a6ff"));
     let pod = format!("{node}-guarded");
     let app = unique("h6-guarded-");
     let pdb_name = format!("{node}-pdb");
@@ -271,7 +271,7 @@ async fn a_foreign_instance_is_acknowledged_and_duplicates_are_harmless() {
     ensure_namespace(&admin).await;
     let h = handler(&[]).await;
 
-    let foreign = parse_record(&spot_record(&unique("i-0f0"), &unique("ev-"), 5));
+    let foreign = parse_record(&spot_record(&unique("i-0f0ff"), &unique("ev-"), 5));
     match h.handle_record(&foreign).await {
         RecordOutcome::Delete { reason } => {
             assert!(reason.contains("not in this cluster"), "{reason}")
@@ -281,7 +281,7 @@ async fn a_foreign_instance_is_acknowledged_and_duplicates_are_harmless() {
 
     // The same notice delivered twice at once, on a fresh warning (deadline 85 s ahead, no warm
     // capacity): both copies agree, neither evicts, the node is claimed once.
-    let (node, instance) = (unique("h6-dup-"), unique("i-0h6"));
+    let (node, instance) = (unique("h6-dup-"), unique("i-0a6ff"));
     let pod = format!("{node}-a");
     make_node(&admin, &node, &instance).await;
     make_pod(&admin, &pod, &node, "h6-dup").await;

@@ -27,10 +27,14 @@ fn bursty(seed: u64, speed: f64, scale: f64, rate_per_pod: f64) -> Workload {
             rate_per_pod,
             input_tokens: 1000,
             output_tokens: 200,
+            days: 1,
         }),
         speed,
         scale,
         seed,
+        superpose: 1,
+        rate_scale: 1.0,
+        tokens_from: None,
     }
 }
 
@@ -125,6 +129,9 @@ fn backtest_replays_a_history() {
         speed: 1.0,
         scale: 1.0,
         seed: 1,
+        superpose: 1,
+        rate_scale: 1.0,
+        tokens_from: None,
     };
     let cmp = run(&workload, &["--scenario", "bursty"]);
     for row in &cmp.rows {
@@ -150,10 +157,14 @@ fn on_a_steady_ramp_prewarm_keeps_nodes_warm_ahead_of_the_replicas() {
             rate_per_pod,
             input_tokens: 1000,
             output_tokens: 200,
+            days: 1,
         }),
         speed: 24.0,
         scale: 0.05,
         seed: 1,
+        superpose: 1,
+        rate_scale: 1.0,
+        tokens_from: None,
     };
     let cmp = run(
         &workload,

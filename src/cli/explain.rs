@@ -1,15 +1,17 @@
 //! `prewarm explain --event FILE`: what the interruption handler would do with an SQS event or a
 //! bare EventBridge event, one JSON line per record. Needs no cluster and no AWS access: it shows
-//! the kind, the instances, the configured action and its deadline, or why the record is ignored
-//! or treated as poison.
+//! the kind, the instances, the configured action and its deadline (bounded by the record's
+//! `SentTimestamp`, and how), and why the record is acted on, ignored or treated as poison.
 
 use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
-use crate::adapters::events::{parse_event_document, Parsed};
+use crate::adapters::events::{parse_event_document, InstanceIdRule, Parsed};
+use crate::core::interruption::deadline::{MAX_DELIVERY_DELAY_S, MAX_SCHEDULED_LEAD_S};
 use crate::core::interruption::{
-    eviction_deadline, instance_end, state::format_time, Action, ActionTable, Notice,
+    eviction_deadline, instance_end, issued_at, state::format_time, Action, ActionTable, Notice,
+    NoticeKind, NoticeStatus,
 };
 use crate::error::{Error, Result};
 
@@ -24,6 +26,9 @@ pub struct ExplainArgs {
     /// Seconds before the instance goes at which eviction starts at the latest.
     #[arg(long, env = "EVICTION_BUDGET_SECONDS", default_value_t = 30.0)]
     pub eviction_budget_seconds: f64,
+    /// Local stack only: also take the kwok provider's node names as instance ids.
+    #[arg(long, env = "ACCEPT_KWOK_INSTANCE_IDS", default_value_t = false)]
+    pub accept_kwok_instance_ids: bool,
 }
 
 pub fn run(args: ExplainArgs) -> Result<()> {
@@ -35,7 +40,12 @@ pub fn run(args: ExplainArgs) -> Result<()> {
     })?;
     let actions =
         ActionTable::parse(&args.actions).map_err(|message| Error::config("ACTIONS", message))?;
-    for line in explain(&text, &actions, args.eviction_budget_seconds)
+    let rule = if args.accept_kwok_instance_ids {
+        InstanceIdRule::Ec2OrKwok
+    } else {
+        InstanceIdRule::Ec2
+    };
+    for line in explain(&text, &actions, args.eviction_budget_seconds, rule)
         .map_err(|e| Error::config("--event", format!("{}: {e}", args.event.display())))?
     {
         println!("{line}");
@@ -44,8 +54,13 @@ pub fn run(args: ExplainArgs) -> Result<()> {
 }
 
 /// One JSON object per record of the document.
-pub fn explain(text: &str, actions: &ActionTable, eviction_budget_s: f64) -> Result<Vec<Value>> {
-    Ok(parse_event_document(text)?
+pub fn explain(
+    text: &str,
+    actions: &ActionTable,
+    eviction_budget_s: f64,
+    rule: InstanceIdRule,
+) -> Result<Vec<Value>> {
+    Ok(parse_event_document(text, rule)?
         .into_iter()
         .map(|(id, parsed)| explain_one(&id, &parsed, actions, eviction_budget_s))
         .collect())
@@ -56,6 +71,7 @@ fn explain_one(id: &str, parsed: &Parsed, actions: &ActionTable, budget: f64) ->
         Parsed::Poison { cause } => json!({
             "id": id,
             "verdict": "poison",
+            "why": cause,
             "cause": cause,
             "outcome": "reported as a batch item failure; SQS moves it to the dead-letter queue after maxReceiveCount",
         }),
@@ -63,27 +79,107 @@ fn explain_one(id: &str, parsed: &Parsed, actions: &ActionTable, budget: f64) ->
             "id": id,
             "event_id": event_id,
             "verdict": "ignored",
+            "why": reason,
             "reason": reason,
             "outcome": "acknowledged (deleted)",
         }),
         Parsed::Notice(n) => {
             let action = actions.for_kind(n.kind);
             let deadline = eviction_deadline(n, budget);
+            let closed = n.status == NoticeStatus::Closed;
+            let verdict = if action == Action::Ignore {
+                "ignored"
+            } else {
+                "act"
+            };
             json!({
                 "id": id,
                 "event_id": n.event_id,
-                "verdict": if action == Action::Ignore { "ignored" } else { "act" },
+                "verdict": verdict,
+                "why": why(n, action),
                 "kind": n.kind,
+                "status": n.status,
+                "instance_count": n.instance_ids.len(),
                 "instance_ids": n.instance_ids,
                 "notice_time": format_time(n.time),
+                "sent_time": n.sent_time.map(format_time),
+                "issued_at": format_time(issued_at(n)),
+                "time_bound": time_bound(n),
                 "instance_state": n.instance_state,
+                "window_start": n.window_start.map(format_time),
                 "instance_end": instance_end(n).map(format_time),
                 "eviction_deadline": deadline.map(format_time),
-                "action": action,
-                "plan": describe(action, n, deadline),
+                "action": if closed { None } else { Some(action) },
+                "plan": if closed && action != Action::Ignore { undrain_plan() } else { describe(action, n, deadline) },
             })
         }
     }
+}
+
+/// Why a notice is acted on (or ignored by ACTIONS), in one sentence.
+fn why(n: &Notice, action: Action) -> String {
+    let count = n.instance_ids.len();
+    let what = format!(
+        "{} notice naming {count} instance{}",
+        n.kind,
+        if count == 1 { "" } else { "s" }
+    );
+    match (action, n.status) {
+        (Action::Ignore, _) => format!("{what}; ACTIONS maps {} to ignore", n.kind),
+        (_, NoticeStatus::Closed) => format!(
+            "{what}, AWS Health statusCode closed: the maintenance is over or cancelled, so no drain is wanted"
+        ),
+        (action, NoticeStatus::Active) => format!(
+            "{what}; ACTIONS maps {} to {}",
+            n.kind,
+            serde_json::to_value(action)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default()
+        ),
+    }
+}
+
+/// How the body's times were bounded (`core::interruption::deadline`), when it matters.
+fn time_bound(n: &Notice) -> String {
+    let issued = issued_at(n);
+    let mut out = match n.sent_time {
+        None => "no SentTimestamp (not an SQS record): the envelope time is taken as it is".into(),
+        Some(_) if issued < n.time => {
+            "the envelope time is after SQS received the message: counted from SentTimestamp"
+                .to_string()
+        }
+        Some(sent) if issued > n.time => format!(
+            "the envelope time is more than {} h before SQS received the message: counted from SentTimestamp - {} h",
+            MAX_DELIVERY_DELAY_S / 3600.0,
+            MAX_DELIVERY_DELAY_S / 3600.0
+        ) + &format!(" ({})", format_time(sent - MAX_DELIVERY_DELAY_S)),
+        Some(_) => "the envelope time is within [SentTimestamp - 24 h, SentTimestamp]: used as it is"
+            .into(),
+    };
+    let end = instance_end(n);
+    match (n.kind, n.window_start, n.termination_time, end) {
+        (NoticeKind::ScheduledChange, Some(start), _, Some(end)) if end < start => {
+            out += &format!(
+                "; the window start is more than {} days after the notice: counted as {}",
+                MAX_SCHEDULED_LEAD_S / 86_400.0,
+                format_time(end)
+            )
+        }
+        (NoticeKind::CapacityReservation, _, Some(stated), Some(end)) if stated != end => {
+            out += &format!(
+                "; instance-termination-time {} is outside the two-minute warning: counted as {}",
+                format_time(stated),
+                format_time(end)
+            )
+        }
+        _ => {}
+    }
+    out
+}
+
+fn undrain_plan() -> String {
+    "for each instance with a node in this cluster drained for this maintenance: un-drain (uncordon, remove the taint and annotations, release the replacement); nothing is evicted".into()
 }
 
 fn describe(action: Action, n: &Notice, deadline: Option<f64>) -> String {

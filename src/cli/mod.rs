@@ -6,6 +6,7 @@ pub mod backtest;
 pub mod explain;
 pub mod simulate;
 pub mod tick;
+pub mod workload_args;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -36,6 +37,6 @@ pub async fn run(cli: Cli) -> crate::Result<()> {
         Command::Tick(args) => tick::run(args).await,
         Command::Explain(args) => explain::run(args),
         Command::Simulate(args) => simulate::run(args),
-        Command::Backtest(args) => backtest::run(args),
+        Command::Backtest(args) => backtest::run(args).await,
     }
 }

@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
 use lambda_runtime::{service_fn, LambdaEvent};
 
-use crate::adapters::events::{parse_record, Parsed, ParsedRecord};
+use crate::adapters::events::{parse_record_with, InstanceIdRule, Parsed, ParsedRecord};
 use crate::adapters::kube::drain::execute::{execute, StepReport};
 use crate::adapters::kube::drain::replacement;
 use crate::adapters::kube::drain::{find_node, observe};
@@ -46,6 +46,8 @@ pub struct Interruption {
     pub settings: DrainSettings,
     pub targets: Vec<TargetSpec>,
     pub emf_namespace: String,
+    /// Which strings records may name as instances (ACCEPT_KWOK_INSTANCE_IDS).
+    pub instance_ids: InstanceIdRule,
 }
 
 /// What became of one record.
@@ -134,6 +136,7 @@ impl Interruption {
             },
             targets: config.targets.clone(),
             emf_namespace: config.emf_namespace.clone(),
+            instance_ids: config.interruption.instance_ids,
         })
     }
 
@@ -141,7 +144,7 @@ impl Interruption {
     pub async fn handle_batch(&self, event: SqsEvent, deadline: SystemTime) -> SqsBatchResponse {
         let budget = record_budget(deadline, SystemTime::now());
         let outcomes = futures::future::join_all(event.records.iter().map(|m| async move {
-            let record = parse_record(m);
+            let record = parse_record_with(m, self.instance_ids);
             let outcome = match tokio::time::timeout(budget, self.handle_record(&record)).await {
                 Ok(o) => o,
                 Err(_) => RecordOutcome::Later {

@@ -4,6 +4,7 @@
 use std::cell::RefCell;
 use std::path::PathBuf;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -16,6 +17,7 @@ use super::oracle::{self, OracleResult};
 use super::report::{self, PolicyReport};
 use super::scenario::{self, Scenario};
 use super::trace::{self, TraceError, TraceRecord};
+use super::workload::{self, rate_series::RateSeries, servegen::ServeGen};
 
 /// Where requests come from.
 #[derive(Clone, Debug)]
@@ -27,6 +29,10 @@ pub enum Source {
         rows: Vec<HistoryRow>,
         service_s: f64,
     },
+    /// A rate series (a rate CSV, or a metric source's history): renewal arrivals, sampled tokens.
+    Rates(Arc<RateSeries>),
+    /// A ServeGen client directory: per-client renewal arrivals merged, sampled tokens.
+    ServeGen(Arc<ServeGen>),
 }
 
 /// A request source with its transforms.
@@ -37,6 +43,12 @@ pub struct Workload {
     pub speed: f64,
     pub scale: f64,
     pub seed: u64,
+    /// Copies of a request trace, each shifted by a seeded random offset (1: the trace as is).
+    pub superpose: u32,
+    /// Multiplies every rate of a rate input.
+    pub rate_scale: f64,
+    /// The request trace rate inputs take token lengths from.
+    pub tokens_from: Option<PathBuf>,
 }
 
 type Records = Box<dyn Iterator<Item = Result<TraceRecord, TraceError>>>;
@@ -60,9 +72,10 @@ impl Workload {
             return Ok((Box::new(reqs), slot));
         }
         let records: Records = match &self.source {
-            Source::Trace(path) => Box::new(trace::open(path)?),
+            Source::Trace(path) if self.superpose <= 1 => Box::new(trace::open(path)?),
             Source::Scenario(s) => Box::new(s.records().map(Ok)),
             Source::History { .. } => unreachable!("handled above"),
+            _ => workload::records(self)?,
         };
         let errors = slot.clone();
         let ok = records.map_while(move |r| match r {

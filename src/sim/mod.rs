@@ -10,3 +10,4 @@ pub mod plot;
 pub mod report;
 pub mod scenario;
 pub mod trace;
+pub mod workload;

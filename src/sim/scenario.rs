@@ -1,9 +1,14 @@
 //! Built-in synthetic load, generated lazily from a seed (same seed, same requests):
 //! - `burst-180`: the field report's case: demand for 180 inference pods arrives at once
 //!   (20 min at 10 pods, 10 min at 180, 30 min back at 10);
-//! - `diurnal`: a day-long sine between 2 and 20 pods (compress it with `--speed`);
+//! - `diurnal`: a daily sine between 2 and 20 pods (trough at midnight, peak at noon), at its
+//!   natural speed for `days` days (compress it with `--speed`);
 //! - `bursty`: a two-state Markov-modulated Poisson process (8 pods / 40 pods, mean stays of
-//!   10 min and 2 min), one hour.
+//!   10 min and 2 min), one hour;
+//! - `cron-bursts`: a flat 10 pods plus bursts at fixed clock times, for `days` days: every hour
+//!   at minute 0 a 2-minute burst of +30 pods (hourly cron jobs), every day at 09:00 a 10-minute
+//!   burst of +80 pods (a daily batch). Assumption, not data: the shape a scheduled batch client
+//!   gives, which no forecast of the recent rate sees coming but a daily/hourly profile does.
 //!
 //! Demand is stated in pods: the arrival rate at which the replica controller would want that
 //! many replicas (`pods * slots * target utilisation / service time`). Every request carries the
@@ -21,6 +26,8 @@ pub enum ScenarioKind {
     Burst180,
     Diurnal,
     Bursty,
+    #[value(name = "cron-bursts")]
+    CronBursts,
 }
 
 impl ScenarioKind {
@@ -29,6 +36,7 @@ impl ScenarioKind {
             ScenarioKind::Burst180 => "burst-180",
             ScenarioKind::Diurnal => "diurnal",
             ScenarioKind::Bursty => "bursty",
+            ScenarioKind::CronBursts => "cron-bursts",
         }
     }
 }
@@ -42,6 +50,8 @@ pub struct Scenario {
     pub rate_per_pod: f64,
     pub input_tokens: u32,
     pub output_tokens: u32,
+    /// Days of `diurnal` and `cron-bursts` (the others are one hour).
+    pub days: u32,
 }
 
 /// Markov-modulated Poisson process of `bursty`.
@@ -50,11 +60,16 @@ const BURSTY_HIGH_PODS: f64 = 40.0;
 const BURSTY_LOW_STAY_S: f64 = 600.0;
 const BURSTY_HIGH_STAY_S: f64 = 120.0;
 
+/// `cron-bursts`: base load, hourly and daily bursts (pods, start within the hour/day, length).
+const CRON_BASE_PODS: f64 = 10.0;
+const CRON_HOURLY: (f64, f64, f64) = (30.0, 0.0, 120.0);
+const CRON_DAILY: (f64, f64, f64) = (80.0, 9.0 * 3600.0, 600.0);
+
 impl Scenario {
     pub fn duration_s(&self) -> f64 {
         match self.kind {
             ScenarioKind::Burst180 => 3600.0,
-            ScenarioKind::Diurnal => 86_400.0,
+            ScenarioKind::Diurnal | ScenarioKind::CronBursts => 86_400.0 * self.days.max(1) as f64,
             ScenarioKind::Bursty => 3600.0,
         }
     }
@@ -74,6 +89,17 @@ impl Scenario {
                 2.0 + 18.0 * (1.0 - phase.cos()) / 2.0
             }
             ScenarioKind::Bursty => BURSTY_HIGH_PODS,
+            ScenarioKind::CronBursts => {
+                let within = |period: f64, (pods, start, len): (f64, f64, f64)| {
+                    let phase = t.rem_euclid(period) - start;
+                    if (0.0..len).contains(&phase) {
+                        pods
+                    } else {
+                        0.0
+                    }
+                };
+                CRON_BASE_PODS + within(3600.0, CRON_HOURLY) + within(86_400.0, CRON_DAILY)
+            }
         }
     }
 
@@ -82,6 +108,7 @@ impl Scenario {
             ScenarioKind::Burst180 => 180.0,
             ScenarioKind::Diurnal => 20.0,
             ScenarioKind::Bursty => BURSTY_HIGH_PODS,
+            ScenarioKind::CronBursts => CRON_BASE_PODS + CRON_HOURLY.0 + CRON_DAILY.0,
         }
     }
 
@@ -165,6 +192,7 @@ mod tests {
             rate_per_pod: 1.0,
             input_tokens: 100,
             output_tokens: 10,
+            days: 2,
         }
     }
 
@@ -197,6 +225,43 @@ mod tests {
         // Poisson counts: 12,000 and 108,000 expected; 5 standard deviations is < 5% and < 1.5%.
         assert!((before_rate - 10.0).abs() < 0.5, "{before_rate}");
         assert!((during_rate - 180.0).abs() < 2.7, "{during_rate}");
+    }
+
+    #[test]
+    fn cron_bursts_come_at_their_clock_times_every_day() {
+        // 1 req/s per pod over 2 days. Base 10 req/s; +30 in the first 2 minutes of every hour;
+        // +80 from 09:00 to 09:10 every day (the 09:00 hourly burst adds to it).
+        let s = scenario(ScenarioKind::CronBursts, 2);
+        assert_eq!(s.duration_s(), 172_800.0);
+        let mut counts = [0u32; 4]; // quiet 08:30-08:59, hourly 10:00-10:02, daily 09:02-09:10, day 2 09:02-09:10
+        for r in s.records() {
+            let t = r.t;
+            if (8.5 * 3600.0..8.5 * 3600.0 + 1800.0).contains(&t) {
+                counts[0] += 1;
+            } else if (36_000.0..36_120.0).contains(&t) {
+                counts[1] += 1;
+            } else if (32_520.0..33_000.0).contains(&t) {
+                counts[2] += 1;
+            } else if (86_400.0 + 32_520.0..86_400.0 + 33_000.0).contains(&t) {
+                counts[3] += 1;
+            }
+        }
+        // Expected 18,000 (10/s x 1800 s), 4,800 (40/s x 120 s), 43,200 and 43,200 (90/s x
+        // 480 s); Poisson, so 5 standard deviations are 671, 346, 1039.
+        assert!((counts[0] as f64 - 18_000.0).abs() < 671.0, "{counts:?}");
+        assert!((counts[1] as f64 - 4_800.0).abs() < 346.0, "{counts:?}");
+        assert!((counts[2] as f64 - 43_200.0).abs() < 1039.0, "{counts:?}");
+        assert!((counts[3] as f64 - 43_200.0).abs() < 1039.0, "{counts:?}");
+    }
+
+    #[test]
+    fn diurnal_runs_its_days_at_natural_speed() {
+        let mut s = scenario(ScenarioKind::Diurnal, 3);
+        s.days = 3;
+        assert_eq!(s.duration_s(), 3.0 * 86_400.0);
+        // Noon of day 3 (t = 2.5 days) is the peak: 20 pods.
+        assert!((s.pods_at(2.5 * 86_400.0) - 20.0).abs() < 1e-9);
+        assert!((s.pods_at(2.0 * 86_400.0) - 2.0).abs() < 1e-9);
     }
 
     #[test]

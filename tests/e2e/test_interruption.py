@@ -98,7 +98,9 @@ def instance_of(node: dict) -> str:
 
 
 def handler_env(stack_env: dict, **extra: str) -> dict:
+    # The kwok provider's nodes have no EC2 ids: their providerIDs end in the node name.
     env = {"PREWARM_HANDLER": "interruption", "PREWARM_TARGETS": TARGETS, "RECHECK_SECONDS": "3",
+           "ACCEPT_KWOK_INSTANCE_IDS": "true",
            "EVICTION_BUDGET_SECONDS": "30", "INTERRUPTION_QUEUE_URL": stack_env["INTERRUPTION_QUEUE_URL"],
            "RUST_LOG": "info"}
     env.update(extra)

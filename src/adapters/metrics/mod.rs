@@ -9,6 +9,7 @@
 
 pub mod amp;
 pub mod cloudwatch;
+pub mod history;
 pub mod prometheus;
 pub mod queries;
 

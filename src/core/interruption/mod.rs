@@ -10,9 +10,9 @@ pub mod notice;
 pub mod state;
 
 pub use actions::{Action, ActionTable};
-pub use deadline::{eviction_deadline, instance_end};
+pub use deadline::{eviction_deadline, instance_end, issued_at};
 pub use drain::{
     plan_drain, Command, DrainSettings, DrainStep, Finish, NodeView, PodOwner, PodRef, PodView,
 };
-pub use notice::{Notice, NoticeKind};
+pub use notice::{Notice, NoticeKind, NoticeStatus};
 pub use state::{DrainState, Phase};

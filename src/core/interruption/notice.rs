@@ -51,6 +51,18 @@ impl std::fmt::Display for NoticeKind {
     }
 }
 
+/// Where a notice stands. AWS Health updates one event as a maintenance moves through
+/// `upcoming`, `open` and `closed`; EC2 notices are always `Active`.
+// Serialize because `Notice` is serialised (explain output, logs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NoticeStatus {
+    #[default]
+    Active,
+    /// Health `statusCode: closed`: the maintenance is over or was cancelled; no drain is wanted.
+    Closed,
+}
+
 /// One notice: which instances, what kind, and the times that set its deadline.
 /// Times are seconds since the Unix epoch.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -58,9 +70,12 @@ pub struct Notice {
     /// The EventBridge event id; it marks the node's drain state so re-deliveries are recognised.
     pub event_id: String,
     pub kind: NoticeKind,
-    /// EC2 instance ids (one for EC2 notices; every affected entity of a Health event).
+    /// EC2 instance ids, validated and without duplicates, in the order the event names them
+    /// (one for EC2 notices; every affected instance of a Health event, possibly thousands, which
+    /// the drain works through in chunks).
     pub instance_ids: Vec<String>,
-    /// The envelope's `time`: when AWS issued the notice.
+    /// The envelope's `time`: when AWS issued the notice, as the body claims it. Deadlines use
+    /// it only bounded by `sent_time` (`deadline::issued_at`).
     pub time: f64,
     /// State-change only: the new instance state.
     pub instance_state: Option<String>,
@@ -68,4 +83,8 @@ pub struct Notice {
     pub window_start: Option<f64>,
     /// Capacity reservation only: `instance-termination-time`, when AWS states it.
     pub termination_time: Option<f64>,
+    /// Health only: `statusCode` (`upcoming`/`open` are `Active`, `closed` is `Closed`).
+    pub status: NoticeStatus,
+    /// When SQS received the message (`SentTimestamp`, seconds since the epoch); bounds `time`.
+    pub sent_time: Option<f64>,
 }

@@ -1,0 +1,136 @@
+//! Workloads beyond a single request trace (issue 9, item 1): what requests arrive.
+//!
+//! - [`superpose`]: K independent copies of a request trace, circularly shifted and merged.
+//! - [`rate_series`]: a CSV of the request rate over time (`t_seconds,rate_per_s[,cv]`), or a
+//!   metric source's history in `prewarm backtest`.
+//! - [`servegen`]: a ServeGen client directory (per client and 600 s window an inter-arrival fit).
+//!
+//! Inputs are recognised by content ([`detect`]). Rate inputs carry no token lengths; they are
+//! sampled from a request trace ([`tokens`]). Every stream is generated lazily, in time order,
+//! so a 14-day ServeGen run (about 250 M requests) never sits in memory.
+
+pub mod merge;
+pub mod rate_series;
+pub mod renewal;
+pub mod servegen;
+pub mod superpose;
+pub mod tokens;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use super::compare::{Source, Workload};
+use super::trace::{self, TraceError, TraceRecord};
+use tokens::TokenPool;
+
+/// The trace rate inputs take token lengths from unless told otherwise.
+pub const DEFAULT_TOKENS_FILE: &str = "AzureLLMInferenceTrace_conv.csv";
+
+/// What a `--trace` path holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InputKind {
+    /// One row per request (Azure CSV, Mooncake JSONL).
+    RequestTrace,
+    /// `t_seconds,rate_per_s[,cv]`.
+    RateCsv,
+    /// A directory of `chunk-N-trace.csv` client files.
+    ServeGen,
+}
+
+/// Recognises an input by its content: a directory of ServeGen client files, a CSV starting with
+/// the rate-series header, or else a request trace (format by extension, as before).
+pub fn detect(path: &Path) -> Result<InputKind, TraceError> {
+    if path.is_dir() {
+        return if servegen::client_files(path).is_empty() {
+            Err(TraceError::Format {
+                path: path.display().to_string(),
+                message: "a directory input must hold ServeGen client files chunk-N-trace.csv"
+                    .into(),
+            })
+        } else {
+            Ok(InputKind::ServeGen)
+        };
+    }
+    if rate_series::is_rate_csv(path) {
+        return Ok(InputKind::RateCsv);
+    }
+    Ok(InputKind::RequestTrace)
+}
+
+/// Where rate inputs find token lengths by default: `AzureLLMInferenceTrace_conv.csv` in
+/// `trace_dir`, beside the input, or beside the input's directory (a ServeGen directory sits in
+/// the shipped traces folder).
+pub fn default_tokens_file(input: &Path, trace_dir: Option<&Path>) -> Option<PathBuf> {
+    let beside = input.parent().map(Path::to_path_buf);
+    let above = input.parent().and_then(Path::parent).map(Path::to_path_buf);
+    trace_dir
+        .map(Path::to_path_buf)
+        .into_iter()
+        .chain(input.is_dir().then(|| input.to_path_buf()))
+        .chain(beside)
+        .chain(above)
+        .map(|d| d.join(DEFAULT_TOKENS_FILE))
+        .find(|p| p.is_file())
+}
+
+type Records = Box<dyn Iterator<Item = Result<TraceRecord, TraceError>> + Send>;
+
+/// The records of a superposed trace, a rate series or a ServeGen directory (the sources
+/// `compare` does not read itself).
+pub fn records(w: &Workload) -> Result<Records, TraceError> {
+    match &w.source {
+        Source::Trace(path) => {
+            let base: Vec<TraceRecord> = trace::open(path)?.collect::<Result<_, _>>()?;
+            Ok(Box::new(
+                superpose::superpose(Arc::new(base), w.superpose.max(1), w.seed).map(Ok),
+            ))
+        }
+        Source::Rates(series) => {
+            let series = series.clone();
+            let pieces: Vec<_> = series.pieces(w.rate_scale).collect();
+            let rng = ChaCha8Rng::seed_from_u64(w.seed);
+            let times = renewal::Renewal::new(pieces.into_iter(), rng);
+            with_tokens(times, token_pool(w)?, w.seed)
+        }
+        Source::ServeGen(set) => {
+            let times = servegen::arrivals(set.clone(), w.rate_scale, w.seed).map(|r| r.t);
+            with_tokens(times, token_pool(w)?, w.seed)
+        }
+        Source::Scenario(_) | Source::History { .. } => Err(TraceError::Format {
+            path: w.name.clone(),
+            message: "a scenario or metrics history is not a generated workload".into(),
+        }),
+    }
+}
+
+fn token_pool(w: &Workload) -> Result<TokenPool, TraceError> {
+    let path = w.tokens_from.as_deref().ok_or_else(|| TraceError::Format {
+        path: w.name.clone(),
+        message: format!(
+            "a rate input carries no token lengths: give --tokens-from TRACE (default \
+             {DEFAULT_TOKENS_FILE} in --trace-dir or beside the input)"
+        ),
+    })?;
+    TokenPool::load(path)
+}
+
+/// Arrival times with token pairs drawn from the pool (its own seeded stream).
+fn with_tokens(
+    times: impl Iterator<Item = f64> + Send + 'static,
+    pool: TokenPool,
+    seed: u64,
+) -> Result<Records, TraceError> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(0x70_6b_65_6e);
+    Ok(Box::new(times.map(move |t| {
+        let (input_tokens, output_tokens) = pool.sample(&mut rng);
+        Ok(TraceRecord {
+            t,
+            input_tokens,
+            output_tokens,
+        })
+    })))
+}
