@@ -124,7 +124,9 @@ impl Rails {
         }
         // What the scale-down delay remembers: the value wanted before any rail that only
         // slows change.
-        let wanted = self.remembered_at_most.map_or(v, |m| v.min(m.max(self.floor().0)));
+        let wanted = self
+            .remembered_at_most
+            .map_or(v, |m| v.min(m.max(self.floor().0)));
 
         // 3. Step limits, relative to the tick's share of the current spare.
         let up_limit = if self.urgent {
