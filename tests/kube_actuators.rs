@@ -609,6 +609,25 @@ async fn static_node_pool_replicas_read_back_with_the_template_untouched() {
     delete(&pools, &name).await;
 }
 
+/// An HPA (minReplicas 2, maxReplicas 9) on vLLM's running requests, 4 per replica, scaling a
+/// Deployment that does not exist (nothing is scaled).
+fn hpa_on_running_requests(
+    name: &str,
+) -> k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler {
+    serde_json::from_value(json!({
+        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": name, "namespace": "prewarm"},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "nothing"},
+            "minReplicas": 2, "maxReplicas": 9,
+            "metrics": [{"type": "Pods", "pods": {
+                "metric": {"name": "vllm:num_requests_running"},
+                "target": {"type": "AverageValue", "averageValue": "4"}}}]
+        }
+    }))
+    .unwrap()
+}
+
 /// The HPA reader as the `prewarm-lambda` user (RBAC: `get` on horizontalpodautoscalers): an HPA
 /// on vLLM's running requests (4 per replica) is predictable; min/max come back as written.
 #[tokio::test]
@@ -621,18 +640,7 @@ async fn hpa_is_read_as_the_lambda_user() {
 
     let name = unique("hpa");
     let admin_api: Api<HorizontalPodAutoscaler> = Api::namespaced(admin().await, "prewarm");
-    let hpa: HorizontalPodAutoscaler = serde_json::from_value(json!({
-        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
-        "metadata": {"name": name, "namespace": "prewarm"},
-        "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "nothing"},
-            "minReplicas": 2, "maxReplicas": 9,
-            "metrics": [{"type": "Pods", "pods": {
-                "metric": {"name": "vllm:num_requests_running"},
-                "target": {"type": "AverageValue", "averageValue": "4"}}}]
-        }
-    }))
-    .unwrap();
+    let hpa = hpa_on_running_requests(&name);
     admin_api
         .create(&Default::default(), &hpa)
         .await
@@ -678,18 +686,7 @@ async fn hpa_floor_is_raised_and_restored_as_the_lambda_user() {
 
     let name = unique("floor");
     let admin_api: Api<HorizontalPodAutoscaler> = Api::namespaced(admin().await, "prewarm");
-    let hpa: HorizontalPodAutoscaler = serde_json::from_value(json!({
-        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
-        "metadata": {"name": name, "namespace": "prewarm"},
-        "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "nothing"},
-            "minReplicas": 2, "maxReplicas": 9,
-            "metrics": [{"type": "Pods", "pods": {
-                "metric": {"name": "vllm:num_requests_running"},
-                "target": {"type": "AverageValue", "averageValue": "4"}}}]
-        }
-    }))
-    .unwrap();
+    let hpa = hpa_on_running_requests(&name);
     admin_api.create(&Default::default(), &hpa).await.unwrap();
     let r = HpaRef {
         namespace: "prewarm".into(),
