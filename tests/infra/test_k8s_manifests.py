@@ -186,6 +186,9 @@ EXPECTED_RULES = {
     ("autoscaling.x-k8s.io", "capacitybuffers"): {"get", "list", "watch", "patch", "update"},
     ("apps", "deployments"): {"get", "list", "patch"},
     ("apps", "deployments/scale"): {"get", "patch", "update"},
+    # tick: read the workload's HPA (sizing in its units); patch minReplicas under a lease for
+    # targets with hpa.raiseMinReplicas (issue 10).
+    ("autoscaling", "horizontalpodautoscalers"): {"get", "patch"},
 }
 
 
