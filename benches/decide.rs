@@ -30,6 +30,8 @@ fn target(i: usize) -> TargetSpec {
         gpu_cap: Some(256),
         freeze_consolidation: true,
         limits: None,
+        hpa: None,
+        schedules: Vec::new(),
     }
 }
 
@@ -50,6 +52,7 @@ fn observation(i: usize, now: f64, policy: &PolicySpec) -> Observation {
         pending_pods: (i % 3) as u32,
         serving_replicas: Some(4 + i as u32 / 2),
         problem: None,
+        ..Observation::default()
     }
 }
 

@@ -112,6 +112,33 @@ impl<F: Fn(&str) -> Option<String>> Vars<F> {
         }
     }
 
+    fn opt_f64(&self, name: &str) -> Result<Option<f64>> {
+        self.get(name).map(|_| self.f64_or(name, 0.0)).transpose()
+    }
+
+    /// Comma-separated numbers; an explicitly empty list is allowed with "none".
+    fn f64_list_or(&self, name: &str, default: Vec<f64>) -> Result<Vec<f64>> {
+        match self.get(name) {
+            None => Ok(default),
+            Some(raw) if raw.trim().eq_ignore_ascii_case("none") => Ok(Vec::new()),
+            Some(raw) => raw
+                .split(',')
+                .map(|part| {
+                    part.trim()
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|v| v.is_finite())
+                        .ok_or_else(|| {
+                            Error::config(
+                                name,
+                                format!("expected comma-separated seconds or none, got {raw:?}"),
+                            )
+                        })
+                })
+                .collect(),
+        }
+    }
+
     fn bool_or(&self, name: &str, default: bool) -> Result<bool> {
         match self.get(name).map(|v| v.trim().to_ascii_lowercase()) {
             None => Ok(default),
@@ -267,6 +294,20 @@ impl Config {
                 .f64_or("SCALE_DOWN_DELAY_SECONDS", defaults.scale_down_delay_s)?,
             cooldown_s: vars.f64_or("COOLDOWN_SECONDS", defaults.cooldown_s)?,
             stale_after_s: vars.f64_or("STALE_AFTER_SECONDS", defaults.stale_after_s)?,
+            seasons_s: vars.f64_list_or("SEASONS_SECONDS", defaults.seasons_s.clone())?,
+            time_zone: vars
+                .get("TIME_ZONE")
+                .unwrap_or_else(|| defaults.time_zone.clone()),
+            fast_path_ratio: vars.f64_or("FAST_PATH_RATIO", defaults.fast_path_ratio)?,
+            fast_path_window_s: vars
+                .f64_or("FAST_PATH_WINDOW_SECONDS", defaults.fast_path_window_s)?,
+            band_history_s: vars.f64_or("BAND_HISTORY_SECONDS", defaults.band_history_s)?,
+            band_step_s: vars.f64_or("BAND_STEP_SECONDS", defaults.band_step_s)?,
+            band_by_hour: vars.bool_or("BAND_BY_HOUR", defaults.band_by_hour)?,
+            calibrate_every_s: vars
+                .f64_or("CALIBRATE_EVERY_SECONDS", defaults.calibrate_every_s)?,
+            delayed_request_cost: vars.opt_f64("DELAYED_REQUEST_COST")?,
+            gpu_hour_cost: vars.opt_f64("GPU_HOUR_COST")?,
             ..defaults
         };
         policy
@@ -469,12 +510,42 @@ mod tests {
     }
 
     #[test]
+    fn policy_v2_settings_are_read() {
+        let c = config(&[
+            ("SEASONS_SECONDS", "3600, 25200"),
+            ("TIME_ZONE", "America/New_York"),
+            ("FAST_PATH_RATIO", "3"),
+            ("BAND_BY_HOUR", "true"),
+            ("DELAYED_REQUEST_COST", "0.002"),
+            ("GPU_HOUR_COST", "4"),
+        ])
+        .unwrap();
+        assert_eq!(c.policy.seasons_s, vec![3600.0, 25200.0]);
+        assert_eq!(c.policy.time_zone, "America/New_York");
+        assert_eq!(c.policy.fast_path_ratio, 3.0);
+        assert!(c.policy.band_by_hour);
+        assert_eq!(
+            (c.policy.delayed_request_cost, c.policy.gpu_hour_cost),
+            (Some(0.002), Some(4.0))
+        );
+        let off = config(&[("SEASONS_SECONDS", "none")]).unwrap();
+        assert!(off.policy.seasons_s.is_empty());
+    }
+
+    #[test]
     fn each_bad_setting_is_named() {
         let cases: &[(&[(&str, &str)], &str)] = &[
             (&[("TICK_SECONDS", "0")], "TICK_SECONDS"),
             (&[("TICK_SECONDS", "fast")], "TICK_SECONDS"),
             (&[("LEAD_TIME_SECONDS", "NaN")], "LEAD_TIME_SECONDS"),
             (&[("ERROR_QUANTILE", "1.5")], "ERROR_QUANTILE"),
+            (&[("SEASONS_SECONDS", "86400,week")], "SEASONS_SECONDS"),
+            (&[("SEASONS_SECONDS", "60")], "SEASONS_SECONDS"),
+            (&[("TIME_ZONE", "Europe/Atlantis")], "TIME_ZONE"),
+            (&[("FAST_PATH_RATIO", "0.5")], "FAST_PATH_RATIO"),
+            (&[("BAND_BY_HOUR", "sometimes")], "BAND_BY_HOUR"),
+            (&[("BAND_HISTORY_SECONDS", "60")], "BAND_HISTORY_SECONDS"),
+            (&[("DELAYED_REQUEST_COST", "0.01")], "GPU_HOUR_COST"),
             (&[("DRY_RUN", "maybe")], "DRY_RUN"),
             (&[("METRIC_SOURCE", "graphite")], "METRIC_SOURCE"),
             (&[("METRIC_SOURCE", "prometheus")], "PROMETHEUS_URL"),

@@ -28,6 +28,7 @@ pub enum Unit {
     Count,
     Milliseconds,
     Seconds,
+    Percent,
     None,
 }
 
@@ -37,6 +38,7 @@ impl Unit {
             Unit::Count => "Count",
             Unit::Milliseconds => "Milliseconds",
             Unit::Seconds => "Seconds",
+            Unit::Percent => "Percent",
             Unit::None => "None",
         }
     }

@@ -608,3 +608,152 @@ async fn static_node_pool_replicas_read_back_with_the_template_untouched() {
 
     delete(&pools, &name).await;
 }
+
+/// An HPA (minReplicas 2, maxReplicas 9) on vLLM's running requests, 4 per replica, scaling a
+/// Deployment that does not exist (nothing is scaled).
+fn hpa_on_running_requests(
+    name: &str,
+) -> k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler {
+    serde_json::from_value(json!({
+        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": name, "namespace": "prewarm"},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "nothing"},
+            "minReplicas": 2, "maxReplicas": 9,
+            "metrics": [{"type": "Pods", "pods": {
+                "metric": {"name": "vllm:num_requests_running"},
+                "target": {"type": "AverageValue", "averageValue": "4"}}}]
+        }
+    }))
+    .unwrap()
+}
+
+/// The HPA reader as the `prewarm-lambda` user (RBAC: `get` on horizontalpodautoscalers): an HPA
+/// on vLLM's running requests (4 per replica) is predictable; min/max come back as written.
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn hpa_is_read_as_the_lambda_user() {
+    use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+    use prewarm::adapters::kube::hpa::read_hpa_status;
+    use prewarm::core::signal::HpaMetric;
+    use prewarm::core::spec::HpaRef;
+
+    let name = unique("hpa");
+    let admin_api: Api<HorizontalPodAutoscaler> = Api::namespaced(admin().await, "prewarm");
+    let hpa = hpa_on_running_requests(&name);
+    admin_api
+        .create(&Default::default(), &hpa)
+        .await
+        .expect("admin creates the HPA");
+    let r = HpaRef {
+        namespace: "prewarm".into(),
+        name: name.clone(),
+        raise_min_replicas: false,
+        in_system_metric: None,
+    };
+    let got = read_hpa_status(&lambda().await, &r).await;
+    let _ = admin_api.delete(&name, &DeleteParams::default()).await;
+    let got = got.expect("the lambda user may get HPAs");
+    assert_eq!((got.min_replicas, got.max_replicas), (2, 9));
+    assert_eq!(
+        got.metric,
+        HpaMetric::InSystemPerReplica {
+            target_average: 4.0
+        }
+    );
+    // A missing HPA is NotFound, naming it.
+    let missing = HpaRef {
+        name: "no-such-hpa".into(),
+        ..r
+    };
+    match read_hpa_status(&lambda().await, &missing).await {
+        Err(Error::NotFound { kind, .. }) => assert_eq!(kind, "HorizontalPodAutoscaler"),
+        other => panic!("expected NotFound, got {other:?}"),
+    }
+}
+
+/// The HPA floor lease on the real apiserver, written as the `prewarm-lambda` user: a raise is
+/// never above maxReplicas, the user's minReplicas comes back exactly, a user's edit made while
+/// raised is kept, and the writes carry prewarm's own field manager.
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn hpa_floor_is_raised_and_restored_as_the_lambda_user() {
+    use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+    use prewarm::adapters::kube::hpa_floor::{
+        apply_floor, restore_hpa_floor, FloorIntent, FIELD_MANAGER, RAISED_MIN, USER_MIN,
+    };
+    use prewarm::core::spec::HpaRef;
+
+    let name = unique("floor");
+    let admin_api: Api<HorizontalPodAutoscaler> = Api::namespaced(admin().await, "prewarm");
+    let hpa = hpa_on_running_requests(&name);
+    admin_api.create(&Default::default(), &hpa).await.unwrap();
+    let r = HpaRef {
+        namespace: "prewarm".into(),
+        name: name.clone(),
+        raise_min_replicas: true,
+        in_system_metric: None,
+    };
+    let lambda = lambda().await;
+    let min_of = |h: &HorizontalPodAutoscaler| h.spec.as_ref().unwrap().min_replicas;
+    let result = async {
+        // Asked for 20, capped at maxReplicas 9; the user's 2 is saved.
+        let outcome = apply_floor(&lambda, &r, FloorIntent::AtLeast(20), now(), 300.0, false)
+            .await
+            .expect("the lambda user may patch HPAs");
+        assert_eq!(outcome, "raised");
+        let h = admin_api.get(&name).await.unwrap();
+        assert_eq!(min_of(&h), Some(9));
+        let ann = h.metadata.annotations.clone().unwrap();
+        assert_eq!(ann.get(USER_MIN).map(String::as_str), Some("2"));
+        assert_eq!(ann.get(RAISED_MIN).map(String::as_str), Some("9"));
+        let managers: Vec<String> = h
+            .metadata
+            .managed_fields
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|m| m.manager)
+            .collect();
+        assert!(managers.iter().any(|m| m == FIELD_MANAGER), "{managers:?}");
+
+        // Restored exactly.
+        assert_eq!(
+            restore_hpa_floor(&lambda, &r, now()).await.unwrap(),
+            "restored"
+        );
+        let h = admin_api.get(&name).await.unwrap();
+        assert_eq!(min_of(&h), Some(2));
+        assert!(!h
+            .metadata
+            .annotations
+            .unwrap_or_default()
+            .contains_key(USER_MIN));
+
+        // Raised again, then the user sets 4 by hand: the restore keeps the user's 4.
+        apply_floor(&lambda, &r, FloorIntent::AtLeast(6), now(), 300.0, false)
+            .await
+            .unwrap();
+        admin_api
+            .patch(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"minReplicas": 4}})),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            restore_hpa_floor(&lambda, &r, now()).await.unwrap(),
+            "user_edit_kept"
+        );
+        let h = admin_api.get(&name).await.unwrap();
+        assert_eq!(min_of(&h), Some(4));
+        assert!(!h
+            .metadata
+            .annotations
+            .unwrap_or_default()
+            .contains_key(RAISED_MIN));
+    }
+    .await;
+    let _ = admin_api.delete(&name, &DeleteParams::default()).await;
+    result
+}

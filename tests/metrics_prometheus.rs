@@ -533,3 +533,78 @@ async fn http_answers_map_to_retryable_or_final_errors() {
         assert!(err.to_string().contains("t-x"), "{err}");
     }
 }
+
+// ---- seasonal history: the same clock time one (compressed) season back -------------------------
+
+/// A compressed "day" of 20 minutes (SEASONS_SECONDS is a setting for this): 40 minutes of
+/// history, completions at 2/s in the older 20 minutes and 6/s in the newer 20, nothing waiting
+/// and 4 running throughout. Reading the observation window one season back must give 2/s,
+/// today's 6/s: what `offset 20m` gives, without `offset` having to bind to every selector of
+/// the arrival-rate expression.
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn seasonal_history_reads_the_window_one_season_back() {
+    const SEASON: i64 = 1200;
+    let model = unique_model("season");
+    let now = now_whole_seconds();
+    let t0 = now - 2 * SEASON;
+    let n = 2 * SEASON / SPACING_S;
+    let boundary = now - SEASON;
+    let mut count = 0.0;
+    let mut completed = Vec::new();
+    for k in 0..=n {
+        let t = t0 + k * SPACING_S;
+        if k > 0 {
+            count += if t <= boundary { 2.0 } else { 6.0 } * SPACING_S as f64;
+        }
+        completed.push((t * 1000, count));
+    }
+    let flat = |v: f64| (0..=n).map(|k| ((t0 + k * SPACING_S) * 1000, v)).collect();
+    remote_write(
+        &[
+            ("vllm:request_success_total".into(), completed),
+            ("vllm:num_requests_waiting".into(), flat(0.0)),
+            ("vllm:num_requests_running".into(), flat(4.0)),
+        ],
+        &model,
+    )
+    .await;
+    let source = PrometheusSource::new(&prometheus_url()).unwrap();
+    let target = target(&model);
+    // Today's window, stopping 2 minutes short of now and starting 2 minutes after the
+    // boundary, so no 1 m rate straddles the change.
+    let today = prewarm::adapters::metrics::Window {
+        start: (boundary + 120) as f64,
+        end: (now - 120) as f64,
+        step: 15.0,
+    };
+    let back = today.shifted_back(SEASON as f64);
+    let then = source.arrival_history(&target, back).await.unwrap();
+    let current = source.arrival_history(&target, today).await.unwrap();
+    let expected_points = ((today.end - today.start) / 15.0) as usize + 1;
+    assert_eq!(then.len(), expected_points, "{then:?}");
+    assert_eq!(current.len(), expected_points);
+    assert_eq!(then[0].t, back.start);
+    for s in &then {
+        assert!(
+            (s.v - 2.0).abs() < 1e-6,
+            "one season back: {} at {}",
+            s.v,
+            s.t
+        );
+    }
+    for s in &current {
+        assert!((s.v - 6.0).abs() < 1e-6, "today: {} at {}", s.v, s.t);
+    }
+
+    // The same history at a 0.05 s step is 16,801 points: above Prometheus' 11,000 per query,
+    // so it comes in two chunks that must join without a duplicate or a gap.
+    let fine = prewarm::adapters::metrics::Window {
+        start: today.start,
+        end: today.start + 840.0,
+        step: 0.05,
+    };
+    let joined = source.arrival_history(&target, fine).await.unwrap();
+    assert_eq!(joined.len(), 16_801);
+    assert!(joined.windows(2).all(|w| w[1].t > w[0].t));
+}

@@ -449,6 +449,7 @@ impl CommonArgs {
             ewma_alpha: p.ewma_alpha,
             trend_beta: p.trend_beta,
             trend_damping: p.trend_damping,
+            ..PolicySpec::default()
         };
         prewarm_policy
             .validate()
@@ -474,6 +475,8 @@ impl CommonArgs {
             gpu_cap: None,
             freeze_consolidation: p.freeze_consolidation,
             limits: None,
+            hpa: None,
+            schedules: Vec::new(),
         };
         prewarm_target
             .validate()

@@ -50,7 +50,7 @@ fn damped_steps(phi: f64, k: f64) -> f64 {
 
 /// Nearest-rank upper quantile (the smallest value with at least `q` of the sample at or
 /// below it). Conservative for small samples, and easy to check by hand.
-fn upper_quantile(values: &mut [f64], q: f64) -> f64 {
+pub fn upper_quantile(values: &mut [f64], q: f64) -> f64 {
     if values.is_empty() {
         return 0.0;
     }

@@ -1,11 +1,18 @@
 //! The pure core: no tokio, kube or AWS imports. Everything here is a function of its inputs,
 //! with the current time passed in as seconds since the Unix epoch (`now: f64`).
 
+pub mod band;
+pub mod fast_path;
 pub mod forecast;
+pub mod hpa_sizing;
 pub mod interruption;
 pub mod plan;
 pub mod policy;
+pub mod rails;
+pub mod schedule;
+pub mod seasonal;
 pub mod signal;
+pub mod signals;
 pub mod sizing;
 pub mod spec;
 

@@ -25,16 +25,52 @@ pub enum Action {
 #[serde(tag = "reason", rename_all = "snake_case")]
 pub enum Reason {
     Forecast,
-    MetricsMissing { detail: String },
-    Floor { min_spare: u32 },
-    Ceiling { max_spare: u32 },
-    GpuCap { gpu_cap: u32 },
-    StepUpLimited { max_step_up: u32 },
-    StepDownLimited { max_step_down: u32 },
-    ScaleDownDelay { hold_spare: u32, until: f64 },
-    Cooldown { until: f64 },
-    PendingPods { count: u32 },
-    ReplacementReserved { replicas: u32 },
+    MetricsMissing {
+        detail: String,
+    },
+    Floor {
+        min_spare: u32,
+    },
+    Ceiling {
+        max_spare: u32,
+    },
+    GpuCap {
+        gpu_cap: u32,
+    },
+    StepUpLimited {
+        max_step_up: u32,
+    },
+    StepDownLimited {
+        max_step_down: u32,
+    },
+    ScaleDownDelay {
+        hold_spare: u32,
+        until: f64,
+    },
+    Cooldown {
+        until: f64,
+    },
+    PendingPods {
+        count: u32,
+    },
+    ReplacementReserved {
+        replicas: u32,
+    },
+    /// The queue triggered the fast path: provision the end of the HPA's ramp in one step.
+    FastPath {
+        in_system: f64,
+        ready_slots: f64,
+        replicas: u32,
+    },
+    /// A scheduled window (index in `schedules`) asks for at least `min_spare`.
+    Scheduled {
+        min_spare: u32,
+        window: usize,
+    },
+    /// Sized with Erlang C instead of the HPA's units, and why.
+    QueueSizing {
+        why: String,
+    },
 }
 
 /// The forecast numbers behind a plan, for the decision log line and EMF.
@@ -54,6 +90,31 @@ pub struct ForecastSummary {
     /// Replicas needed now and at the horizon.
     pub replicas_now: u32,
     pub replicas_at_horizon: u32,
+    /// The trend model's highest point forecast over the lead time (req/s).
+    #[serde(default)]
+    pub trend_peak: f64,
+    /// The seasonal forecast over the lead time (req/s) and its weight in the blend.
+    #[serde(default)]
+    pub seasonal_peak: Option<f64>,
+    #[serde(default)]
+    pub seasonal_weight: f64,
+    /// "lead_time" (calibrated) or "one_step" (fallback).
+    #[serde(default)]
+    pub band_source: String,
+    /// Nominal quantile of the band and its achieved out-of-sample coverage (0..1).
+    #[serde(default)]
+    pub quantile: f64,
+    #[serde(default)]
+    pub coverage: Option<f64>,
+    /// "hpa" or "queue".
+    #[serde(default)]
+    pub sizing: String,
+    /// Why the seasonal forecaster did not contribute (trend only), when it did not.
+    #[serde(default)]
+    pub trend_only: Option<String>,
+    /// Why the band is the one-step fallback, when it is.
+    #[serde(default)]
+    pub one_step_band: Option<String>,
 }
 
 /// One target's decision.

@@ -9,95 +9,17 @@
 //!    only), then the hard limits again (ceiling, GPU cap and floor win over everything that only
 //!    slows a change), then the interruption path's replacement reserve on top.
 
-use super::forecast::{forecast, Forecast};
+use super::band::{self, Calibration};
+use super::fast_path::fast_path;
+use super::hpa_sizing::hpa_replicas;
 use super::plan::{Action, ForecastSummary, Plan, Reason};
-use super::signal::{Observation, Sample};
+use super::rails::Rails;
+use super::schedule::scheduled_floor;
+use super::seasonal::{seasonal_forecast, Seasonal};
+use super::signal::Observation;
+use super::signals::{assess, Inputs};
 use super::sizing::replicas_for;
-use super::spec::{HeadroomState, Hold, PolicySpec, TargetSpec};
-
-/// The trusted inputs of one decision.
-struct Inputs {
-    observed_rate: f64,
-    service_time_s: f64,
-    forecast: Forecast,
-}
-
-/// The newest sample with a finite time and value (by time, not by position).
-fn newest_finite(series: &[Sample]) -> Option<Sample> {
-    series
-        .iter()
-        .filter(|s| s.t.is_finite() && s.v.is_finite())
-        .copied()
-        .max_by(|a, b| a.t.total_cmp(&b.t))
-}
-
-/// Checks the observation; `Err` carries the reason to fail static, `Ok` the numbers to size
-/// with. A partial summary is filled either way for the log line.
-fn assess(
-    observed: &Observation,
-    policy: &PolicySpec,
-    now: f64,
-    summary: &mut ForecastSummary,
-) -> Result<Inputs, String> {
-    if let Some(problem) = &observed.problem {
-        return Err(format!("metric source problem: {problem}"));
-    }
-    let Some(newest) = newest_finite(&observed.arrival_rate) else {
-        return Err(if observed.arrival_rate.is_empty() {
-            "arrival rate series is empty".to_string()
-        } else {
-            format!(
-                "arrival rate series has no finite sample ({} NaN/inf)",
-                observed.arrival_rate.len()
-            )
-        });
-    };
-    let observed_rate = newest.v.max(0.0);
-    summary.observed_rate = observed_rate;
-    let age = now - newest.t;
-    if age > policy.stale_after_s {
-        return Err(format!(
-            "newest arrival rate sample is {age:.0} s old (STALE_AFTER_SECONDS={})",
-            policy.stale_after_s
-        ));
-    }
-    let Some(forecast) = forecast(&observed.arrival_rate, policy) else {
-        return Err("fewer than two finite arrival rate samples".to_string());
-    };
-    summary.level = forecast.level;
-    summary.trend = forecast.trend;
-    summary.error_quantile = forecast.error_quantile;
-    summary.rate_at_horizon = forecast.upper_over_horizon.max(observed_rate);
-
-    // The newest usable service time: 0 or NaN means no request completed in that step
-    // (sum/count of an idle histogram), not that requests became free.
-    let service = observed
-        .service_time_s
-        .iter()
-        .filter(|s| s.t.is_finite() && s.v.is_finite() && s.v > 0.0)
-        .max_by(|a, b| a.t.total_cmp(&b.t))
-        .map(|s| s.v);
-    let service_time_s = match service {
-        Some(s) => s,
-        // No completed request in the window and no demand: nothing to size, and zero demand
-        // needs zero replicas whatever the service time. (Idle overnight must not freeze the
-        // spare at its last value forever.)
-        None if summary.rate_at_horizon == 0.0 => 0.0,
-        None => {
-            return Err(if observed.service_time_s.is_empty() {
-                "service time series is empty".to_string()
-            } else {
-                "service time series has no finite positive sample".to_string()
-            })
-        }
-    };
-    summary.service_time_s = service_time_s;
-    Ok(Inputs {
-        observed_rate,
-        service_time_s,
-        forecast,
-    })
-}
+use super::spec::{HeadroomState, PolicySpec, TargetSpec};
 
 /// The plan when the inputs cannot be trusted: keep the headroom as it is, say why, and leave
 /// the hold, cooldown and consolidation untouched.
@@ -135,25 +57,58 @@ pub fn decide(
         Ok(inputs) => inputs,
         Err(detail) => return fail_static(target, prior, now, detail, summary),
     };
-
-    // Sizing. The horizon rate is never below the rate observed now: the smoothed level lags a
-    // burst, and demand that is already here is the best evidence of the next minutes.
-    let concurrency = target.replica_concurrency;
-    let wait = policy.target_wait_s;
-    let size = |rate: f64| replicas_for(rate, inputs.service_time_s, concurrency, wait);
-    let replicas_now = size(inputs.observed_rate);
-    let replicas_at_horizon = size(summary.rate_at_horizon);
-    summary.replicas_now = replicas_now;
-    summary.replicas_at_horizon = replicas_at_horizon;
-
-    // Pending inference pods already claim capacity (Karpenter is launching nodes for them), so
-    // they count as in use; they also forbid scale-down below (see the rail).
-    let in_use = observed.serving_replicas.unwrap_or(replicas_now);
-    let current_need = in_use.saturating_add(observed.pending_pods);
-    let raw = replicas_at_horizon.saturating_sub(current_need);
-
-    let rails = Rails::new(target, prior, current_need);
     let mut reasons = vec![Reason::Forecast];
+
+    // Forecasters and band: the rate to cover over the lead time. The horizon rate is never
+    // below the rate observed now: the smoothed level lags a burst, and demand that is already
+    // here is the best evidence of the next minutes.
+    let calibration = calibration(observed, target, policy, prior, &inputs, now);
+    summary.rate_at_horizon = horizon_rate(
+        observed,
+        policy,
+        &inputs,
+        calibration.as_ref(),
+        now,
+        &mut summary,
+    )
+    .max(inputs.observed_rate);
+
+    // Sizing: in the HPA's units when it can be predicted, else Erlang C.
+    let sized = size(observed, target, policy, &inputs, summary.rate_at_horizon);
+    summary.replicas_now = sized.now;
+    summary.replicas_at_horizon = sized.at_horizon;
+    summary.sizing = sized.units.into();
+    if let Some(why) = sized.fallback {
+        reasons.push(Reason::QueueSizing { why });
+    }
+    let forecast_raw = sized.at_horizon.saturating_sub(sized.in_place);
+    let mut raw = forecast_raw;
+
+    // Fast path: a queue building now provisions the end of the HPA's ramp in one step.
+    let ready = observed.serving_replicas.unwrap_or(sized.now);
+    let fast = fast_path(
+        observed,
+        target,
+        policy,
+        ready,
+        inputs.observed_rate,
+        inputs.service_time_s,
+        now,
+    );
+    if let Some(f) = &fast {
+        raw = raw.max(f.replicas_wanted.saturating_sub(sized.in_place));
+        reasons.push(Reason::FastPath {
+            in_system: f.in_system,
+            ready_slots: f.ready_slots,
+            replicas: f.replicas_wanted,
+        });
+    }
+
+    let scheduled = scheduled_floor(&target.schedules, &policy.zone(), now, policy.lead_time_s);
+    let rails = Rails::new(target, prior, sized.in_place)
+        .with_scheduled_floor(scheduled)
+        .urgent(fast.is_some())
+        .remember_at_most(forecast_raw);
     let spare = rails.apply(raw, observed.pending_pods, policy, now, &mut reasons);
 
     let reserved = prior.replacement_reserved;
@@ -190,7 +145,160 @@ pub fn decide(
             replacement_reserved: reserved,
             consolidation_frozen: freeze_consolidation.unwrap_or(prior.consolidation_frozen),
             last_tick: Some(now),
+            calibration,
         },
+    }
+}
+
+/// The calibration to use and persist: refitted when the tick fetched the long history (it
+/// does so only when the cached one is due), else the cached one.
+fn calibration(
+    observed: &Observation,
+    target: &TargetSpec,
+    policy: &PolicySpec,
+    prior: &HeadroomState,
+    inputs: &Inputs,
+    now: f64,
+) -> Option<Calibration> {
+    if observed.calibration_history.is_empty() {
+        return prior.calibration.clone();
+    }
+    let q = band::quantile(policy, target, inputs.service_time_s);
+    Some(band::calibrate(
+        &observed.calibration_history,
+        policy,
+        q,
+        now,
+    ))
+}
+
+/// The blended point forecast plus the band. The trend model's point forecast is blended with
+/// the seasonal one (weight from the calibration; an even blend before the first one), and
+/// the lead-time band of the calibration is added; without it, the one-step band of the trend
+/// model (the fallback, logged).
+fn horizon_rate(
+    observed: &Observation,
+    policy: &PolicySpec,
+    inputs: &Inputs,
+    calibration: Option<&Calibration>,
+    now: f64,
+    summary: &mut ForecastSummary,
+) -> f64 {
+    let trend = inputs.forecast.point_over_horizon;
+    summary.trend_peak = trend;
+    let seasonal = if policy.seasons_s.is_empty() {
+        None
+    } else {
+        match seasonal_forecast(
+            &observed.arrival_rate,
+            &observed.seasonal,
+            now,
+            policy.lead_time_s,
+            policy.step_s,
+        ) {
+            Seasonal::Forecast { peak, .. } => Some(peak),
+            Seasonal::Unavailable { why } => {
+                summary.trend_only = Some(why);
+                None
+            }
+        }
+    };
+    summary.seasonal_peak = seasonal;
+    let weight = match (seasonal, calibration) {
+        (None, _) => 0.0,
+        (Some(_), Some(c)) if c.band.is_some() => c.seasonal_weight,
+        (Some(_), _) => 0.5,
+    };
+    summary.seasonal_weight = weight;
+    let point = match seasonal {
+        Some(s) => (1.0 - weight) * trend + weight * s,
+        None => trend,
+    };
+    let zone = policy.zone();
+    let band = match calibration.map(|c| (c, c.band_at(now, &zone))) {
+        Some((c, Some(b))) => {
+            summary.band_source = "lead_time".into();
+            summary.quantile = c.quantile;
+            summary.coverage = c.coverage;
+            b
+        }
+        other => {
+            summary.band_source = "one_step".into();
+            summary.quantile = policy.error_quantile;
+            let why = match other {
+                Some((c, None)) => c.note.clone().unwrap_or_else(|| "no band".into()),
+                _ => "not calibrated yet".into(),
+            };
+            summary.one_step_band = Some(why);
+            inputs.forecast.error_quantile
+        }
+    };
+    summary.error_quantile = band;
+    (point + band).max(0.0)
+}
+
+/// Replicas wanted now and at the horizon, and those in place (ready, loading, pending).
+struct Sized {
+    now: u32,
+    at_horizon: u32,
+    in_place: u32,
+    units: &'static str,
+    fallback: Option<String>,
+}
+
+/// Sizing. In the HPA's units when the target names its HPA and its metric is predictable:
+/// what the HPA will want at the horizon, against the replicas ready, loading and pending (a
+/// pending pod is demand the HPA already counted, not capacity). Else Erlang C replicas for
+/// the rate, against those serving (or, unknown, needed now), loading and pending.
+fn size(
+    observed: &Observation,
+    target: &TargetSpec,
+    policy: &PolicySpec,
+    inputs: &Inputs,
+    rate_at_horizon: f64,
+) -> Sized {
+    let loading = observed.loading_replicas.unwrap_or(0);
+    let pending = observed.pending_pods;
+    let mut fallback = None;
+    if let Some(hpa) = &observed.hpa {
+        let s = inputs.service_time_s;
+        match (
+            hpa_replicas(hpa, inputs.observed_rate, s),
+            hpa_replicas(hpa, rate_at_horizon, s),
+        ) {
+            (Ok(now), Ok(at_horizon)) => {
+                let ready = observed.serving_replicas.unwrap_or(hpa.current_replicas);
+                return Sized {
+                    now,
+                    at_horizon,
+                    in_place: ready.saturating_add(loading).saturating_add(pending),
+                    units: "hpa",
+                    fallback: None,
+                };
+            }
+            (Err(why), _) | (_, Err(why)) => {
+                fallback = Some(format!("HPA metric not predictable from the queue: {why}"))
+            }
+        }
+    } else if target.hpa.is_some() {
+        fallback = Some("HPA not read".into());
+    }
+    let size = |rate: f64| {
+        replicas_for(
+            rate,
+            inputs.service_time_s,
+            target.replica_concurrency,
+            policy.target_wait_s,
+        )
+    };
+    let now = size(inputs.observed_rate);
+    let in_use = observed.serving_replicas.unwrap_or(now);
+    Sized {
+        now,
+        at_horizon: size(rate_at_horizon),
+        in_place: in_use.saturating_add(loading).saturating_add(pending),
+        units: "queue",
+        fallback,
     }
 }
 
@@ -227,156 +335,11 @@ fn consolidation(
     }
 }
 
-/// The limits of one decision, fixed before the rails run.
-struct Rails {
-    min_spare: u32,
-    max_spare: u32,
-    /// Spare replicas the GPU cap leaves after what is in use and pending.
-    gpu_room: Option<(u32, u32)>,
-    max_step_up: u32,
-    max_step_down: u32,
-    /// The tick's own share of the current spare (the replacement reserve excluded).
-    base: u32,
-    hold: Option<Hold>,
-    cooldown_until: Option<f64>,
-}
-
-/// The railed spare and the hold to persist.
-struct Railed {
-    value: u32,
-    hold: Option<Hold>,
-}
-
-impl Rails {
-    fn new(target: &TargetSpec, prior: &HeadroomState, current_need: u32) -> Self {
-        let gpus = target.gpus_per_replica.max(1);
-        Rails {
-            min_spare: target.min_spare,
-            max_spare: target.max_spare,
-            gpu_room: target
-                .gpu_cap
-                .map(|cap| (cap, (cap / gpus).saturating_sub(current_need))),
-            max_step_up: target.max_step_up,
-            max_step_down: target.max_step_down,
-            base: prior.spare.saturating_sub(prior.replacement_reserved),
-            hold: prior.hold,
-            cooldown_until: prior.cooldown_until,
-        }
-    }
-
-    fn apply(
-        &self,
-        raw: u32,
-        pending_pods: u32,
-        policy: &PolicySpec,
-        now: f64,
-        reasons: &mut Vec<Reason>,
-    ) -> Railed {
-        let mut v = raw;
-
-        // 1. Floor and ceiling.
-        if v < self.min_spare {
-            v = self.min_spare;
-            reasons.push(Reason::Floor {
-                min_spare: self.min_spare,
-            });
-        }
-        if v > self.max_spare {
-            v = self.max_spare;
-            reasons.push(Reason::Ceiling {
-                max_spare: self.max_spare,
-            });
-        }
-        // 2. GPU cap: (in use + pending + spare) × GPUs per replica ≤ cap.
-        if let Some((gpu_cap, room)) = self.gpu_room {
-            if v > room {
-                v = room;
-                reasons.push(Reason::GpuCap { gpu_cap });
-            }
-        }
-        // What the scale-down delay remembers: the value wanted before any rail that only
-        // slows change.
-        let wanted = v;
-
-        // 3. Step limits, relative to the tick's share of the current spare.
-        let up_limit = self.base.saturating_add(self.max_step_up);
-        let down_limit = self.base.saturating_sub(self.max_step_down);
-        if v > up_limit {
-            v = up_limit;
-            reasons.push(Reason::StepUpLimited {
-                max_step_up: self.max_step_up,
-            });
-        } else if v < down_limit {
-            v = down_limit;
-            reasons.push(Reason::StepDownLimited {
-                max_step_down: self.max_step_down,
-            });
-        }
-        // 4. Pending pods: the spare ran out, so it is not too large; never scale down now.
-        if pending_pods > 0 {
-            v = v.max(self.base);
-            reasons.push(Reason::PendingPods {
-                count: pending_pods,
-            });
-        }
-        // 5. Scale-down delay: no decrease below the held high-water mark while it lasts (it
-        //    blocks decreases only; it never raises the spare above the current one).
-        let active_hold = self.hold.filter(|h| h.until > now);
-        if let Some(h) = active_hold {
-            let keep = h.spare.min(self.base);
-            if v < keep {
-                v = keep;
-                reasons.push(Reason::ScaleDownDelay {
-                    hold_spare: h.spare,
-                    until: h.until,
-                });
-            }
-        }
-        let hold = match active_hold {
-            Some(h) if h.spare >= wanted => Some(h),
-            _ if policy.scale_down_delay_s > 0.0 => Some(Hold {
-                spare: wanted,
-                until: now + policy.scale_down_delay_s,
-            }),
-            _ => None,
-        };
-        // 6. Cooldown gates scale-down only: fast up, slow down (Knative/HPA convention).
-        if let Some(until) = self.cooldown_until.filter(|u| *u > now) {
-            if v < self.base {
-                v = self.base;
-                reasons.push(Reason::Cooldown { until });
-            }
-        }
-        // 7. Hard limits win over the rails that only slow change: never above the ceiling or
-        //    the GPU cap (the cap also wins over the floor), never below the floor.
-        if v > self.max_spare {
-            v = self.max_spare;
-            reasons.push(Reason::Ceiling {
-                max_spare: self.max_spare,
-            });
-        }
-        if v < self.min_spare {
-            // Only the step-up limit can leave v below the floor here. The floor is a promise,
-            // not a forecast: it is met at once, past the step limit.
-            v = self.min_spare;
-            reasons.push(Reason::Floor {
-                min_spare: self.min_spare,
-            });
-        }
-        if let Some((gpu_cap, room)) = self.gpu_room {
-            if v > room {
-                v = room;
-                reasons.push(Reason::GpuCap { gpu_cap });
-            }
-        }
-        Railed { value: v, hold }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::spec::HeadroomKind;
+    use crate::core::signal::{HpaMetric, HpaStatus, Sample, SeasonSeries};
+    use crate::core::spec::{HeadroomKind, Hold, ScheduleWindow};
 
     /// The fixed clock of every row.
     const NOW: f64 = 1_700_000_000.0;
@@ -922,7 +885,7 @@ mod tests {
             Row {
                 // Flat demand but the hold still runs: leave consolidation as it is.
                 name: "freeze kept while hold lasts",
-                target: freezing,
+                target: freezing.clone(),
                 prior: HeadroomState {
                     consolidation_frozen: true,
                     hold: hold(2, NOW + 100.0),
@@ -941,7 +904,256 @@ mod tests {
                 hold: hold(2, NOW + 100.0),
                 ..steady()
             },
+            Row {
+                // COOLDOWN_SECONDS=0: a change persists no cooldown (5 req/s needs 6, 3 serve
+                // → 3 from 0), and the next tick may step down at once.
+                name: "cooldown 0 persists none",
+                observed: observe(&[5.0; 8], Some(3)),
+                policy: PolicySpec {
+                    cooldown_s: 0.0,
+                    ..test_policy()
+                },
+                action: Action::ScaleUp,
+                desired: 3,
+                hold: hold(3, NOW + 300.0),
+                cooldown: None,
+                ..steady()
+            },
+            Row {
+                // COOLDOWN_SECONDS=0 with an old cooldown still running (the setting was
+                // lowered): it still blocks the step down and is kept.
+                name: "cooldown 0 keeps an old cooldown",
+                policy: PolicySpec {
+                    cooldown_s: 0.0,
+                    ..test_policy()
+                },
+                prior: HeadroomState {
+                    cooldown_until: Some(NOW + 30.0),
+                    ..prior(2)
+                },
+                desired: 2,
+                reasons: vec![
+                    Reason::Forecast,
+                    Reason::StepDownLimited { max_step_down: 1 },
+                    Reason::Cooldown { until: NOW + 30.0 },
+                ],
+                cooldown: Some(NOW + 30.0),
+                ..steady()
+            },
+            Row {
+                // SCALE_DOWN_DELAY_SECONDS=0: no hold is persisted; 2 → 1 in one step.
+                name: "scale-down delay 0",
+                policy: PolicySpec {
+                    scale_down_delay_s: 0.0,
+                    ..test_policy()
+                },
+                prior: prior(2),
+                action: Action::ScaleDown,
+                desired: 1,
+                reasons: vec![
+                    Reason::Forecast,
+                    Reason::StepDownLimited { max_step_down: 1 },
+                ],
+                hold: None,
+                cooldown: Some(NOW + 60.0),
+                ..steady()
+            },
+            Row {
+                // Fail static on a target that freezes consolidation: the budgets are left as
+                // they are (None), whatever the forecast would have said.
+                name: "fail static leaves a freeze alone",
+                target: freezing.clone(),
+                prior: HeadroomState {
+                    consolidation_frozen: true,
+                    cooldown_until: Some(NOW + 10.0),
+                    hold: hold(5, NOW + 50.0),
+                    ..prior(3)
+                },
+                freeze: None,
+                ..fail_static_row(
+                    "fail static leaves a freeze alone",
+                    observe(&[], Some(6)),
+                    "arrival rate series is empty",
+                )
+            },
+            Row {
+                // 6 ready replicas of 1 slot; waiting 12 + running 6 = 18 ≥ 2 × 6: the fast
+                // path fires. End of ramp max(18, 5 req/s × 1 s) = 18 replicas, 6 in place →
+                // 12, past the step-up limit of 4 in one tick. The hold remembers only what the
+                // forecast wants (0): the fast path's spare is for replicas being created now.
+                name: "fast path",
+                observed: Observation {
+                    waiting: series_ending(NOW, &[12.0, 12.0]),
+                    running: series_ending(NOW, &[6.0, 6.0]),
+                    ..observe(&[5.0; 8], Some(6))
+                },
+                action: Action::ScaleUp,
+                desired: 12,
+                reasons: vec![
+                    Reason::Forecast,
+                    Reason::FastPath {
+                        in_system: 18.0,
+                        ready_slots: 6.0,
+                        replicas: 18,
+                    },
+                ],
+                hold: hold(0, NOW + 300.0),
+                cooldown: Some(NOW + 60.0),
+                ..steady()
+            },
+            Row {
+                // Below the trigger (waiting 5 + running 6 = 11 < 12): nothing.
+                name: "fast path below its trigger",
+                observed: Observation {
+                    waiting: series_ending(NOW, &[5.0, 5.0]),
+                    running: series_ending(NOW, &[6.0, 6.0]),
+                    ..observe(&[5.0; 8], Some(6))
+                },
+                ..steady()
+            },
+            Row {
+                // HPA units: 1 request in the system per replica; 5 req/s × 1 s = 5 in system
+                // → the HPA wants 5. 3 ready + 1 loading in place → spare 1. (Erlang C would
+                // want 6 against 3 serving: 3.)
+                name: "HPA units",
+                observed: Observation {
+                    hpa: Some(hpa(HpaMetric::InSystemPerReplica {
+                        target_average: 1.0,
+                    })),
+                    loading_replicas: Some(1),
+                    ..observe(&[5.0; 8], Some(3))
+                },
+                action: Action::ScaleUp,
+                desired: 1,
+                hold: hold(1, NOW + 300.0),
+                cooldown: Some(NOW + 60.0),
+                ..steady()
+            },
+            Row {
+                // An HPA on CPU: Erlang C (6 for 5 req/s, 6 serve → 0), and the log says why.
+                name: "HPA metric not predictable",
+                observed: Observation {
+                    hpa: Some(hpa(HpaMetric::Unpredictable {
+                        why: "resource cpu".into(),
+                    })),
+                    ..observe(&[5.0; 8], Some(6))
+                },
+                reasons: vec![
+                    Reason::Forecast,
+                    Reason::QueueSizing {
+                        why: "HPA metric not predictable from the queue: resource cpu".into(),
+                    },
+                ],
+                ..steady()
+            },
+            Row {
+                // A window every minute lasting 2 minutes is always on: its minimum 3 is a
+                // floor, logged as the window's.
+                name: "scheduled window",
+                target: TargetSpec {
+                    schedules: vec![ScheduleWindow {
+                        cron: "* * * * *".into(),
+                        time_zone: None,
+                        duration_seconds: 120.0,
+                        min_spare: 3,
+                    }],
+                    ..test_target()
+                },
+                action: Action::ScaleUp,
+                desired: 3,
+                reasons: vec![
+                    Reason::Forecast,
+                    Reason::Scheduled {
+                        min_spare: 3,
+                        window: 0,
+                    },
+                ],
+                hold: hold(3, NOW + 300.0),
+                cooldown: Some(NOW + 60.0),
+                ..steady()
+            },
+            Row {
+                // Cached calibration: band 2, seasonal weight 0.5. Trend 5 (flat); yesterday was
+                // 5 over the window too (scale 1) and 9 over the next lead time: blend
+                // 0.5·5 + 0.5·9 = 7, + 2 = 9 req/s → 10 replicas, 6 serve → 4.
+                name: "seasonal blend with a calibrated band",
+                observed: Observation {
+                    seasonal: vec![SeasonSeries {
+                        period_s: 86_400.0,
+                        samples: series_ending(
+                            NOW + 180.0,
+                            &[&[5.0; 8][..], &[9.0; 12][..]].concat(),
+                        ),
+                    }],
+                    ..observe(&[5.0; 8], Some(6))
+                },
+                prior: HeadroomState {
+                    calibration: Some(calibrated(2.0, 0.5)),
+                    ..prior(0)
+                },
+                action: Action::ScaleUp,
+                desired: 4,
+                hold: hold(4, NOW + 300.0),
+                cooldown: Some(NOW + 60.0),
+                ..steady()
+            },
         ]
+    }
+
+    fn hpa(metric: HpaMetric) -> HpaStatus {
+        HpaStatus {
+            min_replicas: 1,
+            max_replicas: 50,
+            current_replicas: 3,
+            desired_replicas: 3,
+            metric,
+        }
+    }
+
+    fn calibrated(band: f64, seasonal_weight: f64) -> Calibration {
+        Calibration {
+            computed_at: NOW - 60.0,
+            quantile: 0.9,
+            band: Some(band),
+            by_hour: vec![],
+            seasonal_weight,
+            coverage: Some(0.88),
+            windows: 100,
+            note: None,
+        }
+    }
+
+    #[test]
+    fn summary_says_which_stages_were_used() {
+        let plan = decide(
+            &observe(&[5.0; 8], Some(6)),
+            &test_target(),
+            &test_policy(),
+            &HeadroomState::default(),
+            NOW,
+        );
+        let f = &plan.forecast;
+        assert_eq!(f.sizing, "queue");
+        assert_eq!(f.band_source, "one_step");
+        assert_eq!(f.one_step_band.as_deref(), Some("not calibrated yet"));
+        assert_eq!(f.trend_only.as_deref(), Some("no seasonal history"));
+        // A history in the observation is fitted and persisted in the next state.
+        let history: Vec<Sample> = (0..200)
+            .map(|i| Sample::new(NOW - 60.0 * (199 - i) as f64, 5.0))
+            .collect();
+        let plan = decide(
+            &Observation {
+                calibration_history: history,
+                ..observe(&[5.0; 8], Some(6))
+            },
+            &test_target(),
+            &test_policy(),
+            &HeadroomState::default(),
+            NOW,
+        );
+        let c = plan.next_state.calibration.expect("calibrated");
+        assert_eq!((c.computed_at, c.band), (NOW, Some(0.0)));
+        assert_eq!(plan.forecast.band_source, "lead_time");
     }
 
     #[test]

@@ -33,4 +33,47 @@ pub struct Observation {
     pub serving_replicas: Option<u32>,
     /// Why the observation is incomplete, if a source failed (the policy then fails static).
     pub problem: Option<String>,
+    /// Inference pods scheduled on a node but not Ready yet (image pull, model load).
+    #[serde(default)]
+    pub loading_replicas: Option<u32>,
+    /// The workload's HPA as read from the API, when the target names one.
+    #[serde(default)]
+    pub hpa: Option<HpaStatus>,
+    /// The arrival rate one season back (a day, a week), each sample's time moved forward by
+    /// the season so it lines up with today: covers `[now - window, now + lead time]`.
+    #[serde(default)]
+    pub seasonal: Vec<SeasonSeries>,
+    /// Long arrival-rate history (BAND_HISTORY_SECONDS plus the longest season, on the
+    /// BAND_STEP_SECONDS grid), fetched only when the cached calibration is due; empty otherwise.
+    #[serde(default)]
+    pub calibration_history: Vec<Sample>,
+}
+
+/// One season's history of the arrival rate, shifted into today's frame.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SeasonSeries {
+    pub period_s: f64,
+    pub samples: Vec<Sample>,
+}
+
+/// What the workload's HorizontalPodAutoscaler says about itself.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HpaStatus {
+    pub min_replicas: u32,
+    pub max_replicas: u32,
+    pub current_replicas: u32,
+    pub desired_replicas: u32,
+    pub metric: HpaMetric,
+}
+
+/// The HPA's metric, as far as prewarm can predict it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum HpaMetric {
+    /// A per-replica average target on requests in the system (waiting + running, or running
+    /// alone): predictable from arrival rate × service time (Little's law).
+    InSystemPerReplica { target_average: f64 },
+    /// Anything else (CPU, memory, DCGM utilisation, a waiting-only queue): the reason, logged
+    /// when the policy falls back to queue sizing.
+    Unpredictable { why: String },
 }

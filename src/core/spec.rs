@@ -31,6 +31,62 @@ pub struct PolicySpec {
     pub trend_beta: f64,
     /// Damping of the trend per step (0 < phi <= 1); 1 is an undamped linear trend.
     pub trend_damping: f64,
+    /// SEASONS_SECONDS ("86400,604800"): season lengths of the seasonal forecast, comma-separated
+    /// seconds (a day and a week); empty turns it off. A setting so a test can compress a "day".
+    #[serde(default = "default_seasons")]
+    pub seasons_s: Vec<f64>,
+    /// TIME_ZONE ("UTC"): IANA zone of scheduled windows and per-hour bands (DST-safe).
+    #[serde(default = "default_time_zone")]
+    pub time_zone: String,
+    /// FAST_PATH_RATIO (2): requests in the system over the fast-path window at or above this
+    /// many times the ready slots trigger the fast path (Knative's panic threshold is 200 %).
+    #[serde(default = "default_fast_ratio")]
+    pub fast_path_ratio: f64,
+    /// FAST_PATH_WINDOW_SECONDS (30): the short window the fast path averages demand over (two
+    /// samples on the 15 s grid; Knative's 6 s panic window is below a metric store's step).
+    #[serde(default = "default_fast_window")]
+    pub fast_path_window_s: f64,
+    /// BAND_HISTORY_SECONDS (86400): history the lead-time band is calibrated on (1 to 7 days).
+    #[serde(default = "default_band_history")]
+    pub band_history_s: f64,
+    /// BAND_STEP_SECONDS (60): resolution of that history (coarser than the tick's: cost).
+    #[serde(default = "default_band_step")]
+    pub band_step_s: f64,
+    /// BAND_BY_HOUR (false): one band per hour of day (in TIME_ZONE) instead of one overall.
+    #[serde(default)]
+    pub band_by_hour: bool,
+    /// CALIBRATE_EVERY_SECONDS (3600): long-window statistics are recomputed at most this often
+    /// and cached on the headroom object.
+    #[serde(default = "default_calibrate_every")]
+    pub calibrate_every_s: f64,
+    /// DELAYED_REQUEST_COST and GPU_HOUR_COST (unset): when both are set, the band's quantile is
+    /// derived from them (newsvendor) instead of ERROR_QUANTILE; see `band::cost_quantile`.
+    #[serde(default)]
+    pub delayed_request_cost: Option<f64>,
+    #[serde(default)]
+    pub gpu_hour_cost: Option<f64>,
+}
+
+fn default_seasons() -> Vec<f64> {
+    vec![86_400.0, 604_800.0]
+}
+fn default_time_zone() -> String {
+    "UTC".into()
+}
+fn default_fast_ratio() -> f64 {
+    2.0
+}
+fn default_fast_window() -> f64 {
+    30.0
+}
+fn default_band_history() -> f64 {
+    86_400.0
+}
+fn default_band_step() -> f64 {
+    60.0
+}
+fn default_calibrate_every() -> f64 {
+    3_600.0
 }
 
 impl Default for PolicySpec {
@@ -48,6 +104,16 @@ impl Default for PolicySpec {
             ewma_alpha: 0.3,
             trend_beta: 0.2,
             trend_damping: 0.9,
+            seasons_s: default_seasons(),
+            time_zone: default_time_zone(),
+            fast_path_ratio: default_fast_ratio(),
+            fast_path_window_s: default_fast_window(),
+            band_history_s: default_band_history(),
+            band_step_s: default_band_step(),
+            band_by_hour: false,
+            calibrate_every_s: default_calibrate_every(),
+            delayed_request_cost: None,
+            gpu_hour_cost: None,
         }
     }
 }
@@ -107,8 +173,70 @@ impl PolicySpec {
         check("ewma_alpha", self.ewma_alpha, 0.001, 1.0)?;
         check("trend_beta", self.trend_beta, 0.0, 1.0)?;
         check("trend_damping", self.trend_damping, 0.0, 1.0)?;
+        for season in &self.seasons_s {
+            // At least two lead times, so "the same time one season back, one lead time ahead"
+            // is in the past.
+            check(
+                "SEASONS_SECONDS",
+                *season,
+                2.0 * self.lead_time_s,
+                31.0 * 86_400.0,
+            )?;
+        }
+        parse_time_zone(&self.time_zone).map_err(|m| ("TIME_ZONE".to_string(), m))?;
+        check("FAST_PATH_RATIO", self.fast_path_ratio, 1.0, 100.0)?;
+        check(
+            "FAST_PATH_WINDOW_SECONDS",
+            self.fast_path_window_s,
+            self.step_s,
+            600.0,
+        )?;
+        check(
+            "BAND_HISTORY_SECONDS",
+            self.band_history_s,
+            3_600.0,
+            7.0 * 86_400.0,
+        )?;
+        check("BAND_STEP_SECONDS", self.band_step_s, self.step_s, 3_600.0)?;
+        check(
+            "CALIBRATE_EVERY_SECONDS",
+            self.calibrate_every_s,
+            60.0,
+            86_400.0,
+        )?;
+        match (self.delayed_request_cost, self.gpu_hour_cost) {
+            (None, None) => {}
+            (Some(d), Some(g)) => {
+                check("DELAYED_REQUEST_COST", d, 1e-9, 1e6)?;
+                check("GPU_HOUR_COST", g, 1e-9, 1e6)?;
+            }
+            (Some(_), None) => {
+                return Err((
+                    "GPU_HOUR_COST".into(),
+                    "must be set with DELAYED_REQUEST_COST".into(),
+                ))
+            }
+            (None, Some(_)) => {
+                return Err((
+                    "DELAYED_REQUEST_COST".into(),
+                    "must be set with GPU_HOUR_COST".into(),
+                ))
+            }
+        }
         Ok(())
     }
+
+    /// The configured zone (validated at start-up; UTC if it somehow does not parse).
+    pub fn zone(&self) -> chrono_tz::Tz {
+        parse_time_zone(&self.time_zone).unwrap_or(chrono_tz::UTC)
+    }
+}
+
+/// An IANA zone name such as `Europe/Berlin`.
+pub fn parse_time_zone(name: &str) -> Result<chrono_tz::Tz, String> {
+    name.trim()
+        .parse::<chrono_tz::Tz>()
+        .map_err(|_| format!("{name:?} is not an IANA time zone name (e.g. Europe/Berlin)"))
 }
 
 /// Which inference server exposes the metrics; selects the built-in queries.
@@ -132,6 +260,37 @@ pub enum HeadroomKind {
     CapacityBuffer { namespace: String, name: String },
     /// The NodePool's own static `spec.replicas` (alpha in Karpenter); counts nodes, not replicas.
     NodePoolReplicas,
+}
+
+/// The workload's `autoscaling/v2` HorizontalPodAutoscaler, read to size in its units.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HpaRef {
+    pub namespace: String,
+    pub name: String,
+    /// Opt-in: also raise the HPA's `minReplicas` ahead of forecast demand (warm replicas, not
+    /// only warm nodes), restoring the user's value afterwards.
+    #[serde(default)]
+    pub raise_min_replicas: bool,
+    /// The name of the HPA metric that counts requests in the system (waiting + running, or
+    /// running) per replica, when its name does not say so (see `adapters::kube::hpa`).
+    #[serde(default)]
+    pub in_system_metric: Option<String>,
+}
+
+/// A scheduled window: from each start the cron expression gives, for `duration_seconds`,
+/// keep at least `min_spare` spare replicas (Ready at the start: prewarm acts one lead time
+/// earlier). Anchors: KEDA's cron scaler and EC2 Auto Scaling scheduled actions.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ScheduleWindow {
+    /// Five-field cron (minute hour day-of-month month day-of-week), e.g. `0 9 * * 1-5`.
+    pub cron: String,
+    /// IANA zone of the cron expression; TIME_ZONE when absent.
+    #[serde(default)]
+    pub time_zone: Option<String>,
+    pub duration_seconds: f64,
+    pub min_spare: u32,
 }
 
 /// Per-target PromQL overrides; empty fields use the built-in query of the server kind.
@@ -208,6 +367,12 @@ pub struct TargetSpec {
     /// NodePool `spec.limits` to keep as a spend cap, e.g. {"nvidia.com/gpu": "64"}.
     #[serde(default)]
     pub limits: Option<std::collections::BTreeMap<String, String>>,
+    /// The workload's HPA: size in the replicas it will want (see `hpa_sizing`).
+    #[serde(default)]
+    pub hpa: Option<HpaRef>,
+    /// Scheduled windows of minimum spare.
+    #[serde(default)]
+    pub schedules: Vec<ScheduleWindow>,
 }
 
 impl TargetSpec {
@@ -237,6 +402,8 @@ impl TargetSpec {
             gpu_cap: None,
             freeze_consolidation: false,
             limits: None,
+            hpa: None,
+            schedules: Vec::new(),
         }
     }
 
@@ -266,6 +433,33 @@ impl TargetSpec {
         }
         if self.max_step_up == 0 {
             return Err((field("maxStepUp"), "must be at least 1".into()));
+        }
+        if let Some(hpa) = &self.hpa {
+            if hpa.name.trim().is_empty() || hpa.namespace.trim().is_empty() {
+                return Err((field("hpa"), "namespace and name must not be empty".into()));
+            }
+        }
+        for (i, w) in self.schedules.iter().enumerate() {
+            let at = |f: &str| field(&format!("schedules[{i}].{f}"));
+            super::schedule::parse_cron(&w.cron).map_err(|m| (at("cron"), m))?;
+            if let Some(zone) = &w.time_zone {
+                parse_time_zone(zone).map_err(|m| (at("timeZone"), m))?;
+            }
+            if w.min_spare > self.max_spare {
+                return Err((
+                    at("minSpare"),
+                    format!("{} is above maxSpare {}", w.min_spare, self.max_spare),
+                ));
+            }
+            if !(w.duration_seconds.is_finite()
+                && w.duration_seconds > 0.0
+                && w.duration_seconds <= 7.0 * 86_400.0)
+            {
+                return Err((
+                    at("durationSeconds"),
+                    format!("must be in (0, 604800], got {}", w.duration_seconds),
+                ));
+            }
         }
         if let Some(cap) = self.gpu_cap {
             if cap < self.gpus_per_replica {
@@ -299,6 +493,10 @@ pub struct HeadroomState {
     pub consolidation_frozen: bool,
     /// When the last tick acted on this object (Unix seconds); guards overlapping invocations.
     pub last_tick: Option<f64>,
+    /// The long-window statistics (lead-time band, blend weights), recomputed at most every
+    /// CALIBRATE_EVERY_SECONDS and cached on the object (`prewarm.io/calibration`).
+    #[serde(default)]
+    pub calibration: Option<super::band::Calibration>,
 }
 
 /// The high-water mark of desired spare capacity kept for the scale-down delay.
@@ -311,6 +509,257 @@ pub struct Hold {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every bound of `PolicySpec::validate`, at and just beyond each end, on the defaults
+    /// (lead 180 s, step 15 s). Bounds written from the documented ranges, not from the code.
+    #[test]
+    fn policy_bounds_table() {
+        type Set = fn(&mut PolicySpec, f64);
+        let rows: Vec<(&str, f64, f64, Set)> = vec![
+            ("LEAD_TIME_SECONDS", 1.0, 3600.0, |p, v| p.lead_time_s = v),
+            ("TICK_SECONDS", 1.0, 60.0, |p, v| p.tick_s = v),
+            ("METRICS_STEP_SECONDS", 1.0, 300.0, |p, v| {
+                // Keep the window and the fast-path window valid for every step tried.
+                p.window_s = 4.0 * 301.0;
+                p.fast_path_window_s = 301.0;
+                p.band_step_s = 301.0;
+                p.step_s = v
+            }),
+            ("METRICS_WINDOW_SECONDS", 60.0, 86_400.0, |p, v| {
+                p.window_s = v
+            }),
+            ("ERROR_QUANTILE", 0.5, 0.999, |p, v| p.error_quantile = v),
+            ("TARGET_WAIT_SECONDS", 0.01, 600.0, |p, v| {
+                p.target_wait_s = v
+            }),
+            ("SCALE_DOWN_DELAY_SECONDS", 0.0, 86_400.0, |p, v| {
+                p.scale_down_delay_s = v
+            }),
+            ("COOLDOWN_SECONDS", 0.0, 3600.0, |p, v| p.cooldown_s = v),
+            ("STALE_AFTER_SECONDS", 1.0, 3600.0, |p, v| {
+                p.stale_after_s = v
+            }),
+            ("ewma_alpha", 0.001, 1.0, |p, v| p.ewma_alpha = v),
+            ("trend_beta", 0.0, 1.0, |p, v| p.trend_beta = v),
+            ("trend_damping", 0.0, 1.0, |p, v| p.trend_damping = v),
+            // Two lead times (360 s) to 31 days.
+            ("SEASONS_SECONDS", 360.0, 2_678_400.0, |p, v| {
+                p.seasons_s = vec![v]
+            }),
+            ("FAST_PATH_RATIO", 1.0, 100.0, |p, v| p.fast_path_ratio = v),
+            // One step (15 s) to 10 minutes.
+            ("FAST_PATH_WINDOW_SECONDS", 15.0, 600.0, |p, v| {
+                p.fast_path_window_s = v
+            }),
+            ("BAND_HISTORY_SECONDS", 3600.0, 604_800.0, |p, v| {
+                p.band_history_s = v
+            }),
+            ("BAND_STEP_SECONDS", 15.0, 3600.0, |p, v| p.band_step_s = v),
+            ("CALIBRATE_EVERY_SECONDS", 60.0, 86_400.0, |p, v| {
+                p.calibrate_every_s = v
+            }),
+            ("DELAYED_REQUEST_COST", 1e-9, 1e6, |p, v| {
+                p.gpu_hour_cost = Some(1.0);
+                p.delayed_request_cost = Some(v)
+            }),
+            ("GPU_HOUR_COST", 1e-9, 1e6, |p, v| {
+                p.delayed_request_cost = Some(1.0);
+                p.gpu_hour_cost = Some(v)
+            }),
+        ];
+        assert_eq!(PolicySpec::default().validate(), Ok(()));
+        for (name, lo, hi, set) in rows {
+            let with = |v: f64| {
+                let mut p = PolicySpec::default();
+                set(&mut p, v);
+                p.validate()
+            };
+            let below = if lo == 0.0 { -1e-9 } else { lo * (1.0 - 1e-9) };
+            assert_eq!(with(lo), Ok(()), "{name} at its lower bound {lo}");
+            assert_eq!(with(hi), Ok(()), "{name} at its upper bound {hi}");
+            for bad in [below, hi * (1.0 + 1e-9), f64::NAN, f64::INFINITY] {
+                let err = with(bad).expect_err(name);
+                assert_eq!(err.0, name, "{name} = {bad}: {err:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn policy_settings_that_are_not_ranges() {
+        let bad_zone = PolicySpec {
+            time_zone: "Mars/Olympus".into(),
+            ..PolicySpec::default()
+        };
+        assert_eq!(bad_zone.validate().unwrap_err().0, "TIME_ZONE");
+        let berlin = PolicySpec {
+            time_zone: "Europe/Berlin".into(),
+            ..PolicySpec::default()
+        };
+        assert_eq!(berlin.validate(), Ok(()));
+        let one_cost = PolicySpec {
+            delayed_request_cost: Some(1.0),
+            ..PolicySpec::default()
+        };
+        assert_eq!(one_cost.validate().unwrap_err().0, "GPU_HOUR_COST");
+        let no_seasons = PolicySpec {
+            seasons_s: vec![],
+            ..PolicySpec::default()
+        };
+        assert_eq!(no_seasons.validate(), Ok(()));
+    }
+
+    #[test]
+    fn target_validation_table() {
+        let base = || TargetSpec::new("t", "gpu", HeadroomKind::NodePoolReplicas, 4);
+        let window = |cron: &str, zone: Option<&str>, d: f64, spare: u32| ScheduleWindow {
+            cron: cron.into(),
+            time_zone: zone.map(str::to_string),
+            duration_seconds: d,
+            min_spare: spare,
+        };
+        let rows: Vec<(&str, TargetSpec, Option<&str>)> = vec![
+            ("defaults", base(), None),
+            (
+                "empty node pool",
+                TargetSpec {
+                    node_pool: " ".into(),
+                    ..base()
+                },
+                Some("PREWARM_TARGETS[t].nodePool"),
+            ),
+            (
+                "0 GPUs",
+                TargetSpec {
+                    gpus_per_replica: 0,
+                    ..base()
+                },
+                Some("PREWARM_TARGETS[t].gpusPerReplica"),
+            ),
+            (
+                "65 GPUs",
+                TargetSpec {
+                    gpus_per_replica: 65,
+                    ..base()
+                },
+                Some("PREWARM_TARGETS[t].gpusPerReplica"),
+            ),
+            (
+                "64 GPUs",
+                TargetSpec {
+                    gpus_per_replica: 64,
+                    gpu_cap: Some(64),
+                    ..base()
+                },
+                None,
+            ),
+            (
+                "concurrency 0",
+                TargetSpec {
+                    replica_concurrency: 0,
+                    ..base()
+                },
+                Some("PREWARM_TARGETS[t].replicaConcurrency"),
+            ),
+            (
+                "concurrency 4097",
+                TargetSpec {
+                    replica_concurrency: 4097,
+                    ..base()
+                },
+                Some("PREWARM_TARGETS[t].replicaConcurrency"),
+            ),
+            (
+                "min above max",
+                TargetSpec {
+                    min_spare: 5,
+                    ..base()
+                },
+                Some("PREWARM_TARGETS[t].minSpare"),
+            ),
+            (
+                "min equal max",
+                TargetSpec {
+                    min_spare: 4,
+                    ..base()
+                },
+                None,
+            ),
+            (
+                "step up 0",
+                TargetSpec {
+                    max_step_up: 0,
+                    ..base()
+                },
+                Some("PREWARM_TARGETS[t].maxStepUp"),
+            ),
+            (
+                "cap below a replica",
+                TargetSpec {
+                    gpus_per_replica: 2,
+                    gpu_cap: Some(1),
+                    ..base()
+                },
+                Some("PREWARM_TARGETS[t].gpuCap"),
+            ),
+            (
+                "HPA without name",
+                TargetSpec {
+                    hpa: Some(HpaRef {
+                        namespace: "ml".into(),
+                        name: "".into(),
+                        raise_min_replicas: false,
+                        in_system_metric: None,
+                    }),
+                    ..base()
+                },
+                Some("PREWARM_TARGETS[t].hpa"),
+            ),
+            (
+                "bad cron",
+                TargetSpec {
+                    schedules: vec![window("0 25 * * *", None, 60.0, 1)],
+                    ..base()
+                },
+                Some("PREWARM_TARGETS[t].schedules[0].cron"),
+            ),
+            (
+                "bad zone",
+                TargetSpec {
+                    schedules: vec![window("0 9 * * *", Some("Nowhere"), 60.0, 1)],
+                    ..base()
+                },
+                Some("PREWARM_TARGETS[t].schedules[0].timeZone"),
+            ),
+            (
+                "zero duration",
+                TargetSpec {
+                    schedules: vec![window("0 9 * * *", None, 0.0, 1)],
+                    ..base()
+                },
+                Some("PREWARM_TARGETS[t].schedules[0].durationSeconds"),
+            ),
+            (
+                "window above maxSpare",
+                TargetSpec {
+                    schedules: vec![window("0 9 * * *", None, 60.0, 5)],
+                    ..base()
+                },
+                Some("PREWARM_TARGETS[t].schedules[0].minSpare"),
+            ),
+            (
+                "good window",
+                TargetSpec {
+                    schedules: vec![window("0 9 * * 1-5", Some("Europe/Berlin"), 3600.0, 4)],
+                    ..base()
+                },
+                None,
+            ),
+        ];
+        for (name, target, want) in rows {
+            let got = target.validate().err().map(|e| e.0);
+            assert_eq!(got.as_deref(), want, "{name}");
+        }
+    }
 
     #[test]
     fn new_gives_the_same_defaults_as_the_targets_json() {

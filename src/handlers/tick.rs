@@ -15,9 +15,11 @@ use serde_json::Value;
 
 use crate::adapters::kube::headroom::{self, ApplyOutcome, HeadroomRead};
 use crate::adapters::kube::nodepool::{self, NodePoolView};
-use crate::adapters::kube::{annotations, pods, targets, ClientCache};
-use crate::adapters::metrics::{self, MetricSource};
+use crate::adapters::kube::{annotations, hpa, hpa_floor, pods, targets, ClientCache};
+use crate::adapters::metrics::{self, MetricSource, Window};
 use crate::config::Config;
+use crate::core::band;
+use crate::core::signal::SeasonSeries;
 use crate::core::{self, HeadroomKind, Observation, Plan, Reason, TargetSpec};
 use crate::error::{Error, Result};
 use crate::telemetry::{EmfRecord, Unit};
@@ -66,6 +68,10 @@ pub struct TargetReport {
     pub size_after: Option<u32>,
     /// NodePool limits/budgets patch outcome.
     pub node_pool: Option<String>,
+    /// The HPA floor (`hpa.raiseMinReplicas`): raised, renewed, restored, user_edit_kept,
+    /// unchanged, or the error.
+    #[serde(default)]
+    pub hpa_floor: Option<String>,
     /// Set when this target was left alone on purpose (another invocation acted).
     pub skipped: Option<String>,
     pub error: Option<String>,
@@ -86,6 +92,7 @@ impl TargetReport {
             size_before: None,
             size_after: None,
             node_pool: None,
+            hpa_floor: None,
             skipped: None,
             error: None,
             error_kind: None,
@@ -161,6 +168,15 @@ pub fn reason_text(reason: &Reason) -> String {
         }
         Reason::PendingPods { count } => format!("pending_pods({count})"),
         Reason::ReplacementReserved { replicas } => format!("replacement_reserved({replicas})"),
+        Reason::FastPath {
+            in_system,
+            ready_slots,
+            replicas,
+        } => format!("fast_path({in_system:.1} in system vs {ready_slots:.0} ready slots: {replicas} replicas)"),
+        Reason::Scheduled { min_spare, window } => {
+            format!("scheduled(window {window}: min {min_spare})")
+        }
+        Reason::QueueSizing { why } => format!("queue_sizing({why})"),
     }
 }
 
@@ -170,17 +186,27 @@ pub fn unix_now() -> f64 {
         .map_or(0.0, |d| d.as_secs_f64())
 }
 
-/// Metrics first, then the pod counts from Kubernetes. A failed source becomes the
+/// Metrics first, then the pod counts and the HPA from Kubernetes. A failed source becomes the
 /// observation's `problem`, so the policy fails static (holds, never scales down) and says why.
+/// The seasonal history is optional: when it cannot be read the policy forecasts with the trend
+/// alone and says so.
 async fn observe(
     deps: &TickDeps,
     client: &kube::Client,
     target: &TargetSpec,
     now: f64,
 ) -> Observation {
-    let (metrics, pods) = futures::join!(
-        deps.metrics.observe(target, &deps.config.policy, now),
-        pods::target_pods(client, target)
+    let policy = &deps.config.policy;
+    let (metrics, pods, seasonal, hpa) = futures::join!(
+        deps.metrics.observe(target, policy, now),
+        pods::target_pods(client, target),
+        seasonal_history(deps, target, now),
+        async {
+            match &target.hpa {
+                Some(r) => Some(hpa::read_hpa_status(client, r).await),
+                None => None,
+            }
+        }
     );
     let mut observation = match metrics {
         Ok(o) => o,
@@ -189,10 +215,12 @@ async fn observe(
             ..Observation::default()
         },
     };
+    observation.seasonal = seasonal;
     match pods {
         Ok(Some(counts)) => {
             observation.pending_pods = counts.unschedulable;
             observation.serving_replicas = Some(counts.serving);
+            observation.loading_replicas = Some(counts.loading);
         }
         Ok(None) => {}
         Err(e) => {
@@ -203,7 +231,84 @@ async fn observe(
             });
         }
     }
+    match hpa {
+        Some(Ok(status)) => observation.hpa = Some(status),
+        // Without the HPA the policy sizes with Erlang C and logs "HPA not read"; the error
+        // itself goes to the log here.
+        Some(Err(e)) => tracing::warn!(target = %target.name, error = %e, "HPA not read"),
+        None => {}
+    }
     observation
+}
+
+/// The arrival rate at the same clock times one season back, over the observation window and
+/// the next lead time, shifted into today's frame.
+async fn seasonal_history(deps: &TickDeps, target: &TargetSpec, now: f64) -> Vec<SeasonSeries> {
+    let policy = &deps.config.policy;
+    let today = Window {
+        start: now - policy.window_s,
+        end: now + policy.lead_time_s,
+        step: policy.step_s,
+    };
+    let reads = policy.seasons_s.iter().map(|&period_s| async move {
+        match deps
+            .metrics
+            .arrival_history(target, today.shifted_back(period_s))
+            .await
+        {
+            Ok(samples) => Some(SeasonSeries {
+                period_s,
+                samples: samples
+                    .into_iter()
+                    .map(|s| core::Sample::new(s.t + period_s, s.v))
+                    .collect(),
+            }),
+            Err(e) => {
+                tracing::warn!(target = %target.name, season_s = period_s, error = %e,
+                    "seasonal history not read");
+                None
+            }
+        }
+    });
+    futures::future::join_all(reads)
+        .await
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+/// The long history the band is calibrated on, fetched only when the cached calibration is
+/// due (at most every CALIBRATE_EVERY_SECONDS): BAND_HISTORY_SECONDS plus the shortest season,
+/// so the seasonal forecaster can be replayed over the whole band history.
+async fn calibration_history(
+    deps: &TickDeps,
+    target: &TargetSpec,
+    cached: Option<&band::Calibration>,
+    now: f64,
+) -> Vec<core::Sample> {
+    let policy = &deps.config.policy;
+    if !band::due(cached, policy, now) {
+        return Vec::new();
+    }
+    let season = policy
+        .seasons_s
+        .iter()
+        .copied()
+        .reduce(f64::min)
+        .unwrap_or(0.0);
+    let back = policy.band_history_s + season + policy.window_s + policy.lead_time_s;
+    let window = Window {
+        start: now - back,
+        end: now,
+        step: policy.band_step_s,
+    };
+    match deps.metrics.arrival_history(target, window).await {
+        Ok(samples) => samples,
+        Err(e) => {
+            tracing::warn!(target = %target.name, error = %e, "band history not read");
+            Vec::new()
+        }
+    }
 }
 
 /// The NodePool's consolidation change this tick: freeze/restore as planned when the target
@@ -259,6 +364,11 @@ pub async fn tick_target(
     }
     let mut state = read.state().clone();
     state.consolidation_frozen = pool.consolidation_frozen();
+    let observation = Observation {
+        calibration_history: calibration_history(deps, target, state.calibration.as_ref(), now)
+            .await,
+        ..observation
+    };
     let plan = core::decide(&observation, target, policy, &state, now);
     report.plan = Some(plan.clone());
 
@@ -295,7 +405,27 @@ pub async fn tick_target(
         Ok(o) => report.node_pool = Some(o.as_str().into()),
         Err(e) => return report.failed(&e),
     }
+    if let Some(r) = target.hpa.as_ref().filter(|r| r.raise_min_replicas) {
+        let lease_s = policy.scale_down_delay_s.max(120.0);
+        report.hpa_floor = Some(
+            match hpa_floor::apply_floor(client, r, floor_intent(&plan), now, lease_s, dry_run)
+                .await
+            {
+                Ok(outcome) => outcome.to_string(),
+                Err(e) => format!("error: {e}"),
+            },
+        );
+    }
     report
+}
+
+/// The HPA floor this tick: the replicas forecast for the horizon, or hold as is when failing
+/// static (never lowered on missing data; the lease is renewed).
+pub fn floor_intent(plan: &Plan) -> hpa_floor::FloorIntent {
+    match plan.action {
+        core::Action::FailStatic => hpa_floor::FloorIntent::Hold,
+        _ => hpa_floor::FloorIntent::AtLeast(plan.forecast.replicas_at_horizon),
+    }
 }
 
 /// Runs one tick over every target concurrently, each in its own task.
@@ -401,12 +531,23 @@ pub fn log_decision(r: &TargetReport) {
     let observed_rate = forecast.map_or(f64::NAN, |f| f.observed_rate);
     let rate_at_horizon = forecast.map_or(f64::NAN, |f| f.rate_at_horizon);
     let quantile = forecast.map_or(f64::NAN, |f| f.error_quantile);
+    let nominal = forecast.map_or(f64::NAN, |f| f.quantile);
+    let coverage = forecast.and_then(|f| f.coverage);
+    let band_source = forecast.map_or("", |f| f.band_source.as_str());
+    let sizing = forecast.map_or("", |f| f.sizing.as_str());
+    let seasonal = forecast.and_then(|f| f.seasonal_peak);
+    let seasonal_weight = forecast.map_or(f64::NAN, |f| f.seasonal_weight);
+    let trend_only = forecast.and_then(|f| f.trend_only.as_deref()).unwrap_or("");
+    let one_step_band = forecast
+        .and_then(|f| f.one_step_band.as_deref())
+        .unwrap_or("");
     let desired = r.plan.as_ref().map(|p| p.desired_spare);
     let current = r.plan.as_ref().map(|p| p.current_spare);
     let action = r.action();
     let reason = r.reason();
     let headroom = r.headroom.as_deref().unwrap_or("");
     let node_pool = r.node_pool.as_deref().unwrap_or("");
+    let hpa_floor = r.hpa_floor.as_deref().unwrap_or("");
     if r.error.is_some() {
         tracing::error!(
             event = "decision",
@@ -425,6 +566,14 @@ pub fn log_decision(r: &TargetReport) {
             observed = observed_rate,
             forecast = rate_at_horizon,
             quantile,
+            nominal_quantile = nominal,
+            coverage,
+            band_source,
+            sizing,
+            seasonal,
+            seasonal_weight,
+            trend_only,
+            one_step_band,
             desired,
             current,
             size_before = r.size_before,
@@ -435,6 +584,7 @@ pub fn log_decision(r: &TargetReport) {
             reason = %reason,
             headroom = headroom,
             node_pool = node_pool,
+            hpa_floor = hpa_floor,
             dry_run = r.dry_run,
             "decision"
         );
@@ -452,6 +602,18 @@ pub fn emf_record(r: &TargetReport) -> EmfRecord {
             .metric("Headroom", p.current_spare as f64, Unit::Count)
             .metric("Desired", p.desired_spare as f64, Unit::Count)
             .metric("Actions", if acted { 1.0 } else { 0.0 }, Unit::Count);
+        // Whether the band is honest: achieved out-of-sample coverage next to the nominal
+        // quantile (percent), published when the calibration measured it.
+        if let Some(c) = p.forecast.coverage {
+            record = record
+                .metric("BandCoverage", 100.0 * c, Unit::Percent)
+                .metric("BandNominal", 100.0 * p.forecast.quantile, Unit::Percent);
+        }
+        let fast = p
+            .reasons
+            .iter()
+            .any(|r| matches!(r, Reason::FastPath { .. }));
+        record = record.metric("FastPath", if fast { 1.0 } else { 0.0 }, Unit::Count);
     }
     record
         .metric(

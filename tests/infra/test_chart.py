@@ -76,8 +76,11 @@ def test_the_tick_gets_its_rows_by_name(sample):
         ("apps", "deployments", ("balloon-llama",), ("get", "patch"))}
     assert rules(tick[("Role", "buffers")]) == {
         ("autoscaling.x-k8s.io", "capacitybuffers", ("mistral",), ("get", "patch"))}
-    assert rules(tick[("Role", "inference")]) == {("", "pods", (), ("list",))}
-    assert rules(tick[("Role", "models")]) == {("", "pods", (), ("list",))}
+    # pods to count; the workload's HPA to read (and raise minReplicas for raiseMinReplicas targets)
+    for ns in ("inference", "models"):
+        assert rules(tick[("Role", ns)]) == {
+            ("", "pods", (), ("list",)),
+            ("autoscaling", "horizontalpodautoscalers", (), ("get", "patch"))}
     assert set(tick) == {("ClusterRole", None), ("ClusterRoleBinding", None)} | {
         (k, ns) for ns in ("prewarm", "buffers", "inference", "models") for k in ("Role", "RoleBinding")}
 

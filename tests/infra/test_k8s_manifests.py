@@ -187,6 +187,9 @@ EXPECTED_RULES = {
         ("", "events"): {"create", "patch"},
         ("events.k8s.io", "events"): {"create", "patch"},
         ("policy", "poddisruptionbudgets"): {"get", "list"},
+        # Read the workload's HPA (sizing in its units); patch minReplicas under a lease for
+        # targets with hpa.raiseMinReplicas (issue 10).
+        ("autoscaling", "horizontalpodautoscalers"): {"get", "patch"},
     },
     "interruption": {
         ("", "configmaps"): {"get"},

@@ -26,6 +26,9 @@ pub const REPLACEMENT_RESERVED: &str = "prewarm.io/replacement-reserved";
 /// JSON object `{drain id: replicas}`: which drains reserved what, so reserve/release are
 /// idempotent per drain however often a message is redelivered.
 pub const REPLACEMENT_DRAINS: &str = "prewarm.io/replacement-drains";
+/// JSON of `core::band::Calibration`: the hourly long-window statistics (a cache; a malformed
+/// value is dropped and recomputed, never an error).
+pub const CALIBRATION: &str = "prewarm.io/calibration";
 
 /// The headroom object as read: its size, the tick's state and the reservations by drain.
 #[derive(Clone, Debug, PartialEq)]
@@ -119,6 +122,9 @@ pub fn parse_headroom(
             replacement_reserved,
             consolidation_frozen: false,
             last_tick,
+            calibration: annotations
+                .get(CALIBRATION)
+                .and_then(|raw| serde_json::from_str(raw).ok()),
         },
         drains,
     })
@@ -150,6 +156,14 @@ pub fn tick_annotation_patch(
                     })
                     .expect("a hold always serialises"),
                 )
+            }),
+        );
+    }
+    if current.calibration != next.calibration {
+        patch.insert(
+            CALIBRATION.into(),
+            next.calibration.as_ref().map_or(Value::Null, |c| {
+                Value::String(serde_json::to_string(c).expect("a calibration serialises"))
             }),
         );
     }
@@ -243,6 +257,7 @@ mod tests {
                 replacement_reserved: 3,
                 consolidation_frozen: false,
                 last_tick: Some(NOON - 15.0),
+                calibration: None,
             }
         );
         assert_eq!(

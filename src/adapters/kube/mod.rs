@@ -10,6 +10,8 @@ pub mod client;
 pub mod drain;
 pub mod eks_token;
 pub mod headroom;
+pub mod hpa;
+pub mod hpa_floor;
 pub mod nodepool;
 pub mod pods;
 pub mod resources;

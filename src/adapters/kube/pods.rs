@@ -34,17 +34,29 @@ pub fn is_serving(pod: &Pod) -> bool {
         && condition(pod, "Ready").is_some_and(|c| c.status == "True")
 }
 
+/// On a node (PodScheduled=True), not Ready yet, not being deleted, not finished: pulling the
+/// image or loading the model. Capacity that is coming, not demand.
+pub fn is_loading(pod: &Pod) -> bool {
+    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+    matches!(phase, Some("Pending") | Some("Running"))
+        && pod.metadata.deletion_timestamp.is_none()
+        && condition(pod, "PodScheduled").is_some_and(|c| c.status == "True")
+        && condition(pod, "Ready").is_none_or(|c| c.status != "True")
+}
+
 /// Counts of a target's inference pods.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PodCounts {
     pub unschedulable: u32,
     pub serving: u32,
+    pub loading: u32,
 }
 
 pub fn count(pods: &[Pod]) -> PodCounts {
     PodCounts {
         unschedulable: pods.iter().filter(|p| is_unschedulable(p)).count() as u32,
         serving: pods.iter().filter(|p| is_serving(p)).count() as u32,
+        loading: pods.iter().filter(|p| is_loading(p)).count() as u32,
     }
 }
 
@@ -135,8 +147,43 @@ mod tests {
             count(&all),
             PodCounts {
                 unschedulable: 1,
-                serving: 1
+                serving: 1,
+                // The scheduled-but-starting Pending pod (the Running ones carry no
+                // PodScheduled condition in this table).
+                loading: 1,
             }
         );
+    }
+
+    #[test]
+    fn loading_pods_are_scheduled_and_not_ready() {
+        let scheduled = ("PodScheduled", "True", None);
+        let cases = [
+            (pod("Pending", &[scheduled], false), true),
+            (
+                pod("Running", &[scheduled, ("Ready", "False", None)], false),
+                true,
+            ),
+            (
+                pod("Running", &[scheduled, ("Ready", "True", None)], false),
+                false,
+            ),
+            (
+                pod("Running", &[scheduled, ("Ready", "False", None)], true),
+                false,
+            ),
+            (pod("Succeeded", &[scheduled], false), false),
+            (
+                pod(
+                    "Pending",
+                    &[("PodScheduled", "False", Some("Unschedulable"))],
+                    false,
+                ),
+                false,
+            ),
+        ];
+        for (i, (p, loading)) in cases.iter().enumerate() {
+            assert_eq!(is_loading(p), *loading, "case {i}");
+        }
     }
 }

@@ -13,7 +13,7 @@ use aws_credential_types::Credentials;
 use aws_sigv4::http_request::{sign, SignableBody, SignableRequest, SigningSettings};
 use aws_sigv4::sign::v4;
 
-use super::prometheus::PrometheusSource;
+use super::prometheus::{PrometheusSource, RequestSigner};
 use crate::error::Error;
 
 /// The SigV4 service name of Amazon Managed Service for Prometheus.
@@ -76,9 +76,12 @@ impl ApsSigner {
         *cached = Some(c.clone());
         Ok(c)
     }
+}
 
+#[async_trait::async_trait]
+impl RequestSigner for ApsSigner {
     /// The headers to add to a GET of `url`, signed now.
-    pub async fn headers_for_get(&self, url: &str) -> Result<Vec<(String, String)>, Error> {
+    async fn headers_for_get(&self, url: &str) -> Result<Vec<(String, String)>, Error> {
         let credentials = self.credentials().await?;
         signed_get_headers(url, &credentials, &self.region, SystemTime::now())
     }
@@ -144,7 +147,10 @@ pub fn workspace_base(workspace_url: &str) -> String {
 
 /// The AMP source: the Prometheus source over the workspace URL with this signer.
 pub fn source(workspace_url: &str, signer: Arc<ApsSigner>) -> Result<PrometheusSource, Error> {
-    PrometheusSource::build(&workspace_base(workspace_url), Some(signer))
+    PrometheusSource::build(
+        &workspace_base(workspace_url),
+        Some(signer as Arc<dyn RequestSigner>),
+    )
 }
 
 #[cfg(test)]

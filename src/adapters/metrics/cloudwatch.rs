@@ -87,28 +87,30 @@ impl CloudWatchSource {
     }
 }
 
-#[async_trait]
-impl MetricSource for CloudWatchSource {
-    async fn observe(
+/// (result id, metric name, statistic) of each signal.
+const ALL_SIGNALS: [(&str, &str, &str); 4] = [
+    ("waiting", WAITING, "Average"),
+    ("running", RUNNING, "Average"),
+    ("completed", COMPLETED, "Sum"),
+    ("latency", LATENCY, "Average"),
+];
+
+impl CloudWatchSource {
+    /// One paginated GetMetricData call for `signals` over [start, end].
+    async fn fetch(
         &self,
         target: &TargetSpec,
-        policy: &PolicySpec,
-        now: f64,
-    ) -> Result<Observation, Error> {
-        let dims = dimensions(target).map_err(|m| metrics_error(target, m, false))?;
-        let period = period_for(policy.step_s);
+        dims: &[Dimension],
+        start: f64,
+        end: f64,
+        period: i32,
+        signals: &[(&str, &str, &str)],
+    ) -> Result<Series, Error> {
         let p = f64::from(period);
-        // Complete periods only: the newest one ends at or before `now`. The oldest grid point
-        // looks up to one step back, and its arrival rate needs the gauges of the period before
-        // that, hence one extra period at the start.
-        let end = (now / p).floor() * p;
-        let start = ((now - policy.window_s - policy.step_s) / p).floor() * p - p;
-        let queries = vec![
-            self.query("waiting", WAITING, "Average", &dims, period),
-            self.query("running", RUNNING, "Average", &dims, period),
-            self.query("completed", COMPLETED, "Sum", &dims, period),
-            self.query("latency", LATENCY, "Average", &dims, period),
-        ];
+        let queries: Vec<MetricDataQuery> = signals
+            .iter()
+            .map(|(id, metric, stat)| self.query(id, metric, stat, dims, period))
+            .collect();
         let mut series = Series::default();
         let mut next_token: Option<String> = None;
         loop {
@@ -136,6 +138,58 @@ impl MetricSource for CloudWatchSource {
                 _ => break,
             }
         }
+        Ok(series)
+    }
+}
+
+/// CloudWatch keeps sub-minute data 3 hours and 1-minute data 15 days (then 5-minute data 63
+/// days): history a day or more back is read at one minute or coarser.
+pub fn history_period(step_s: f64, age_s: f64) -> i32 {
+    let floor = if age_s > 15.0 * 86_400.0 { 300 } else { 60 };
+    period_for(step_s).max(floor)
+}
+
+#[async_trait]
+impl MetricSource for CloudWatchSource {
+    /// Samples stay at their period ends (the seasonal forecaster pairs them with today's by
+    /// nearest time), so a 1-minute history is not thinned onto a 15 s grid.
+    async fn arrival_history(&self, target: &TargetSpec, w: Window) -> Result<Vec<Sample>, Error> {
+        let dims = dimensions(target).map_err(|m| metrics_error(target, m, false))?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(w.end, |d| d.as_secs_f64());
+        let period = history_period(w.step, now - w.start);
+        let p = f64::from(period);
+        let start = (w.start / p).floor() * p - p;
+        let end = (w.end / p).ceil() * p;
+        let series = self
+            .fetch(target, &dims, start, end, period, &ALL_SIGNALS[..3])
+            .await?;
+        Ok(
+            arrival_rate(&series.completed, &series.waiting, &series.running, p)
+                .into_iter()
+                .filter(|s| s.t >= w.start && s.t <= w.end + p)
+                .collect(),
+        )
+    }
+
+    async fn observe(
+        &self,
+        target: &TargetSpec,
+        policy: &PolicySpec,
+        now: f64,
+    ) -> Result<Observation, Error> {
+        let dims = dimensions(target).map_err(|m| metrics_error(target, m, false))?;
+        let period = period_for(policy.step_s);
+        let p = f64::from(period);
+        // Complete periods only: the newest one ends at or before `now`. The oldest grid point
+        // looks up to one step back, and its arrival rate needs the gauges of the period before
+        // that, hence one extra period at the start.
+        let end = (now / p).floor() * p;
+        let start = ((now - policy.window_s - policy.step_s) / p).floor() * p - p;
+        let series = self
+            .fetch(target, &dims, start, end, period, &ALL_SIGNALS)
+            .await?;
         let w = Window::ending_at(now, policy);
         let arrivals = arrival_rate(&series.completed, &series.waiting, &series.running, p);
         Ok(Observation {

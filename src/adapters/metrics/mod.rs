@@ -20,7 +20,7 @@ use async_trait::async_trait;
 use aws_config::{BehaviorVersion, Region};
 
 use crate::config::MetricSourceConfig;
-use crate::core::{Observation, PolicySpec, TargetSpec};
+use crate::core::{Observation, PolicySpec, Sample, TargetSpec};
 use crate::error::Error;
 
 pub use cloudwatch::CloudWatchSource;
@@ -36,6 +36,14 @@ pub trait MetricSource: Send + Sync {
         policy: &PolicySpec,
         now: f64,
     ) -> Result<Observation, Error>;
+
+    /// The arrival rate over any past window (seasonal history, the band's long history),
+    /// oldest first, each sample stamped at its own time.
+    async fn arrival_history(
+        &self,
+        target: &TargetSpec,
+        window: Window,
+    ) -> Result<Vec<Sample>, Error>;
 }
 
 /// The time range of one observation, in Unix seconds.
@@ -47,6 +55,37 @@ pub struct Window {
 }
 
 impl Window {
+    /// Consecutive windows of at most `max_points` points covering this one; neighbours share
+    /// their boundary point.
+    pub fn chunks(&self, max_points: f64) -> Vec<Window> {
+        let span = (max_points - 1.0).max(1.0) * self.step;
+        let mut out = Vec::new();
+        let mut start = self.start;
+        loop {
+            let end = (start + span).min(self.end);
+            out.push(Window {
+                start,
+                end,
+                step: self.step,
+            });
+            if end >= self.end {
+                return out;
+            }
+            start = end;
+        }
+    }
+
+    /// The same clock times one season back: what a PromQL `offset` would read. (`offset`
+    /// binds to each selector, not to a whole expression such as the arrival-rate sum, so the
+    /// query's range is shifted instead; the samples are the same.)
+    pub fn shifted_back(&self, season_s: f64) -> Window {
+        Window {
+            start: self.start - season_s,
+            end: self.end - season_s,
+            step: self.step,
+        }
+    }
+
     /// `policy.window_s` ending at `now`, with the policy's step. The grid is anchored at `now`
     /// rather than rounded to a multiple of the step, so the newest point is as fresh as the
     /// source allows (staleness is judged on it).

@@ -1,5 +1,6 @@
 //! The Prometheus HTTP API source (`/api/v1/query_range`). The same code serves Amazon Managed
-//! Prometheus: `amp.rs` only adds a SigV4 signer, every other step (URL, response parsing, error
+//! Prometheus: `amp.rs` only adds a SigV4 signer (through the `RequestSigner` trait, so the
+//! dependency runs one way, amp → prometheus), every other step (URL, response parsing, error
 //! mapping) is this file's.
 
 use std::sync::Arc;
@@ -8,7 +9,6 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde::Deserialize;
 
-use super::amp::ApsSigner;
 use super::queries;
 use super::{metrics_error, MetricSource, Window};
 use crate::core::{Observation, PolicySpec, Sample, TargetSpec};
@@ -18,13 +18,23 @@ use crate::error::Error;
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// Adds authentication headers to a GET (AMP's SigV4); the URL is final and percent-encoded.
+#[async_trait]
+pub trait RequestSigner: Send + Sync {
+    async fn headers_for_get(&self, url: &str) -> Result<Vec<(String, String)>, Error>;
+}
+
+/// Prometheus answers at most this many points per series and query; longer histories are
+/// fetched in chunks.
+pub const MAX_POINTS_PER_QUERY: f64 = 10_000.0;
+
 /// Reads the signals of a target from a Prometheus-compatible HTTP API.
 pub struct PrometheusSource {
     http: reqwest::Client,
     /// Base URL without a trailing slash; `/api/v1/query_range` is appended.
     base_url: String,
     /// Present for Amazon Managed Prometheus.
-    signer: Option<Arc<ApsSigner>>,
+    signer: Option<Arc<dyn RequestSigner>>,
 }
 
 impl PrometheusSource {
@@ -33,7 +43,7 @@ impl PrometheusSource {
         Self::build(base_url, None)
     }
 
-    pub(crate) fn build(base_url: &str, signer: Option<Arc<ApsSigner>>) -> Result<Self, Error> {
+    pub fn build(base_url: &str, signer: Option<Arc<dyn RequestSigner>>) -> Result<Self, Error> {
         // reqwest is built without a TLS provider of its own (one TLS stack in the binary):
         // aws-lc-rs, which the AWS SDK and kube use, becomes the process default. An error only
         // says a default is already installed.
@@ -131,6 +141,28 @@ impl MetricSource for PrometheusSource {
             running,
             ..Observation::default()
         })
+    }
+
+    async fn arrival_history(&self, target: &TargetSpec, w: Window) -> Result<Vec<Sample>, Error> {
+        let query = queries::for_target(target).arrival_rate;
+        let mut out = Vec::new();
+        for chunk in w.chunks(MAX_POINTS_PER_QUERY) {
+            let mut part = self.range(&query, &chunk).await.map_err(|e| {
+                metrics_error(
+                    target,
+                    format!("arrival rate history {query:?}: {}", e.message),
+                    e.retryable,
+                )
+            })?;
+            // Chunks share their boundary point; keep it once.
+            if let (Some(last), Some(first)) = (out.last().map(|s: &Sample| s.t), part.first()) {
+                if first.t <= last {
+                    part.remove(0);
+                }
+            }
+            out.extend(part);
+        }
+        Ok(out)
     }
 }
 

@@ -1,0 +1,501 @@
+//! Warm replicas, not only warm nodes: for targets with `hpa.raiseMinReplicas`, prewarm raises
+//! the workload HPA's `spec.minReplicas` ahead of forecast demand, so model load is out of the
+//! request path too, and gives the user's value back afterwards.
+//!
+//! The raise is a lease, kept in annotations on the HPA (like the NodePool's saved budgets):
+//!
+//! - `prewarm.io/user-min-replicas`: the user's value, saved when prewarm first raises;
+//! - `prewarm.io/raised-min-replicas`: what prewarm wrote;
+//! - `prewarm.io/floor-lease-until`: when the raise expires unless a tick renews it.
+//!
+//! Rules (pure: `plan_floor`), each in the table test:
+//! - never above `maxReplicas`, never below the user's value;
+//! - restore (user's value back, annotations removed) when the forecast no longer asks for more,
+//!   when the lease has expired (the tick, or `prewarm restore`, finds it so), or on request;
+//! - a user's edit made while raised (`minReplicas` is no longer what prewarm wrote) is kept: the
+//!   annotations are dropped and the edit becomes the user's value;
+//! - fail static: while the metrics are missing the floor is neither raised nor lowered (the
+//!   lease is renewed so a metrics outage does not drop warm replicas);
+//! - an HPA owned by a KEDA ScaledObject is refused with a clear error (KEDA rewrites the HPA
+//!   from the ScaledObject's `minReplicaCount`; driving that is not built).
+//!
+//! Writes are JSON merge patches with the `resourceVersion` read (409 on a concurrent change)
+//! under the field manager `prewarm-hpa-floor`. GitOps: Argo CD needs an `ignoreDifferences`
+//! entry for `/spec/minReplicas` of the HPA plus `RespectIgnoreDifferences=true` in the sync
+//! options, or it reverts the raise on every sync; with Flux the field must not be in Git (leave
+//! `minReplicas` out of the manifest or patch it out with a Kustomization), otherwise the same.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use kube::api::{Api, Patch, PatchParams};
+use serde_json::{json, Value};
+
+use super::annotations::{format_time, parse_time};
+use super::api_error::from_kube;
+use crate::core::spec::HpaRef;
+use crate::error::{Error, Result};
+
+pub const USER_MIN: &str = "prewarm.io/user-min-replicas";
+pub const RAISED_MIN: &str = "prewarm.io/raised-min-replicas";
+pub const LEASE_UNTIL: &str = "prewarm.io/floor-lease-until";
+pub const FIELD_MANAGER: &str = "prewarm-hpa-floor";
+
+/// What the floor of the HPA should be this tick.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum FloorIntent {
+    /// Keep at least this many replicas (the forecast's HPA replicas at the horizon).
+    AtLeast(u32),
+    /// Metrics are missing: change nothing, renew an existing lease.
+    Hold,
+    /// Give the user's value back (`prewarm restore`, or the option was turned off).
+    Restore,
+}
+
+/// The HPA as the floor logic needs it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FloorView {
+    pub min_replicas: u32,
+    pub max_replicas: u32,
+    pub annotations: BTreeMap<String, String>,
+    pub keda_owner: Option<String>,
+}
+
+/// The change to make: the new `minReplicas` (None = leave) and annotation changes
+/// (None value = remove).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FloorPatch {
+    pub min_replicas: Option<u32>,
+    pub annotations: BTreeMap<String, Option<String>>,
+    /// For the log: raised, renewed, restored, user_edit_kept, unchanged.
+    pub outcome: &'static str,
+}
+
+fn remove_all() -> BTreeMap<String, Option<String>> {
+    [USER_MIN, RAISED_MIN, LEASE_UNTIL]
+        .into_iter()
+        .map(|k| (k.to_string(), None))
+        .collect()
+}
+
+/// Decides the floor change. `Err` for a KEDA-owned HPA or malformed annotations.
+pub fn plan_floor(
+    hpa: &FloorView,
+    intent: FloorIntent,
+    now: f64,
+    lease_s: f64,
+) -> std::result::Result<FloorPatch, String> {
+    if let Some(owner) = &hpa.keda_owner {
+        return Err(format!(
+            "the HPA is owned by KEDA ScaledObject {owner}: KEDA would overwrite minReplicas; \
+             set minReplicaCount on the ScaledObject instead (prewarm does not drive it) or \
+             turn off hpa.raiseMinReplicas"
+        ));
+    }
+    let number = |key: &str| -> std::result::Result<Option<u32>, String> {
+        hpa.annotations
+            .get(key)
+            .map(|raw| {
+                raw.trim()
+                    .parse::<u32>()
+                    .map_err(|_| format!("annotation {key}: expected a count, got {raw:?}"))
+            })
+            .transpose()
+    };
+    let user_saved = number(USER_MIN)?;
+    let raised = number(RAISED_MIN)?;
+    let lease = hpa
+        .annotations
+        .get(LEASE_UNTIL)
+        .map(|raw| parse_time(raw).map_err(|e| format!("annotation {LEASE_UNTIL}: {e}")))
+        .transpose()?;
+    let lease_text = format_time(now + lease_s);
+
+    // Not raised (or our annotations are incomplete): the current value is the user's.
+    let (Some(user), Some(raised)) = (user_saved, raised) else {
+        let cleanup = user_saved.is_some() || raised.is_some() || lease.is_some();
+        return Ok(match intent {
+            FloorIntent::AtLeast(want) => {
+                let want = want.min(hpa.max_replicas);
+                if want > hpa.min_replicas {
+                    FloorPatch {
+                        min_replicas: Some(want),
+                        annotations: [
+                            (USER_MIN.to_string(), Some(hpa.min_replicas.to_string())),
+                            (RAISED_MIN.to_string(), Some(want.to_string())),
+                            (LEASE_UNTIL.to_string(), Some(lease_text)),
+                        ]
+                        .into(),
+                        outcome: "raised",
+                    }
+                } else if cleanup {
+                    FloorPatch {
+                        min_replicas: None,
+                        annotations: remove_all(),
+                        outcome: "unchanged",
+                    }
+                } else {
+                    unchanged()
+                }
+            }
+            _ if cleanup => FloorPatch {
+                min_replicas: None,
+                annotations: remove_all(),
+                outcome: "unchanged",
+            },
+            _ => unchanged(),
+        });
+    };
+    // Raised by prewarm, but someone changed minReplicas since: the edit is the user's now.
+    if hpa.min_replicas != raised {
+        return Ok(FloorPatch {
+            min_replicas: None,
+            annotations: remove_all(),
+            outcome: "user_edit_kept",
+        });
+    }
+    let expired = lease.is_none_or(|until| until <= now);
+    let restore = FloorPatch {
+        min_replicas: Some(user),
+        annotations: remove_all(),
+        outcome: "restored",
+    };
+    Ok(match intent {
+        FloorIntent::Restore => restore,
+        FloorIntent::Hold if expired => restore,
+        FloorIntent::Hold => renew(None, lease_text),
+        FloorIntent::AtLeast(want) => {
+            let want = want.min(hpa.max_replicas);
+            if want <= user {
+                restore
+            } else if want != raised {
+                FloorPatch {
+                    min_replicas: Some(want),
+                    annotations: [
+                        (RAISED_MIN.to_string(), Some(want.to_string())),
+                        (LEASE_UNTIL.to_string(), Some(lease_text)),
+                    ]
+                    .into(),
+                    outcome: "raised",
+                }
+            } else {
+                renew(None, lease_text)
+            }
+        }
+    })
+}
+
+fn unchanged() -> FloorPatch {
+    FloorPatch {
+        min_replicas: None,
+        annotations: BTreeMap::new(),
+        outcome: "unchanged",
+    }
+}
+
+fn renew(min_replicas: Option<u32>, lease_text: String) -> FloorPatch {
+    FloorPatch {
+        min_replicas,
+        annotations: [(LEASE_UNTIL.to_string(), Some(lease_text))].into(),
+        outcome: "renewed",
+    }
+}
+
+/// The HPA's view for `plan_floor`.
+pub fn floor_view(hpa: &HorizontalPodAutoscaler) -> FloorView {
+    let spec = hpa.spec.as_ref();
+    let keda_owner = hpa
+        .metadata
+        .owner_references
+        .as_ref()
+        .and_then(|owners| {
+            owners
+                .iter()
+                .find(|o| o.kind == "ScaledObject" && o.api_version.starts_with("keda.sh/"))
+        })
+        .map(|o| o.name.clone());
+    FloorView {
+        min_replicas: spec
+            .and_then(|s| s.min_replicas)
+            .map_or(1, |v| u32::try_from(v).unwrap_or(1)),
+        max_replicas: spec.map_or(0, |s| u32::try_from(s.max_replicas).unwrap_or(0)),
+        annotations: hpa.metadata.annotations.clone().unwrap_or_default(),
+        keda_owner,
+    }
+}
+
+/// The JSON merge patch of a floor change, conditional on `resource_version`.
+pub fn floor_patch_body(patch: &FloorPatch, resource_version: &str) -> Value {
+    let annotations: serde_json::Map<String, Value> = patch
+        .annotations
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone().map_or(Value::Null, Value::String)))
+        .collect();
+    let mut body = json!({
+        "metadata": {"resourceVersion": resource_version, "annotations": annotations}
+    });
+    if let Some(min) = patch.min_replicas {
+        body["spec"] = json!({ "minReplicas": min });
+    }
+    body
+}
+
+/// Reads the HPA, plans the floor and writes it (unless `dry_run`). Returns the outcome.
+pub async fn apply_floor(
+    client: &kube::Client,
+    r: &HpaRef,
+    intent: FloorIntent,
+    now: f64,
+    lease_s: f64,
+    dry_run: bool,
+) -> Result<&'static str> {
+    let api: Api<HorizontalPodAutoscaler> = Api::namespaced(client.clone(), &r.namespace);
+    let display = format!("{}/{}", r.namespace, r.name);
+    let hpa = api
+        .get(&r.name)
+        .await
+        .map_err(|e| from_kube("get", "HorizontalPodAutoscaler", &display, e))?;
+    let patch =
+        plan_floor(&floor_view(&hpa), intent, now, lease_s).map_err(|message| Error::Kube {
+            operation: "plan minReplicas".into(),
+            object: format!("HorizontalPodAutoscaler {display}"),
+            message,
+            retryable: false,
+        })?;
+    if dry_run || (patch.min_replicas.is_none() && patch.annotations.is_empty()) {
+        return Ok(patch.outcome);
+    }
+    let version = hpa.metadata.resource_version.clone().unwrap_or_default();
+    api.patch(
+        &r.name,
+        &PatchParams {
+            field_manager: Some(FIELD_MANAGER.into()),
+            ..PatchParams::default()
+        },
+        &Patch::Merge(floor_patch_body(&patch, &version)),
+    )
+    .await
+    .map_err(|e| from_kube("patch", "HorizontalPodAutoscaler", &display, e))?;
+    Ok(patch.outcome)
+}
+
+/// `prewarm restore` for HPA floors: give the user's `minReplicas` back now, whatever the
+/// lease says (a user's own edit is kept). For the `deploy` work's restore command.
+pub async fn restore_hpa_floor(
+    client: &kube::Client,
+    r: &HpaRef,
+    now: f64,
+) -> Result<&'static str> {
+    apply_floor(client, r, FloorIntent::Restore, now, 0.0, false).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOW: f64 = 1_795_953_600.0; // 2026-11-29T12:00:00Z
+    const LEASE: f64 = 300.0;
+
+    fn view(min: u32, max: u32, ann: &[(&str, &str)]) -> FloorView {
+        FloorView {
+            min_replicas: min,
+            max_replicas: max,
+            annotations: ann
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            keda_owner: None,
+        }
+    }
+
+    fn set(pairs: &[(&str, Option<&str>)]) -> BTreeMap<String, Option<String>> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.map(str::to_string)))
+            .collect()
+    }
+
+    #[test]
+    fn floor_table() {
+        let lease_then = "2026-11-29T12:05:00.000Z"; // NOW + 300 s
+        let future = "2026-11-29T12:03:00.000Z";
+        let past = "2026-11-29T11:59:00.000Z";
+        let raised = |min: &str, raised: &str, until: &str| {
+            vec![
+                (USER_MIN, min.to_string()),
+                (RAISED_MIN, raised.to_string()),
+                (LEASE_UNTIL, until.to_string()),
+            ]
+        };
+        let v = |min: u32, ann: Vec<(&str, String)>| {
+            let refs: Vec<(&str, &str)> = ann.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            view(min, 10, &refs)
+        };
+        type Row = (
+            &'static str,
+            FloorView,
+            FloorIntent,
+            Option<u32>,
+            BTreeMap<String, Option<String>>,
+            &'static str,
+        );
+        let rows: Vec<Row> = vec![
+            (
+                "raise from the user's 2 to 5",
+                v(2, vec![]),
+                FloorIntent::AtLeast(5),
+                Some(5),
+                set(&[
+                    (USER_MIN, Some("2")),
+                    (RAISED_MIN, Some("5")),
+                    (LEASE_UNTIL, Some(lease_then)),
+                ]),
+                "raised",
+            ),
+            (
+                "never above maxReplicas (10)",
+                v(2, vec![]),
+                FloorIntent::AtLeast(40),
+                Some(10),
+                set(&[
+                    (USER_MIN, Some("2")),
+                    (RAISED_MIN, Some("10")),
+                    (LEASE_UNTIL, Some(lease_then)),
+                ]),
+                "raised",
+            ),
+            (
+                "not above the user's value: nothing",
+                v(4, vec![]),
+                FloorIntent::AtLeast(3),
+                None,
+                set(&[]),
+                "unchanged",
+            ),
+            (
+                "raised further: the user's value stays saved",
+                v(5, raised("2", "5", future)),
+                FloorIntent::AtLeast(7),
+                Some(7),
+                set(&[(RAISED_MIN, Some("7")), (LEASE_UNTIL, Some(lease_then))]),
+                "raised",
+            ),
+            (
+                "same raise: lease renewed",
+                v(5, raised("2", "5", future)),
+                FloorIntent::AtLeast(5),
+                None,
+                set(&[(LEASE_UNTIL, Some(lease_then))]),
+                "renewed",
+            ),
+            (
+                "lower but above the user's: follows down",
+                v(5, raised("2", "5", future)),
+                FloorIntent::AtLeast(3),
+                Some(3),
+                set(&[(RAISED_MIN, Some("3")), (LEASE_UNTIL, Some(lease_then))]),
+                "raised",
+            ),
+            (
+                "forecast at or below the user's: restored exactly",
+                v(5, raised("2", "5", future)),
+                FloorIntent::AtLeast(2),
+                Some(2),
+                set(&[(USER_MIN, None), (RAISED_MIN, None), (LEASE_UNTIL, None)]),
+                "restored",
+            ),
+            (
+                "restore on request",
+                v(5, raised("2", "5", future)),
+                FloorIntent::Restore,
+                Some(2),
+                set(&[(USER_MIN, None), (RAISED_MIN, None), (LEASE_UNTIL, None)]),
+                "restored",
+            ),
+            (
+                "user edited while raised: kept",
+                v(8, raised("2", "5", future)),
+                FloorIntent::Restore,
+                None,
+                set(&[(USER_MIN, None), (RAISED_MIN, None), (LEASE_UNTIL, None)]),
+                "user_edit_kept",
+            ),
+            (
+                "fail static renews a live lease",
+                v(5, raised("2", "5", future)),
+                FloorIntent::Hold,
+                None,
+                set(&[(LEASE_UNTIL, Some(lease_then))]),
+                "renewed",
+            ),
+            (
+                "fail static with an expired lease restores",
+                v(5, raised("2", "5", past)),
+                FloorIntent::Hold,
+                Some(2),
+                set(&[(USER_MIN, None), (RAISED_MIN, None), (LEASE_UNTIL, None)]),
+                "restored",
+            ),
+            (
+                "fail static on an unraised HPA: nothing",
+                v(3, vec![]),
+                FloorIntent::Hold,
+                None,
+                set(&[]),
+                "unchanged",
+            ),
+            (
+                "restore on an unraised HPA: nothing",
+                v(3, vec![]),
+                FloorIntent::Restore,
+                None,
+                set(&[]),
+                "unchanged",
+            ),
+            (
+                "a stray annotation is cleaned up",
+                v(3, vec![(LEASE_UNTIL, past.to_string())]),
+                FloorIntent::Restore,
+                None,
+                set(&[(USER_MIN, None), (RAISED_MIN, None), (LEASE_UNTIL, None)]),
+                "unchanged",
+            ),
+        ];
+        for (name, hpa, intent, min, annotations, outcome) in rows {
+            let got = plan_floor(&hpa, intent, NOW, LEASE).unwrap();
+            assert_eq!(got.min_replicas, min, "{name}: minReplicas");
+            assert_eq!(got.annotations, annotations, "{name}: annotations");
+            assert_eq!(got.outcome, outcome, "{name}: outcome");
+        }
+    }
+
+    #[test]
+    fn keda_and_malformed_annotations_are_refused() {
+        let keda = FloorView {
+            keda_owner: Some("llama-so".into()),
+            ..view(2, 10, &[])
+        };
+        let e = plan_floor(&keda, FloorIntent::AtLeast(5), NOW, LEASE).unwrap_err();
+        assert!(
+            e.contains("KEDA ScaledObject llama-so") && e.contains("minReplicaCount"),
+            "{e}"
+        );
+        let bad = view(5, 10, &[(USER_MIN, "two"), (RAISED_MIN, "5")]);
+        let e = plan_floor(&bad, FloorIntent::Restore, NOW, LEASE).unwrap_err();
+        assert!(e.contains(USER_MIN), "{e}");
+    }
+
+    #[test]
+    fn the_patch_carries_the_version_and_removals() {
+        let p = FloorPatch {
+            min_replicas: Some(2),
+            annotations: set(&[(USER_MIN, None), (LEASE_UNTIL, Some("x"))]),
+            outcome: "restored",
+        };
+        assert_eq!(
+            floor_patch_body(&p, "42"),
+            json!({"metadata": {"resourceVersion": "42", "annotations": {
+                USER_MIN: null, LEASE_UNTIL: "x"}}, "spec": {"minReplicas": 2}})
+        );
+    }
+}

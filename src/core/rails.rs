@@ -1,0 +1,516 @@
+//! Stage: the safety rails. They bound the raw spare a forecast asks for (floor, ceiling, GPU
+//! cap), slow its changes (step limits, scale-down delay, cooldown), never scale down while pods
+//! are pending, and finally let the hard limits win over everything that only slows a change.
+//! Each rail that changes the value is logged as a `Reason`.
+
+use super::plan::Reason;
+use super::spec::{HeadroomState, Hold, PolicySpec, TargetSpec};
+
+/// The limits of one decision, fixed before the rails run.
+pub struct Rails {
+    min_spare: u32,
+    max_spare: u32,
+    /// Spare replicas the GPU cap leaves the tick after what is in use, pending, and reserved
+    /// for replacements of draining nodes (the reserve is served first; see `new`).
+    gpu_room: Option<(u32, u32)>,
+    max_step_up: u32,
+    max_step_down: u32,
+    /// The tick's own share of the current spare (the replacement reserve excluded).
+    base: u32,
+    hold: Option<Hold>,
+    cooldown_until: Option<f64>,
+    /// A scheduled window's minimum spare and its index, a floor like `min_spare`.
+    scheduled: Option<(u32, usize)>,
+    /// The fast path fired: the step-up limit does not apply this tick.
+    urgent: bool,
+    /// The spare the forecast alone wants (without the fast path): the most the scale-down
+    /// delay remembers.
+    remembered_at_most: Option<u32>,
+}
+
+/// The railed spare and the hold to persist.
+pub struct Railed {
+    pub value: u32,
+    pub hold: Option<Hold>,
+}
+
+impl Rails {
+    pub fn new(target: &TargetSpec, prior: &HeadroomState, current_need: u32) -> Self {
+        let gpus = target.gpus_per_replica.max(1);
+        Rails {
+            min_spare: target.min_spare,
+            max_spare: target.max_spare,
+            // The reserve takes the cap's room before the forecast does: a replacement for a
+            // draining node is needed now, a forecast spare only maybe. The tick never cuts the
+            // reserve itself (the drain owns it), so spare + reserve exceeds the cap only when
+            // the reserve alone does: make-before-break briefly runs above the cap.
+            gpu_room: target.gpu_cap.map(|cap| {
+                let room = (cap / gpus).saturating_sub(current_need);
+                (cap, room.saturating_sub(prior.replacement_reserved))
+            }),
+            max_step_up: target.max_step_up,
+            max_step_down: target.max_step_down,
+            base: prior.spare.saturating_sub(prior.replacement_reserved),
+            hold: prior.hold,
+            cooldown_until: prior.cooldown_until,
+            scheduled: None,
+            urgent: false,
+            remembered_at_most: None,
+        }
+    }
+
+    /// The fast path's spare is for replicas the HPA is creating right now; once they run, it is
+    /// not needed, so the scale-down delay remembers at most what the forecast wants.
+    pub fn remember_at_most(mut self, forecast_spare: u32) -> Self {
+        self.remembered_at_most = Some(forecast_spare);
+        self
+    }
+
+    /// Adds a scheduled window's minimum spare as a floor (the larger floor wins).
+    pub fn with_scheduled_floor(mut self, scheduled: Option<(u32, usize)>) -> Self {
+        self.scheduled = scheduled;
+        self
+    }
+
+    /// Lifts the step-up limit for this tick (the fast path provisions in one step).
+    pub fn urgent(mut self, urgent: bool) -> Self {
+        self.urgent = urgent;
+        self
+    }
+
+    /// The effective floor and the reason to log when it is applied.
+    fn floor(&self) -> (u32, Reason) {
+        match self.scheduled {
+            Some((min_spare, window)) if min_spare > self.min_spare => {
+                (min_spare, Reason::Scheduled { min_spare, window })
+            }
+            _ => (
+                self.min_spare,
+                Reason::Floor {
+                    min_spare: self.min_spare,
+                },
+            ),
+        }
+    }
+
+    pub fn apply(
+        &self,
+        raw: u32,
+        pending_pods: u32,
+        policy: &PolicySpec,
+        now: f64,
+        reasons: &mut Vec<Reason>,
+    ) -> Railed {
+        let mut v = raw;
+
+        // 1. Floor (the target's or a scheduled window's) and ceiling.
+        let (floor, floor_reason) = self.floor();
+        if v < floor {
+            v = floor;
+            reasons.push(floor_reason.clone());
+        }
+        if v > self.max_spare {
+            v = self.max_spare;
+            reasons.push(Reason::Ceiling {
+                max_spare: self.max_spare,
+            });
+        }
+        // 2. GPU cap: (in use + pending + spare) × GPUs per replica ≤ cap.
+        if let Some((gpu_cap, room)) = self.gpu_room {
+            if v > room {
+                v = room;
+                reasons.push(Reason::GpuCap { gpu_cap });
+            }
+        }
+        // What the scale-down delay remembers: the value wanted before any rail that only
+        // slows change.
+        let wanted = self
+            .remembered_at_most
+            .map_or(v, |m| v.min(m.max(self.floor().0)));
+
+        // 3. Step limits, relative to the tick's share of the current spare.
+        let up_limit = if self.urgent {
+            u32::MAX
+        } else {
+            self.base.saturating_add(self.max_step_up)
+        };
+        let down_limit = self.base.saturating_sub(self.max_step_down);
+        if v > up_limit {
+            v = up_limit;
+            reasons.push(Reason::StepUpLimited {
+                max_step_up: self.max_step_up,
+            });
+        } else if v < down_limit {
+            v = down_limit;
+            reasons.push(Reason::StepDownLimited {
+                max_step_down: self.max_step_down,
+            });
+        }
+        // 4. Pending pods: the spare ran out, so it is not too large; never scale down now.
+        if pending_pods > 0 {
+            v = v.max(self.base);
+            reasons.push(Reason::PendingPods {
+                count: pending_pods,
+            });
+        }
+        // 5. Scale-down delay: no decrease below the held high-water mark while it lasts (it
+        //    blocks decreases only; it never raises the spare above the current one).
+        let active_hold = self.hold.filter(|h| h.until > now);
+        if let Some(h) = active_hold {
+            let keep = h.spare.min(self.base);
+            if v < keep {
+                v = keep;
+                reasons.push(Reason::ScaleDownDelay {
+                    hold_spare: h.spare,
+                    until: h.until,
+                });
+            }
+        }
+        let hold = match active_hold {
+            Some(h) if h.spare >= wanted => Some(h),
+            _ if policy.scale_down_delay_s > 0.0 => Some(Hold {
+                spare: wanted,
+                until: now + policy.scale_down_delay_s,
+            }),
+            _ => None,
+        };
+        // 6. Cooldown gates scale-down only: fast up, slow down (Knative/HPA convention).
+        if let Some(until) = self.cooldown_until.filter(|u| *u > now) {
+            if v < self.base {
+                v = self.base;
+                reasons.push(Reason::Cooldown { until });
+            }
+        }
+        // 7. Hard limits win over the rails that only slow change: never above the ceiling or
+        //    the GPU cap (the cap also wins over the floor), never below the floor.
+        if v > self.max_spare {
+            v = self.max_spare;
+            reasons.push(Reason::Ceiling {
+                max_spare: self.max_spare,
+            });
+        }
+        if v < floor {
+            // Only the step-up limit can leave v below the floor here. The floor is a promise,
+            // not a forecast: it is met at once, past the step limit.
+            v = floor;
+            reasons.push(floor_reason);
+        }
+        if let Some((gpu_cap, room)) = self.gpu_room {
+            if v > room {
+                v = room;
+                reasons.push(Reason::GpuCap { gpu_cap });
+            }
+        }
+        Railed { value: v, hold }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::spec::HeadroomKind;
+
+    /// The fixed clock of every row.
+    const NOW: f64 = 1_700_000_000.0;
+
+    fn target() -> TargetSpec {
+        TargetSpec {
+            min_spare: 0,
+            max_step_up: 4,
+            max_step_down: 1,
+            ..TargetSpec::new("t", "gpu", HeadroomKind::NodePoolReplicas, 10)
+        }
+    }
+
+    struct Row {
+        name: &'static str,
+        target: TargetSpec,
+        policy: PolicySpec,
+        prior: HeadroomState,
+        /// Replicas in use + pending now (only the GPU cap reads it).
+        need: u32,
+        raw: u32,
+        pending: u32,
+        want: u32,
+        hold: Option<Hold>,
+        reasons: Vec<Reason>,
+    }
+
+    /// Raw 2 from a spare of 2, nothing in the way: 2, and a fresh hold of 2.
+    fn base() -> Row {
+        Row {
+            name: "base",
+            target: target(),
+            policy: PolicySpec::default(),
+            prior: HeadroomState {
+                spare: 2,
+                ..HeadroomState::default()
+            },
+            need: 0,
+            raw: 2,
+            pending: 0,
+            want: 2,
+            hold: Some(Hold {
+                spare: 2,
+                until: NOW + 300.0,
+            }),
+            reasons: vec![],
+        }
+    }
+
+    fn spare(spare: u32) -> HeadroomState {
+        HeadroomState {
+            spare,
+            ..HeadroomState::default()
+        }
+    }
+
+    #[test]
+    fn rails_table() {
+        let rows = vec![
+            base(),
+            Row {
+                // SCALE_DOWN_DELAY_SECONDS=0: no hold is kept, so nothing is persisted.
+                name: "scale-down delay 0 keeps no hold",
+                policy: PolicySpec {
+                    scale_down_delay_s: 0.0,
+                    ..PolicySpec::default()
+                },
+                hold: None,
+                ..base()
+            },
+            Row {
+                // SCALE_DOWN_DELAY_SECONDS=0 with a hold left from before the setting changed:
+                // it still blocks the step down (3 → 2) until it ends, and is carried as is.
+                name: "scale-down delay 0 honours an old hold",
+                policy: PolicySpec {
+                    scale_down_delay_s: 0.0,
+                    ..PolicySpec::default()
+                },
+                prior: HeadroomState {
+                    hold: Some(Hold {
+                        spare: 3,
+                        until: NOW + 10.0,
+                    }),
+                    ..spare(3)
+                },
+                raw: 0,
+                want: 3,
+                hold: Some(Hold {
+                    spare: 3,
+                    until: NOW + 10.0,
+                }),
+                reasons: vec![
+                    Reason::StepDownLimited { max_step_down: 1 },
+                    Reason::ScaleDownDelay {
+                        hold_spare: 3,
+                        until: NOW + 10.0,
+                    },
+                ],
+                ..base()
+            },
+            Row {
+                // A hold of 3 until NOW+100 is overtaken by a wanted 6: the new high-water mark
+                // is 6 for the full delay from now; 2 + step 4 = 6 is reached in this tick.
+                name: "hold overtaken by a higher wanted value",
+                prior: HeadroomState {
+                    hold: Some(Hold {
+                        spare: 3,
+                        until: NOW + 100.0,
+                    }),
+                    ..spare(2)
+                },
+                raw: 6,
+                want: 6,
+                hold: Some(Hold {
+                    spare: 6,
+                    until: NOW + 300.0,
+                }),
+                ..base()
+            },
+            Row {
+                // The same hold with a wanted value equal to it is kept, not renewed.
+                name: "hold equal to the wanted value is kept",
+                prior: HeadroomState {
+                    hold: Some(Hold {
+                        spare: 3,
+                        until: NOW + 100.0,
+                    }),
+                    ..spare(3)
+                },
+                raw: 3,
+                want: 3,
+                hold: Some(Hold {
+                    spare: 3,
+                    until: NOW + 100.0,
+                }),
+                ..base()
+            },
+            Row {
+                // A hold that ends exactly now is over (until > now is required).
+                name: "hold ending now is over",
+                prior: HeadroomState {
+                    hold: Some(Hold {
+                        spare: 3,
+                        until: NOW,
+                    }),
+                    ..spare(3)
+                },
+                raw: 0,
+                want: 2,
+                hold: Some(Hold {
+                    spare: 0,
+                    until: NOW + 300.0,
+                }),
+                reasons: vec![Reason::StepDownLimited { max_step_down: 1 }],
+                ..base()
+            },
+            Row {
+                // A cooldown persisted until NOW+30 blocks 3 → 2 (a cooldown of 0 seconds is
+                // tested in the decide table: it persists none).
+                name: "cooldown blocks the step down",
+                prior: HeadroomState {
+                    cooldown_until: Some(NOW + 30.0),
+                    ..spare(3)
+                },
+                raw: 0,
+                want: 3,
+                hold: Some(Hold {
+                    spare: 0,
+                    until: NOW + 300.0,
+                }),
+                reasons: vec![
+                    Reason::StepDownLimited { max_step_down: 1 },
+                    Reason::Cooldown { until: NOW + 30.0 },
+                ],
+                ..base()
+            },
+            Row {
+                // A cooldown ending exactly now no longer blocks.
+                name: "cooldown ending now is over",
+                prior: HeadroomState {
+                    cooldown_until: Some(NOW),
+                    ..spare(3)
+                },
+                raw: 0,
+                want: 2,
+                hold: Some(Hold {
+                    spare: 0,
+                    until: NOW + 300.0,
+                }),
+                reasons: vec![Reason::StepDownLimited { max_step_down: 1 }],
+                ..base()
+            },
+            Row {
+                // maxStepDown 0: the spare never falls by itself (only the ceiling can cut it).
+                name: "step down 0",
+                target: TargetSpec {
+                    max_step_down: 0,
+                    ..target()
+                },
+                prior: spare(3),
+                raw: 0,
+                want: 3,
+                hold: Some(Hold {
+                    spare: 0,
+                    until: NOW + 300.0,
+                }),
+                reasons: vec![Reason::StepDownLimited { max_step_down: 0 }],
+                ..base()
+            },
+            Row {
+                // GPU cap 8 at 2 GPUs per replica = 4 replicas; 1 in use → room 3; 2 reserved
+                // for replacements take room first → the tick's own room is 1 of the raw 3.
+                name: "GPU cap counts the replacement reserve first",
+                target: TargetSpec {
+                    gpus_per_replica: 2,
+                    gpu_cap: Some(8),
+                    ..target()
+                },
+                prior: HeadroomState {
+                    replacement_reserved: 2,
+                    ..spare(2)
+                },
+                need: 1,
+                raw: 3,
+                want: 1,
+                hold: Some(Hold {
+                    spare: 1,
+                    until: NOW + 300.0,
+                }),
+                reasons: vec![Reason::GpuCap { gpu_cap: 8 }],
+                ..base()
+            },
+            Row {
+                // Reserve 4 > room 3: the tick's own share is 0 (the caller adds the 4 on top:
+                // one replica above the cap while the drain makes before it breaks). The floor
+                // of 1 yields to the cap.
+                name: "reserve beyond the cap leaves the tick nothing",
+                target: TargetSpec {
+                    gpus_per_replica: 2,
+                    gpu_cap: Some(8),
+                    min_spare: 1,
+                    ..target()
+                },
+                prior: HeadroomState {
+                    replacement_reserved: 4,
+                    ..spare(4)
+                },
+                need: 1,
+                raw: 3,
+                want: 0,
+                hold: Some(Hold {
+                    spare: 0,
+                    until: NOW + 300.0,
+                }),
+                reasons: vec![
+                    Reason::GpuCap { gpu_cap: 8 },
+                    Reason::Floor { min_spare: 1 },
+                    Reason::GpuCap { gpu_cap: 8 },
+                ],
+                ..base()
+            },
+            Row {
+                // Pending pods forbid the step down from 3 (raw 0 → step 2 → kept at 3).
+                name: "pending pods",
+                prior: spare(3),
+                raw: 0,
+                pending: 1,
+                want: 3,
+                hold: Some(Hold {
+                    spare: 0,
+                    until: NOW + 300.0,
+                }),
+                reasons: vec![
+                    Reason::StepDownLimited { max_step_down: 1 },
+                    Reason::PendingPods { count: 1 },
+                ],
+                ..base()
+            },
+            Row {
+                // Step-up limit: from 2, raw 9 → 6; the hold remembers the wanted 9.
+                name: "step up limit",
+                raw: 9,
+                want: 6,
+                hold: Some(Hold {
+                    spare: 9,
+                    until: NOW + 300.0,
+                }),
+                reasons: vec![Reason::StepUpLimited { max_step_up: 4 }],
+                ..base()
+            },
+        ];
+        for row in rows {
+            let rails = Rails::new(&row.target, &row.prior, row.need);
+            let mut reasons = vec![];
+            let got = rails.apply(row.raw, row.pending, &row.policy, NOW, &mut reasons);
+            assert_eq!(
+                got.value, row.want,
+                "{}: value; reasons {reasons:?}",
+                row.name
+            );
+            assert_eq!(got.hold, row.hold, "{}: hold", row.name);
+            assert_eq!(reasons, row.reasons, "{}: reasons", row.name);
+        }
+    }
+}
