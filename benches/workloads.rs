@@ -4,9 +4,10 @@
 //!
 //!     PREWARM_TRACES=/path/to/shared/traces cargo bench --bench workloads
 //!
-//! With PREWARM_FULL_PASS=1 it also generates the whole 14-day ServeGen workload once, timed,
-//! and prints the request count and the ideal-packing peak (8 slots per 1-GPU replica,
-//! 4000 prompt and 40 output tokens per second per slot: the simulator's defaults).
+//! With PREWARM_FULL_PASS=1,0.1 (rate scales) it instead generates the whole 14-day ServeGen
+//! workload once per scale, timed, and prints the request count and the ideal-packing peak
+//! (8 slots per 1-GPU replica, 4000 prompt and 40 output tokens per second per slot: the
+//! simulator's defaults).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -87,15 +88,21 @@ fn bench(c: &mut Criterion, dir: &Path) {
 }
 
 /// The whole 14 days once: count, time and the ideal-packing peak.
-fn full_pass(dir: &Path) {
+fn full_pass(dir: &Path, rate_scale: f64) {
     let set = ServeGen::read_dir(&dir.join("servegen-m-large")).expect("servegen-m-large");
-    let expected = set.expected_requests(1.0);
-    let w = workload("servegen", Source::ServeGen(Arc::new(set)), 1, 1.0, dir);
+    let expected = set.expected_requests(rate_scale);
+    let w = workload(
+        "servegen",
+        Source::ServeGen(Arc::new(set)),
+        1,
+        rate_scale,
+        dir,
+    );
     let started = Instant::now();
     let n = workload::records(&w).unwrap().count();
     let generate_s = started.elapsed().as_secs_f64();
     println!(
-        "servegen-m-large 14 days: {n} requests (expected from the fits {expected:.0}) generated in {generate_s:.1} s = {:.1} M requests/s",
+        "servegen-m-large 14 days, rate scale {rate_scale}: {n} requests (expected from the fits {expected:.0}) generated in {generate_s:.1} s = {:.1} M requests/s",
         n as f64 / generate_s / 1e6
     );
     let started = Instant::now();
@@ -114,7 +121,7 @@ fn full_pass(dir: &Path) {
         .fold(0.0, f64::max)
         / 15.0;
     println!(
-        "ideal packing at rate scale 1: peak {} replicas (1 GPU each); busiest 15 s step {busiest:.0} GPUs on average; mean {:.0} GPUs; {:.1} s",
+        "ideal packing: peak {} replicas (1 GPU each); busiest 15 s step {busiest:.0} GPUs on average; mean {:.0} GPUs; {:.1} s",
         ideal.peak_replicas,
         ideal.busy_gpu_seconds / ideal.end_s,
         started.elapsed().as_secs_f64()
@@ -126,8 +133,11 @@ fn main() {
         eprintln!("set PREWARM_TRACES to the shared traces folder; skipping");
         return;
     };
-    if std::env::var("PREWARM_FULL_PASS").is_ok_and(|v| v == "1") {
-        full_pass(&dir);
+    if let Ok(scales) = std::env::var("PREWARM_FULL_PASS") {
+        for scale in scales.split(',') {
+            full_pass(&dir, scale.parse().expect("PREWARM_FULL_PASS: rate scales"));
+        }
+        return;
     }
     let mut c = Criterion::default().configure_from_args();
     bench(&mut c, &dir);

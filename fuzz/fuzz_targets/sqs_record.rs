@@ -5,6 +5,8 @@
 
 use libfuzzer_sys::fuzz_target;
 
+// Each target uses part of the shared checks.
+#[allow(dead_code)]
 #[path = "../invariants.rs"]
 mod invariants;
 

@@ -3,6 +3,7 @@
 //! the kind, the instances, the configured action and its deadline (bounded by the record's
 //! `SentTimestamp`, and how), and why the record is acted on, ignored or treated as poison.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use serde_json::{json, Value};
@@ -45,10 +46,20 @@ pub fn run(args: ExplainArgs) -> Result<()> {
     } else {
         InstanceIdRule::Ec2
     };
+    let mut out = std::io::stdout().lock();
     for line in explain(&text, &actions, args.eviction_budget_seconds, rule)
         .map_err(|e| Error::config("--event", format!("{}: {e}", args.event.display())))?
     {
-        println!("{line}");
+        // A reader that stops early (`| head`) is not an error; println! would panic on it.
+        if let Err(e) = writeln!(out, "{line}") {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                return Ok(());
+            }
+            return Err(Error::config(
+                "--event",
+                format!("cannot write the output: {e}"),
+            ));
+        }
     }
     Ok(())
 }
