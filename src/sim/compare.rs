@@ -380,7 +380,7 @@ pub fn compare(
         return Err(TraceError::Format {
             path: workload.name.clone(),
             message: format!(
-                "the burn-in ({:.0} s) covers the whole workload ({:.0} s): nothing to score",
+                "the burn-in ({:.0} s) covers the whole workload ({:.0} s): nothing to score (give a shorter --burn-in, e.g. 900 for a 1-hour trace)",
                 setup.burn_in_s, ideal.end_s
             ),
         });
