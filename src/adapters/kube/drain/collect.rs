@@ -193,29 +193,45 @@ async fn resume(
     now: f64,
 ) -> std::result::Result<String, String> {
     let notice = notice_of_record(state, instance);
-    let observed = observe(client, node.clone())
+    let name = node.metadata.name.clone().unwrap_or_default();
+    let mut current = node.clone();
+    // A node write that conflicts (kwok, the kubelet or the node controller wrote the node since
+    // it was read) is re-observed and re-planned, as the interruption handler does, before the
+    // step is left to the next tick.
+    for attempt in 1..=RESUME_ATTEMPTS {
+        if attempt > 1 {
+            current = Api::<Node>::all(client.clone())
+                .get(&name)
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+        let observed = observe(client, current.clone())
+            .await
+            .map_err(|e| e.to_string())?;
+        let step = plan_drain(&observed.view, &observed.pod_views, &notice, now, settings);
+        let report = execute(
+            client,
+            recorder,
+            targets,
+            &observed,
+            &step,
+            instance,
+            &notice.event_id,
+        )
         .await
         .map_err(|e| e.to_string())?;
-    let step = plan_drain(&observed.view, &observed.pod_views, &notice, now, settings);
-    let report = execute(
-        client,
-        recorder,
-        targets,
-        &observed,
-        &step,
-        instance,
-        &notice.event_id,
-    )
-    .await
-    .map_err(|e| e.to_string())?;
-    if report.conflict {
-        return Err("the node changed meanwhile; next tick".into());
+        if !report.conflict {
+            return Ok(format!(
+                "stepped the orphaned drain of event {}: {} evicted, {} blocked, now {:?}",
+                state.event_id,
+                report.evicted.len(),
+                report.blocked.len(),
+                step.last()
+            ));
+        }
     }
-    Ok(format!(
-        "stepped the orphaned drain of event {}: {} evicted, {} blocked, now {:?}",
-        state.event_id,
-        report.evicted.len(),
-        report.blocked.len(),
-        step.last()
-    ))
+    Err("the node changed meanwhile; next tick".into())
 }
+
+/// Node writes that conflict are re-observed and re-planned this often within one tick.
+const RESUME_ATTEMPTS: usize = 3;
