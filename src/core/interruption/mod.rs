@@ -11,6 +11,7 @@ pub mod notice;
 pub mod pods;
 pub mod spare;
 pub mod state;
+pub mod surge;
 
 pub use actions::{Action, ActionTable};
 pub use deadline::{eviction_deadline, instance_end, issued_at};

@@ -1,0 +1,299 @@
+//! Surge: a replacement replica Ready before the old one is evicted. An evicted inference pod
+//! stops serving at once and its successor only then starts loading the model, so even a warm
+//! replacement node leaves a serving gap of one model load per evicted replica. For the drain's
+//! duration the workload of each evictable pod (a Deployment, through its ReplicaSet) is raised
+//! by `k`, the number of its pods on the draining node; the old pods are evicted once the `k`
+//! surge pods are Ready — or at a pod's own due time or the deadline, whichever is first: the
+//! deadline always wins. When the drain finishes (or un-drains, or is found orphaned by the
+//! tick) the workload gets the user's value back.
+//!
+//! What is raised: the `minReplicas` of the autoscaling/v2 HPA that targets the Deployment
+//! (floor = replicas at the first surge + the sum of the drains' `k`, never above
+//! `maxReplicas`), else the Deployment's `spec.replicas`. The record of who holds a surge lives
+//! in annotations on the object that was raised, so several drains (nodes reclaimed together)
+//! can hold surges of the same workload and each gives back only its own:
+//!
+//! - `prewarm.io/surge-drains`: `{"<drain id>": k, ...}` (the drain id is the instance id);
+//! - `prewarm.io/surge-base`: the workload's replicas when the first drain surged;
+//! - Deployment only: `prewarm.io/surge-user-replicas` (the user's `spec.replicas`, restored
+//!   exactly) and `prewarm.io/surge-written-replicas` (what prewarm wrote: a different value
+//!   means the user edited it meanwhile, and the edit is kept). For an HPA the same two roles
+//!   are played by the HPA floor lease's annotations (`adapters::kube::hpa_floor`).
+//!
+//! Everything here is pure: the adapter (`adapters::kube::drain::surge`) reads the objects,
+//! asks these functions and writes what they say.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::drain::{Command, DrainStep, PodRef, PodView};
+use super::pods::pod_due;
+use super::state::DrainState;
+
+pub const SURGE_DRAINS: &str = "prewarm.io/surge-drains";
+pub const SURGE_BASE: &str = "prewarm.io/surge-base";
+pub const SURGE_USER_REPLICAS: &str = "prewarm.io/surge-user-replicas";
+pub const SURGE_WRITTEN_REPLICAS: &str = "prewarm.io/surge-written-replicas";
+
+/// Who holds a surge of one workload, read from the raised object's annotations.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SurgeRecord {
+    /// The workload's replicas when the first drain surged.
+    pub base: u32,
+    /// Drain id -> the number of the workload's pods that drain moves.
+    pub drains: BTreeMap<String, u32>,
+}
+
+impl SurgeRecord {
+    /// None when the object carries no surge; Err (naming the annotation) when it is unreadable.
+    pub fn from_annotations(a: &BTreeMap<String, String>) -> Result<Option<SurgeRecord>, String> {
+        let Some(raw) = a.get(SURGE_DRAINS) else {
+            return Ok(None);
+        };
+        let drains: BTreeMap<String, u32> = serde_json::from_str(raw)
+            .map_err(|e| format!("annotation {SURGE_DRAINS}: expected {{drain: count}}: {e}"))?;
+        let base = a
+            .get(SURGE_BASE)
+            .ok_or_else(|| format!("annotation {SURGE_BASE} missing next to {SURGE_DRAINS}"))?;
+        let base = base
+            .trim()
+            .parse::<u32>()
+            .map_err(|_| format!("annotation {SURGE_BASE}: expected a count, got {base:?}"))?;
+        Ok(Some(SurgeRecord { base, drains }))
+    }
+
+    /// The replicas the workload should have while the surge lasts: base plus every drain's
+    /// `k`, never above `max` (an HPA's maxReplicas).
+    pub fn want(&self, max: Option<u32>) -> u32 {
+        let want = self.base.saturating_add(self.drains.values().sum());
+        max.map_or(want, |m| want.min(m.max(self.base)))
+    }
+
+    fn annotations(&self) -> BTreeMap<String, Option<String>> {
+        [
+            (
+                SURGE_DRAINS.to_string(),
+                Some(serde_json::to_string(&self.drains).unwrap_or_default()),
+            ),
+            (SURGE_BASE.to_string(), Some(self.base.to_string())),
+        ]
+        .into()
+    }
+}
+
+/// What a drain asks of one workload's surge.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SurgeIntent {
+    /// Hold a surge of `k` for `drain` (a drain already holding keeps the `k` it recorded: its
+    /// pods leave the node as it goes, but the surge lasts for the drain's duration).
+    Hold { drain: String, k: u32 },
+    /// `drain` is over: give its share back.
+    Release { drain: String },
+}
+
+/// The count to write and the record to keep, before it is mapped onto the object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SurgeDecision {
+    /// Write `want` and this record.
+    Set { want: u32, record: SurgeRecord },
+    /// Nothing holds a surge any more: the user's value back, the record removed.
+    Restore,
+    /// Nothing to change.
+    Unchanged,
+}
+
+/// Decides a workload's surge. `replicas` is the workload's replicas now (the base of a first
+/// surge); `max` the HPA's maxReplicas, if an HPA is raised.
+pub fn plan_surge(
+    record: Option<&SurgeRecord>,
+    replicas: u32,
+    max: Option<u32>,
+    intent: &SurgeIntent,
+) -> SurgeDecision {
+    match (record, intent) {
+        (None, SurgeIntent::Hold { k: 0, .. }) => SurgeDecision::Unchanged,
+        (None, SurgeIntent::Hold { drain, k }) => {
+            let record = SurgeRecord {
+                base: replicas,
+                drains: [(drain.clone(), *k)].into(),
+            };
+            SurgeDecision::Set {
+                want: record.want(max),
+                record,
+            }
+        }
+        (Some(r), SurgeIntent::Hold { drain, .. }) if r.drains.contains_key(drain) => {
+            SurgeDecision::Unchanged
+        }
+        (Some(r), SurgeIntent::Hold { drain, k }) => {
+            let mut record = r.clone();
+            record.drains.insert(drain.clone(), *k);
+            SurgeDecision::Set {
+                want: record.want(max),
+                record,
+            }
+        }
+        (None, SurgeIntent::Release { .. }) => SurgeDecision::Unchanged,
+        (Some(r), SurgeIntent::Release { drain }) if !r.drains.contains_key(drain) => {
+            if r.drains.is_empty() {
+                SurgeDecision::Restore
+            } else {
+                SurgeDecision::Unchanged
+            }
+        }
+        (Some(r), SurgeIntent::Release { drain }) => {
+            let mut record = r.clone();
+            record.drains.remove(drain);
+            if record.drains.is_empty() {
+                SurgeDecision::Restore
+            } else {
+                SurgeDecision::Set {
+                    want: record.want(max),
+                    record,
+                }
+            }
+        }
+    }
+}
+
+/// A change to a Deployment: `spec.replicas` (None = leave) and annotations (None = remove).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReplicasPatch {
+    pub replicas: Option<u32>,
+    pub annotations: BTreeMap<String, Option<String>>,
+    /// For the log: raised, restored, user_edit_kept, unchanged.
+    pub outcome: &'static str,
+}
+
+fn remove_deployment_record() -> BTreeMap<String, Option<String>> {
+    [
+        SURGE_DRAINS,
+        SURGE_BASE,
+        SURGE_USER_REPLICAS,
+        SURGE_WRITTEN_REPLICAS,
+    ]
+    .into_iter()
+    .map(|k| (k.to_string(), None))
+    .collect()
+}
+
+/// Maps a decision onto a Deployment whose `spec.replicas` is `replicas` and whose annotations
+/// are `a`: the user's value is saved at the first raise and restored exactly; a value that is
+/// no longer what prewarm wrote is the user's edit, kept (the record is dropped).
+pub fn plan_deployment_surge(
+    replicas: u32,
+    a: &BTreeMap<String, String>,
+    intent: &SurgeIntent,
+) -> Result<ReplicasPatch, String> {
+    let number = |key: &str| -> Result<Option<u32>, String> {
+        a.get(key)
+            .map(|raw| {
+                raw.trim()
+                    .parse::<u32>()
+                    .map_err(|_| format!("annotation {key}: expected a count, got {raw:?}"))
+            })
+            .transpose()
+    };
+    let record = SurgeRecord::from_annotations(a)?;
+    let user = number(SURGE_USER_REPLICAS)?;
+    let written = number(SURGE_WRITTEN_REPLICAS)?;
+    let unchanged = ReplicasPatch {
+        replicas: None,
+        annotations: BTreeMap::new(),
+        outcome: "unchanged",
+    };
+    if let (Some(_), Some(w)) = (&record, written) {
+        if replicas != w {
+            return Ok(ReplicasPatch {
+                replicas: None,
+                annotations: remove_deployment_record(),
+                outcome: "user_edit_kept",
+            });
+        }
+    }
+    // A partial record (a write cut short by hand) counts as none: the current value is the user's.
+    let (record, user) = match (record, user, written) {
+        (Some(r), Some(u), Some(_)) => (Some(r), u),
+        _ => (None, replicas),
+    };
+    let stray = record.is_none() && a.keys().any(|k| remove_deployment_record().contains_key(k));
+    Ok(match plan_surge(record.as_ref(), replicas, None, intent) {
+        SurgeDecision::Set { want, record } => {
+            let mut annotations = record.annotations();
+            annotations.insert(SURGE_USER_REPLICAS.into(), Some(user.to_string()));
+            annotations.insert(SURGE_WRITTEN_REPLICAS.into(), Some(want.to_string()));
+            ReplicasPatch {
+                replicas: (want != replicas).then_some(want),
+                annotations,
+                outcome: "raised",
+            }
+        }
+        SurgeDecision::Restore => ReplicasPatch {
+            replicas: Some(user),
+            annotations: remove_deployment_record(),
+            outcome: "restored",
+        },
+        SurgeDecision::Unchanged if stray => ReplicasPatch {
+            annotations: remove_deployment_record(),
+            ..unchanged
+        },
+        SurgeDecision::Unchanged => unchanged,
+    })
+}
+
+/// Whether a surge has started: only once the drain's replacement capacity is ready (the surge
+/// pods then land on warm capacity), and never past the deadline (the old pods go then anyway,
+/// and extra replicas would only queue behind them).
+pub fn wants_surge(state: &DrainState, now: f64) -> bool {
+    state.replacement_ready_at.is_some() && state.deadline.is_none_or(|d| now < d)
+}
+
+/// Whether a workload's surge pods are Ready: its ready replicas reach what the surge asked for
+/// (the old pods, still serving on the draining node, are counted in both).
+pub fn surge_ready(want: u32, ready_replicas: u32) -> bool {
+    ready_replicas >= want
+}
+
+/// Takes out of `step` the evictions of pods whose workload's surge is not Ready yet (`held`),
+/// unless the pod is due (its own due time or the deadline: the deadline always wins). The
+/// step's next check stays as planned: it already wakes at the deadline and at every pod's due
+/// time. Returns the pods held back.
+pub fn hold_evictions(
+    step: &mut DrainStep,
+    pods: &[PodView],
+    held: &BTreeSet<PodRef>,
+    now: f64,
+) -> Vec<PodRef> {
+    let Some(state) = step.state.as_ref() else {
+        return Vec::new();
+    };
+    let (deadline, end) = (state.deadline, state.instance_end);
+    let due = |r: &PodRef| {
+        pods.iter()
+            .find(|p| &p.pod == r)
+            .is_none_or(|p| pod_due(p, deadline, end, now))
+    };
+    let mut kept_back = Vec::new();
+    step.commands.retain(|c| match c {
+        Command::Evict { pod, .. } if held.contains(pod) && !due(pod) => {
+            kept_back.push(pod.clone());
+            false
+        }
+        _ => true,
+    });
+    kept_back
+}
+
+/// The drains named in a surge record that no longer hold it: not among the drains `active`
+/// now (a node with a drain waiting for its replacement or evicting). The tick releases them.
+pub fn orphaned_drains(record: &SurgeRecord, active: &BTreeSet<String>) -> Vec<String> {
+    record
+        .drains
+        .keys()
+        .filter(|d| !active.contains(*d))
+        .cloned()
+        .collect()
+}
+
+#[cfg(test)]
+#[path = "surge_tests.rs"]
+mod tests;
