@@ -46,6 +46,10 @@ pub struct InterruptionSettings {
     /// ACCEPT_KWOK_INSTANCE_IDS (false): local stack only; also take the kwok provider's node
     /// names as instance ids (its nodes have no EC2 ids).
     pub instance_ids: crate::adapters::events::InstanceIdRule,
+    /// DRAIN_SURGE (true): before evicting a Deployment's pods, raise its replicas (or its HPA's
+    /// minReplicas) by its pods on the draining node and wait for the surge pods to be Ready
+    /// (or the pod's due time / the deadline): no serving gap once the replacement is ready.
+    pub surge: bool,
 }
 
 impl Default for InterruptionSettings {
@@ -57,6 +61,7 @@ impl Default for InterruptionSettings {
             recheck_s: 15.0,
             queue_url: None,
             instance_ids: crate::adapters::events::InstanceIdRule::Ec2,
+            surge: true,
         }
     }
 }
@@ -422,6 +427,7 @@ fn interruption_settings<F: Fn(&str) -> Option<String>>(
         } else {
             crate::adapters::events::InstanceIdRule::Ec2
         },
+        surge: vars.bool_or("DRAIN_SURGE", true)?,
     })
 }
 
@@ -563,6 +569,7 @@ mod tests {
             (&[("RECHECK_SECONDS", "0")], "RECHECK_SECONDS"),
             (&[("ACTIONS", "rebalance=nap")], "ACTIONS"),
             (&[("ACTIONS", "spot")], "ACTIONS"),
+            (&[("DRAIN_SURGE", "sometimes")], "DRAIN_SURGE"),
         ];
         for (pairs, var) in cases {
             assert_eq!(error_var(config(pairs)), *var, "{pairs:?}");

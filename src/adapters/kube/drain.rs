@@ -25,6 +25,7 @@ use crate::error::{Error, Result};
 pub mod collect;
 pub mod execute;
 pub mod replacement;
+pub mod surge;
 
 /// The taint prewarm puts on a draining node (value: the notice kind).
 pub const DRAINING_TAINT: &str = "prewarm.io/draining";

@@ -30,14 +30,15 @@ fn release(drain: &str) -> SurgeIntent {
 #[test]
 fn surge_decisions() {
     // (situation, record, replicas now, HPA max, intent, expected)
-    let rows: Vec<(
-        &str,
+    type Row = (
+        &'static str,
         Option<SurgeRecord>,
         u32,
         Option<u32>,
         SurgeIntent,
         SurgeDecision,
-    )> = vec![
+    );
+    let rows: Vec<Row> = vec![
         (
             "first drain moving 2 of 3 replicas: 3 + 2 = 5",
             None,

@@ -22,8 +22,8 @@ use tokio::sync::OnceCell;
 
 use crate::adapters::events::{parse_record_with, InstanceIdRule, Parsed, ParsedRecord};
 use crate::adapters::kube::drain::execute::{execute, StepReport};
-use crate::adapters::kube::drain::replacement;
 use crate::adapters::kube::drain::{event_recorder, find_node, observe};
+use crate::adapters::kube::drain::{replacement, surge};
 use crate::adapters::kube::ClientCache;
 use crate::config::Config;
 use crate::core::interruption::{
@@ -50,6 +50,8 @@ pub struct Interruption {
     pub sqs: aws_sdk_sqs::Client,
     pub queue_url: Option<String>,
     pub settings: DrainSettings,
+    /// DRAIN_SURGE: raise a Deployment (or its HPA floor) before evicting its pods.
+    pub surge: bool,
     pub targets: Vec<TargetSpec>,
     /// PREWARM_TARGETS_CONFIGMAP: the targets are re-read from it for every record.
     pub targets_configmap: Option<crate::config::TargetsConfigMap>,
@@ -133,6 +135,7 @@ impl Interruption {
             sqs: aws_sdk_sqs::Client::new(&sdk),
             queue_url: config.interruption.queue_url.clone(),
             settings: drain_settings(config),
+            surge: config.interruption.surge,
             targets: config.targets.clone(),
             targets_configmap: config.targets_configmap.clone(),
             emf_namespace: config.emf_namespace.clone(),
@@ -470,13 +473,17 @@ impl Interruption {
                     "drain annotations unreadable: starting over");
             }
             let now = now_s();
-            let step = plan_drain(
+            let mut step = plan_drain(
                 &observed.view,
                 &observed.pod_views,
                 notice,
                 now,
                 &self.settings,
             );
+            if self.surge {
+                let surge = surge::gate(client, &observed, &mut step, instance, now).await;
+                log_surge(notice, instance, &surge);
+            }
             let report = execute(
                 client,
                 recorder,
@@ -640,6 +647,22 @@ fn finish_reason(f: &Finish) -> String {
         Finish::Duplicate => "duplicate delivery: another delivery carries this drain".into(),
         Finish::Undrained => "notice closed: node un-drained, replacement released".into(),
         Finish::NothingToUndo => "notice closed: this notice never drained the node".into(),
+    }
+}
+
+/// One line per step that surged, held evictions back, or failed to surge.
+fn log_surge(notice: &Notice, instance: &str, report: &surge::SurgeReport) {
+    if report.workloads.is_empty() && report.errors.is_empty() {
+        return;
+    }
+    let held: Vec<String> = report.held.iter().map(ToString::to_string).collect();
+    if report.errors.is_empty() {
+        tracing::info!(event = "drain_surge", event_id = %notice.event_id, instance,
+            workloads = ?report.workloads, held = ?held, "surge before eviction");
+    } else {
+        tracing::warn!(event = "drain_surge", event_id = %notice.event_id, instance,
+            workloads = ?report.workloads, held = ?held, errors = ?report.errors,
+            "surge failed for some workloads: their evictions go ahead as planned");
     }
 }
 

@@ -144,6 +144,13 @@ pub async fn execute(
                 Err(e) => report.eviction_errors.push(format!("{pod}: {e}")),
             },
             Command::ReleaseReplacement => {
+                // The drain's surges end with it (a failure keeps the drain open, as below).
+                for r in super::surge::release(client, drain_id, now_s()).await {
+                    match r {
+                        Ok(t) => report.released.push(format!("surge {t}")),
+                        Err(e) => report.release_errors.push(format!("surge: {e}")),
+                    }
+                }
                 for r in replacement::release(client, targets, pool, drain_id).await {
                     match r {
                         Ok(t) => report.released.push(t),
@@ -243,4 +250,10 @@ pub fn blocked_note(pod: &PodRef, pdbs: &[String], message: &str, event_id: &str
         ),
     };
     format!("eviction of pod {pod} blocked by {budget}: {message} (interruption event {event_id}); retrying")
+}
+
+fn now_s() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
 }
