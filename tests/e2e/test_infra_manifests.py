@@ -149,6 +149,8 @@ DENIED = {
         ("patch", "deployments.apps", None, "kube-system"),
         ("patch", "deployments.apps/coredns", None, "kube-system"),
         ("patch", "deployments.apps/someone-else", None, "prewarm"),
+        ("patch", "deployments.apps", None, "default"),
+        ("delete", "deployments.apps", None, "inference"),
         ("patch", "nodepools.karpenter.sh/default", None, None),
         ("update", "nodepools.karpenter.sh/gpu", None, None),
         # The tick may step an orphaned drain (cordon, evict through the Eviction API), but it
@@ -170,6 +172,13 @@ DENIED = {
         ("delete", "pods", None, "inference"), ("create", "pods", None, "prewarm"),
         ("patch", "nodeclaims.karpenter.sh", None, None), ("delete", "nodeclaims.karpenter.sh", None, None),
         ("patch", "poddisruptionbudgets.policy", None, "inference"),
+        # The surge patches Deployments and HPAs of the targets' podNamespaces only, and never
+        # deletes, replaces or scales them through another path.
+        ("patch", "deployments.apps", None, "default"),
+        ("patch", "horizontalpodautoscalers.autoscaling", None, "kube-system"),
+        ("delete", "deployments.apps", None, "inference"), ("update", "deployments.apps", None, "inference"),
+        ("patch", "replicasets.apps", None, "inference"),
+        ("patch", "deployments.apps", "scale", "inference"),
         ("get", "secrets", None, "prewarm"), ("list", "secrets", None, None),
         ("get", "configmaps/other", None, "prewarm"),
         ("create", "clusterrolebindings.rbac.authorization.k8s.io", None, None),

@@ -76,11 +76,13 @@ def test_the_tick_gets_its_rows_by_name(sample):
         ("apps", "deployments", ("balloon-llama",), ("get", "patch"))}
     assert rules(tick[("Role", "buffers")]) == {
         ("autoscaling.x-k8s.io", "capacitybuffers", ("mistral",), ("get", "patch"))}
-    # pods to count; the workload's HPA to read (and raise minReplicas for raiseMinReplicas targets)
+    # pods to count; the workload's HPA to read (and raise minReplicas for raiseMinReplicas
+    # targets); surges of drains that no longer run given back (Deployments and HPAs, by label)
     for ns in ("inference", "models"):
         assert rules(tick[("Role", ns)]) == {
             ("", "pods", (), ("list",)),
-            ("autoscaling", "horizontalpodautoscalers", (), ("get", "patch"))}
+            ("autoscaling", "horizontalpodautoscalers", (), ("get", "list", "patch")),
+            ("apps", "deployments", (), ("get", "list", "patch"))}
     assert set(tick) == {("ClusterRole", None), ("ClusterRoleBinding", None)} | {
         (k, ns) for ns in ("prewarm", "buffers", "inference", "models") for k in ("Role", "RoleBinding")}
 
@@ -97,7 +99,13 @@ def test_the_interruption_function_gets_its_rows_and_patches_only_named_headroom
         ("apps", "deployments", ("balloon-llama",), ("get", "patch"))}
     assert rules(intr[("Role", "buffers")]) == {
         ("autoscaling.x-k8s.io", "capacitybuffers", ("mistral",), ("get", "patch"))}
-    assert ("Role", "inference") not in intr, "the interruption path reads pods cluster-wide, no extra Role"
+    # The drain surge: the inference workloads' Deployments (via their ReplicaSets) and HPAs,
+    # only in the targets' podNamespaces.
+    for ns in ("inference", "models"):
+        assert rules(intr[("Role", ns)]) == {
+            ("apps", "replicasets", (), ("get",)),
+            ("apps", "deployments", (), ("get", "list", "patch")),
+            ("autoscaling", "horizontalpodautoscalers", (), ("get", "list", "patch"))}
 
 
 def test_each_binding_names_only_its_functions_group(sample):

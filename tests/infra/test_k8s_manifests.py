@@ -180,7 +180,8 @@ EXPECTED_RULES = {
         ("", "configmaps"): {"get"},
         ("", "pods"): {"get", "list"},
         ("karpenter.sh", "nodepools"): {"get", "patch"},
-        ("apps", "deployments"): {"get", "patch"},
+        # Balloon headroom by name; surges given back in the podNamespaces (list by label).
+        ("apps", "deployments"): {"get", "list", "patch"},
         # Drain-lease collection: un-drain survivors, step a drain whose owner went silent.
         ("", "nodes"): {"get", "list", "patch"},
         ("", "pods/eviction"): {"create"},
@@ -189,7 +190,8 @@ EXPECTED_RULES = {
         ("policy", "poddisruptionbudgets"): {"get", "list"},
         # Read the workload's HPA (sizing in its units); patch minReplicas under a lease for
         # targets with hpa.raiseMinReplicas (issue 10).
-        ("autoscaling", "horizontalpodautoscalers"): {"get", "patch"},
+        # ... and list the surged ones to give a dead drain's surge back.
+        ("autoscaling", "horizontalpodautoscalers"): {"get", "list", "patch"},
     },
     "interruption": {
         ("", "configmaps"): {"get"},
@@ -200,7 +202,10 @@ EXPECTED_RULES = {
         ("events.k8s.io", "events"): {"create", "patch"},
         ("policy", "poddisruptionbudgets"): {"get", "list"},
         ("karpenter.sh", "nodeclaims"): {"get", "list", "watch"},
-        ("apps", "deployments"): {"get", "patch"},
+        # Balloon headroom by name; the drain surge in the podNamespaces.
+        ("apps", "deployments"): {"get", "list", "patch"},
+        ("apps", "replicasets"): {"get"},
+        ("autoscaling", "horizontalpodautoscalers"): {"get", "list", "patch"},
     },
 }
 
@@ -222,9 +227,15 @@ def test_rbac_grants_each_function_exactly_the_verbs_it_uses():
                         granted.setdefault((g, r), set()).update(rule["verbs"])
         assert granted == expected, fn
     # Writes to headroom and NodePools only by name; never `update` (a full replace) on NodePools.
+    # The one exception: the drain surge patches the inference Deployments of the targets'
+    # podNamespaces (only known at run time: the workloads of the pods on a draining node), in
+    # a Role of those namespaces, never cluster-wide.
+    pod_namespaces = {"inference"}
     for role in rbac_objects("ClusterRole") + rbac_objects("Role"):
         for rule in role["rules"]:
-            if rule["resources"][0] in ("nodepools", "deployments", "capacitybuffers", "configmaps"):
+            surge = (role["kind"] == "Role" and role["metadata"].get("namespace") in pod_namespaces
+                     and rule["resources"] == ["deployments"])
+            if rule["resources"][0] in ("nodepools", "deployments", "capacitybuffers", "configmaps") and not surge:
                 assert rule.get("resourceNames"), rule
             if rule["resources"][0] == "nodepools":
                 assert "update" not in rule["verbs"]

@@ -481,7 +481,7 @@ impl Interruption {
                 &self.settings,
             );
             if self.surge {
-                let surge = surge::gate(client, &observed, &mut step, instance, now).await;
+                let surge = surge::gate(client, targets, &observed, &mut step, instance, now).await;
                 log_surge(notice, instance, &surge);
             }
             let report = execute(

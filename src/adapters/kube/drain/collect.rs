@@ -109,7 +109,7 @@ pub async fn collect(
             });
         }
     }
-    out.extend(super::surge::collect_orphans(client, &nodes, now).await);
+    out.extend(super::surge::collect_orphans(client, targets, &nodes, now).await);
     for (node, instance, state) in drained_nodes {
         let seen = NodeSeen::Present {
             state: state.as_ref(),

@@ -145,7 +145,7 @@ pub async fn execute(
             },
             Command::ReleaseReplacement => {
                 // The drain's surges end with it (a failure keeps the drain open, as below).
-                for r in super::surge::release(client, drain_id, now_s()).await {
+                for r in super::surge::release(client, targets, drain_id, now_s()).await {
                     match r {
                         Ok(t) => report.released.push(format!("surge {t}")),
                         Err(e) => report.release_errors.push(format!("surge: {e}")),

@@ -27,6 +27,7 @@ use crate::core::interruption::surge::{
     SurgeDecision, SurgeIntent, SurgeRecord, SURGE_BASE, SURGE_DRAINS, SURGE_WRITTEN_REPLICAS,
 };
 use crate::core::interruption::{DrainState, DrainStep, LeaseVerdict, Phase, PodRef};
+use crate::core::TargetSpec;
 use crate::error::{Error, Result};
 
 /// The label on every object a surge raised (removed on restore).
@@ -293,11 +294,13 @@ async fn apply(
 /// Does nothing unless the step evicts and the drain's replacement is ready before the deadline.
 pub async fn gate(
     client: &kube::Client,
+    targets: &[TargetSpec],
     observed: &Observation,
     step: &mut DrainStep,
     drain_id: &str,
     now: f64,
 ) -> SurgeReport {
+    let namespaces = surge_namespaces(targets);
     let mut report = SurgeReport::default();
     let evicting: BTreeSet<PodRef> = step.evictions().cloned().collect();
     if evicting.is_empty() || !step.state.as_ref().is_some_and(|s| wants_surge(s, now)) {
@@ -307,7 +310,7 @@ pub async fn gate(
     let mut cache = BTreeMap::new();
     let mut workloads: BTreeMap<(String, String), (u32, Vec<PodRef>)> = BTreeMap::new();
     for (pod, view) in observed.pods.iter().zip(&observed.pod_views) {
-        if view.terminating() || view.finished {
+        if view.terminating() || view.finished || !namespaces.contains(&view.pod.namespace) {
             continue;
         }
         match deployment_of(client, pod, &mut cache).await {
@@ -348,14 +351,25 @@ pub async fn gate(
     report
 }
 
-fn surged(list: &ListParams) -> ListParams {
-    list.clone().labels(&format!("{SURGING_LABEL}=true"))
+/// The namespaces surges may touch: the targets' podNamespaces, where the inference workloads
+/// run (the RBAC grants Deployments and HPAs there only; permissions.yaml). Pods elsewhere are
+/// evicted as planned, without a surge.
+pub fn surge_namespaces(targets: &[TargetSpec]) -> BTreeSet<String> {
+    targets
+        .iter()
+        .filter_map(|t| t.pod_namespace.clone())
+        .collect()
 }
 
 /// Gives back `drain_id`'s surges: every surged Deployment and HPA whose record names it.
 /// Returns one line per workload restored or lowered.
-pub async fn release(client: &kube::Client, drain_id: &str, now: f64) -> Vec<Result<String>> {
-    release_where(client, now, |record| {
+pub async fn release(
+    client: &kube::Client,
+    targets: &[TargetSpec],
+    drain_id: &str,
+    now: f64,
+) -> Vec<Result<String>> {
+    release_where(client, targets, now, |record: &SurgeRecord| {
         record
             .drains
             .contains_key(drain_id)
@@ -365,13 +379,16 @@ pub async fn release(client: &kube::Client, drain_id: &str, now: f64) -> Vec<Res
 }
 
 /// Surged objects as (namespace, Deployment the surge is for, its record).
-async fn surged_workloads(client: &kube::Client) -> Result<Vec<(String, String, SurgeRecord)>> {
-    let params = surged(&ListParams::default());
+async fn surged_workloads(
+    client: &kube::Client,
+    ns: &str,
+) -> Result<Vec<(String, String, SurgeRecord)>> {
+    let params = ListParams::default().labels(&format!("{SURGING_LABEL}=true"));
     let mut out = Vec::new();
-    let deployments = Api::<Deployment>::all(client.clone())
+    let deployments = Api::<Deployment>::namespaced(client.clone(), ns)
         .list(&params)
         .await
-        .map_err(|e| kube_error("list", "surged deployments", e))?;
+        .map_err(|e| kube_error("list", &format!("surged deployments in {ns}"), e))?;
     for d in deployments.items {
         if let Ok(Some(r)) = SurgeRecord::from_annotations(&annotations_of(&d.metadata)) {
             out.push((
@@ -381,10 +398,16 @@ async fn surged_workloads(client: &kube::Client) -> Result<Vec<(String, String, 
             ));
         }
     }
-    let hpas = Api::<HorizontalPodAutoscaler>::all(client.clone())
+    let hpas = Api::<HorizontalPodAutoscaler>::namespaced(client.clone(), ns)
         .list(&params)
         .await
-        .map_err(|e| kube_error("list", "surged horizontalpodautoscalers", e))?;
+        .map_err(|e| {
+            kube_error(
+                "list",
+                &format!("surged horizontalpodautoscalers in {ns}"),
+                e,
+            )
+        })?;
     for h in hpas.items {
         let target = h.spec.as_ref().map(|s| s.scale_target_ref.name.clone());
         if let (Ok(Some(r)), Some(target)) = (
@@ -399,14 +422,18 @@ async fn surged_workloads(client: &kube::Client) -> Result<Vec<(String, String, 
 
 async fn release_where(
     client: &kube::Client,
+    targets: &[TargetSpec],
     now: f64,
     which: impl Fn(&SurgeRecord) -> Option<Vec<String>>,
 ) -> Vec<Result<String>> {
-    let workloads = match surged_workloads(client).await {
-        Ok(w) => w,
-        Err(e) => return vec![Err(e)],
-    };
     let mut out = Vec::new();
+    let mut workloads = Vec::new();
+    for ns in surge_namespaces(targets) {
+        match surged_workloads(client, &ns).await {
+            Ok(w) => workloads.extend(w),
+            Err(e) => out.push(Err(e)),
+        }
+    }
     for (ns, name, record) in workloads {
         for drain in which(&record).unwrap_or_default() {
             let intent = SurgeIntent::Release {
@@ -444,9 +471,14 @@ pub fn active_drains(nodes: &[Node]) -> BTreeSet<String> {
 
 /// The tick's collection of surges whose drain no longer runs (its message lost, the node gone,
 /// the drain over without its release going through): each share is given back.
-pub async fn collect_orphans(client: &kube::Client, nodes: &[Node], now: f64) -> Vec<Collected> {
+pub async fn collect_orphans(
+    client: &kube::Client,
+    targets: &[TargetSpec],
+    nodes: &[Node],
+    now: f64,
+) -> Vec<Collected> {
     let active = active_drains(nodes);
-    release_where(client, now, |record| {
+    release_where(client, targets, now, |record| {
         Some(orphaned_drains(record, &active)).filter(|o| !o.is_empty())
     })
     .await
