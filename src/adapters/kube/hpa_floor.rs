@@ -224,6 +224,15 @@ pub fn floor_view(hpa: &HorizontalPodAutoscaler) -> FloorView {
     }
 }
 
+/// The floor a drain's surge holds on this HPA, if any (an unreadable record counts as none).
+pub fn surge_floor(view: &FloorView) -> Option<u32> {
+    crate::core::interruption::surge::SurgeRecord::from_annotations(&view.annotations)
+        .ok()
+        .flatten()
+        .filter(|r| !r.drains.is_empty())
+        .map(|r| r.want(Some(view.max_replicas)))
+}
+
 /// The JSON merge patch of a floor change, conditional on `resource_version`.
 pub fn floor_patch_body(patch: &FloorPatch, resource_version: &str) -> Value {
     let annotations: serde_json::Map<String, Value> = patch
@@ -255,13 +264,18 @@ pub async fn apply_floor(
         .get(&r.name)
         .await
         .map_err(|e| from_kube("get", "HorizontalPodAutoscaler", &display, e))?;
-    let patch =
-        plan_floor(&floor_view(&hpa), intent, now, lease_s).map_err(|message| Error::Kube {
-            operation: "plan minReplicas".into(),
-            object: format!("HorizontalPodAutoscaler {display}"),
-            message,
-            retryable: false,
-        })?;
+    let view = floor_view(&hpa);
+    // A drain's surge (`drain::surge`) holds this floor too: the forecast's floor never lowers it.
+    let intent = match (intent, surge_floor(&view)) {
+        (FloorIntent::AtLeast(want), Some(surge)) => FloorIntent::AtLeast(want.max(surge)),
+        (other, _) => other,
+    };
+    let patch = plan_floor(&view, intent, now, lease_s).map_err(|message| Error::Kube {
+        operation: "plan minReplicas".into(),
+        object: format!("HorizontalPodAutoscaler {display}"),
+        message,
+        retryable: false,
+    })?;
     if dry_run || (patch.min_replicas.is_none() && patch.annotations.is_empty()) {
         return Ok(patch.outcome);
     }
@@ -467,6 +481,20 @@ mod tests {
             assert_eq!(got.annotations, annotations, "{name}: annotations");
             assert_eq!(got.outcome, outcome, "{name}: outcome");
         }
+    }
+
+    #[test]
+    fn a_drain_surge_holds_the_floor_for_the_forecast() {
+        use crate::core::interruption::surge::{SURGE_BASE, SURGE_DRAINS};
+        // base 3 + k 2 = 5, under maxReplicas 10; capped at maxReplicas 4.
+        let surged = [(SURGE_DRAINS, r#"{"i-a":2}"#), (SURGE_BASE, "3")];
+        assert_eq!(surge_floor(&view(5, 10, &surged)), Some(5));
+        assert_eq!(surge_floor(&view(4, 4, &surged)), Some(4));
+        assert_eq!(surge_floor(&view(2, 10, &[])), None);
+        assert_eq!(
+            surge_floor(&view(3, 10, &[(SURGE_DRAINS, "{}"), (SURGE_BASE, "3")])),
+            None
+        );
     }
 
     #[test]
