@@ -10,12 +10,12 @@ TRACES ?= $(abspath $(CURDIR)/../shared/traces)
 OUT ?= out
 ARCH ?= arm64
 
-.PHONY: help build test unit infra-test lint e2e stack-up stack-down demo bench fuzz invoke-local deploy
+.PHONY: help build test unit infra-test lint e2e serving-gap stack-up stack-down demo bench fuzz invoke-local deploy
 
 help:
 	@echo "make demo    every policy and its frontier on 14 days of ServeGen, a superposed Azure trace and burst-180 (no cloud needed)"
 	@echo "make test    everything CI runs: lint, unit tests, infra tests, end-to-end on the local stack"
-	@echo "make lint | unit | infra-test | e2e | bench | fuzz | build | invoke-local | deploy"
+	@echo "make lint | unit | infra-test | e2e | serving-gap | bench | fuzz | build | invoke-local | deploy"
 
 ## Lambda artifacts (cargo-lambda + zig from PyPI, installed on first use).
 LAMBDA_VENV := $(HOME)/.cache/prewarm/venv/lambda/bin
@@ -41,6 +41,13 @@ infra-test:
 ## Brings the local stack up, runs the stack-gated Rust tests and the pytest scenarios, tears down.
 e2e:
 	tests/stack/e2e
+
+## The serving gap of a spot interruption, prewarm vs Karpenter alone, for a 30 s and a 90 s node
+## boot (a fresh stack each; about 12 min; not part of `make test`, whose e2e runs the prewarm
+## case once with the stack's 10 s boot). BOOTS="30s" for one.
+BOOTS ?= 30s 90s
+serving-gap:
+	tests/stack/serving-gap $(BOOTS)
 
 stack-up:
 	tests/stack/up

@@ -30,7 +30,8 @@ import time
 import uuid
 
 import pytest
-from test_interruption import (BALLOON, RECHECK_S, VISIBILITY_S, balloon_deployment, handler_env,
+from test_interruption import (BALLOON, RECHECK_S, VISIBILITY_S, balloon_deployment, drain_debug,  # noqa: F401
+                               handler_env,
                                instance_of, parse_iso, queue_total, spot_warning)
 
 MODEL_LOAD_S = float(os.environ.get("MODEL_LOAD_S", "20"))
