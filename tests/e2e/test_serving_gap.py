@@ -182,13 +182,14 @@ def test_serving_gap_with_prewarm(k8s, aws, wait_until, lambda_watch, poll_sqs, 
     # Room for the surge: the replacement ready early enough for a surge pod to load its model
     # (and a check or two) before the deadline. Otherwise the old pods go at the deadline.
     in_time = ready is not None and ready + MODEL_LOAD_S + 2 * RECHECK_S < deadline
+    # When the first old pod stopped serving (gone or terminating), from the samples.
+    first_gone = next(s for s in sampler.samples if s[0] >= notice_at and set(on_node) - s[3])
     if in_time:
         assert ready <= evict < deadline, (ready, evict, deadline)
         # The surge: the workload was raised by its pods on the node ...
         assert surge_seen["replicas"] >= REPLICAS + len(on_node), surge_seen
         # ... and the surge pods were Ready before the old pods went: at the last sample before
         # an old pod was gone or terminating, as many replicas served off the node as were on it.
-        first_gone = next(s for s in sampler.samples if s[0] >= notice_at and set(on_node) - s[3])
         before = [s for s in sampler.samples if s[0] < first_gone[0]][-1]
         assert len(before[1] - before[2]) >= len(on_node), (before, first_gone)
         # So no ready replica was lost.
@@ -203,7 +204,8 @@ def test_serving_gap_with_prewarm(k8s, aws, wait_until, lambda_watch, poll_sqs, 
             "replicas": REPLICAS, "evicted": len(on_node), "lost_replica_s": round(lost, 1),
             "lowest_ready": lowest, "surged_in_time": in_time,
             "replacement_ready_s": round(ready - notice_at, 1) if ready else None,
-            "first_eviction_s": round(evict - notice_at, 1), "deadline_s": round(deadline - notice_at, 1),
+            "evicting_phase_s": round(evict - notice_at, 1),
+            "first_old_pod_gone_s": round(first_gone[0] - notice_at, 1), "deadline_s": round(deadline - notice_at, 1),
             "recovered_s": round(recovered - notice_at, 1)})
 
 
