@@ -31,7 +31,7 @@ import uuid
 
 import pytest
 from test_interruption import (BALLOON, RECHECK_S, VISIBILITY_S, balloon_deployment, drain_debug,  # noqa: F401
-                               handler_env,
+                               handler_env, inference,
                                instance_of, parse_iso, queue_total, spot_warning)
 
 MODEL_LOAD_S = float(os.environ.get("MODEL_LOAD_S", "20"))
@@ -47,21 +47,11 @@ GAP_TARGETS = json.dumps([{
 
 
 def inference_with_load(replicas: int) -> dict:
-    gpu = {"cpu": "6", "memory": "24Gi", "nvidia.com/gpu": "1"}
-    labels = {"app.kubernetes.io/name": APP}
-    return {
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": APP, "namespace": "inference", "labels": labels},
-        "spec": {"replicas": replicas, "selector": {"matchLabels": labels}, "template": {
-            "metadata": {"labels": labels,
-                         "annotations": {"pod-ready.stage.kwok.x-k8s.io/delay": f"{MODEL_LOAD_S:g}s"}},
-            "spec": {"terminationGracePeriodSeconds": 0,
-                     "nodeSelector": {"karpenter.sh/nodepool": "gpu"},
-                     "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
-                     "containers": [{"name": "vllm", "image": "registry.k8s.io/pause:3.10",
-                                     "resources": {"requests": gpu,
-                                                   "limits": {"memory": "24Gi", "nvidia.com/gpu": "1"}}}]}}},
-    }
+    """The interruption tests' inference Deployment, its pods taking MODEL_LOAD_S to turn Ready."""
+    d = inference(APP, replicas, APP)
+    d["spec"]["template"]["metadata"]["annotations"] = {
+        "pod-ready.stage.kwok.x-k8s.io/delay": f"{MODEL_LOAD_S:g}s"}
+    return d
 
 
 def serving(pod: dict) -> bool:
@@ -104,6 +94,16 @@ class Sampler(threading.Thread):
             ok = len(ready - on_node) >= want
             at = (at if at is not None else t) if ok else None
         return at
+
+    def finish(self, wait_until, notice_at: float) -> tuple[float, float, int]:
+        """Waits until every replica serves off the node again, stops sampling, and returns
+        (recovered at, ready-replica-seconds lost, lowest ready count)."""
+        recovered = wait_until(lambda: self.recovered_at(notice_at, REPLICAS), timeout=400,
+                               what=f"{REPLICAS} replicas serving off the reclaimed node")
+        time.sleep(1)
+        self.stop.set()
+        self.join()
+        return (recovered, *self.gap(notice_at, recovered, REPLICAS))
 
     def gap(self, since: float, until: float, want: int) -> tuple[float, int]:
         """Ready-replica-seconds below `want` between `since` and `until` (left Riemann sum over
@@ -166,12 +166,7 @@ def test_serving_gap_with_prewarm(k8s, aws, wait_until, lambda_watch, poll_sqs, 
         return phase == "drained" and queue_total(aws, queue) == 0
 
     wait_until(finished, timeout=400, interval=RECHECK_S / 3, what="the drain to finish")
-    recovered = wait_until(lambda: sampler.recovered_at(notice_at, REPLICAS), timeout=300,
-                           what=f"{REPLICAS} replicas serving off the reclaimed node")
-    time.sleep(1)
-    sampler.stop.set()
-    sampler.join()
-    lost, lowest = sampler.gap(notice_at, recovered, REPLICAS)
+    recovered, lost, lowest = sampler.finish(wait_until, notice_at)
 
     a = k8s.get("node", node_name)["metadata"]["annotations"]
     evict = parse_iso(a["prewarm.io/drain-evicting-since"])
@@ -221,12 +216,7 @@ def test_serving_gap_with_karpenter_alone(k8s, wait_until, reset_cluster, stack_
     notice_at = time.time()
     # What Karpenter's interruption controller does on a spot warning (the kwok provider has none).
     k8s.run("delete", "nodeclaims.karpenter.sh", claims[0]["metadata"]["name"], "--wait=false")
-    recovered = wait_until(lambda: sampler.recovered_at(notice_at, REPLICAS), timeout=400,
-                           what=f"{REPLICAS} replicas serving off the reclaimed node")
-    time.sleep(1)
-    sampler.stop.set()
-    sampler.join()
-    lost, lowest = sampler.gap(notice_at, recovered, REPLICAS)
+    recovered, lost, lowest = sampler.finish(wait_until, notice_at)
     record({"mode": "karpenter-alone", "boot_s": boot_s(stack_env), "model_load_s": MODEL_LOAD_S,
             "replicas": REPLICAS, "evicted": len(on_node), "lost_replica_s": round(lost, 1),
             "lowest_ready": lowest, "recovered_s": round(recovered - notice_at, 1)})
