@@ -147,8 +147,9 @@ fn merge_body(
 }
 
 /// Applies `intent` to Deployment `name`'s surge (through its HPA if one targets it). Returns
-/// the outcome and, while a surge is held, the ready replicas it waits for.
-async fn apply(
+/// the outcome, the replicas a held surge waits for (None: no surge held) and the Deployment's
+/// ready replicas.
+pub async fn surge_workload(
     client: &kube::Client,
     ns: &str,
     name: &str,
@@ -334,7 +335,7 @@ pub async fn gate(
             drain: drain_id.to_string(),
             k,
         };
-        match apply(client, &ns, &name, &intent, now).await {
+        match surge_workload(client, &ns, &name, &intent, now).await {
             Ok((outcome, want, ready)) => {
                 let waiting = want.is_some_and(|w| !surge_ready(w, ready));
                 report.workloads.push(format!(
@@ -440,7 +441,7 @@ async fn release_where(
                 drain: drain.clone(),
             };
             out.push(
-                apply(client, &ns, &name, &intent, now)
+                surge_workload(client, &ns, &name, &intent, now)
                     .await
                     .map(|(outcome, _, _)| format!("{ns}/{name} (drain {drain}): {outcome}")),
             );
