@@ -25,7 +25,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::drain::{Command, DrainStep, PodRef, PodView};
+use super::drain::{Command, DrainStep, PodRef, PodView, NO_DEADLINE_MAX_WAIT_S};
 use super::pods::pod_due;
 use super::state::DrainState;
 
@@ -242,9 +242,14 @@ pub fn plan_deployment_surge(
 
 /// Whether a surge has started: only once the drain's replacement capacity is ready (the surge
 /// pods then land on warm capacity), and never past the deadline (the old pods go then anyway,
-/// and extra replicas would only queue behind them).
+/// and extra replicas would only queue behind them). A notice without a deadline (rebalance)
+/// stops waiting for surges when it stops waiting for anything (`NO_DEADLINE_MAX_WAIT_S`), so a
+/// surge that never turns Ready cannot hold its drain forever.
 pub fn wants_surge(state: &DrainState, now: f64) -> bool {
-    state.replacement_ready_at.is_some() && state.deadline.is_none_or(|d| now < d)
+    let until = state
+        .deadline
+        .unwrap_or(state.notice_time + NO_DEADLINE_MAX_WAIT_S);
+    state.replacement_ready_at.is_some() && now < until
 }
 
 /// Whether a workload's surge pods are Ready: its ready replicas reach what the surge asked for

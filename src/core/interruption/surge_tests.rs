@@ -308,7 +308,9 @@ fn a_surge_starts_once_the_replacement_is_ready_and_before_the_deadline() {
         (Some(NOW + 30.0), Some(NOW + 90.0), NOW + 30.0, true),
         (Some(NOW + 30.0), Some(NOW + 90.0), NOW + 89.9, true),
         (Some(NOW + 30.0), Some(NOW + 90.0), NOW + 90.0, false),
-        (Some(NOW + 30.0), None, NOW + 3000.0, true),
+        // No deadline (rebalance): until 30 min after the notice, like the drain's own wait.
+        (Some(NOW + 30.0), None, NOW + 1799.0, true),
+        (Some(NOW + 30.0), None, NOW + 1800.0, false),
     ];
     for (ready, deadline, now, expected) in rows {
         assert_eq!(
