@@ -94,6 +94,9 @@ async fn an_hpa_floor_surge_is_shared_by_drains_and_restored_exactly() {
     let admin = as_user("KUBECONFIG").await;
     let lambda = as_user("PREWARM_LAMBDA_KUBECONFIG").await;
     let name = unique("surge-hpa");
+    // Drain ids of this test only: releases find surges by drain id across the namespace, and
+    // the tests run concurrently.
+    let (a, b) = (format!("{name}-a"), format!("{name}-b"));
     let deployments: Api<Deployment> = Api::namespaced(admin.clone(), NS);
     let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(admin.clone(), NS);
     deployments
@@ -112,38 +115,38 @@ async fn an_hpa_floor_surge_is_shared_by_drains_and_restored_exactly() {
     hpas.create(&PostParams::default(), &hpa).await.unwrap();
 
     // Drain i-a moves 2 pods: floor = 2 replicas + 2, capped at maxReplicas 3.
-    let (_, want, _) = surge_workload(&lambda, NS, &name, &hold("i-a", 2), now())
+    let (_, want, _) = surge_workload(&lambda, NS, &name, &hold(&a, 2), now())
         .await
         .unwrap();
     assert_eq!(want, Some(3));
     let h = hpas.get(&name).await.unwrap();
     assert_eq!(h.spec.as_ref().unwrap().min_replicas, Some(3));
-    let a = prewarm_annotations(&h.metadata);
-    assert_eq!(a["prewarm.io/user-min-replicas"], "1");
-    assert_eq!(a["prewarm.io/raised-min-replicas"], "3");
-    assert_eq!(a["prewarm.io/surge-drains"], r#"{"i-a":2}"#);
-    assert_eq!(a["prewarm.io/surge-base"], "2");
+    let ann = prewarm_annotations(&h.metadata);
+    assert_eq!(ann["prewarm.io/user-min-replicas"], "1");
+    assert_eq!(ann["prewarm.io/raised-min-replicas"], "3");
+    assert_eq!(ann["prewarm.io/surge-drains"], format!(r#"{{"{a}":2}}"#));
+    assert_eq!(ann["prewarm.io/surge-base"], "2");
     assert!(surging(&h.metadata));
     // The HPA is raised, not the Deployment (the HPA would undo a Deployment write).
     let d = deployments.get(&name).await.unwrap();
     assert!(prewarm_annotations(&d.metadata).is_empty());
 
     // A second drain joins; the first finishing leaves the second's share in place.
-    surge_workload(&lambda, NS, &name, &hold("i-b", 1), now())
+    surge_workload(&lambda, NS, &name, &hold(&b, 1), now())
         .await
         .unwrap();
-    let released = release(&lambda, &targets(), "i-a", now()).await;
+    let released = release(&lambda, &targets(), &a, now()).await;
     assert_eq!(released.len(), 1, "{released:?}");
     assert!(released[0].is_ok(), "{released:?}");
     let h = hpas.get(&name).await.unwrap();
     assert_eq!(h.spec.as_ref().unwrap().min_replicas, Some(3));
     assert_eq!(
         prewarm_annotations(&h.metadata)["prewarm.io/surge-drains"],
-        r#"{"i-b":1}"#
+        format!(r#"{{"{b}":1}}"#)
     );
 
     // The last share given back: the user's 1 exactly, no annotation or label left.
-    let released = release(&lambda, &targets(), "i-b", now()).await;
+    let released = release(&lambda, &targets(), &b, now()).await;
     assert!(released.iter().all(Result::is_ok), "{released:?}");
     let h = hpas.get(&name).await.unwrap();
     assert_eq!(h.spec.as_ref().unwrap().min_replicas, Some(1));
@@ -167,6 +170,7 @@ async fn a_deployment_surge_keeps_a_users_edit() {
     let admin = as_user("KUBECONFIG").await;
     let lambda = as_user("PREWARM_LAMBDA_KUBECONFIG").await;
     let name = unique("surge-dep");
+    let (a, b) = (format!("{name}-a"), format!("{name}-b"));
     let deployments: Api<Deployment> = Api::namespaced(admin.clone(), NS);
     deployments
         .create(&PostParams::default(), &deployment(&name, 2))
@@ -174,7 +178,7 @@ async fn a_deployment_surge_keeps_a_users_edit() {
         .unwrap();
     let replicas = |d: &Deployment| d.spec.as_ref().unwrap().replicas;
 
-    let (_, want, _) = surge_workload(&lambda, NS, &name, &hold("i-a", 1), now())
+    let (_, want, _) = surge_workload(&lambda, NS, &name, &hold(&a, 1), now())
         .await
         .unwrap();
     assert_eq!(want, Some(3));
@@ -195,7 +199,7 @@ async fn a_deployment_surge_keeps_a_users_edit() {
         )
         .await
         .unwrap();
-    let released = release(&lambda, &targets(), "i-a", now()).await;
+    let released = release(&lambda, &targets(), &a, now()).await;
     assert_eq!(released.len(), 1, "{released:?}");
     assert!(
         released[0].as_ref().unwrap().contains("user_edit_kept"),
@@ -207,11 +211,11 @@ async fn a_deployment_surge_keeps_a_users_edit() {
     assert!(!surging(&d.metadata));
 
     // Without an edit the user's value comes back exactly.
-    surge_workload(&lambda, NS, &name, &hold("i-b", 2), now())
+    surge_workload(&lambda, NS, &name, &hold(&b, 2), now())
         .await
         .unwrap();
     assert_eq!(replicas(&deployments.get(&name).await.unwrap()), Some(7));
-    release(&lambda, &targets(), "i-b", now()).await;
+    release(&lambda, &targets(), &b, now()).await;
     let d = deployments.get(&name).await.unwrap();
     assert_eq!(replicas(&d), Some(5));
     assert!(prewarm_annotations(&d.metadata).is_empty());
