@@ -89,7 +89,13 @@ def score(name, c):
     if name in RECURRING:
         spare = p["gpu_hours"] - o["gpu_hours"]
         meeting = [r[b] for b in ("buffer", "buffer-pct") if r[b]["delayed_fraction"] <= SLO]
-        if meeting:
+        if re_["delayed_fraction"] <= SLO and p["delayed_fraction"] <= SLO:
+            # Karpenter alone meets the SLO: there is no spare to save, only to waste.
+            best = min(meeting, key=lambda b: b["gpu_hours"])
+            ok = None if p["gpu_hours"] <= best["gpu_hours"] * 1.005 else False
+            text = (f"n/a: Karpenter alone meets the SLO ({pct(re_['delayed_fraction'])}); "
+                    f"prewarm {p['gpu_hours']:.0f} vs best buffer {best['gpu_hours']:.0f} GPU-h")
+        elif meeting:
             best = min(meeting, key=lambda b: b["gpu_hours"])
             bspare = best["gpu_hours"] - o["gpu_hours"]
             cut = 1 - spare / bspare if bspare > 0 else float("nan")
@@ -99,15 +105,26 @@ def score(name, c):
         else:
             env = envelope(buffer_points(c), p["delayed_fraction"])
             ok = env is None or p["gpu_hours"] <= env
-            text = (f"no buffer meets the SLO; prewarm {p['gpu_hours']:.0f} GPU-h at "
-                    f"{pct(p['delayed_fraction'])}, buffers' frontier "
-                    f"{'none' if env is None else f'{env:.0f}'}")
+            text = (f"no buffer meets the SLO (oracle {pct(o['delayed_fraction'])}); prewarm "
+                    f"{p['gpu_hours']:.0f} GPU-h at {pct(p['delayed_fraction'])}, buffers' "
+                    f"frontier {'has no point that low' if env is None else f'{env:.0f}'}")
         out["G2 <=0.1 % delayed, >=25 % less spare than the best buffer"] = (text, ok)
         cold = 1 - p["cold_starts"] / re_["cold_starts"] if re_["cold_starts"] else float("nan")
         more = p["gpu_hours"] / re_["gpu_hours"] - 1
+        # The chosen point (fewest GPU-hours at the SLO on training days) is scored; the
+        # frontier's best point for this goal is shown beside it (not a verdict: it is
+        # picked on the scored days).
+        best_front = ""
+        if re_["cold_starts"]:
+            fits = [q for q in c["frontiers"].get("prewarm", [])
+                    if "cold_starts" in q and q["gpu_hours"] <= 1.10 * re_["gpu_hours"]]
+            if fits:
+                q = min(fits, key=lambda q: q["cold_starts"])
+                best_front = (f"; frontier best within +10 %: {100 * (1 - q['cold_starts'] / re_['cold_starts']):.0f} % fewer"
+                              f" (q={q['knob']} {q.get('release', '')})")
         out["G3a >=80 % fewer node cold starts for <=10 % more GPU-h"] = (
             f"{100 * cold:.0f} % fewer ({p['cold_starts']} vs {re_['cold_starts']}), "
-            f"{100 * more:+.1f} % GPU-h", cold >= 0.8 and more <= 0.10)
+            f"{100 * more:+.1f} % GPU-h{best_front}", cold >= 0.8 and more <= 0.10)
         vs = p["gpu_hours"] / o["gpu_hours"]
         out["G3b <=1.15x oracle GPU-h at the SLO"] = (
             f"{vs:.2f}x at {pct(p['delayed_fraction'])}", vs <= 1.15 and p["delayed_fraction"] <= SLO)
@@ -143,10 +160,16 @@ def table(results):
     for goal in sorted(by_goal):
         for (name, lead), cells in by_goal[goal].items():
             oks = [ok for _, _, ok in cells]
-            verdict = "" if None in oks else ("met" if all(oks) else
-                                               f"MISSED ({oks.count(False)}/{len(oks)} seeds)")
-            if verdict:
-                summary.setdefault(goal, []).append(all(oks))
+            if goal.startswith("("):
+                verdict = ""
+            elif all(ok is None for ok in oks):
+                verdict = "n/a"
+            elif False in oks:
+                verdict = f"MISSED ({oks.count(False)}/{len(oks)} seeds)"
+            else:
+                verdict = "met"
+            if verdict in ("met",) or verdict.startswith("MISSED"):
+                summary.setdefault(goal, []).append(verdict == "met")
             text = "; ".join(f"s{seed}: {t}" for seed, t, _ in cells)
             lines.append(f"| {goal} | {name} | {lead:.0f} | {text} | {verdict} |")
     lines.append("")
@@ -158,7 +181,7 @@ def table(results):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--bin", default=os.path.expanduser("~/.cache/prewarm/target/release/prewarm"))
-    ap.add_argument("--traces", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "traces"))
+    ap.add_argument("--traces", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "traces"))
     ap.add_argument("--out", default="out")
     ap.add_argument("--leads", default="90,180")
     ap.add_argument("--seeds", default="1,2,3")

@@ -194,6 +194,8 @@ pub struct FrontierPoint {
     pub release: Option<knobs::Release>,
     pub gpu_hours: f64,
     pub delayed_fraction: f64,
+    /// Node cold starts on the scored days.
+    pub cold_starts: u64,
 }
 
 /// The result of a comparison, ready for the table, JSON and the plots.
@@ -565,6 +567,7 @@ pub fn compare(
                                 release: *release,
                                 gpu_hours: row.gpu_hours,
                                 delayed_fraction: row.delayed_fraction,
+                                cold_starts: row.cold_starts,
                             }
                         })
                         .collect(),
