@@ -204,7 +204,7 @@ def main():
             path = os.path.join(out, f"{name}-seed{seed}.json")
             if not args.from_json:
                 path = run(args.bin, name, flags, seed, leads, out)
-            elif not os.path.exists(path):
+            elif not os.path.exists(path) or os.path.getsize(path) == 0:
                 continue
             with open(path) as f:
                 for c in json.load(f):
