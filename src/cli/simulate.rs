@@ -289,6 +289,9 @@ pub struct PrewarmArgs {
     /// TargetSpec freezeConsolidation (the simulator honours the freeze for empty nodes).
     #[arg(long)]
     pub freeze_consolidation: bool,
+    /// BAND_BY_HOUR: one lead-time band per hour of day instead of one overall.
+    #[arg(long)]
+    pub band_by_hour: bool,
     /// The simulated target names no HPA: prewarm sizes with Erlang C on the queue metrics
     /// instead of in the replicas the (simulated) HPA will want.
     #[arg(long)]
@@ -453,6 +456,7 @@ impl CommonArgs {
             ewma_alpha: p.ewma_alpha,
             trend_beta: p.trend_beta,
             trend_damping: p.trend_damping,
+            band_by_hour: p.band_by_hour,
             ..PolicySpec::default()
         };
         prewarm_policy
