@@ -150,13 +150,7 @@ impl Sim<'_> {
             return Vec::new();
         }
         let step = self.cfg.step_s;
-        let season = policy
-            .seasons_s
-            .iter()
-            .copied()
-            .reduce(f64::min)
-            .unwrap_or(0.0);
-        let back = policy.band_history_s + season + policy.window_s + policy.lead_time_s;
+        let back = band::history_seconds(policy);
         let every = (policy.band_step_s / step).round().max(1.0) as i64;
         let newest = self.newest_visible_scrape();
         // On the band grid counted back from the newest scrape.
