@@ -156,6 +156,26 @@ pub async fn surge_workload(
     intent: &SurgeIntent,
     now: f64,
 ) -> Result<(String, Option<u32>, u32)> {
+    // A write that conflicts (the Deployment controller or the HPA controller wrote status
+    // since the read) is re-read and re-planned: every write carries the resourceVersion read.
+    let mut attempt = 1;
+    loop {
+        match surge_once(client, ns, name, intent, now).await {
+            Err(Error::Kube { message, .. }) if message.starts_with("409") && attempt < 3 => {
+                attempt += 1;
+            }
+            other => return other,
+        }
+    }
+}
+
+async fn surge_once(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+    intent: &SurgeIntent,
+    now: f64,
+) -> Result<(String, Option<u32>, u32)> {
     let deployments = Api::<Deployment>::namespaced(client.clone(), ns);
     let display = format!("deployment/{ns}/{name}");
     let d = deployments
