@@ -13,6 +13,7 @@ pub mod headroom;
 pub mod hpa;
 pub mod hpa_floor;
 pub mod nodepool;
+pub mod nodepool_limits;
 pub mod pods;
 pub mod resources;
 pub mod restore;
