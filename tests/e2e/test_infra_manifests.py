@@ -174,6 +174,18 @@ DENIED = {
         ("get", "configmaps/other", None, "prewarm"),
         ("create", "clusterrolebindings.rbac.authorization.k8s.io", None, None),
     ],
+    "restore": [
+        # Puts back what the tick wrote: no drain rights, nothing of other owners.
+        ("patch", "nodes", None, None), ("list", "pods", None, None),
+        ("create", "pods/eviction", None, "inference"),
+        ("patch", "nodepools.karpenter.sh/default", None, None),
+        ("update", "nodepools.karpenter.sh/gpu", None, None),
+        ("delete", "nodepools.karpenter.sh/gpu", None, None),
+        ("patch", "deployments.apps/someone-else", None, "prewarm"),
+        ("patch", "deployments.apps", None, "kube-system"),
+        ("get", "configmaps/other", None, "prewarm"),
+        ("get", "secrets", None, "prewarm"),
+    ],
 }
 
 

@@ -205,7 +205,7 @@ pub async fn apply_node_pool(
 }
 
 /// Conflicting writes are retried this often before the tick gives up until the next one.
-const WRITE_ATTEMPTS: usize = 5;
+pub const WRITE_ATTEMPTS: usize = 5;
 
 /// Sends a NodePool merge patch (public so stack tests can send patches the apiserver rejects).
 pub async fn send_node_pool_patch(

@@ -19,7 +19,8 @@ use super::nodepool::{self, NodePoolView};
 use super::nodepool_limits::{self, SAVED_LIMITS};
 use super::resources::HeadroomRef;
 use crate::core::{HeadroomKind, TargetSpec};
-use crate::error::Result;
+use super::headroom::ApplyOutcome;
+use crate::error::{Error, Result};
 use kube::api::{Patch, PatchParams};
 
 /// Annotations prewarm writes all start with this.
@@ -143,7 +144,10 @@ fn outcome(target: &TargetSpec, object: &str, outcome: &str, detail: String) -> 
     }
 }
 
-/// Reads the target's NodePool, builds `plan`'s patch and (unless dry) sends it.
+/// Reads the target's NodePool, builds `plan`'s patch and (unless dry) sends it. Karpenter
+/// writes the NodePool's status often, so a 409 re-reads and rebuilds the patch (the plans are
+/// idempotent); still conflicting after nodepool::WRITE_ATTEMPTS is a retryable error, never a
+/// silent "restored".
 async fn restore_node_pool_with(
     client: &kube::Client,
     target: &TargetSpec,
@@ -151,22 +155,33 @@ async fn restore_node_pool_with(
     plan: fn(&NodePoolView) -> std::result::Result<Option<Value>, String>,
     nothing: &str,
 ) -> Result<Restored> {
-    let view = nodepool::read_node_pool(client, &target.node_pool).await?;
     let object = format!("nodepool {}", target.node_pool);
-    let patch = plan(&view).map_err(|message| crate::error::Error::Kube {
-        operation: "restore".into(),
-        object: object.clone(),
-        message,
-        retryable: false,
-    })?;
-    Ok(match patch {
-        None => outcome(target, &object, "unchanged", nothing.into()),
-        Some(p) => {
-            if !dry_run {
-                nodepool::send_node_pool_patch(client, &target.node_pool, &p).await?;
-            }
-            outcome(target, &object, "restored", p.to_string())
+    for _ in 0..nodepool::WRITE_ATTEMPTS {
+        let view = nodepool::read_node_pool(client, &target.node_pool).await?;
+        let patch = plan(&view).map_err(|message| Error::Kube {
+            operation: "restore".into(),
+            object: object.clone(),
+            message,
+            retryable: false,
+        })?;
+        let Some(p) = patch else {
+            return Ok(outcome(target, &object, "unchanged", nothing.into()));
+        };
+        if dry_run
+            || nodepool::send_node_pool_patch(client, &target.node_pool, &p).await?
+                != ApplyOutcome::Conflict
+        {
+            return Ok(outcome(target, &object, "restored", p.to_string()));
         }
+    }
+    Err(Error::Kube {
+        operation: "restore".into(),
+        object,
+        message: format!(
+            "changed by someone else at each of {} attempts (409)",
+            nodepool::WRITE_ATTEMPTS
+        ),
+        retryable: true,
     })
 }
 
