@@ -1,9 +1,9 @@
 """Measures the tick function through the Lambda Runtime API emulator (tests/stack/lambda-figures
 runs it; the stack must be up, `cargo lambda watch --only-lambda-apis` on WATCH_PORT):
 
-- cold init: from starting the process to its first GET .../runtime/invocation/next (the runtime
-  asking for its first event), seen by a pass-through proxy between the function and the
-  emulator;
+- cold init: from starting the process to its first connection to the emulator (the runtime's
+  first GET .../runtime/invocation/next: it connects only to ask for an event), seen by polling
+  the process's sockets (/proc/<pid>/fd, /proc/<pid>/net/tcp) every millisecond;
 - peak RSS: VmHWM of /proc/<pid>/status after the last invocation (init and every tick);
 - tick CPU: user + system time of all the process's threads (/proc/<pid>/task/*/schedstat,
   nanoseconds) spent between the invocation's request and its response, for the first
@@ -13,74 +13,39 @@ Each run is a new process (a cold start). Prints one line per run and the median
 Env: PREWARM_BIN, WATCH_PORT, RUNS, WARM_INVOKES, EVENT, and the function's own settings.
 """
 
-import http.client
-import http.server
 import json
 import os
 import statistics
 import subprocess
-import threading
 import time
 import urllib.request
 
 WATCH_PORT = int(os.environ.get("WATCH_PORT", "19000"))
-PROXY_PORT = WATCH_PORT + 1
 RUNS = int(os.environ.get("RUNS", "5"))
 WARM_INVOKES = int(os.environ.get("WARM_INVOKES", "3"))
 EVENT = open(os.environ.get("EVENT", "events/scheduled.json"), "rb").read()
 
 
-class FirstNext:
-    """The monotonic time of the first `invocation/next` request since `reset`."""
-
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.at = None
-        self.seen = threading.Event()
-
-    def reset(self):
-        with self.lock:
-            self.at = None
-            self.seen.clear()
-
-    def mark(self):
-        with self.lock:
-            if self.at is None:
-                self.at = time.monotonic()
-                self.seen.set()
-
-
-FIRST = FirstNext()
-
-
-class Proxy(http.server.BaseHTTPRequestHandler):
-    """Forwards the runtime's requests to the emulator unchanged (long polls included)."""
-
-    protocol_version = "HTTP/1.1"
-
-    def forward(self):
-        if self.path.endswith("/runtime/invocation/next"):
-            FIRST.mark()
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length) if length else None
-        upstream = http.client.HTTPConnection("127.0.0.1", WATCH_PORT, timeout=900)
-        headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
-        upstream.request(self.command, self.path, body=body, headers=headers)
-        resp = upstream.getresponse()
-        data = resp.read()
-        self.send_response(resp.status)
-        for k, v in resp.getheaders():
-            if k.lower() not in ("transfer-encoding", "connection", "content-length"):
-                self.send_header(k, v)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-        upstream.close()
-
-    do_GET = do_POST = forward
-
-    def log_message(self, *args):
-        pass
+def connected_to_runtime_api(pid: int) -> bool:
+    """Whether the process holds a TCP connection to the emulator's port (its first
+    `invocation/next` long poll: the runtime's client connects only to ask for an event)."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    if not inodes:
+        return False
+    with open(f"/proc/{pid}/net/tcp") as f:
+        for line in f.readlines()[1:]:
+            fields = line.split()
+            remote_port = int(fields[2].split(":")[1], 16)
+            if remote_port == WATCH_PORT and fields[3] == "01" and fields[9] in inodes:
+                return True
+    return False
 
 
 def cpu_ns(pid: int) -> int:
@@ -105,19 +70,26 @@ def status_kb(pid: int, field: str) -> int:
 def invoke() -> dict:
     req = urllib.request.Request(
         f"http://127.0.0.1:{WATCH_PORT}/2015-03-31/functions/_/invocations", data=EVENT, method="POST")
-    with urllib.request.urlopen(req, timeout=600) as resp:
+    with urllib.request.urlopen(req, timeout=120) as resp:
         return json.loads(resp.read())
 
 
 def one_run(env: dict) -> dict:
-    FIRST.reset()
     t0 = time.monotonic()
     proc = subprocess.Popen([os.environ["PREWARM_BIN"]], env=env, stdout=subprocess.DEVNULL,
                             stderr=open(os.environ.get("FUNCTION_LOG", "/dev/null"), "ab"))
     try:
-        if not FIRST.seen.wait(120):
-            raise SystemExit(f"the function never asked for an event (exit code {proc.poll()})")
-        init_ms = (FIRST.at - t0) * 1000
+        while True:
+            try:
+                if connected_to_runtime_api(proc.pid):
+                    ready = time.monotonic()
+                    break
+            except FileNotFoundError:
+                pass
+            if proc.poll() is not None or time.monotonic() > t0 + 120:
+                raise SystemExit(f"the function never asked for an event (exit code {proc.poll()})")
+            time.sleep(0.001)
+        init_ms = (ready - t0) * 1000
         ticks = []
         for _ in range(1 + WARM_INVOKES):
             before = cpu_ns(proc.pid)
@@ -138,9 +110,7 @@ def one_run(env: dict) -> dict:
 
 
 def main():
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", PROXY_PORT), Proxy)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    env = dict(os.environ, AWS_LAMBDA_RUNTIME_API=f"127.0.0.1:{PROXY_PORT}/.rt",
+    env = dict(os.environ, AWS_LAMBDA_RUNTIME_API=f"http://127.0.0.1:{WATCH_PORT}/.rt",
                AWS_LAMBDA_FUNCTION_NAME="_", AWS_LAMBDA_FUNCTION_VERSION="1",
                AWS_LAMBDA_FUNCTION_MEMORY_SIZE="256")
     runs = []
@@ -164,7 +134,6 @@ def main():
         "warm_tick_cpu_ms_median": round(statistics.median(t["cpu_ms"] for t in warm), 1) if warm else None,
         "warm_tick_wall_ms_median": round(statistics.median(t["wall_ms"] for t in warm), 1) if warm else None,
     }, indent=1))
-    server.shutdown()
 
 
 if __name__ == "__main__":
