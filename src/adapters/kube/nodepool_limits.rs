@@ -187,6 +187,23 @@ mod tests {
             .collect()
     }
 
+    /// (situation, current spec.limits, annotation before, wanted, limits patch, annotation).
+    type WriteCase = (
+        &'static str,
+        Option<Value>,
+        Option<&'static str>,
+        BTreeMap<String, String>,
+        Option<Value>,
+        Option<Value>,
+    );
+    /// (situation, current spec.limits, annotation, spec.limits merge patch).
+    type RestoreCase = (
+        &'static str,
+        Option<Value>,
+        Option<&'static str>,
+        Option<Value>,
+    );
+
     fn parsed(annotation: &str) -> Value {
         serde_json::from_str(annotation).unwrap()
     }
@@ -195,14 +212,7 @@ mod tests {
     /// expected annotation) - written by hand.
     #[test]
     fn the_first_write_saves_the_users_values_and_later_writes_keep_them() {
-        let cases: [(
-            &str,
-            Option<Value>,
-            Option<&str>,
-            _,
-            Option<Value>,
-            Option<Value>,
-        ); 6] = [
+        let cases: [WriteCase; 6] = [
             (
                 "a limit changed: the user's value saved verbatim (a number stays a number)",
                 Some(json!({"cpu": 1000, "nvidia.com/gpu": "32"})),
@@ -271,7 +281,7 @@ mod tests {
     /// (situation, current spec.limits, annotation, expected spec.limits merge patch) - by hand.
     #[test]
     fn restore_puts_back_exactly_what_the_user_had_and_keeps_their_edits() {
-        let cases: [(&str, Option<Value>, Option<&str>, Option<Value>); 7] = [
+        let cases: [RestoreCase; 7] = [
             (
                 "the user's value back, verbatim",
                 Some(json!({"cpu": "1000", "nvidia.com/gpu": "16"})),

@@ -15,11 +15,11 @@ use std::collections::BTreeMap;
 use serde_json::{json, Map, Value};
 
 use super::api_error::from_kube;
+use super::headroom::ApplyOutcome;
 use super::nodepool::{self, NodePoolView};
 use super::nodepool_limits::{self, SAVED_LIMITS};
 use super::resources::HeadroomRef;
 use crate::core::{HeadroomKind, TargetSpec};
-use super::headroom::ApplyOutcome;
 use crate::error::{Error, Result};
 use kube::api::{Patch, PatchParams};
 
