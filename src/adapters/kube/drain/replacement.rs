@@ -210,7 +210,8 @@ pub async fn release(
     {
         match release_replacement(client, t, drain_id).await {
             Ok(r) if r.changed => out.push(Ok(format!("headroom of {} (earlier design)", t.name))),
-            Ok(_) => {}
+            // Nothing held, or no such object: no reservation of the earlier design to return.
+            Ok(_) | Err(crate::error::Error::NotFound { .. }) => {}
             Err(e) => out.push(Err(e)),
         }
     }
