@@ -61,7 +61,11 @@ fn evicted(step: &prewarm::core::interruption::DrainStep) -> Vec<String> {
 }
 
 /// A node already cordoned, tainted and claimed by `ev-1`, replacement requested at T0+1.
-fn claimed(replacement: ReplacementSeen, kind: NoticeKind, evicting_since: Option<f64>) -> NodeView {
+fn claimed(
+    replacement: ReplacementSeen,
+    kind: NoticeKind,
+    evicting_since: Option<f64>,
+) -> NodeView {
     let n = notice(kind);
     NodeView {
         unschedulable: true,
@@ -157,9 +161,21 @@ fn the_next_check_lands_on_the_deadline_and_the_deadline_forces_eviction() {
     let pods = [pod("llama-0", 4)];
     let n = notice(NoticeKind::SpotInterruption);
     // 80 s after the notice the next check would be 95 s, past the 90 s deadline: wake at 90.
-    let waiting = plan_drain(&claimed(Pending, n.kind, None), &pods, &n, T0 + 80.0, &settings());
+    let waiting = plan_drain(
+        &claimed(Pending, n.kind, None),
+        &pods,
+        &n,
+        T0 + 80.0,
+        &settings(),
+    );
     assert_eq!(waiting.last(), &Command::WaitUntil { at: T0 + 90.0 });
-    let at_deadline = plan_drain(&claimed(Pending, n.kind, None), &pods, &n, T0 + 90.0, &settings());
+    let at_deadline = plan_drain(
+        &claimed(Pending, n.kind, None),
+        &pods,
+        &n,
+        T0 + 90.0,
+        &settings(),
+    );
     assert_eq!(evicted(&at_deadline), ["llama-0"]);
     assert_eq!(at_deadline.state.unwrap().replacement_ready_at, None);
 }
@@ -653,11 +669,41 @@ fn the_placeholder_is_handed_over_in_the_step_that_evicts_right_before_the_evict
     let pods = [pod("llama-0", 4), pod("llama-1", 4)];
     let n = notice(NoticeKind::SpotInterruption);
     // Its own placeholder Running elsewhere at T0+20: delete it, then evict both.
-    let step = plan_drain(&claimed(Running, n.kind, None), &pods, &n, T0 + 20.0, &settings());
-    assert_eq!(kinds(&step), ["record", "release", "evict-llama-0", "evict-llama-1", "wait"]);
+    let step = plan_drain(
+        &claimed(Running, n.kind, None),
+        &pods,
+        &n,
+        T0 + 20.0,
+        &settings(),
+    );
+    assert_eq!(
+        kinds(&step),
+        [
+            "record",
+            "release",
+            "evict-llama-0",
+            "evict-llama-1",
+            "wait"
+        ]
+    );
     // Pending at the deadline: the placeholder goes too (the evicted pods ask for their own room).
-    let late = plan_drain(&claimed(Pending, n.kind, None), &pods, &n, T0 + 90.0, &settings());
-    assert_eq!(kinds(&late), ["record", "release", "evict-llama-0", "evict-llama-1", "wait"]);
+    let late = plan_drain(
+        &claimed(Pending, n.kind, None),
+        &pods,
+        &n,
+        T0 + 90.0,
+        &settings(),
+    );
+    assert_eq!(
+        kinds(&late),
+        [
+            "record",
+            "release",
+            "evict-llama-0",
+            "evict-llama-1",
+            "wait"
+        ]
+    );
     // Already handed over (evicting, placeholder gone), pods terminating: no new placeholder.
     let mut going = pods.clone();
     for p in going.iter_mut() {
@@ -679,7 +725,13 @@ fn a_preempted_placeholder_is_made_again_while_the_drain_waits() {
     let n = notice(NoticeKind::SpotInterruption);
     // Requested at T0+1, gone at T0+30 (a real pod preempted it): ask again, keep the first
     // request time (the drain's record of when it asked).
-    let step = plan_drain(&claimed(Absent, n.kind, None), &pods, &n, T0 + 30.0, &settings());
+    let step = plan_drain(
+        &claimed(Absent, n.kind, None),
+        &pods,
+        &n,
+        T0 + 30.0,
+        &settings(),
+    );
     assert_eq!(kinds(&step), ["record", "request-4", "wait"]);
     assert_eq!(step.state.unwrap().replacement_requested_at, Some(T0 + 1.0));
     // evict-now never makes one: its pods go at once.
@@ -689,7 +741,11 @@ fn a_preempted_placeholder_is_made_again_while_the_drain_waits() {
         ..settings()
     };
     let now = plan_drain(&node(Absent), &pods, &n, T0 + 1.0, &s);
-    assert!(!kinds(&now).iter().any(|k| k.starts_with("request")), "{:?}", kinds(&now));
+    assert!(
+        !kinds(&now).iter().any(|k| k.starts_with("request")),
+        "{:?}",
+        kinds(&now)
+    );
 }
 
 #[test]
@@ -700,7 +756,11 @@ fn three_nodes_reclaimed_at_once_with_room_for_one_replacement() {
     let pods = [pod("llama-0", 4)];
     let n = notice(NoticeKind::SpotInterruption);
     let cases = [
-        ("a", Running, vec!["record", "release", "evict-llama-0", "wait"]),
+        (
+            "a",
+            Running,
+            vec!["record", "release", "evict-llama-0", "wait"],
+        ),
         ("b", Pending, vec!["record", "wait"]),
         ("c", Pending, vec!["record", "wait"]),
     ];

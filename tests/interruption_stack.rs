@@ -636,8 +636,11 @@ async fn each_drain_is_ready_only_on_its_own_placeholder_and_the_tick_collects_o
                     made.push((inst.clone(), p));
                 }
             }
-            if first_ready.is_none() && ready_at(nodes.get(node).await.unwrap()) {
+            // Stop at once: the winner's hand-over frees the spare node, and the other drain's
+            // placeholder may run there a moment later (one replacement at a time, as wanted).
+            if ready_at(nodes.get(node).await.unwrap()) {
                 first_ready = Some(node.clone());
+                break;
             }
         }
         if first_ready.is_some() {
@@ -657,10 +660,7 @@ async fn each_drain_is_ready_only_on_its_own_placeholder_and_the_tick_collects_o
     let loser_placeholders = placeholders_of(&admin, loser_i).await;
 
     // The waiting drain's node goes away (instance reclaimed): the tick collects its lease.
-    nodes
-        .delete(loser, &DeleteParams::default())
-        .await
-        .unwrap();
+    nodes.delete(loser, &DeleteParams::default()).await.unwrap();
     let lambda = prewarm::adapters::kube::client(&ClusterAccess::Kubeconfig {
         path: env("PREWARM_LAMBDA_KUBECONFIG"),
     })

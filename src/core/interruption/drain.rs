@@ -366,9 +366,7 @@ pub fn plan_drain(
         && node.replacement == ReplacementSeen::Absent
         && state.evicting_since.is_none()
     {
-        commands.push(Command::RequestReplacement {
-            gpus: gpus_to_move,
-        });
+        commands.push(Command::RequestReplacement { gpus: gpus_to_move });
         state.replacement_requested_at.get_or_insert(now);
         state.replacement_gpus = gpus_to_move;
     }

@@ -126,15 +126,69 @@ mod tests {
         };
         // (what, node, own expiry annotation, now, expected)
         let cases: Vec<(&str, NodeSeen, Option<f64>, f64, &str)> = vec![
-            ("node gone", NodeSeen::Gone, Some(T0 + 720.0), T0 + 10.0, "delete"),
-            ("no drain on the node", present(None), Some(T0 + 720.0), T0 + 10.0, "delete"),
-            ("waiting, lease live", present(Some(&waiting)), Some(T0 + 720.0), T0 + 10.0, "keep"),
-            ("waiting, own expiry passed", present(Some(&waiting)), Some(T0 + 60.0), T0 + 61.0, "delete"),
-            ("waiting, no annotation, drain's expiry live", present(Some(&waiting)), None, T0 + 719.0, "keep"),
-            ("waiting, no annotation, drain's expiry passed", present(Some(&waiting)), None, T0 + 720.0, "delete"),
-            ("prewarmed 29 min", present(Some(&prewarmed)), None, T0 + 1_740.0, "keep"),
-            ("evicting, lease live", present(Some(&evicting)), Some(T0 + 720.0), T0 + 95.0, "keep"),
-            ("drained", present(Some(&drained)), Some(T0 + 720.0), T0 + 130.0, "delete"),
+            (
+                "node gone",
+                NodeSeen::Gone,
+                Some(T0 + 720.0),
+                T0 + 10.0,
+                "delete",
+            ),
+            (
+                "no drain on the node",
+                present(None),
+                Some(T0 + 720.0),
+                T0 + 10.0,
+                "delete",
+            ),
+            (
+                "waiting, lease live",
+                present(Some(&waiting)),
+                Some(T0 + 720.0),
+                T0 + 10.0,
+                "keep",
+            ),
+            (
+                "waiting, own expiry passed",
+                present(Some(&waiting)),
+                Some(T0 + 60.0),
+                T0 + 61.0,
+                "delete",
+            ),
+            (
+                "waiting, no annotation, drain's expiry live",
+                present(Some(&waiting)),
+                None,
+                T0 + 719.0,
+                "keep",
+            ),
+            (
+                "waiting, no annotation, drain's expiry passed",
+                present(Some(&waiting)),
+                None,
+                T0 + 720.0,
+                "delete",
+            ),
+            (
+                "prewarmed 29 min",
+                present(Some(&prewarmed)),
+                None,
+                T0 + 1_740.0,
+                "keep",
+            ),
+            (
+                "evicting, lease live",
+                present(Some(&evicting)),
+                Some(T0 + 720.0),
+                T0 + 95.0,
+                "keep",
+            ),
+            (
+                "drained",
+                present(Some(&drained)),
+                Some(T0 + 720.0),
+                T0 + 130.0,
+                "delete",
+            ),
         ];
         for (what, node, expires, now, expected) in cases {
             let got = match placeholder_verdict(node, expires, now) {

@@ -55,18 +55,34 @@ pub struct Placeholder {
     pub expires_at: f64,
 }
 
-/// A Kubernetes name (DNS-1123 label, at most 63) made from a drain id.
-pub fn name_part(drain_id: &str) -> String {
+/// A drain id as a DNS-1123 label (lowercase alphanumerics and '-'), at most `max` long: a
+/// longer one keeps its start and ends in a hash of the whole id, so two long ids that share a
+/// start still differ.
+fn dns_label(drain_id: &str, max: usize) -> String {
     let cleaned: String = drain_id
         .to_ascii_lowercase()
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
         .collect();
-    cleaned.trim_matches('-').chars().take(43).collect()
+    let cleaned = cleaned.trim_matches('-');
+    if cleaned.len() <= max {
+        return cleaned.to_string();
+    }
+    // FNV-1a (32 bit): stable across builds and platforms, unlike std's hasher.
+    let hash = drain_id.bytes().fold(0x811c_9dc5u32, |h, b| {
+        (h ^ b as u32).wrapping_mul(0x0100_0193)
+    });
+    format!("{}-{hash:08x}", cleaned[..max - 9].trim_end_matches('-'))
 }
 
+/// The `prewarm.io/replacement-for` label value of a drain (a label value holds 63 characters).
+pub fn drain_label(drain_id: &str) -> String {
+    dns_label(drain_id, 63)
+}
+
+/// The placeholder's name: `prewarm-replacement-` and the drain id, 63 characters at most.
 pub fn placeholder_name(drain_id: &str) -> String {
-    format!("prewarm-replacement-{}", name_part(drain_id))
+    format!("prewarm-replacement-{}", dns_label(drain_id, 43))
 }
 
 /// A pod's requests per resource: containers summed (a request missing where a limit is set
@@ -238,7 +254,7 @@ pub fn placeholder_pod(p: &Placeholder) -> Value {
             "name": placeholder_name(&p.drain_id),
             "namespace": p.namespace,
             "labels": {
-                REPLACEMENT_FOR: name_part(&p.drain_id),
+                REPLACEMENT_FOR: drain_label(&p.drain_id),
                 "app.kubernetes.io/name": "prewarm-replacement",
                 "app.kubernetes.io/managed-by": "prewarm",
             },
@@ -347,19 +363,39 @@ mod tests {
         let p = placeholder_for(&bare, "gpu", &[], "kwok-node-1", "ev", "prewarm", "pc", 0.0);
         let got = placeholder_pod(&p);
         assert!(got["spec"].get("affinity").is_none());
-        assert_eq!(got["spec"]["nodeSelector"], json!({"karpenter.sh/nodepool": "gpu"}));
+        assert_eq!(
+            got["spec"]["nodeSelector"],
+            json!({"karpenter.sh/nodepool": "gpu"})
+        );
         assert_eq!(got["metadata"]["name"], "prewarm-replacement-kwok-node-1");
     }
 
     #[test]
     fn names_are_dns_labels() {
         let cases = [
-            ("i-0abc1111111111111", "prewarm-replacement-i-0abc1111111111111"),
+            (
+                "i-0abc1111111111111",
+                "prewarm-replacement-i-0abc1111111111111",
+            ),
             ("Gpu_Node.7", "prewarm-replacement-gpu-node-7"),
         ];
         for (id, expected) in cases {
             assert_eq!(placeholder_name(id), expected, "{id}");
         }
-        assert!(placeholder_name(&"x".repeat(100)).len() <= 63);
+        // A kwok node name of 50 characters: the label keeps it whole, the name is cut and
+        // ends in a hash of the whole id.
+        let kwok = "kwok-gpu-lxnz8-spiderflash-1-agumunvcon-1017999018";
+        assert_eq!(drain_label(kwok), kwok);
+        let name = placeholder_name(kwok);
+        assert_eq!(name.len(), 63, "{name}");
+        assert!(
+            name.starts_with("prewarm-replacement-kwok-gpu-lxnz8-spiderflash-1-"),
+            "{name}"
+        );
+        assert_ne!(
+            name,
+            placeholder_name("kwok-gpu-lxnz8-spiderflash-1-agumunvcon-1017999019")
+        );
+        assert!(drain_label(&"x".repeat(100)).len() <= 63);
     }
 }

@@ -17,7 +17,7 @@ use kube::api::{Api, DeleteParams, ListParams, PostParams};
 
 use super::collect::Collected;
 use super::placeholder::{
-    name_part, placeholder_for, placeholder_name, placeholder_pod, LEASE_EXPIRES_AT,
+    drain_label, placeholder_for, placeholder_name, placeholder_pod, LEASE_EXPIRES_AT,
     REPLACEMENT_FOR,
 };
 use super::{
@@ -42,9 +42,8 @@ pub fn target_for_pool<'a>(targets: &'a [TargetSpec], node_pool: &str) -> Option
 /// The namespace placeholders of `target` live in: its headroom's (balloon or buffer) namespace.
 fn balloon_namespace(target: &TargetSpec) -> Option<&str> {
     match &target.headroom {
-        HeadroomKind::Balloon { namespace, .. } | HeadroomKind::CapacityBuffer { namespace, .. } => {
-            Some(namespace)
-        }
+        HeadroomKind::Balloon { namespace, .. }
+        | HeadroomKind::CapacityBuffer { namespace, .. } => Some(namespace),
         HeadroomKind::NodePoolReplicas => None,
     }
 }
@@ -123,7 +122,7 @@ pub async fn request(
 
 fn selector(drain_id: Option<&str>) -> ListParams {
     ListParams::default().labels(&match drain_id {
-        Some(id) => format!("{REPLACEMENT_FOR}={}", name_part(id)),
+        Some(id) => format!("{REPLACEMENT_FOR}={}", drain_label(id)),
         None => REPLACEMENT_FOR.to_string(),
     })
 }
@@ -258,7 +257,7 @@ pub async fn collect_placeholders(client: &kube::Client, now: f64) -> Vec<Collec
                 .as_ref()
                 .and_then(|s| s.provider_id.as_deref())
                 .and_then(instance_of_provider_id)
-                .is_some_and(|i| name_part(i) == drain_id)
+                .is_some_and(|i| drain_label(i) == drain_id)
         });
         let state = node.and_then(|n| {
             DrainState::from_annotations(&n.metadata.annotations.clone().unwrap_or_default())
