@@ -110,7 +110,7 @@ pub fn is_ready(node: &Node) -> bool {
         .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
-fn has_draining_taint(node: &Node) -> bool {
+pub(crate) fn has_draining_taint(node: &Node) -> bool {
     node.spec
         .as_ref()
         .and_then(|s| s.taints.as_ref())

@@ -21,8 +21,8 @@ use super::placeholder::{
     REPLACEMENT_FOR,
 };
 use super::{
-    instance_of_provider_id, is_balloon, is_ready, kube_error, node_pool_of, pod_view,
-    BALLOON_PRIORITY_CLASS,
+    has_draining_taint, instance_of_provider_id, is_balloon, is_ready, kube_error, node_pool_of,
+    pod_view, BALLOON_PRIORITY_CLASS,
 };
 use crate::adapters::kube::headroom::release_replacement;
 use crate::core::interruption::state::parse_time;
@@ -135,7 +135,8 @@ async fn placeholders(client: &kube::Client, drain_id: Option<&str>) -> Result<V
         .map_err(|e| kube_error("list", "replacement placeholders", e))
 }
 
-/// Whether the drain's own placeholder runs on a Ready node other than `draining_node`.
+/// Whether the drain's own placeholder runs on a Ready node other than `draining_node` (and not
+/// being drained itself).
 pub async fn observe_replacement(
     client: &kube::Client,
     drain_id: &str,
@@ -160,7 +161,11 @@ pub async fn observe_replacement(
                 .get_opt(host)
                 .await
                 .map_err(|e| kube_error("get", &format!("node/{host}"), e))?;
-            if node.as_ref().is_some_and(is_ready) {
+            // Room on a node that is itself being drained is no replacement.
+            if node
+                .as_ref()
+                .is_some_and(|n| is_ready(n) && !has_draining_taint(n))
+            {
                 return Ok(ReplacementSeen::Running);
             }
         }
