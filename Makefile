@@ -10,11 +10,12 @@ TRACES ?= $(abspath $(CURDIR)/../shared/traces)
 OUT ?= out
 ARCH ?= arm64
 
-.PHONY: help build test unit infra-test lint e2e stack-up stack-down demo bench fuzz invoke-local deploy
+.PHONY: help build test unit infra-test lint e2e stack-up stack-down demo goals bench fuzz invoke-local deploy
 
 help:
 	@echo "make demo    every policy and its frontier on 14 days of ServeGen, a superposed Azure trace and burst-180 (no cloud needed)"
 	@echo "make test    everything CI runs: lint, unit tests, infra tests, end-to-end on the local stack"
+	@echo "make goals   issue 10's goals measured on the simulator (slow; not part of make test)"
 	@echo "make lint | unit | infra-test | e2e | bench | fuzz | build | invoke-local | deploy"
 
 ## Lambda artifacts (cargo-lambda + zig from PyPI, installed on first use).
@@ -61,6 +62,15 @@ demo:
 	$(CARGO_TARGET_DIR)/release/prewarm simulate --trace "$(TRACES)/AzureLLMInferenceTrace_conv.csv" \
 	  --superpose 20 --burn-in 900 --plot-dir "$(OUT)"
 	$(CARGO_TARGET_DIR)/release/prewarm simulate --scenario burst-180 --burn-in 900 --plot-dir "$(OUT)"
+
+## Issue 10's goals measured (NOT part of `make test`: about half an hour on 2 cores): every
+## goal on 14-day ServeGen, multi-day diurnal and cron-bursts (knobs chosen on training days),
+## bursty and burst-180, seeds 1-3, lead times 90 and 180 s; prints the table (goal, number per
+## seed, verdict) and keeps the JSON in $(OUT)/goals/ (`scripts/goals.py --from-json` re-renders).
+goals:
+	cargo build --release --bin prewarm
+	python3 scripts/goals.py --bin $(CARGO_TARGET_DIR)/release/prewarm --traces "$(TRACES)" \
+	  --out "$(OUT)" --servegen-rate-scale $(SERVEGEN_RATE_SCALE) | tee "$(OUT)/goals.md"
 
 bench:
 	cargo bench
