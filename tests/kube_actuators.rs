@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
 use prewarm::adapters::kube::headroom::{
-    apply_plan, read_headroom, release_replacement, reserve_replacement, ApplyOutcome,
+    apply_plan, read_headroom, release_replacement, ApplyOutcome,
 };
 use prewarm::adapters::kube::nodepool::{
     apply_node_pool, freeze_budget, read_node_pool, send_node_pool_patch, SAVED_BUDGETS,
@@ -259,24 +259,24 @@ async fn balloon_scale_reads_back_and_a_stale_write_is_a_conflict() {
 
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
-async fn replacements_are_reserved_and_released_once_per_drain() {
+async fn reservations_of_the_earlier_design_are_released_once_per_drain() {
+    // Drains used to reserve their replacement on the headroom (annotations + spec.replicas);
+    // now each drain has its own placeholder pod, and what an earlier prewarm reserved is only
+    // handed back. A balloon of 2 own replicas with 2 + 1 reserved by two drains:
     let (admin, lambda) = (admin().await, lambda().await);
     let name = unique("kt-reserve");
     let deployments = ns_api(&admin, &resources::deployment());
     let mut object = balloon(&name);
-    object["spec"]["replicas"] = json!(2);
+    object["spec"]["replicas"] = json!(5);
+    object["metadata"]["annotations"] = json!({
+        "prewarm.io/replacement-drains": "{\"evt-1\":2,\"evt-2\":1}",
+        "prewarm.io/replacement-reserved": "3",
+    });
     apply(&deployments, &name, object).await;
     let t = target(json!({
         "name": "kube-test", "nodePool": "gpu", "maxSpare": 8,
         "headroom": {"kind": "balloon", "namespace": "prewarm", "name": name}
     }));
-
-    let first = reserve_replacement(&lambda, &t, 2, "evt-1").await.unwrap();
-    assert_eq!((first.size, first.reserved, first.changed), (4, 2, true));
-    let again = reserve_replacement(&lambda, &t, 2, "evt-1").await.unwrap();
-    assert_eq!((again.size, again.reserved, again.changed), (4, 2, false));
-    let second = reserve_replacement(&lambda, &t, 1, "evt-2").await.unwrap();
-    assert_eq!((second.size, second.reserved), (5, 3));
 
     let read = read_headroom(&lambda, &t).await.unwrap();
     assert_eq!(

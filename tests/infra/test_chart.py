@@ -71,11 +71,14 @@ def test_the_tick_gets_its_rows_by_name(sample):
         ("", "events", (), ("create", "patch")),
         ("events.k8s.io", "events", (), ("create", "patch")),
         ("policy", "poddisruptionbudgets", (), ("get", "list"))}
+    # Replacement placeholders (lease collection, an orphaned drain's step): pods of any name,
+    # in each balloon / buffer namespace only.
+    placeholders = ("", "pods", (), ("create", "delete"))
     assert rules(tick[("Role", "prewarm")]) == {
         ("", "configmaps", ("prewarm-targets",), ("get",)),
-        ("apps", "deployments", ("balloon-llama",), ("get", "patch"))}
+        ("apps", "deployments", ("balloon-llama",), ("get", "patch")), placeholders}
     assert rules(tick[("Role", "buffers")]) == {
-        ("autoscaling.x-k8s.io", "capacitybuffers", ("mistral",), ("get", "patch"))}
+        ("autoscaling.x-k8s.io", "capacitybuffers", ("mistral",), ("get", "patch")), placeholders}
     # pods to count; the workload's HPA to read (and raise minReplicas for raiseMinReplicas targets)
     for ns in ("inference", "models"):
         assert rules(tick[("Role", ns)]) == {
@@ -92,11 +95,12 @@ def test_the_interruption_function_gets_its_rows_and_patches_only_named_headroom
     assert ("", "nodes", (), ("get", "list", "watch", "patch")) in cluster
     assert ("", "pods/eviction", (), ("create",)) in cluster
     assert not [r for r in cluster if r[1] in ("deployments", "capacitybuffers")]
+    placeholders = ("", "pods", (), ("create", "delete"))
     assert rules(intr[("Role", "prewarm")]) == {
         ("", "configmaps", ("prewarm-targets",), ("get",)),
-        ("apps", "deployments", ("balloon-llama",), ("get", "patch"))}
+        ("apps", "deployments", ("balloon-llama",), ("get", "patch")), placeholders}
     assert rules(intr[("Role", "buffers")]) == {
-        ("autoscaling.x-k8s.io", "capacitybuffers", ("mistral",), ("get", "patch"))}
+        ("autoscaling.x-k8s.io", "capacitybuffers", ("mistral",), ("get", "patch")), placeholders}
     assert ("Role", "inference") not in intr, "the interruption path reads pods cluster-wide, no extra Role"
 
 

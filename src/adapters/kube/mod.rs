@@ -20,6 +20,4 @@ pub mod restore;
 pub mod targets;
 
 pub use client::{client, ClientCache};
-pub use headroom::{
-    apply_plan, read_headroom, release_replacement, reserve_replacement, ApplyOutcome, HeadroomRead,
-};
+pub use headroom::{apply_plan, read_headroom, release_replacement, ApplyOutcome, HeadroomRead};

@@ -507,8 +507,13 @@ mod tests {
             }
         }
         // The headroom patches reach the NodePool too when it is the headroom object.
-        let read = super::super::annotations::parse_headroom(2, &BTreeMap::new()).unwrap();
-        patches.extend(super::super::headroom::reserve_patch(&read, "1", "evt", 1));
+        let reserved: BTreeMap<String, String> = [(
+            super::super::annotations::REPLACEMENT_DRAINS.to_string(),
+            "{\"evt\":1}".to_string(),
+        )]
+        .into();
+        let read = super::super::annotations::parse_headroom(3, &reserved).unwrap();
+        patches.extend(super::super::headroom::release_patch(&read, "1", "evt"));
         assert!(patches.len() >= 10, "only {} patches built", patches.len());
         for p in &patches {
             let mut found = Vec::new();
