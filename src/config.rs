@@ -333,6 +333,13 @@ impl Config {
                 "must be set to prometheus, amp or cloudwatch",
             ));
         }
+        if self.interruption.queue_url.is_none() {
+            return Err(Error::config(
+                "INTERRUPTION_QUEUE_URL",
+                "must be set for the tick: it hands drains nobody drives to the interruption \
+                 function through that queue",
+            ));
+        }
         self.require_cluster().map(|_| ())
     }
 
@@ -416,7 +423,15 @@ fn interruption_settings<F: Fn(&str) -> Option<String>>(
         .map_err(|message| Error::config("ACTIONS", message))?,
         eviction_budget_s: bounded("EVICTION_BUDGET_SECONDS", 30.0)?,
         recheck_s: bounded("RECHECK_SECONDS", 15.0)?,
-        queue_url: vars.get("INTERRUPTION_QUEUE_URL"),
+        queue_url: match vars.get("INTERRUPTION_QUEUE_URL") {
+            Some(u) if !(u.starts_with("https://") || u.starts_with("http://")) => {
+                return Err(Error::config(
+                    "INTERRUPTION_QUEUE_URL",
+                    format!("must be the queue's http(s) URL, got {u:?}"),
+                ))
+            }
+            other => other,
+        },
         instance_ids: if vars.bool_or("ACCEPT_KWOK_INSTANCE_IDS", false)? {
             crate::adapters::events::InstanceIdRule::Ec2OrKwok
         } else {
@@ -595,6 +610,10 @@ mod tests {
             ("METRIC_SOURCE", "prometheus"),
             ("PROMETHEUS_URL", "http://127.0.0.1:19090"),
             ("KUBECONFIG", "/tmp/kubeconfig"),
+            (
+                "INTERRUPTION_QUEUE_URL",
+                "https://sqs.us-east-1.amazonaws.com/1/q",
+            ),
             ("DRY_RUN", "true"),
             ("LEAD_TIME_SECONDS", "45"),
         ])
@@ -725,9 +744,27 @@ mod tests {
             ("METRIC_SOURCE", "prometheus"),
             ("PROMETHEUS_URL", "http://127.0.0.1:19090"),
             ("KUBECONFIG", "/tmp/kubeconfig"),
+            ("INTERRUPTION_QUEUE_URL", "http://127.0.0.1:5000/1/q"),
         ])
         .unwrap();
         ready.require_tick_ready().unwrap();
+    }
+
+    #[test]
+    fn the_tick_needs_the_interruption_queue_to_hand_drains_over() {
+        let base = [
+            ("PREWARM_TARGETS", TARGET),
+            ("METRIC_SOURCE", "prometheus"),
+            ("PROMETHEUS_URL", "http://127.0.0.1:19090"),
+            ("KUBECONFIG", "/tmp/kubeconfig"),
+        ];
+        match config(&base).unwrap().require_tick_ready() {
+            Err(Error::Config { var, .. }) => assert_eq!(var, "INTERRUPTION_QUEUE_URL"),
+            other => panic!("{other:?}"),
+        }
+        let mut bad = base.to_vec();
+        bad.push(("INTERRUPTION_QUEUE_URL", "prewarm-interruptions"));
+        assert_eq!(error_var(config(&bad)), "INTERRUPTION_QUEUE_URL");
     }
 
     #[test]

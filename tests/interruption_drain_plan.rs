@@ -79,6 +79,7 @@ fn claimed(spare: u32, kind: NoticeKind, evicting_since: Option<f64>) -> NodeVie
             replacement_gpus: 8,
             instance_end: prewarm::core::interruption::instance_end(&n),
             last_step_at: Some(T0 + 1.0),
+            user_cordoned: false,
         }),
         ..node(spare)
     }
@@ -611,7 +612,7 @@ fn a_closed_notice_undrains_its_own_node_only() {
     assert_eq!(
         step.commands,
         [
-            Command::Undrain,
+            Command::Undrain { uncordon: true },
             Command::ReleaseReplacement,
             Command::Done(Finish::Undrained)
         ]
@@ -627,4 +628,45 @@ fn a_closed_notice_undrains_its_own_node_only() {
     );
     let step = plan_drain(&node(0), &pods, &closed, T0 + 60.0, &settings());
     assert_eq!(step.commands, [Command::Done(Finish::NothingToUndo)]);
+}
+
+#[test]
+fn a_cordon_that_was_there_before_the_claim_survives_the_undrain() {
+    let spot = notice(NoticeKind::ScheduledChange);
+    let pods = [pod("llama-0", 4)];
+    // (unschedulable, tainted by prewarm) at the claim -> recorded as someone else's cordon?
+    let cases = [
+        ((false, false), false), // schedulable: prewarm cordons, prewarm uncordons
+        ((true, false), true),   // an operator's cordon: kept
+        ((true, true), false),   // prewarm's own (state lost): prewarm's to lift
+    ];
+    for ((unschedulable, tainted), user) in cases {
+        let n = NodeView {
+            unschedulable,
+            tainted,
+            ..node(0)
+        };
+        let claim = plan_drain(&n, &pods, &spot, T0 + 1.0, &settings());
+        let s = claim.state.clone().unwrap();
+        assert_eq!(s.user_cordoned, user, "{unschedulable} {tainted}");
+        assert_eq!(
+            claim.commands.contains(&Command::Cordon),
+            !unschedulable,
+            "{unschedulable} {tainted}"
+        );
+        let mut closed = spot.clone();
+        closed.status = NoticeStatus::Closed;
+        let claimed = NodeView {
+            unschedulable: true,
+            tainted: true,
+            state: Some(s),
+            ..node(0)
+        };
+        let undrain = plan_drain(&claimed, &pods, &closed, T0 + 60.0, &settings());
+        assert_eq!(
+            undrain.commands[0],
+            Command::Undrain { uncordon: !user },
+            "{unschedulable} {tainted}"
+        );
+    }
 }

@@ -18,6 +18,7 @@ fn events_dir() -> PathBuf {
 fn short(p: &Parsed) -> String {
     match p {
         Parsed::Notice(n) => format!("notice {} {}", n.kind, n.instance_ids.join(",")),
+        Parsed::Resume(r) => format!("resume {} {}", r.node, r.instance),
         Parsed::Ignored { .. } => "ignored".into(),
         Parsed::Poison { .. } => "poison".into(),
     }

@@ -429,17 +429,17 @@ fn ago(seconds: i64) -> String {
 
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
-async fn the_tick_adopts_an_orphaned_drain_and_undrains_an_expired_prewarm() {
-    use prewarm::adapters::kube::drain::{collect, event_recorder};
+async fn the_tick_hands_orphaned_and_expired_drains_to_the_interruption_function() {
+    use prewarm::adapters::kube::drain::collect;
     use prewarm::core::interruption::{DrainSettings, LeaseVerdict};
     let admin = admin().await;
     ensure_namespace(&admin).await;
-    let lambda = prewarm::adapters::kube::client(&ClusterAccess::Kubeconfig {
-        path: env("PREWARM_LAMBDA_KUBECONFIG"),
+    // The tick runs as its own user: listing nodes is all it may do to them.
+    let tick = prewarm::adapters::kube::client(&ClusterAccess::Kubeconfig {
+        path: env("PREWARM_TICK_KUBECONFIG"),
     })
     .await
     .unwrap();
-    let recorder = event_recorder(&lambda);
     let settings = DrainSettings {
         recheck_s: 2.0,
         ..DrainSettings::default()
@@ -459,65 +459,113 @@ async fn the_tick_adopts_an_orphaned_drain_and_undrains_an_expired_prewarm() {
         &[("prewarm.io/drain-last-step-at", ago(600))],
     )
     .await;
-    // Nothing will come for it from the queue: the tick must step it from the node's record.
-    // 2. A cordon-prewarm rebalance drain 31 minutes old that no spot warning followed.
-    let (survivor, survivor_i) = (unique("h6-prewarm-"), unique("i-0abcd"));
-    make_node(&admin, &survivor, &survivor_i).await;
-    annotate(
-        &admin,
-        &survivor,
-        &[
-            ("prewarm.io/drain-event-id", "ev-rebalance".into()),
+    // 2. A cordon-prewarm rebalance drain 31 minutes old that no spot warning followed, on a
+    //    node prewarm cordoned; 3. the same on a node an operator had cordoned before the claim.
+    let prewarmed = |user_cordoned: bool| {
+        let mut a = vec![
+            ("prewarm.io/drain-event-id", "ev-rebalance".to_string()),
             ("prewarm.io/drain-kind", "rebalance".into()),
             ("prewarm.io/drain-phase", "prewarmed".into()),
             ("prewarm.io/drain-notice-time", ago(1_860)),
             ("prewarm.io/drain-started-at", ago(1_860)),
-        ],
-    )
-    .await;
-    Api::<Node>::all(admin.clone())
-        .patch(
-            &survivor,
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"unschedulable": true, "taints": [
-                {"key": "prewarm.io/draining", "value": "rebalance", "effect": "NoSchedule"}]}})),
-        )
+        ];
+        if user_cordoned {
+            a.push(("prewarm.io/drain-user-cordoned", "true".into()));
+        }
+        a
+    };
+    let (survivor, survivor_i) = (unique("h6-prewarm-"), unique("i-0abcd"));
+    let (cordoned, cordoned_i) = (unique("h6-usercordon-"), unique("i-0abcd"));
+    for (node, instance, user) in [
+        (&survivor, &survivor_i, false),
+        (&cordoned, &cordoned_i, true),
+    ] {
+        make_node(&admin, node, instance).await;
+        annotate(&admin, node, &prewarmed(user)).await;
+        Api::<Node>::all(admin.clone())
+            .patch(
+                node,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"unschedulable": true, "taints": [
+                    {"key": "prewarm.io/draining", "value": "rebalance", "effect": "NoSchedule"}]}})),
+            )
+            .await
+            .unwrap();
+    }
+    let sqs = sqs().await;
+    let queue = sqs
+        .create_queue()
+        .queue_name(unique("h6-handover-"))
+        .send()
         .await
+        .unwrap()
+        .queue_url
         .unwrap();
 
+    // The tick: detects and enqueues, writes nothing.
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_secs_f64();
-    // A node write that conflicts with another writer (the node controller, kwok) is left to the
-    // next tick: like successive ticks, collect up to three times and keep, per node, the first
-    // success (or the last failure).
-    let mut collected: Vec<collect::Collected> = Vec::new();
-    for _ in 0..3 {
-        for c in collect::collect(&lambda, &recorder, &[], &settings, now)
+    let handover = collect::Handover {
+        sqs: &sqs,
+        queue_url: &queue,
+    };
+    let collected = collect::collect(&tick, &handover, &[], &settings, now)
+        .await
+        .unwrap();
+    let nodes = Api::<Node>::all(admin.clone());
+    let orphan_after_tick = nodes.get(&orphan).await.unwrap();
+    // The interruption function: takes the resume-drain messages off the queue and steps them.
+    let mut messages = Vec::new();
+    for _ in 0..5 {
+        let got = sqs
+            .receive_message()
+            .queue_url(&queue)
+            .max_number_of_messages(10)
+            .wait_time_seconds(2)
+            .message_attribute_names("All")
+            .send()
             .await
             .unwrap()
-        {
-            match collected.iter_mut().find(|k| k.node == c.node) {
-                Some(k) if k.outcome.is_err() => *k = c,
-                Some(_) => {}
-                None => collected.push(c),
-            }
-        }
-        let settled = |n: &str| {
-            collected
-                .iter()
-                .any(|c| c.node.as_deref() == Some(n) && c.outcome.is_ok())
-        };
-        if settled(&orphan) && settled(&survivor) {
+            .messages
+            .unwrap_or_default();
+        messages.extend(got);
+        if messages.len() >= 3 {
             break;
         }
     }
-    let nodes = Api::<Node>::all(admin.clone());
+    let mut outcomes = Vec::new();
+    for m in &messages {
+        let record: SqsMessage = serde_json::from_value(json!({
+            "messageId": m.message_id, "receiptHandle": m.receipt_handle, "body": m.body,
+            "attributes": {"ApproximateReceiveCount": "1"}, "messageAttributes": {},
+            "eventSource": "aws:sqs", "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:q",
+            "awsRegion": "us-east-1"
+        }))
+        .unwrap();
+        let parsed = prewarm::adapters::events::parse_record_with(
+            &record,
+            prewarm::adapters::events::InstanceIdRule::Ec2,
+        );
+        // A write that conflicts with kwok's own node writes is planned again up to 3 times in a
+        // step; like the queue, deliver again if the step was left for later.
+        let mut outcome = h.handle_record(&parsed, &Continuation::default()).await;
+        for _ in 0..3 {
+            if !matches!(outcome, RecordOutcome::Later { .. }) {
+                break;
+            }
+            outcome = h.handle_record(&parsed, &Continuation::default()).await;
+        }
+        outcomes.push((m.body.clone().unwrap_or_default(), outcome));
+    }
     let orphan_after = nodes.get(&orphan).await.unwrap();
     let survivor_after = nodes.get(&survivor).await.unwrap();
+    let cordoned_after = nodes.get(&cordoned).await.unwrap();
     cleanup(&admin, &orphan, &[&format!("{orphan}-a")], None).await;
     cleanup(&admin, &survivor, &[], None).await;
+    cleanup(&admin, &cordoned, &[], None).await;
+    let _ = sqs.delete_queue().queue_url(&queue).send().await;
 
     assert!(
         matches!(claimed, RecordOutcome::Continue { .. }),
@@ -531,25 +579,49 @@ async fn the_tick_adopts_an_orphaned_drain_and_undrains_an_expired_prewarm() {
     };
     let (v, outcome) = verdict_of(&orphan).expect("the orphaned drain was collected");
     assert_eq!(v, LeaseVerdict::Resume, "{outcome:?}");
-    assert!(outcome.is_ok(), "{outcome:?}");
-    // The tick's step is the drain's new heartbeat.
+    assert!(outcome.unwrap().contains("enqueued"));
+    for node in [&survivor, &cordoned] {
+        let (v, outcome) = verdict_of(node).expect("the expired prewarm was collected");
+        assert!(matches!(v, LeaseVerdict::Undrain { .. }), "{v:?}");
+        assert!(outcome.unwrap().contains("enqueued"));
+    }
+    // The tick wrote nothing: the heartbeat is still the one of 10 minutes ago.
+    let a = orphan_after_tick.metadata.annotations.unwrap();
+    let last = prewarm::core::interruption::state::parse_time(&a["prewarm.io/drain-last-step-at"]);
+    assert!(last.unwrap() < now - 500.0, "{a:?}");
+    // One versioned message per node, naming node and instance.
+    assert_eq!(messages.len(), 3, "{outcomes:?}");
+    for (body, outcome) in &outcomes {
+        let v: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert_eq!(
+            (&v["prewarm"], &v["version"]),
+            (&json!("resume-drain"), &json!(1))
+        );
+        assert!(
+            !matches!(
+                outcome,
+                RecordOutcome::Later { .. } | RecordOutcome::Poison { .. }
+            ),
+            "{body}: {outcome:?}"
+        );
+    }
+    // The interruption function's step is the drain's new heartbeat.
     let a = orphan_after.metadata.annotations.unwrap();
     let last = prewarm::core::interruption::state::parse_time(&a["prewarm.io/drain-last-step-at"]);
     assert!(last.unwrap() > now - 5.0, "{a:?}");
-
-    let (v, outcome) = verdict_of(&survivor).expect("the expired prewarm was collected");
-    assert!(matches!(v, LeaseVerdict::Undrain { .. }), "{v:?}");
-    assert!(outcome.is_ok(), "{outcome:?}");
-    let a = survivor_after.metadata.annotations.unwrap_or_default();
-    assert!(
-        !a.keys().any(|k| k.starts_with("prewarm.io/drain-")),
-        "{a:?}"
-    );
-    let spec = survivor_after.spec.unwrap();
-    assert_ne!(spec.unschedulable, Some(true));
-    assert!(!spec
-        .taints
-        .unwrap_or_default()
-        .iter()
-        .any(|t| t.key == "prewarm.io/draining"));
+    // Un-drained: no state, no taint; prewarm's cordon lifted, the operator's kept.
+    for (after, still_cordoned) in [(survivor_after, false), (cordoned_after, true)] {
+        let a = after.metadata.annotations.clone().unwrap_or_default();
+        assert!(
+            !a.keys().any(|k| k.starts_with("prewarm.io/drain-")),
+            "{a:?}"
+        );
+        let spec = after.spec.unwrap();
+        assert_eq!(spec.unschedulable == Some(true), still_cordoned, "{a:?}");
+        assert!(!spec
+            .taints
+            .unwrap_or_default()
+            .iter()
+            .any(|t| t.key == "prewarm.io/draining"));
+    }
 }

@@ -151,9 +151,13 @@ DENIED = {
         ("patch", "deployments.apps/someone-else", None, "prewarm"),
         ("patch", "nodepools.karpenter.sh/default", None, None),
         ("update", "nodepools.karpenter.sh/gpu", None, None),
-        # The tick may step an orphaned drain (cordon, evict through the Eviction API), but it
-        # never deletes or replaces nodes or pods, and never writes NodeClaims.
-        ("delete", "nodes", None, None), ("update", "nodes", None, None),
+        # The tick only reads drain state: it never writes a node, evicts, records Events or
+        # reads PDBs (the interruption function does, from the tick's resume-drain message),
+        # and never writes NodeClaims.
+        ("patch", "nodes", None, None), ("delete", "nodes", None, None), ("update", "nodes", None, None),
+        ("create", "pods", "eviction", "inference"), ("create", "events", None, "default"),
+        ("create", "events.events.k8s.io", None, "default"), ("list", "poddisruptionbudgets.policy", None, "inference"),
+        ("get", "pods", None, "kube-system"),
         ("delete", "pods", None, "inference"), ("patch", "pods", None, "inference"),
         ("delete", "nodeclaims.karpenter.sh", None, None),
         ("get", "configmaps/aws-auth", None, "kube-system"),
@@ -203,8 +207,8 @@ def test_function_may_not(stack_env, fn, check):
 
 
 def test_each_function_lacks_the_others_writes(stack_env):
-    """The interruption function cannot patch NodePools (default values: balloon headroom). The
-    tick can evict: it steps a drain whose owner went silent (permissions.yaml says why)."""
+    """The interruption function cannot patch NodePools (default values: balloon headroom); the
+    tick cannot evict or patch nodes (it hands orphaned drains over as resume-drain messages)."""
     tick, intr = function_user(stack_env, "tick"), function_user(stack_env, "interruption")
     assert can_i(intr, "create", "pods", "eviction", "inference")
     assert can_i(tick, "patch", "nodepools.karpenter.sh/gpu", None, None)

@@ -25,6 +25,7 @@ use crate::error::{Error, Result};
 pub mod collect;
 pub mod execute;
 pub mod replacement;
+pub mod step;
 
 /// The taint prewarm puts on a draining node (value: the notice kind).
 pub const DRAINING_TAINT: &str = "prewarm.io/draining";
@@ -546,9 +547,10 @@ pub async fn record_event(
         .map_err(|e| kube_error("create", "event", e))
 }
 
-/// The patch that un-drains a node: every drain annotation removed, the cordon lifted and the
-/// draining taint taken off (other taints kept), guarded by the resourceVersion read.
-pub fn undrain_patch(node: &Node) -> Value {
+/// The patch that un-drains a node: every drain annotation removed, the draining taint taken off
+/// (other taints kept) and, with `uncordon`, the cordon lifted (without: a cordon someone else set
+/// before the drain stays), guarded by the resourceVersion read.
+pub fn undrain_patch(node: &Node, uncordon: bool) -> Value {
     let annotations: serde_json::Map<String, Value> = ALL_KEYS
         .iter()
         .map(|k| (k.to_string(), Value::Null))
@@ -561,16 +563,19 @@ pub fn undrain_patch(node: &Node) -> Value {
         .into_iter()
         .filter(|t| t.key != DRAINING_TAINT)
         .collect();
-    json!({
+    let mut patch = json!({
         "metadata": {
             "resourceVersion": node.metadata.resource_version,
             "annotations": annotations,
         },
         "spec": {
-            "unschedulable": Value::Null,
             "taints": taints,
         }
-    })
+    });
+    if uncordon {
+        patch["spec"]["unschedulable"] = Value::Null;
+    }
+    patch
 }
 
 #[cfg(test)]
@@ -712,6 +717,7 @@ mod tests {
             replacement_gpus: 8,
             instance_end: None,
             last_step_at: None,
+            user_cordoned: false,
         };
         let p = node_patch(&node, &state, true, Some(NoticeKind::SpotInterruption));
         assert_eq!(p["metadata"]["resourceVersion"], "42");

@@ -151,6 +151,9 @@ pub enum Finish {
     Undrained,
     /// A closed notice for a node this notice never drained: nothing to undo.
     NothingToUndo,
+    /// A resume-drain message (the tick's) found nothing for it to do: the drain's owner is
+    /// alive again, or only a lease was left to give back.
+    Moot { reason: String },
 }
 
 /// One command for the executor.
@@ -180,8 +183,12 @@ pub enum Command {
     },
     /// The drain is over: hand the reserved headroom back to the tick.
     ReleaseReplacement,
-    /// Remove the cordon, the taint and the drain state: the node serves again.
-    Undrain,
+    /// Remove the taint and the drain state, and the cordon when prewarm set it (`uncordon`;
+    /// a cordon that was there before the claim is someone else's and stays): the node serves
+    /// again.
+    Undrain {
+        uncordon: bool,
+    },
     /// Work remains: look again at this time (the message's next visibility).
     WaitUntil {
         at: f64,
@@ -315,6 +322,9 @@ pub fn plan_drain(
             replacement_gpus: 0,
             instance_end: instance_end(notice),
             last_step_at: None,
+            // A cordon without prewarm's taint is someone else's (an operator's, a maintenance
+            // tool's): remembered so that an un-drain leaves it.
+            user_cordoned: node.unschedulable && !node.tainted,
         },
     };
     state.last_step_at = Some(now);
@@ -452,7 +462,12 @@ pub fn plan_drain(
 fn plan_undrain(node: &NodeView, notice: &Notice) -> DrainStep {
     match &node.state {
         Some(s) if s.event_id == notice.event_id => DrainStep::finish(
-            vec![Command::Undrain, Command::ReleaseReplacement],
+            vec![
+                Command::Undrain {
+                    uncordon: !s.user_cordoned,
+                },
+                Command::ReleaseReplacement,
+            ],
             None,
             Finish::Undrained,
         ),

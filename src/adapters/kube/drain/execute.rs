@@ -96,8 +96,12 @@ pub async fn execute(
         report.cordoned = cordon;
         report.tainted = taint.is_some();
     }
-    if step.commands.contains(&Command::Undrain) {
-        if !patch_node(client, node, &undrain_patch(node)).await? {
+    let undrain = step.commands.iter().find_map(|c| match c {
+        Command::Undrain { uncordon } => Some(*uncordon),
+        _ => None,
+    });
+    if let Some(uncordon) = undrain {
+        if !patch_node(client, node, &undrain_patch(node, uncordon)).await? {
             report.conflict = true;
             return Ok(report);
         }
@@ -213,7 +217,14 @@ async fn milestone_events(
         }
         Command::Done(Finish::Undrained) => events.push((
             "Undrained",
-            format!("notice {event_id} closed: cordon, taint and drain state removed, replacement released"),
+            format!(
+                "drain of notice {event_id} ended without eviction (notice closed, prewarm expired or node survived): {}taint and drain state removed, replacement released",
+                if step.commands.contains(&Command::Undrain { uncordon: false }) {
+                    "the cordon set before the drain kept; "
+                } else {
+                    "cordon, "
+                }
+            ),
         )),
         _ => {}
     }
