@@ -46,6 +46,10 @@ pub struct InterruptionSettings {
     /// ACCEPT_KWOK_INSTANCE_IDS (false): local stack only; also take the kwok provider's node
     /// names as instance ids (its nodes have no EC2 ids).
     pub instance_ids: crate::adapters::events::InstanceIdRule,
+    /// DELETE_PAST_PDB_AT_DEADLINE (false): from the eviction deadline on, delete a pod whose
+    /// eviction a PodDisruptionBudget refuses (opt-in; needs the chart's
+    /// `interruption.deletePastPdb` for the pods/delete permission).
+    pub delete_past_pdb: bool,
 }
 
 impl Default for InterruptionSettings {
@@ -57,6 +61,7 @@ impl Default for InterruptionSettings {
             recheck_s: 15.0,
             queue_url: None,
             instance_ids: crate::adapters::events::InstanceIdRule::Ec2,
+            delete_past_pdb: false,
         }
     }
 }
@@ -432,6 +437,7 @@ fn interruption_settings<F: Fn(&str) -> Option<String>>(
             }
             other => other,
         },
+        delete_past_pdb: vars.bool_or("DELETE_PAST_PDB_AT_DEADLINE", false)?,
         instance_ids: if vars.bool_or("ACCEPT_KWOK_INSTANCE_IDS", false)? {
             crate::adapters::events::InstanceIdRule::Ec2OrKwok
         } else {

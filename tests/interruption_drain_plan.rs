@@ -586,6 +586,7 @@ fn a_long_grace_period_starts_its_eviction_early_and_is_cut_at_the_end() {
             tier: 1,
             uid: Some("uid-slow".into()),
             grace_s: None,
+            delete_if_blocked: false,
         }]
     );
     // Blocked until T0+95 (a PDB): evicted again with the grace cut to the 25 s left.
@@ -599,7 +600,39 @@ fn a_long_grace_period_starts_its_eviction_early_and_is_cut_at_the_end() {
         tier: 1,
         uid: Some("uid-slow".into()),
         grace_s: Some(25),
+        delete_if_blocked: false,
     }));
+}
+
+#[test]
+fn deleting_past_a_pdb_is_opt_in_and_only_from_the_deadline() {
+    let n = notice(NoticeKind::SpotInterruption); // deadline T0+90, end T0+120
+    let pods = [pod("llama-0", 4)];
+    let evicting = claimed(8, n.kind, Some(T0 + 40.0));
+    let opted_in = DrainSettings {
+        delete_past_pdb: true,
+        ..settings()
+    };
+    // (settings, now, delete_if_blocked on the eviction)
+    let cases = [
+        (settings(), T0 + 95.0, false),       // default: PDBs always hold
+        (opted_in.clone(), T0 + 60.0, false), // before the deadline: PDBs hold
+        (opted_in, T0 + 95.0, true),
+    ];
+    for (s, now, expected) in cases {
+        let step = plan_drain(&evicting, &pods, &n, now, &s);
+        let flags: Vec<bool> = step
+            .commands
+            .iter()
+            .filter_map(|c| match c {
+                Command::Evict {
+                    delete_if_blocked, ..
+                } => Some(*delete_if_blocked),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(flags, [expected], "{} {now}", s.delete_past_pdb);
+    }
 }
 
 #[test]
@@ -669,4 +702,58 @@ fn a_cordon_that_was_there_before_the_claim_survives_the_undrain() {
             "{unschedulable} {tainted}"
         );
     }
+}
+
+#[test]
+fn updates_of_one_health_event_move_its_drain_and_close_it() {
+    // Claimed by the first update (issued T0, window T0 + 1 day); updates share the event id
+    // (the eventArn) and differ in their issue time.
+    let pods = [pod("llama-0", 4)];
+    let first = notice(NoticeKind::ScheduledChange);
+    let claim = plan_drain(&node(0), &pods, &first, T0 + 1.0, &settings());
+    let claimed_node = NodeView {
+        unschedulable: true,
+        tainted: true,
+        state: claim.state.clone(),
+        ..node(0)
+    };
+    assert_eq!(
+        claim.state.as_ref().unwrap().deadline,
+        Some(T0 + 86_400.0 - 30.0)
+    );
+    // Moved a day later by an update issued a minute later, 2 s after the last step (inside the
+    // duplicate window: an update is never a duplicate).
+    let mut moved = first.clone();
+    moved.time = T0 + 60.0;
+    moved.window_start = Some(T0 + 2.0 * 86_400.0);
+    let step = plan_drain(&claimed_node, &pods, &moved, T0 + 3.0, &settings());
+    let s = step.state.clone().unwrap();
+    assert_eq!(
+        (s.deadline, s.instance_end, s.notice_time),
+        (
+            Some(T0 + 2.0 * 86_400.0 - 30.0),
+            Some(T0 + 2.0 * 86_400.0),
+            T0 + 60.0
+        )
+    );
+    assert!(matches!(step.last(), Command::WaitUntil { .. }));
+    // The first update's continuation arriving afterwards leaves the drain to the newer one.
+    let moved_node = NodeView {
+        state: Some(s),
+        ..claimed_node.clone()
+    };
+    let stale = plan_drain(&moved_node, &pods, &first, T0 + 20.0, &settings());
+    assert_eq!(
+        stale.commands,
+        [Command::Done(Finish::Superseded {
+            by_event: "ev-1".into()
+        })]
+    );
+    // Closed by a third update: un-drained.
+    let mut closed = first.clone();
+    closed.time = T0 + 120.0;
+    closed.status = NoticeStatus::Closed;
+    closed.window_start = None;
+    let end = plan_drain(&moved_node, &pods, &closed, T0 + 121.0, &settings());
+    assert_eq!(end.last(), &Command::Done(Finish::Undrained));
 }

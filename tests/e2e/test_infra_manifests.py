@@ -122,6 +122,8 @@ def allowed_checks(fn: str) -> list[tuple]:
     targets = VALUES["targets"]
     out = []
     for row in TABLE[fn]["rules"]:
+        if row.get("when") and not VALUES[row["when"]]:
+            continue  # opt-in row, off in the default values (denied below)
         res, _, sub = row["resource"].partition("/")
         res = f"{res}.{row['apiGroup']}" if row["apiGroup"] else res
         kind = row.get("headroomKind")

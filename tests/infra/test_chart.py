@@ -122,6 +122,8 @@ def test_every_row_of_the_table_is_rendered(sample):
             if kind in ("ClusterRole", "Role"):
                 rendered |= {(g, res, verbs) for g, res, _, verbs in rules(d)}
         for row in spec["rules"]:
+            if row.get("when"):
+                continue  # opt-in rows: test_deleting_past_a_pdb_is_an_opt_in_permission
             assert (row["apiGroup"], row["resource"], tuple(row["verbs"])) in rendered, (fn, row)
             assert row["why"].strip(), (fn, row)
 
@@ -148,3 +150,17 @@ def test_access_entry_groups_are_the_charts(template):
     entries = {n: r["Properties"] for n, r in tpl["Resources"].items() if r["Type"] == "AWS::EKS::AccessEntry"}
     assert entries["TickAccessEntry"]["KubernetesGroups"] == [values["groups"]["tick"]]
     assert entries["InterruptionAccessEntry"]["KubernetesGroups"] == [values["groups"]["interruption"]]
+
+
+def test_deleting_past_a_pdb_is_an_opt_in_permission():
+    """pods/delete only with deletePastPdb=true (DELETE_PAST_PDB_AT_DEADLINE): by default the
+    interruption function can only evict, so PodDisruptionBudgets always hold."""
+    def deletes(docs) -> bool:
+        return any(r[1] == "pods" and "delete" in r[3]
+                   for role in rbac_of(docs, "interruption").values() if role["kind"].endswith("Role")
+                   for r in rules(role))
+    assert not deletes(render())
+    assert deletes(render("--set", "deletePastPdb=true"))
+    assert not any(r[1] == "pods" and "delete" in r[3]
+                   for role in rbac_of(render("--set", "deletePastPdb=true"), "tick").values()
+                   if role["kind"].endswith("Role") for r in rules(role))

@@ -159,7 +159,8 @@ FUNCTION_SETTINGS = {
         "DELAYED_REQUEST_COST", "GPU_HOUR_COST",
         # drain-lease collection: when a silent drain is orphaned (the interruption's recheck)
         "RECHECK_SECONDS"],
-    "InterruptionFunction": SHARED_SETTINGS + ["ACTIONS", "EVICTION_BUDGET_SECONDS", "RECHECK_SECONDS"],
+    "InterruptionFunction": SHARED_SETTINGS + ["ACTIONS", "EVICTION_BUDGET_SECONDS", "RECHECK_SECONDS",
+                                               "DELETE_PAST_PDB_AT_DEADLINE"],
 }
 SETTINGS = sorted({s for v in FUNCTION_SETTINGS.values() for s in v})
 

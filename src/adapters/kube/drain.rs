@@ -445,6 +445,32 @@ pub async fn evict(
     }
 }
 
+/// Deletes one pod directly (no PodDisruptionBudget check), with the same UID precondition and
+/// grace as an eviction. Only for DELETE_PAST_PDB_AT_DEADLINE, at the deadline. 404/409: gone.
+pub async fn delete_pod(
+    client: &kube::Client,
+    pod: &PodRef,
+    uid: Option<&str>,
+    grace_s: Option<i64>,
+) -> Result<()> {
+    let params = DeleteParams {
+        grace_period_seconds: grace_s.map(|g| g.max(1) as u32),
+        preconditions: uid.map(|u| Preconditions {
+            uid: Some(u.to_string()),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
+    match Api::<Pod>::namespaced(client.clone(), &pod.namespace)
+        .delete(&pod.name, &params)
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(()),
+        Err(e) => Err(kube_error("delete", &format!("pod/{pod}"), e)),
+    }
+}
+
 /// Whether `selector` selects a pod with `labels` (matchLabels and matchExpressions; an empty
 /// selector selects everything, as PodDisruptionBudgets in policy/v1 do).
 pub fn selector_matches(selector: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {

@@ -41,6 +41,10 @@ pub struct DrainSettings {
     pub eviction_budget_s: f64,
     /// RECHECK_SECONDS: time between two checks of a drain in progress.
     pub recheck_s: f64,
+    /// DELETE_PAST_PDB_AT_DEADLINE (opt-in, default off): from the eviction deadline on, a pod
+    /// whose eviction a PodDisruptionBudget refuses is deleted instead (UID precondition, grace
+    /// cut to what is left). Off, PDBs always hold and such a pod dies with the instance.
+    pub delete_past_pdb: bool,
 }
 
 impl DrainSettings {
@@ -58,6 +62,7 @@ impl Default for DrainSettings {
             actions: ActionTable::default(),
             eviction_budget_s: 30.0,
             recheck_s: 15.0,
+            delete_past_pdb: false,
         }
     }
 }
@@ -174,12 +179,15 @@ pub enum Command {
     },
     /// Evict through the Eviction API (PodDisruptionBudgets hold). `grace_s`: the grace period
     /// cut to the seconds the instance has left, when the pod's own is longer; `uid`: the
-    /// precondition that it is still the pod that was observed.
+    /// precondition that it is still the pod that was observed. `delete_if_blocked`: past the
+    /// deadline with DELETE_PAST_PDB_AT_DEADLINE on, a 429 from a PodDisruptionBudget is followed
+    /// by a delete with the same precondition and grace.
     Evict {
         pod: PodRef,
         tier: u8,
         uid: Option<String>,
         grace_s: Option<i64>,
+        delete_if_blocked: bool,
     },
     /// The drain is over: hand the reserved headroom back to the tick.
     ReleaseReplacement,
@@ -274,6 +282,24 @@ pub fn plan_drain(
     let deadline = eviction_deadline(notice, settings.eviction_budget_s);
 
     let mut state = match &node.state {
+        // A newer update of the same notice (AWS Health: same eventArn, later `time`; e.g. the
+        // window moved): its times replace the recorded ones, whatever the last step was.
+        Some(s) if s.event_id == notice.event_id && notice.time > s.notice_time => DrainState {
+            notice_time: notice.time,
+            deadline,
+            instance_end: instance_end(notice),
+            ..s.clone()
+        },
+        // An older update (or its continuation) arriving after a newer one: the newer drives.
+        Some(s) if s.event_id == notice.event_id && notice.time < s.notice_time => {
+            return DrainStep::finish(
+                vec![],
+                Some(s.clone()),
+                Finish::Superseded {
+                    by_event: s.event_id.clone(),
+                },
+            )
+        }
         // The same notice delivered twice: the delivery that stepped moments ago carries it.
         Some(s)
             if s.event_id == notice.event_id
@@ -441,7 +467,24 @@ pub fn plan_drain(
         Action::CordonPrewarm => past_deadline,
         Action::Ignore => unreachable!("handled above"),
     };
-    let evict = pods_to_evict(&in_scope, everyone, deadline, end, now);
+    let evict = pods_to_evict(&in_scope, everyone, deadline, end, now)
+        .into_iter()
+        .map(|c| match c {
+            Command::Evict {
+                pod,
+                tier,
+                uid,
+                grace_s,
+                ..
+            } => Command::Evict {
+                pod,
+                tier,
+                uid,
+                grace_s,
+                delete_if_blocked: settings.delete_past_pdb && past_deadline,
+            },
+            other => other,
+        });
     state.phase = Phase::Evicting;
     commands.insert(
         0,

@@ -122,6 +122,7 @@ pub fn drain_settings(config: &Config) -> DrainSettings {
         actions: config.interruption.actions.clone(),
         eviction_budget_s: config.interruption.eviction_budget_s,
         recheck_s: config.interruption.recheck_s,
+        delete_past_pdb: config.interruption.delete_past_pdb,
     }
 }
 
@@ -671,6 +672,7 @@ impl Interruption {
             replacement_error = report.request_error.as_deref().unwrap_or(""),
             pods_evicted = report.evicted.len(),
             pods_blocked = report.blocked.len(),
+            pods_deleted_past_pdb = report.deleted_past_pdb.len(),
             blocked = ?blocked,
             released = ?report.released,
             next_check = next.as_deref().unwrap_or(""),

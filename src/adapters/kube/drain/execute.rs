@@ -12,8 +12,8 @@ use kube::runtime::events::Recorder;
 
 use super::replacement::{self, Requested};
 use super::{
-    evict, node_patch, node_pool_of, patch_node, pdbs_covering, record_event, undrain_patch,
-    EvictionOutcome, Observation,
+    delete_pod, evict, node_patch, node_pool_of, patch_node, pdbs_covering, record_event,
+    undrain_patch, EvictionOutcome, Observation,
 };
 use crate::core::interruption::state::format_time;
 use crate::core::interruption::{Command, DrainStep, Finish, PodRef};
@@ -43,6 +43,8 @@ pub struct StepReport {
     pub blocked: Vec<Blocked>,
     /// Evictions that failed for another reason (retried next check).
     pub eviction_errors: Vec<String>,
+    /// Pods deleted past a PodDisruptionBudget at the deadline (DELETE_PAST_PDB_AT_DEADLINE).
+    pub deleted_past_pdb: Vec<PodRef>,
     pub released: Vec<String>,
     /// Releases that failed: the drain is not finished until the reservation is given back.
     pub release_errors: Vec<String>,
@@ -112,8 +114,36 @@ pub async fn execute(
     for command in &step.commands {
         match command {
             Command::Evict {
-                pod, uid, grace_s, ..
+                pod,
+                uid,
+                grace_s,
+                delete_if_blocked,
+                ..
             } => match evict(client, pod, uid.as_deref(), *grace_s).await {
+                Ok(EvictionOutcome::Blocked { message, .. }) if *delete_if_blocked => {
+                    // Opted in: the instance goes at its end regardless, and the user chose a
+                    // clean shutdown over the budget.
+                    match delete_pod(client, pod, uid.as_deref(), *grace_s).await {
+                        Ok(()) => {
+                            let note = format!(
+                                "deleted pod {pod} past its PodDisruptionBudget at the eviction deadline ({message}; DELETE_PAST_PDB_AT_DEADLINE, interruption event {event_id})"
+                            );
+                            event(
+                                recorder,
+                                observed,
+                                true,
+                                "DrainDeletedPastPDB",
+                                note,
+                                find_pod(observed, pod),
+                            )
+                            .await;
+                            report.deleted_past_pdb.push(pod.clone());
+                        }
+                        Err(e) => report
+                            .eviction_errors
+                            .push(format!("{pod}: delete past PDB: {e}")),
+                    }
+                }
                 Ok(EvictionOutcome::Evicted) => {
                     let grace = grace_s.map_or(String::new(), |g| {
                         format!(" with its grace period cut to {g} s (the instance's end)")
