@@ -31,6 +31,7 @@ fn node(spare: u32) -> NodeView {
         gpus: 8,
         state: None,
         spare_gpus_elsewhere: spare,
+        closed_event: None,
     }
 }
 
@@ -645,11 +646,27 @@ fn a_closed_notice_undrains_its_own_node_only() {
     assert_eq!(
         step.commands,
         [
-            Command::Undrain { uncordon: true },
+            Command::Undrain {
+                uncordon: true,
+                closed_by: Some(("ev-1".into(), T0))
+            },
             Command::ReleaseReplacement,
             Command::Done(Finish::Undrained)
         ]
     );
+    // The notice's continuation still in the queue after the un-drain does not drain again; a
+    // later update of it (re-opened) does.
+    let undrained = NodeView {
+        closed_event: Some(("ev-1".into(), T0)),
+        ..node(0)
+    };
+    let open = notice(NoticeKind::ScheduledChange);
+    let late = plan_drain(&undrained, &pods, &open, T0 + 70.0, &settings());
+    assert_eq!(late.commands, [Command::Done(Finish::NothingToUndo)]);
+    let mut reopened = open.clone();
+    reopened.time = T0 + 30.0;
+    let again = plan_drain(&undrained, &pods, &reopened, T0 + 70.0, &settings());
+    assert!(again.commands.contains(&Command::Cordon));
     let mut other = closed.clone();
     other.event_id = "ev-9".into();
     let step = plan_drain(&own, &pods, &other, T0 + 60.0, &settings());
@@ -696,9 +713,8 @@ fn a_cordon_that_was_there_before_the_claim_survives_the_undrain() {
             ..node(0)
         };
         let undrain = plan_drain(&claimed, &pods, &closed, T0 + 60.0, &settings());
-        assert_eq!(
-            undrain.commands[0],
-            Command::Undrain { uncordon: !user },
+        assert!(
+            matches!(undrain.commands[0], Command::Undrain { uncordon, .. } if uncordon != user),
             "{unschedulable} {tainted}"
         );
     }
@@ -756,4 +772,39 @@ fn updates_of_one_health_event_move_its_drain_and_close_it() {
     closed.window_start = None;
     let end = plan_drain(&moved_node, &pods, &closed, T0 + 121.0, &settings());
     assert_eq!(end.last(), &Command::Done(Finish::Undrained));
+}
+
+#[test]
+fn a_cordon_prewarm_whose_warning_never_comes_expires_even_without_a_replacement() {
+    let table = ActionTable::parse("rebalance=cordon-prewarm").unwrap();
+    let s = DrainSettings {
+        actions: table,
+        ..settings()
+    };
+    let n = notice(NoticeKind::Rebalance);
+    let pods = [pod("llama-0", 4)];
+    // Claimed at T0+1 with no warm capacity anywhere: it waits (no eviction, no expiry yet).
+    let claim = plan_drain(&node(0), &pods, &n, T0 + 1.0, &s);
+    let waiting = NodeView {
+        unschedulable: true,
+        tainted: true,
+        state: claim.state.clone(),
+        ..node(0)
+    };
+    let at_29_min = plan_drain(&waiting, &pods, &n, T0 + 1_740.0, &s);
+    assert!(matches!(at_29_min.last(), Command::WaitUntil { .. }));
+    assert!(evicted(&at_29_min).is_empty());
+    // 30 minutes after the notice: un-drained (prewarm's cordon lifted), lease released.
+    let at_30_min = plan_drain(&waiting, &pods, &n, T0 + 1_800.0, &s);
+    assert_eq!(
+        at_30_min.commands,
+        [
+            Command::Undrain {
+                uncordon: true,
+                closed_by: None
+            },
+            Command::ReleaseReplacement,
+            Command::Done(Finish::Undrained)
+        ]
+    );
 }

@@ -6,7 +6,7 @@
 //! also prove that the RBAC of infra/k8s is enough. Test objects (a kwok-managed Node with an
 //! AWS-style providerID, pods bound to it, PDBs) are created with the admin kubeconfig.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aws_lambda_events::event::sqs::SqsMessage;
@@ -624,4 +624,577 @@ async fn the_tick_hands_orphaned_and_expired_drains_to_the_interruption_function
             .iter()
             .any(|t| t.key == "prewarm.io/draining"));
     }
+}
+
+// ------------------------------------------------------------------ the fault matrix
+// Each fault on the real apiserver and a real SQS queue (moto), through `handle_batch` as the
+// Lambda poller drives it (received messages go in, failures stay, the rest are deleted), with a
+// replacement lease on a real balloon Deployment (the chart's default target prewarm/balloon-gpu,
+// the only headroom object the interruption user may patch). Timings are shortened by
+// configuration (RECHECK_SECONDS 2, EVICTION_BUDGET_SECONDS 110, queue visibility 2 s) or, where
+// a wait is a fixed rule (the owner's 4 x recheck + 60 s of silence, the 30-minute cordon-prewarm
+// expiry), by dating the drain's own record back by that much: the clock moving on.
+
+const POOL: &str = "h6-faults";
+const BALLOON_NS: &str = "prewarm";
+const BALLOON: &str = "balloon-gpu";
+
+fn fault_targets() -> String {
+    json!([{"name": "gpu", "nodePool": POOL, "maxSpare": 8, "gpusPerReplica": 1,
+            "headroom": {"kind": "balloon", "namespace": BALLOON_NS, "name": BALLOON},
+            "selector": "model_name=\"llama\""}])
+    .to_string()
+}
+
+/// The balloon Deployment the lease lives on; its pods select no node (no capacity is made).
+async fn ensure_balloon(client: &kube::Client) {
+    use k8s_openapi::api::apps::v1::Deployment;
+    let ns = Api::<Namespace>::all(client.clone());
+    if ns.get_opt(BALLOON_NS).await.unwrap().is_none() {
+        let n: Namespace =
+            serde_json::from_value(json!({"metadata": {"name": BALLOON_NS}})).unwrap();
+        let _ = ns.create(&PostParams::default(), &n).await;
+    }
+    let api = Api::<Deployment>::namespaced(client.clone(), BALLOON_NS);
+    if api.get_opt(BALLOON).await.unwrap().is_none() {
+        let labels = json!({"app.kubernetes.io/name": "balloon", "prewarm.io/target": "gpu"});
+        let d: Deployment = serde_json::from_value(json!({
+            "metadata": {"name": BALLOON, "namespace": BALLOON_NS, "labels": labels},
+            "spec": {"replicas": 0, "selector": {"matchLabels": labels}, "template": {
+                "metadata": {"labels": labels},
+                "spec": {"nodeSelector": {"prewarm-test": "no-such-node"},
+                         "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10"}]}}}
+        }))
+        .unwrap();
+        api.create(&PostParams::default(), &d).await.unwrap();
+    }
+}
+
+/// The drains holding a lease on the balloon (instance ids).
+async fn leases(client: &kube::Client) -> Vec<String> {
+    let config = Config::from_lookup(|k| match k {
+        "PREWARM_TARGETS" => Some(fault_targets()),
+        _ => None,
+    })
+    .unwrap();
+    let read = prewarm::adapters::kube::headroom::read_headroom(client, &config.targets[0])
+        .await
+        .unwrap();
+    prewarm::adapters::kube::headroom::reservations(&read)
+        .keys()
+        .cloned()
+        .collect()
+}
+
+async fn pool_node(client: &kube::Client, name: &str, instance: &str) {
+    make_node(client, name, instance).await;
+    Api::<Node>::all(client.clone())
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"karpenter.sh/nodepool": POOL}}})),
+        )
+        .await
+        .unwrap();
+}
+
+async fn queue(sqs: &aws_sdk_sqs::Client, prefix: &str) -> String {
+    sqs.create_queue()
+        .queue_name(unique(prefix))
+        .attributes(
+            aws_sdk_sqs::types::QueueAttributeName::VisibilityTimeout,
+            "2",
+        )
+        .send()
+        .await
+        .unwrap()
+        .queue_url
+        .unwrap()
+}
+
+async fn send(sqs: &aws_sdk_sqs::Client, queue: &str, body: &str) {
+    sqs.send_message()
+        .queue_url(queue)
+        .message_body(body)
+        .send()
+        .await
+        .unwrap();
+}
+
+/// Receives what is visible on `queue` now (up to 10), as the Lambda event of one batch.
+async fn receive(sqs: &aws_sdk_sqs::Client, queue: &str) -> Vec<(SqsMessage, String)> {
+    let got = sqs
+        .receive_message()
+        .queue_url(queue)
+        .max_number_of_messages(10)
+        .wait_time_seconds(1)
+        .message_attribute_names("All")
+        .message_system_attribute_names(aws_sdk_sqs::types::MessageSystemAttributeName::All)
+        .send()
+        .await
+        .unwrap()
+        .messages
+        .unwrap_or_default();
+    got.into_iter()
+        .map(|m| {
+            let attrs: serde_json::Map<String, serde_json::Value> = m
+                .message_attributes
+                .clone()
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(k, v)| {
+                    (
+                        k,
+                        json!({"stringValue": v.string_value, "dataType": v.data_type}),
+                    )
+                })
+                .collect();
+            let count = m
+                .attributes
+                .as_ref()
+                .and_then(|a| {
+                    a.get(&aws_sdk_sqs::types::MessageSystemAttributeName::ApproximateReceiveCount)
+                })
+                .cloned()
+                .unwrap_or_else(|| "1".into());
+            let record: SqsMessage = serde_json::from_value(json!({
+                "messageId": m.message_id, "receiptHandle": m.receipt_handle, "body": m.body,
+                "attributes": {"ApproximateReceiveCount": count}, "messageAttributes": attrs,
+                "eventSource": "aws:sqs", "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:q",
+                "awsRegion": "us-east-1"
+            }))
+            .unwrap();
+            (record, m.receipt_handle.unwrap_or_default())
+        })
+        .collect()
+}
+
+/// Waits (up to 10 s) for at least one message (a continuation is delayed to its next check).
+async fn receive_some(sqs: &aws_sdk_sqs::Client, queue: &str) -> Vec<(SqsMessage, String)> {
+    for _ in 0..10 {
+        let got = receive(sqs, queue).await;
+        if !got.is_empty() {
+            return got;
+        }
+    }
+    Vec::new()
+}
+
+/// One poll of the queue as Lambda's poller does it: the batch to the handler, then the records
+/// not reported as failures deleted. Returns how many records there were.
+async fn pump(h: &Interruption, sqs: &aws_sdk_sqs::Client, queue: &str) -> usize {
+    let got = receive(sqs, queue).await;
+    if got.is_empty() {
+        return 0;
+    }
+    let records: Vec<SqsMessage> = got.iter().map(|(r, _)| r.clone()).collect();
+    let deadline = SystemTime::now() + Duration::from_secs(20);
+    let response = h.handle_batch(batch(records), deadline).await;
+    let failed = failed_ids(&response);
+    for (r, handle) in &got {
+        if !failed.contains(r.message_id.as_ref().unwrap()) {
+            sqs.delete_message()
+                .queue_url(queue)
+                .receipt_handle(handle)
+                .send()
+                .await
+                .unwrap();
+        }
+    }
+    got.len()
+}
+
+/// Pumps until `done` holds or `max` passes; true when it held.
+async fn pump_until<F, Fut>(
+    h: &Interruption,
+    sqs: &aws_sdk_sqs::Client,
+    queue: &str,
+    max: Duration,
+    done: F,
+) -> bool
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let until = std::time::Instant::now() + max;
+    while std::time::Instant::now() < until {
+        if done().await {
+            return true;
+        }
+        pump(h, sqs, queue).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    done().await
+}
+
+/// What a failed fault case prints: the node's annotations, taints and cordon, its Events, the
+/// pods left on it and the leases.
+async fn fault_report(client: &kube::Client, node: &str) -> String {
+    let n = Api::<Node>::all(client.clone())
+        .get_opt(node)
+        .await
+        .unwrap();
+    let events = Api::<CoreEvent>::all(client.clone())
+        .list(&ListParams::default().fields(&format!("involvedObject.name={node}")))
+        .await
+        .map(|l| {
+            l.items
+                .iter()
+                .map(|e| {
+                    format!(
+                        "{} {}",
+                        e.reason.clone().unwrap_or_default(),
+                        e.message.clone().unwrap_or_default()
+                    )
+                })
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+    format!(
+        "node {node}: annotations {:?}; spec {:?}\nEvents: {events:#?}\npods left: {:?}\nleases: {:?}",
+        n.as_ref().and_then(|n| n.metadata.annotations.clone()),
+        n.as_ref().and_then(|n| n.spec.clone()),
+        pods_left(client, node).await,
+        leases(client).await
+    )
+}
+
+/// The state a fault case ends in, for its assertions.
+struct After {
+    annotations: BTreeMap<String, String>,
+    cordoned: bool,
+    tainted: bool,
+    pods: Vec<String>,
+    leases: Vec<String>,
+}
+
+async fn after(client: &kube::Client, node: &str) -> After {
+    let n = Api::<Node>::all(client.clone()).get(node).await.unwrap();
+    let spec = n.spec.clone().unwrap_or_default();
+    After {
+        annotations: n
+            .metadata
+            .annotations
+            .clone()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|(k, _)| k.starts_with("prewarm.io/drain-"))
+            .collect(),
+        cordoned: spec.unschedulable == Some(true),
+        tainted: spec
+            .taints
+            .unwrap_or_default()
+            .iter()
+            .any(|t| t.key == "prewarm.io/draining"),
+        pods: pods_left(client, node).await,
+        leases: leases(client).await,
+    }
+}
+
+fn health_notice(instance: &str, id: &str, arn: &str, status: &str, window_in_s: i64) -> String {
+    json!({
+        "version": "0", "id": id, "detail-type": "AWS Health Event", "source": "aws.health",
+        "account": "123456789012", "time": now_rfc3339(0), "region": "us-east-1",
+        "resources": [instance],
+        "detail": {"eventArn": arn, "service": "EC2", "eventTypeCategory": "scheduledChange",
+                   "eventTypeCode": "AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED", "statusCode": status,
+                   "startTime": now_rfc3339(window_in_s),
+                   "affectedEntities": [{"entityValue": instance}]}
+    })
+    .to_string()
+}
+
+fn spot_body(instance: &str, age_s: i64) -> String {
+    spot_record(instance, &unique("ev-"), age_s).body.unwrap()
+}
+
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn fault_matrix_every_drain_ends_and_nothing_is_left_behind() {
+    use prewarm::adapters::kube::drain::collect;
+    let admin = admin().await;
+    ensure_namespace(&admin).await;
+    ensure_balloon(&admin).await;
+    let sqs = sqs().await;
+    let q = queue(&sqs, "h6-faults-").await;
+    let dlq = queue(&sqs, "h6-faults-dlq-").await;
+    let targets = fault_targets();
+    let base: Vec<(&str, &str)> = vec![
+        ("INTERRUPTION_QUEUE_URL", &q),
+        ("PREWARM_TARGETS", &targets),
+        // A spot warning's deadline 10 s after its notice: a drain ends within seconds.
+        ("EVICTION_BUDGET_SECONDS", "110"),
+    ];
+    let h = handler(&base).await;
+    let mut prewarm_env = base.clone();
+    prewarm_env.push(("ACTIONS", "rebalance=cordon-prewarm"));
+    let h_prewarm = handler(&prewarm_env).await;
+    let tick = prewarm::adapters::kube::client(&ClusterAccess::Kubeconfig {
+        path: env("PREWARM_TICK_KUBECONFIG"),
+    })
+    .await
+    .unwrap();
+    let tick_targets = Config::from_lookup(|k| (k == "PREWARM_TARGETS").then(|| targets.clone()))
+        .unwrap()
+        .targets;
+    let settings = prewarm::core::interruption::DrainSettings {
+        recheck_s: 2.0,
+        ..Default::default()
+    };
+    let mut failures: Vec<String> = Vec::new();
+    let mut cleanups: Vec<(String, Vec<String>)> = Vec::new();
+    let drained = |a: &After| {
+        a.pods.is_empty()
+            && a.annotations
+                .get("prewarm.io/drain-phase")
+                .map(String::as_str)
+                == Some("drained")
+    };
+    let untouched = |a: &After| a.annotations.is_empty() && !a.cordoned && !a.tainted;
+
+    // ---- 1. The Lambda killed mid-drain: the claimed drain's continuation is received by an
+    // invocation that dies (never answers, never deletes); the queue delivers it again after
+    // its visibility timeout and that delivery finishes the drain.
+    {
+        let (node, inst) = (unique("h6-killed-"), unique("i-0abcd"));
+        pool_node(&admin, &node, &inst).await;
+        let pod = format!("{node}-a");
+        make_pod(&admin, &pod, &node, "h6-faults").await;
+        cleanups.push((node.clone(), vec![pod.clone()]));
+        send(&sqs, &q, &spot_body(&inst, 0)).await;
+        pump(&h, &sqs, &q).await; // claims: cordon, taint, lease; continuation queued
+        let claimed = after(&admin, &node).await;
+        let dropped = receive_some(&sqs, &q).await; // the invocation that died
+        let ok = pump_until(&h, &sqs, &q, Duration::from_secs(40), || async {
+            let a = after(&admin, &node).await;
+            drained(&a) && !a.leases.contains(&inst)
+        })
+        .await;
+        let a = after(&admin, &node).await;
+        if !(ok && claimed.cordoned && claimed.leases.contains(&inst) && !dropped.is_empty()) {
+            failures.push(format!(
+                "killed mid-drain: claimed cordoned={} leased={} dropped={}; {}",
+                claimed.cordoned,
+                claimed.leases.contains(&inst),
+                dropped.len(),
+                fault_report(&admin, &node).await
+            ));
+        }
+        // Drained: the node stays cordoned and tainted until the instance goes (legitimate).
+        assert!(a.cordoned || !ok);
+    }
+
+    // ---- 2. The message dropped to the DLQ mid-drain: the owner goes silent; the tick hands the
+    // drain over with a resume-drain message and the interruption function finishes it.
+    {
+        let (node, inst) = (unique("h6-dlq-"), unique("i-0abcd"));
+        pool_node(&admin, &node, &inst).await;
+        let pod = format!("{node}-a");
+        make_pod(&admin, &pod, &node, "h6-faults").await;
+        cleanups.push((node.clone(), vec![pod.clone()]));
+        // A warning 60 s ahead: claimed and waiting (no warm capacity in the pool).
+        let mut waiting_env = base.clone();
+        waiting_env.retain(|(k, _)| *k != "EVICTION_BUDGET_SECONDS");
+        let h_slow = handler(&waiting_env).await;
+        send(&sqs, &q, &spot_body(&inst, 0)).await;
+        pump(&h_slow, &sqs, &q).await;
+        for (r, handle) in receive_some(&sqs, &q).await {
+            send(&sqs, &dlq, r.body.as_deref().unwrap()).await;
+            sqs.delete_message()
+                .queue_url(&q)
+                .receipt_handle(handle)
+                .send()
+                .await
+                .unwrap();
+        }
+        // Silent past 4 x recheck + 60 s: the record dated back by that much.
+        annotate(
+            &admin,
+            &node,
+            &[
+                ("prewarm.io/drain-last-step-at", ago(600)),
+                ("prewarm.io/drain-notice-time", ago(600)),
+                ("prewarm.io/drain-deadline", ago(500)),
+                ("prewarm.io/drain-instance-end", ago(480)),
+            ],
+        )
+        .await;
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64();
+        let handover = collect::Handover {
+            sqs: &sqs,
+            queue_url: &q,
+        };
+        let collected = collect::collect(&tick, &handover, &tick_targets, &settings, now)
+            .await
+            .unwrap();
+        let handed = collected.iter().any(|c| {
+            c.node.as_deref() == Some(node.as_str())
+                && c.outcome.as_ref().is_ok_and(|o| o.contains("enqueued"))
+        });
+        let ok = pump_until(&h, &sqs, &q, Duration::from_secs(40), || async {
+            let a = after(&admin, &node).await;
+            drained(&a) && !a.leases.contains(&inst)
+        })
+        .await;
+        if !(ok && handed) {
+            failures.push(format!(
+                "dropped to the DLQ: handed over={handed} {collected:?}; {}",
+                fault_report(&admin, &node).await
+            ));
+        }
+    }
+
+    // ---- 3. The apiserver unavailable for 60 s mid-drain (the process stopped with SIGSTOP,
+    // then continued): steps fail and keep their message; once it answers, the drain finishes.
+    {
+        let (node, inst) = (unique("h6-apiserver-"), unique("i-0abcd"));
+        pool_node(&admin, &node, &inst).await;
+        let pod = format!("{node}-a");
+        make_pod(&admin, &pod, &node, "h6-faults").await;
+        cleanups.push((node.clone(), vec![pod.clone()]));
+        let mut waiting_env = base.clone();
+        waiting_env.retain(|(k, _)| *k != "EVICTION_BUDGET_SECONDS");
+        waiting_env.push(("EVICTION_BUDGET_SECONDS", "90")); // deadline 30 s after the notice
+        let h30 = handler(&waiting_env).await;
+        send(&sqs, &q, &spot_body(&inst, 0)).await;
+        pump(&h30, &sqs, &q).await;
+        let pid_file = format!(
+            "{}/tests/stack/.run/kube-apiserver.pid",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let pid = std::fs::read_to_string(&pid_file)
+            .unwrap()
+            .trim()
+            .to_string();
+        let signal = |s: &str| {
+            std::process::Command::new("kill")
+                .args([s, &pid])
+                .status()
+                .unwrap()
+        };
+        assert!(signal("-STOP").success());
+        let stopped = std::time::Instant::now();
+        let mut kept_while_down = 0;
+        while stopped.elapsed() < Duration::from_secs(60) {
+            let got = receive(&sqs, &q).await;
+            if got.is_empty() {
+                continue;
+            }
+            let records: Vec<SqsMessage> = got.iter().map(|(r, _)| r.clone()).collect();
+            let n = records.len();
+            let response = h30
+                .handle_batch(batch(records), SystemTime::now() + Duration::from_secs(8))
+                .await;
+            kept_while_down += failed_ids(&response).len().min(n);
+        }
+        assert!(signal("-CONT").success());
+        let ok = pump_until(&h30, &sqs, &q, Duration::from_secs(90), || async {
+            let a = after(&admin, &node).await;
+            drained(&a) && !a.leases.contains(&inst)
+        })
+        .await;
+        if !(ok && kept_while_down > 0) {
+            failures.push(format!(
+                "apiserver down 60 s: kept while down {kept_while_down}; {}",
+                fault_report(&admin, &node).await
+            ));
+        }
+    }
+
+    // ---- 4. A Health notice cancelled: the closed update (new EventBridge id, same eventArn)
+    // un-drains the node; the pods were never evicted.
+    {
+        let (node, inst) = (unique("h6-health-"), unique("i-0abcd"));
+        pool_node(&admin, &node, &inst).await;
+        let pod = format!("{node}-a");
+        make_pod(&admin, &pod, &node, "h6-faults").await;
+        cleanups.push((node.clone(), vec![pod.clone()]));
+        let arn = format!(
+            "arn:aws:health:us-east-1::event/EC2/AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED/{}",
+            unique("x")
+        );
+        send(
+            &sqs,
+            &q,
+            &health_notice(&inst, &unique("ev-"), &arn, "upcoming", 3_600),
+        )
+        .await;
+        pump(&h, &sqs, &q).await;
+        let claimed = after(&admin, &node).await;
+        send(
+            &sqs,
+            &q,
+            &health_notice(&inst, &unique("ev-"), &arn, "closed", 3_600),
+        )
+        .await;
+        let ok = pump_until(&h, &sqs, &q, Duration::from_secs(30), || async {
+            let a = after(&admin, &node).await;
+            untouched(&a) && !a.leases.contains(&inst)
+        })
+        .await;
+        let a = after(&admin, &node).await;
+        if !(ok && claimed.cordoned && claimed.leases.contains(&inst) && a.pods.len() == 1) {
+            failures.push(format!(
+                "Health cancelled: claimed cordoned={} leased={}; {}",
+                claimed.cordoned,
+                claimed.leases.contains(&inst),
+                fault_report(&admin, &node).await
+            ));
+        }
+    }
+
+    // ---- 5. A rebalance that never becomes a spot warning (rebalance=cordon-prewarm): the
+    // cordon expires 30 min after the notice and the node is un-drained, pods untouched.
+    {
+        let (node, inst) = (unique("h6-rebalance-"), unique("i-0abcd"));
+        pool_node(&admin, &node, &inst).await;
+        let pod = format!("{node}-a");
+        make_pod(&admin, &pod, &node, "h6-faults").await;
+        cleanups.push((node.clone(), vec![pod.clone()]));
+        let body = json!({
+            "version": "0", "id": unique("ev-"), "detail-type": "EC2 Instance Rebalance Recommendation",
+            "source": "aws.ec2", "account": "123456789012", "time": now_rfc3339(0),
+            "region": "us-east-1", "resources": [format!("arn:aws:ec2:us-east-1a:instance/{inst}")],
+            "detail": {"instance-id": inst}
+        })
+        .to_string();
+        send(&sqs, &q, &body).await;
+        pump(&h_prewarm, &sqs, &q).await;
+        let claimed = after(&admin, &node).await;
+        annotate(
+            &admin,
+            &node,
+            &[("prewarm.io/drain-notice-time", ago(1_860))],
+        )
+        .await;
+        let ok = pump_until(&h_prewarm, &sqs, &q, Duration::from_secs(30), || async {
+            let a = after(&admin, &node).await;
+            untouched(&a) && !a.leases.contains(&inst)
+        })
+        .await;
+        let a = after(&admin, &node).await;
+        if !(ok && claimed.cordoned && a.pods.len() == 1) {
+            failures.push(format!(
+                "rebalance expired: claimed cordoned={}; {}",
+                claimed.cordoned,
+                fault_report(&admin, &node).await
+            ));
+        }
+    }
+
+    let leftover = receive(&sqs, &q).await.len();
+    for (node, pods) in &cleanups {
+        let pods: Vec<&str> = pods.iter().map(String::as_str).collect();
+        cleanup(&admin, node, &pods, None).await;
+    }
+    let _ = sqs.delete_queue().queue_url(&q).send().await;
+    let _ = sqs.delete_queue().queue_url(&dlq).send().await;
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    assert_eq!(
+        leftover, 0,
+        "messages left on the queue after every drain ended"
+    );
 }

@@ -16,7 +16,7 @@ use kube::api::{Api, DeleteParams, EvictParams, ListParams, Patch, PatchParams, 
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use serde_json::{json, Value};
 
-use crate::core::interruption::state::ALL_KEYS;
+use crate::core::interruption::state::{format_time, parse_time, ALL_KEYS, CLOSED_EVENT};
 use crate::core::interruption::{
     share_of_spare, Claimant, DrainState, NodeView, NoticeKind, Phase, PodOwner, PodRef, PodView,
 };
@@ -318,6 +318,10 @@ pub async fn observe(client: &kube::Client, node: Node) -> Result<Observation> {
         gpus: node_gpus(&node),
         spare_gpus_elsewhere: spare,
         state,
+        closed_event: annotations.get(CLOSED_EVENT).and_then(|v| {
+            let (at, id) = v.split_once(' ')?;
+            Some((id.to_string(), parse_time(at)?))
+        }),
     };
     let pod_views = pods.iter().map(pod_view).collect();
     Ok(Observation {
@@ -576,11 +580,17 @@ pub async fn record_event(
 /// The patch that un-drains a node: every drain annotation removed, the draining taint taken off
 /// (other taints kept) and, with `uncordon`, the cordon lifted (without: a cordon someone else set
 /// before the drain stays), guarded by the resourceVersion read.
-pub fn undrain_patch(node: &Node, uncordon: bool) -> Value {
-    let annotations: serde_json::Map<String, Value> = ALL_KEYS
+pub fn undrain_patch(node: &Node, uncordon: bool, closed_by: Option<&(String, f64)>) -> Value {
+    let mut annotations: serde_json::Map<String, Value> = ALL_KEYS
         .iter()
         .map(|k| (k.to_string(), Value::Null))
         .collect();
+    if let Some((id, at)) = closed_by {
+        annotations.insert(
+            CLOSED_EVENT.into(),
+            Value::String(format!("{} {id}", format_time(*at))),
+        );
+    }
     let taints: Vec<Taint> = node
         .spec
         .as_ref()

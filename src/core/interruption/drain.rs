@@ -82,6 +82,10 @@ pub struct NodeView {
     /// pods count as free: they yield to any real pod). The replacement is ready when this
     /// covers the GPUs of the pods to be evicted.
     pub spare_gpus_elsewhere: u32,
+    /// The last notice that closed (un-drained) this node's drain, and the time of its closing
+    /// update (`prewarm.io/closed-event`): earlier deliveries of that notice still in the
+    /// queue (continuations, older updates) must not drain the node again.
+    pub closed_event: Option<(String, f64)>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -193,9 +197,10 @@ pub enum Command {
     ReleaseReplacement,
     /// Remove the taint and the drain state, and the cordon when prewarm set it (`uncordon`;
     /// a cordon that was there before the claim is someone else's and stays): the node serves
-    /// again.
+    /// again. `closed_by`: the closing notice (event id, its time), remembered on the node.
     Undrain {
         uncordon: bool,
+        closed_by: Option<(String, f64)>,
     },
     /// Work remains: look again at this time (the message's next visibility).
     WaitUntil {
@@ -274,6 +279,12 @@ pub fn plan_drain(
 ) -> DrainStep {
     if notice.status == NoticeStatus::Closed {
         return plan_undrain(node, notice);
+    }
+    // A delivery of a notice that has since been closed (its continuation, an older update).
+    if let Some((id, closed_at)) = &node.closed_event {
+        if *id == notice.event_id && notice.time <= *closed_at {
+            return DrainStep::finish(vec![], node.state.clone(), Finish::NothingToUndo);
+        }
     }
     let action = settings.actions.for_kind(notice.kind);
     if action == Action::Ignore {
@@ -383,6 +394,22 @@ pub fn plan_drain(
     }
     let past_deadline = deadline.is_some_and(|d| now >= d);
     let waited_too_long = deadline.is_none() && now >= state.notice_time + NO_DEADLINE_MAX_WAIT_S;
+    // cordon-prewarm without a deadline only prepares: if no notice with a deadline took over
+    // within the wait (a rebalance that never became a spot warning), the cordon expires, whether
+    // or not its replacement ever became ready. (Prewarmed drains are expired by the tick.)
+    if action == Action::CordonPrewarm && waited_too_long && state.evicting_since.is_none() {
+        return DrainStep::finish(
+            vec![
+                Command::Undrain {
+                    uncordon: !state.user_cordoned,
+                    closed_by: None,
+                },
+                Command::ReleaseReplacement,
+            ],
+            None,
+            Finish::Undrained,
+        );
+    }
     // A pod whose grace period would outlast the instance must start going earlier than the
     // others: the instance's end minus its grace period.
     let any_due = holding.iter().any(|p| pod_due(p, deadline, end, now));
@@ -508,6 +535,7 @@ fn plan_undrain(node: &NodeView, notice: &Notice) -> DrainStep {
             vec![
                 Command::Undrain {
                     uncordon: !s.user_cordoned,
+                    closed_by: Some((notice.event_id.clone(), notice.time)),
                 },
                 Command::ReleaseReplacement,
             ],

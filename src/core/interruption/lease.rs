@@ -265,6 +265,7 @@ mod tests {
             gpus: 4,
             spare_gpus_elsewhere: 0,
             state,
+            closed_event: None,
         };
         let active = state(NoticeKind::SpotInterruption, Phase::Evicting, T0 + 60.0);
         let mut prewarmed = state(NoticeKind::Rebalance, Phase::Prewarmed, T0);

@@ -26,6 +26,11 @@ pub const LAST_STEP_AT: &str = "prewarm.io/drain-last-step-at";
 /// then leaves that cordon in place.
 pub const USER_CORDONED: &str = "prewarm.io/drain-user-cordoned";
 
+/// `<time> <event id>` of the last notice that closed a drain of this node (AWS Health
+/// `closed`). Not a drain key: it stays after the un-drain, so deliveries of that notice still in
+/// the queue do not drain the node again.
+pub const CLOSED_EVENT: &str = "prewarm.io/closed-event";
+
 /// Every annotation key, so an executor can write (or clear) the whole set in one patch.
 pub const ALL_KEYS: [&str; 14] = [
     EVENT_ID,

@@ -99,11 +99,15 @@ pub async fn execute(
         report.tainted = taint.is_some();
     }
     let undrain = step.commands.iter().find_map(|c| match c {
-        Command::Undrain { uncordon } => Some(*uncordon),
+        Command::Undrain {
+            uncordon,
+            closed_by,
+        } => Some((*uncordon, closed_by.as_ref())),
         _ => None,
     });
-    if let Some(uncordon) = undrain {
-        if !patch_node(client, node, &undrain_patch(node, uncordon)).await? {
+    if let Some((uncordon, closed_by)) = undrain {
+        let patch = undrain_patch(node, uncordon, closed_by);
+        if !patch_node(client, node, &patch).await? {
             report.conflict = true;
             return Ok(report);
         }
@@ -249,7 +253,11 @@ async fn milestone_events(
             "Undrained",
             format!(
                 "drain of notice {event_id} ended without eviction (notice closed, prewarm expired or node survived): {}taint and drain state removed, replacement released",
-                if step.commands.contains(&Command::Undrain { uncordon: false }) {
+                if step
+                    .commands
+                    .iter()
+                    .any(|c| matches!(c, Command::Undrain { uncordon: false, .. }))
+                {
                     "the cordon set before the drain kept; "
                 } else {
                     "cordon, "
