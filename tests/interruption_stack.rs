@@ -698,6 +698,20 @@ async fn pool_node(client: &kube::Client, name: &str, instance: &str) {
         .unwrap();
 }
 
+/// A node of the pool with one GPU pod on it, remembered for the clean-up.
+async fn fault_node(
+    client: &kube::Client,
+    prefix: &str,
+    cleanups: &mut Vec<(String, Vec<String>)>,
+) -> (String, String) {
+    let (node, inst) = (unique(prefix), unique("i-0abcd"));
+    pool_node(client, &node, &inst).await;
+    let pod = format!("{node}-a");
+    make_pod(client, &pod, &node, "h6-faults").await;
+    cleanups.push((node.clone(), vec![pod]));
+    (node, inst)
+}
+
 async fn queue(sqs: &aws_sdk_sqs::Client, prefix: &str) -> String {
     sqs.create_queue()
         .queue_name(unique(prefix))
@@ -956,11 +970,7 @@ async fn fault_matrix_every_drain_ends_and_nothing_is_left_behind() {
     // invocation that dies (never answers, never deletes); the queue delivers it again after
     // its visibility timeout and that delivery finishes the drain.
     {
-        let (node, inst) = (unique("h6-killed-"), unique("i-0abcd"));
-        pool_node(&admin, &node, &inst).await;
-        let pod = format!("{node}-a");
-        make_pod(&admin, &pod, &node, "h6-faults").await;
-        cleanups.push((node.clone(), vec![pod.clone()]));
+        let (node, inst) = fault_node(&admin, "h6-killed-", &mut cleanups).await;
         send(&sqs, &q, &spot_body(&inst, 0)).await;
         pump(&h, &sqs, &q).await; // claims: cordon, taint, lease; continuation queued
         let claimed = after(&admin, &node).await;
@@ -987,11 +997,7 @@ async fn fault_matrix_every_drain_ends_and_nothing_is_left_behind() {
     // ---- 2. The message dropped to the DLQ mid-drain: the owner goes silent; the tick hands the
     // drain over with a resume-drain message and the interruption function finishes it.
     {
-        let (node, inst) = (unique("h6-dlq-"), unique("i-0abcd"));
-        pool_node(&admin, &node, &inst).await;
-        let pod = format!("{node}-a");
-        make_pod(&admin, &pod, &node, "h6-faults").await;
-        cleanups.push((node.clone(), vec![pod.clone()]));
+        let (node, inst) = fault_node(&admin, "h6-dlq-", &mut cleanups).await;
         // A warning 60 s ahead: claimed and waiting (no warm capacity in the pool).
         let mut waiting_env = base.clone();
         waiting_env.retain(|(k, _)| *k != "EVICTION_BUDGET_SECONDS");
@@ -1050,11 +1056,7 @@ async fn fault_matrix_every_drain_ends_and_nothing_is_left_behind() {
     // ---- 3. The apiserver unavailable for 60 s mid-drain (the process stopped with SIGSTOP,
     // then continued): steps fail and keep their message; once it answers, the drain finishes.
     {
-        let (node, inst) = (unique("h6-apiserver-"), unique("i-0abcd"));
-        pool_node(&admin, &node, &inst).await;
-        let pod = format!("{node}-a");
-        make_pod(&admin, &pod, &node, "h6-faults").await;
-        cleanups.push((node.clone(), vec![pod.clone()]));
+        let (node, inst) = fault_node(&admin, "h6-apiserver-", &mut cleanups).await;
         let mut waiting_env = base.clone();
         waiting_env.retain(|(k, _)| *k != "EVICTION_BUDGET_SECONDS");
         waiting_env.push(("EVICTION_BUDGET_SECONDS", "90")); // deadline 30 s after the notice
@@ -1107,11 +1109,7 @@ async fn fault_matrix_every_drain_ends_and_nothing_is_left_behind() {
     // ---- 4. A Health notice cancelled: the closed update (new EventBridge id, same eventArn)
     // un-drains the node; the pods were never evicted.
     {
-        let (node, inst) = (unique("h6-health-"), unique("i-0abcd"));
-        pool_node(&admin, &node, &inst).await;
-        let pod = format!("{node}-a");
-        make_pod(&admin, &pod, &node, "h6-faults").await;
-        cleanups.push((node.clone(), vec![pod.clone()]));
+        let (node, inst) = fault_node(&admin, "h6-health-", &mut cleanups).await;
         let arn = format!(
             "arn:aws:health:us-east-1::event/EC2/AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED/{}",
             unique("x")
@@ -1149,11 +1147,7 @@ async fn fault_matrix_every_drain_ends_and_nothing_is_left_behind() {
     // ---- 5. A rebalance that never becomes a spot warning (rebalance=cordon-prewarm): the
     // cordon expires 30 min after the notice and the node is un-drained, pods untouched.
     {
-        let (node, inst) = (unique("h6-rebalance-"), unique("i-0abcd"));
-        pool_node(&admin, &node, &inst).await;
-        let pod = format!("{node}-a");
-        make_pod(&admin, &pod, &node, "h6-faults").await;
-        cleanups.push((node.clone(), vec![pod.clone()]));
+        let (node, inst) = fault_node(&admin, "h6-rebalance-", &mut cleanups).await;
         let body = json!({
             "version": "0", "id": unique("ev-"), "detail-type": "EC2 Instance Rebalance Recommendation",
             "source": "aws.ec2", "account": "123456789012", "time": now_rfc3339(0),
