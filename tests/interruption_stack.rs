@@ -1164,6 +1164,20 @@ async fn fault_matrix_every_drain_ends_and_nothing_is_left_behind() {
             &[("prewarm.io/drain-notice-time", ago(1_860))],
         )
         .await;
+        // Whichever way it stood (waiting for a replacement: its own continuation expires it;
+        // prewarmed, when the earlier cases left warm capacity in the pool: the tick hands it
+        // over), the node is un-drained.
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64();
+        let handover = collect::Handover {
+            sqs: &sqs,
+            queue_url: &q,
+        };
+        collect::collect(&tick, &handover, &tick_targets, &settings, now)
+            .await
+            .unwrap();
         let ok = pump_until(&h_prewarm, &sqs, &q, Duration::from_secs(30), || async {
             let a = after(&admin, &node).await;
             untouched(&a) && !a.leases.contains(&inst)
@@ -1179,6 +1193,30 @@ async fn fault_matrix_every_drain_ends_and_nothing_is_left_behind() {
         }
     }
 
+    // Deliveries still queued (a closed notice's continuation, a resume message) are handled and
+    // must leave every node as the cases left it: nothing drains again.
+    let settled: Vec<(String, After)> = {
+        let mut v = Vec::new();
+        for (node, _) in &cleanups {
+            v.push((node.clone(), after(&admin, node).await));
+        }
+        v
+    };
+    let quiet = std::time::Instant::now() + Duration::from_secs(8);
+    while std::time::Instant::now() < quiet {
+        pump(&h_prewarm, &sqs, &q).await;
+    }
+    for (node, before) in &settled {
+        let now = after(&admin, node).await;
+        if (now.cordoned, now.tainted, &now.annotations)
+            != (before.cordoned, before.tainted, &before.annotations)
+        {
+            failures.push(format!(
+                "{node} changed after its case ended: {}",
+                fault_report(&admin, node).await
+            ));
+        }
+    }
     let leftover = receive(&sqs, &q).await.len();
     for (node, pods) in &cleanups {
         let pods: Vec<&str> = pods.iter().map(String::as_str).collect();
