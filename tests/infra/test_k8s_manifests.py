@@ -178,7 +178,8 @@ def test_balloon_follows_the_conventions():
 EXPECTED_RULES = {
     "tick": {
         ("", "configmaps"): {"get"},
-        ("", "pods"): {"list"},
+        # list in podNamespaces; create/delete (replacement placeholders) in the balloon namespace.
+        ("", "pods"): {"list", "create", "delete"},
         ("karpenter.sh", "nodepools"): {"get", "patch"},
         ("apps", "deployments"): {"get", "patch"},
         # Drain-lease collection only reads drain state: orphaned and expired drains go to the
@@ -191,7 +192,7 @@ EXPECTED_RULES = {
     "interruption": {
         ("", "configmaps"): {"get"},
         ("", "nodes"): {"get", "list", "watch", "patch"},
-        ("", "pods"): {"get", "list"},
+        ("", "pods"): {"get", "list", "create", "delete"},
         ("", "pods/eviction"): {"create"},
         ("", "events"): {"create", "patch"},
         ("events.k8s.io", "events"): {"create", "patch"},

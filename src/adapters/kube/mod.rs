@@ -13,12 +13,11 @@ pub mod headroom;
 pub mod hpa;
 pub mod hpa_floor;
 pub mod nodepool;
+pub mod nodepool_limits;
 pub mod pods;
 pub mod resources;
 pub mod restore;
 pub mod targets;
 
 pub use client::{client, ClientCache};
-pub use headroom::{
-    apply_plan, read_headroom, release_replacement, reserve_replacement, ApplyOutcome, HeadroomRead,
-};
+pub use headroom::{apply_plan, read_headroom, release_replacement, ApplyOutcome, HeadroomRead};

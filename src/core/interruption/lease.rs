@@ -263,7 +263,7 @@ mod tests {
             unschedulable: true,
             tainted: true,
             gpus: 4,
-            spare_gpus_elsewhere: 0,
+            replacement: crate::core::interruption::ReplacementSeen::Pending,
             state,
             closed_event: None,
         };
