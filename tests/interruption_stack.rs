@@ -670,8 +670,25 @@ async fn ensure_balloon(client: &kube::Client) {
     }
 }
 
-/// The drains holding a lease on the balloon (instance ids).
+/// The drains holding warm capacity (instance ids): their replacement placeholder pods
+/// (`prewarm.io/replacement-for`), in any namespace, and any reservation left on the balloon.
 async fn leases(client: &kube::Client) -> Vec<String> {
+    let placeholders = Api::<Pod>::all(client.clone())
+        .list(&ListParams::default().labels("prewarm.io/replacement-for"))
+        .await
+        .unwrap();
+    let mut out: Vec<String> = placeholders
+        .items
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter_map(|p| {
+            p.metadata
+                .labels
+                .as_ref()?
+                .get("prewarm.io/replacement-for")
+                .cloned()
+        })
+        .collect();
     let config = Config::from_lookup(|k| match k {
         "PREWARM_TARGETS" => Some(fault_targets()),
         _ => None,
@@ -680,10 +697,12 @@ async fn leases(client: &kube::Client) -> Vec<String> {
     let read = prewarm::adapters::kube::headroom::read_headroom(client, &config.targets[0])
         .await
         .unwrap();
-    prewarm::adapters::kube::headroom::reservations(&read)
-        .keys()
-        .cloned()
-        .collect()
+    out.extend(
+        prewarm::adapters::kube::headroom::reservations(&read)
+            .keys()
+            .cloned(),
+    );
+    out
 }
 
 async fn pool_node(client: &kube::Client, name: &str, instance: &str) {
@@ -1063,10 +1082,8 @@ async fn fault_matrix_every_drain_ends_and_nothing_is_left_behind() {
         let h30 = handler(&waiting_env).await;
         send(&sqs, &q, &spot_body(&inst, 0)).await;
         pump(&h30, &sqs, &q).await;
-        let pid_file = format!(
-            "{}/tests/stack/.run/kube-apiserver.pid",
-            env!("CARGO_MANIFEST_DIR")
-        );
+        // The stack's own run directory (tests/stack/up exports it in .run/env).
+        let pid_file = format!("{}/kube-apiserver.pid", env("STACK_RUN_DIR"));
         let pid = std::fs::read_to_string(&pid_file)
             .unwrap()
             .trim()
