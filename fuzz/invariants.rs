@@ -78,7 +78,7 @@ pub fn check_document(text: &str) {
                     check_parsed(p, rule);
                     let verdict = line["verdict"].as_str().expect("verdict");
                     let want = match p {
-                        Parsed::Notice(_) => "act",
+                        Parsed::Notice(_) | Parsed::Resume(_) => "act",
                         Parsed::Ignored { .. } => "ignored",
                         Parsed::Poison { .. } => "poison",
                     };
@@ -104,6 +104,14 @@ pub fn check_parsed(parsed: &Parsed, rule: InstanceIdRule) {
         Parsed::Ignored { reason, .. } => assert!(!reason.is_empty(), "ignored without a reason"),
         Parsed::Poison { cause } => assert!(!cause.is_empty(), "poison without a cause"),
         Parsed::Notice(n) => check_notice(n, rule),
+        Parsed::Resume(r) => {
+            assert!(!r.node.is_empty(), "resume-drain without a node");
+            assert!(
+                instance_id::check(&r.instance, rule).is_ok(),
+                "invalid id {:?}",
+                r.instance
+            );
+        }
     }
 }
 

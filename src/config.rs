@@ -50,6 +50,10 @@ pub struct InterruptionSettings {
     /// minReplicas) by its pods on the draining node and wait for the surge pods to be Ready
     /// (or the pod's due time / the deadline): no serving gap once the replacement is ready.
     pub surge: bool,
+    /// DELETE_PAST_PDB_AT_DEADLINE (false): from the eviction deadline on, delete a pod whose
+    /// eviction a PodDisruptionBudget refuses (opt-in; needs the chart's
+    /// `interruption.deletePastPdb` for the pods/delete permission).
+    pub delete_past_pdb: bool,
 }
 
 impl Default for InterruptionSettings {
@@ -62,6 +66,7 @@ impl Default for InterruptionSettings {
             queue_url: None,
             instance_ids: crate::adapters::events::InstanceIdRule::Ec2,
             surge: true,
+            delete_past_pdb: false,
         }
     }
 }
@@ -338,6 +343,13 @@ impl Config {
                 "must be set to prometheus, amp or cloudwatch",
             ));
         }
+        if self.interruption.queue_url.is_none() {
+            return Err(Error::config(
+                "INTERRUPTION_QUEUE_URL",
+                "must be set for the tick: it hands drains nobody drives to the interruption \
+                 function through that queue",
+            ));
+        }
         self.require_cluster().map(|_| ())
     }
 
@@ -421,7 +433,16 @@ fn interruption_settings<F: Fn(&str) -> Option<String>>(
         .map_err(|message| Error::config("ACTIONS", message))?,
         eviction_budget_s: bounded("EVICTION_BUDGET_SECONDS", 30.0)?,
         recheck_s: bounded("RECHECK_SECONDS", 15.0)?,
-        queue_url: vars.get("INTERRUPTION_QUEUE_URL"),
+        queue_url: match vars.get("INTERRUPTION_QUEUE_URL") {
+            Some(u) if !(u.starts_with("https://") || u.starts_with("http://")) => {
+                return Err(Error::config(
+                    "INTERRUPTION_QUEUE_URL",
+                    format!("must be the queue's http(s) URL, got {u:?}"),
+                ))
+            }
+            other => other,
+        },
+        delete_past_pdb: vars.bool_or("DELETE_PAST_PDB_AT_DEADLINE", false)?,
         instance_ids: if vars.bool_or("ACCEPT_KWOK_INSTANCE_IDS", false)? {
             crate::adapters::events::InstanceIdRule::Ec2OrKwok
         } else {
@@ -602,6 +623,10 @@ mod tests {
             ("METRIC_SOURCE", "prometheus"),
             ("PROMETHEUS_URL", "http://127.0.0.1:19090"),
             ("KUBECONFIG", "/tmp/kubeconfig"),
+            (
+                "INTERRUPTION_QUEUE_URL",
+                "https://sqs.us-east-1.amazonaws.com/1/q",
+            ),
             ("DRY_RUN", "true"),
             ("LEAD_TIME_SECONDS", "45"),
         ])
@@ -732,9 +757,27 @@ mod tests {
             ("METRIC_SOURCE", "prometheus"),
             ("PROMETHEUS_URL", "http://127.0.0.1:19090"),
             ("KUBECONFIG", "/tmp/kubeconfig"),
+            ("INTERRUPTION_QUEUE_URL", "http://127.0.0.1:5000/1/q"),
         ])
         .unwrap();
         ready.require_tick_ready().unwrap();
+    }
+
+    #[test]
+    fn the_tick_needs_the_interruption_queue_to_hand_drains_over() {
+        let base = [
+            ("PREWARM_TARGETS", TARGET),
+            ("METRIC_SOURCE", "prometheus"),
+            ("PROMETHEUS_URL", "http://127.0.0.1:19090"),
+            ("KUBECONFIG", "/tmp/kubeconfig"),
+        ];
+        match config(&base).unwrap().require_tick_ready() {
+            Err(Error::Config { var, .. }) => assert_eq!(var, "INTERRUPTION_QUEUE_URL"),
+            other => panic!("{other:?}"),
+        }
+        let mut bad = base.to_vec();
+        bad.push(("INTERRUPTION_QUEUE_URL", "prewarm-interruptions"));
+        assert_eq!(error_var(config(&bad)), "INTERRUPTION_QUEUE_URL");
     }
 
     #[test]

@@ -32,6 +32,7 @@ fn node(replacement: ReplacementSeen) -> NodeView {
         gpus: 8,
         state: None,
         replacement,
+        closed_event: None,
     }
 }
 
@@ -84,6 +85,7 @@ fn claimed(
             replacement_gpus: 8,
             instance_end: prewarm::core::interruption::instance_end(&n),
             last_step_at: Some(T0 + 1.0),
+            user_cordoned: false,
         }),
         ..node(replacement)
     }
@@ -603,6 +605,7 @@ fn a_long_grace_period_starts_its_eviction_early_and_is_cut_at_the_end() {
             tier: 1,
             uid: Some("uid-slow".into()),
             grace_s: None,
+            delete_if_blocked: false,
         }]
     );
     // Blocked until T0+95 (a PDB): evicted again with the grace cut to the 25 s left.
@@ -616,6 +619,7 @@ fn a_long_grace_period_starts_its_eviction_early_and_is_cut_at_the_end() {
         tier: 1,
         uid: Some("uid-slow".into()),
         grace_s: Some(25),
+        delete_if_blocked: false,
     }));
 }
 
@@ -629,7 +633,10 @@ fn a_closed_notice_undrains_its_own_node_only() {
     assert_eq!(
         step.commands,
         [
-            Command::Undrain,
+            Command::Undrain {
+                uncordon: true,
+                closed_by: Some(("ev-1".into(), T0))
+            },
             Command::ReleaseReplacement,
             Command::Done(Finish::Undrained)
         ]
@@ -658,7 +665,7 @@ fn kinds(step: &prewarm::core::interruption::DrainStep) -> Vec<String> {
             Command::ReleaseReplacement => "release".into(),
             Command::Evict { pod, .. } => format!("evict-{}", pod.name),
             Command::WaitUntil { .. } => "wait".into(),
-            Command::Undrain => "undrain".into(),
+            Command::Undrain { .. } => "undrain".into(),
             Command::Done(_) => "done".into(),
         })
         .collect()
@@ -775,4 +782,164 @@ fn three_nodes_reclaimed_at_once_with_room_for_one_replacement() {
             "node {name}"
         );
     }
+}
+
+#[test]
+fn a_cordon_that_was_there_before_the_claim_survives_the_undrain() {
+    let spot = notice(NoticeKind::ScheduledChange);
+    let pods = [pod("llama-0", 4)];
+    // (unschedulable, tainted by prewarm) at the claim -> recorded as someone else's cordon?
+    let cases = [
+        ((false, false), false), // schedulable: prewarm cordons, prewarm uncordons
+        ((true, false), true),   // an operator's cordon: kept
+        ((true, true), false),   // prewarm's own (state lost): prewarm's to lift
+    ];
+    for ((unschedulable, tainted), user) in cases {
+        let n = NodeView {
+            unschedulable,
+            tainted,
+            ..node(Absent)
+        };
+        let claim = plan_drain(&n, &pods, &spot, T0 + 1.0, &settings());
+        let s = claim.state.clone().unwrap();
+        assert_eq!(s.user_cordoned, user, "{unschedulable} {tainted}");
+        assert_eq!(
+            claim.commands.contains(&Command::Cordon),
+            !unschedulable,
+            "{unschedulable} {tainted}"
+        );
+        let mut closed = spot.clone();
+        closed.status = NoticeStatus::Closed;
+        let claimed = NodeView {
+            unschedulable: true,
+            tainted: true,
+            state: Some(s),
+            ..node(Absent)
+        };
+        let undrain = plan_drain(&claimed, &pods, &closed, T0 + 60.0, &settings());
+        assert!(
+            matches!(undrain.commands[0], Command::Undrain { uncordon, .. } if uncordon != user),
+            "{unschedulable} {tainted}"
+        );
+    }
+}
+
+#[test]
+fn updates_of_one_health_event_move_its_drain_and_close_it() {
+    // Claimed by the first update (issued T0, window T0 + 1 day); updates share the event id
+    // (the eventArn) and differ in their issue time.
+    let pods = [pod("llama-0", 4)];
+    let first = notice(NoticeKind::ScheduledChange);
+    let claim = plan_drain(&node(Absent), &pods, &first, T0 + 1.0, &settings());
+    let claimed_node = NodeView {
+        unschedulable: true,
+        tainted: true,
+        state: claim.state.clone(),
+        ..node(Absent)
+    };
+    assert_eq!(
+        claim.state.as_ref().unwrap().deadline,
+        Some(T0 + 86_400.0 - 30.0)
+    );
+    // Moved a day later by an update issued a minute later, 2 s after the last step (inside the
+    // duplicate window: an update is never a duplicate).
+    let mut moved = first.clone();
+    moved.time = T0 + 60.0;
+    moved.window_start = Some(T0 + 2.0 * 86_400.0);
+    let step = plan_drain(&claimed_node, &pods, &moved, T0 + 3.0, &settings());
+    let s = step.state.clone().unwrap();
+    assert_eq!(
+        (s.deadline, s.instance_end, s.notice_time),
+        (
+            Some(T0 + 2.0 * 86_400.0 - 30.0),
+            Some(T0 + 2.0 * 86_400.0),
+            T0 + 60.0
+        )
+    );
+    assert!(matches!(step.last(), Command::WaitUntil { .. }));
+    // The first update's continuation arriving afterwards leaves the drain to the newer one.
+    let moved_node = NodeView {
+        state: Some(s),
+        ..claimed_node.clone()
+    };
+    let stale = plan_drain(&moved_node, &pods, &first, T0 + 20.0, &settings());
+    assert_eq!(
+        stale.commands,
+        [Command::Done(Finish::Superseded {
+            by_event: "ev-1".into()
+        })]
+    );
+    // Closed by a third update: un-drained.
+    let mut closed = first.clone();
+    closed.time = T0 + 120.0;
+    closed.status = NoticeStatus::Closed;
+    closed.window_start = None;
+    let end = plan_drain(&moved_node, &pods, &closed, T0 + 121.0, &settings());
+    assert_eq!(end.last(), &Command::Done(Finish::Undrained));
+}
+
+#[test]
+fn deleting_past_a_pdb_is_opt_in_and_only_from_the_deadline() {
+    let n = notice(NoticeKind::SpotInterruption); // deadline T0+90, end T0+120
+    let pods = [pod("llama-0", 4)];
+    let evicting = claimed(Running, n.kind, Some(T0 + 40.0));
+    let opted_in = DrainSettings {
+        delete_past_pdb: true,
+        ..settings()
+    };
+    // (settings, now, delete_if_blocked on the eviction)
+    let cases = [
+        (settings(), T0 + 95.0, false),       // default: PDBs always hold
+        (opted_in.clone(), T0 + 60.0, false), // before the deadline: PDBs hold
+        (opted_in, T0 + 95.0, true),
+    ];
+    for (s, now, expected) in cases {
+        let step = plan_drain(&evicting, &pods, &n, now, &s);
+        let flags: Vec<bool> = step
+            .commands
+            .iter()
+            .filter_map(|c| match c {
+                Command::Evict {
+                    delete_if_blocked, ..
+                } => Some(*delete_if_blocked),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(flags, [expected], "{} {now}", s.delete_past_pdb);
+    }
+}
+
+#[test]
+fn a_cordon_prewarm_whose_warning_never_comes_expires_even_without_a_replacement() {
+    let table = ActionTable::parse("rebalance=cordon-prewarm").unwrap();
+    let s = DrainSettings {
+        actions: table,
+        ..settings()
+    };
+    let n = notice(NoticeKind::Rebalance);
+    let pods = [pod("llama-0", 4)];
+    // Claimed at T0+1 with no warm capacity anywhere: it waits (no eviction, no expiry yet).
+    let claim = plan_drain(&node(Absent), &pods, &n, T0 + 1.0, &s);
+    let waiting = NodeView {
+        unschedulable: true,
+        tainted: true,
+        state: claim.state.clone(),
+        ..node(Absent)
+    };
+    let at_29_min = plan_drain(&waiting, &pods, &n, T0 + 1_740.0, &s);
+    assert!(matches!(at_29_min.last(), Command::WaitUntil { .. }));
+    assert!(evicted(&at_29_min).is_empty());
+    // 30 minutes after the notice: un-drained (prewarm's cordon lifted), lease released.
+    let at_30_min = plan_drain(&waiting, &pods, &n, T0 + 1_800.0, &s);
+    assert_eq!(
+        at_30_min.commands,
+        [
+            Command::Undrain {
+                uncordon: true,
+                closed_by: None
+            },
+            Command::ReleaseReplacement,
+            Command::Done(Finish::Undrained)
+        ]
+    );
 }

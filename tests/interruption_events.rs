@@ -18,6 +18,7 @@ fn events_dir() -> PathBuf {
 fn short(p: &Parsed) -> String {
     match p {
         Parsed::Notice(n) => format!("notice {} {}", n.kind, n.instance_ids.join(",")),
+        Parsed::Resume(r) => format!("resume {} {}", r.node, r.instance),
         Parsed::Ignored { .. } => "ignored".into(),
         Parsed::Poison { .. } => "poison".into(),
     }
@@ -130,6 +131,12 @@ fn notice_times_come_from_the_envelope_and_the_detail() {
     };
     // startTime "Tue, 1 Dec 2026 09:00:00 GMT" = noon on Nov 29 + 45 h.
     assert_eq!(health.window_start, Some(NOON + 45.0 * 3600.0));
+    // Every update of one Health event has a new EventBridge id and the same eventArn: the
+    // eventArn is what owns, supersedes and closes the drain.
+    assert_eq!(
+        health.event_id,
+        "arn:aws:health:us-east-1::event/EC2/AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED/AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED_7ebb8d3d"
+    );
     let Parsed::Notice(capres) =
         &parse_file("eventbridge/capacity-reservation-interruption.json")[0]
     else {

@@ -6,7 +6,7 @@
 //! also prove that the RBAC of infra/k8s is enough. Test objects (a kwok-managed Node with an
 //! AWS-style providerID, pods bound to it, PDBs) are created with the admin kubeconfig.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aws_lambda_events::event::sqs::SqsMessage;
@@ -429,17 +429,17 @@ fn ago(seconds: i64) -> String {
 
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
-async fn the_tick_adopts_an_orphaned_drain_and_undrains_an_expired_prewarm() {
-    use prewarm::adapters::kube::drain::{collect, event_recorder};
+async fn the_tick_hands_orphaned_and_expired_drains_to_the_interruption_function() {
+    use prewarm::adapters::kube::drain::collect;
     use prewarm::core::interruption::{DrainSettings, LeaseVerdict};
     let admin = admin().await;
     ensure_namespace(&admin).await;
-    let lambda = prewarm::adapters::kube::client(&ClusterAccess::Kubeconfig {
-        path: env("PREWARM_LAMBDA_KUBECONFIG"),
+    // The tick runs as its own user: listing nodes is all it may do to them.
+    let tick = prewarm::adapters::kube::client(&ClusterAccess::Kubeconfig {
+        path: env("PREWARM_TICK_KUBECONFIG"),
     })
     .await
     .unwrap();
-    let recorder = event_recorder(&lambda);
     let settings = DrainSettings {
         recheck_s: 2.0,
         ..DrainSettings::default()
@@ -459,65 +459,113 @@ async fn the_tick_adopts_an_orphaned_drain_and_undrains_an_expired_prewarm() {
         &[("prewarm.io/drain-last-step-at", ago(600))],
     )
     .await;
-    // Nothing will come for it from the queue: the tick must step it from the node's record.
-    // 2. A cordon-prewarm rebalance drain 31 minutes old that no spot warning followed.
-    let (survivor, survivor_i) = (unique("h6-prewarm-"), unique("i-0abcd"));
-    make_node(&admin, &survivor, &survivor_i).await;
-    annotate(
-        &admin,
-        &survivor,
-        &[
-            ("prewarm.io/drain-event-id", "ev-rebalance".into()),
+    // 2. A cordon-prewarm rebalance drain 31 minutes old that no spot warning followed, on a
+    //    node prewarm cordoned; 3. the same on a node an operator had cordoned before the claim.
+    let prewarmed = |user_cordoned: bool| {
+        let mut a = vec![
+            ("prewarm.io/drain-event-id", "ev-rebalance".to_string()),
             ("prewarm.io/drain-kind", "rebalance".into()),
             ("prewarm.io/drain-phase", "prewarmed".into()),
             ("prewarm.io/drain-notice-time", ago(1_860)),
             ("prewarm.io/drain-started-at", ago(1_860)),
-        ],
-    )
-    .await;
-    Api::<Node>::all(admin.clone())
-        .patch(
-            &survivor,
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"unschedulable": true, "taints": [
-                {"key": "prewarm.io/draining", "value": "rebalance", "effect": "NoSchedule"}]}})),
-        )
+        ];
+        if user_cordoned {
+            a.push(("prewarm.io/drain-user-cordoned", "true".into()));
+        }
+        a
+    };
+    let (survivor, survivor_i) = (unique("h6-prewarm-"), unique("i-0abcd"));
+    let (cordoned, cordoned_i) = (unique("h6-usercordon-"), unique("i-0abcd"));
+    for (node, instance, user) in [
+        (&survivor, &survivor_i, false),
+        (&cordoned, &cordoned_i, true),
+    ] {
+        make_node(&admin, node, instance).await;
+        annotate(&admin, node, &prewarmed(user)).await;
+        Api::<Node>::all(admin.clone())
+            .patch(
+                node,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"unschedulable": true, "taints": [
+                    {"key": "prewarm.io/draining", "value": "rebalance", "effect": "NoSchedule"}]}})),
+            )
+            .await
+            .unwrap();
+    }
+    let sqs = sqs().await;
+    let queue = sqs
+        .create_queue()
+        .queue_name(unique("h6-handover-"))
+        .send()
         .await
+        .unwrap()
+        .queue_url
         .unwrap();
 
+    // The tick: detects and enqueues, writes nothing.
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_secs_f64();
-    // A node write that conflicts with another writer (the node controller, kwok) is left to the
-    // next tick: like successive ticks, collect up to three times and keep, per node, the first
-    // success (or the last failure).
-    let mut collected: Vec<collect::Collected> = Vec::new();
-    for _ in 0..3 {
-        for c in collect::collect(&lambda, &recorder, &[], &settings, now)
+    let handover = collect::Handover {
+        sqs: &sqs,
+        queue_url: &queue,
+    };
+    let collected = collect::collect(&tick, &handover, &[], &settings, now)
+        .await
+        .unwrap();
+    let nodes = Api::<Node>::all(admin.clone());
+    let orphan_after_tick = nodes.get(&orphan).await.unwrap();
+    // The interruption function: takes the resume-drain messages off the queue and steps them.
+    let mut messages = Vec::new();
+    for _ in 0..5 {
+        let got = sqs
+            .receive_message()
+            .queue_url(&queue)
+            .max_number_of_messages(10)
+            .wait_time_seconds(2)
+            .message_attribute_names("All")
+            .send()
             .await
             .unwrap()
-        {
-            match collected.iter_mut().find(|k| k.node == c.node) {
-                Some(k) if k.outcome.is_err() => *k = c,
-                Some(_) => {}
-                None => collected.push(c),
-            }
-        }
-        let settled = |n: &str| {
-            collected
-                .iter()
-                .any(|c| c.node.as_deref() == Some(n) && c.outcome.is_ok())
-        };
-        if settled(&orphan) && settled(&survivor) {
+            .messages
+            .unwrap_or_default();
+        messages.extend(got);
+        if messages.len() >= 3 {
             break;
         }
     }
-    let nodes = Api::<Node>::all(admin.clone());
+    let mut outcomes = Vec::new();
+    for m in &messages {
+        let record: SqsMessage = serde_json::from_value(json!({
+            "messageId": m.message_id, "receiptHandle": m.receipt_handle, "body": m.body,
+            "attributes": {"ApproximateReceiveCount": "1"}, "messageAttributes": {},
+            "eventSource": "aws:sqs", "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:q",
+            "awsRegion": "us-east-1"
+        }))
+        .unwrap();
+        let parsed = prewarm::adapters::events::parse_record_with(
+            &record,
+            prewarm::adapters::events::InstanceIdRule::Ec2,
+        );
+        // A write that conflicts with kwok's own node writes is planned again up to 3 times in a
+        // step; like the queue, deliver again if the step was left for later.
+        let mut outcome = h.handle_record(&parsed, &Continuation::default()).await;
+        for _ in 0..3 {
+            if !matches!(outcome, RecordOutcome::Later { .. }) {
+                break;
+            }
+            outcome = h.handle_record(&parsed, &Continuation::default()).await;
+        }
+        outcomes.push((m.body.clone().unwrap_or_default(), outcome));
+    }
     let orphan_after = nodes.get(&orphan).await.unwrap();
     let survivor_after = nodes.get(&survivor).await.unwrap();
+    let cordoned_after = nodes.get(&cordoned).await.unwrap();
     cleanup(&admin, &orphan, &[&format!("{orphan}-a")], None).await;
     cleanup(&admin, &survivor, &[], None).await;
+    cleanup(&admin, &cordoned, &[], None).await;
+    let _ = sqs.delete_queue().queue_url(&queue).send().await;
 
     assert!(
         matches!(claimed, RecordOutcome::Continue { .. }),
@@ -531,27 +579,673 @@ async fn the_tick_adopts_an_orphaned_drain_and_undrains_an_expired_prewarm() {
     };
     let (v, outcome) = verdict_of(&orphan).expect("the orphaned drain was collected");
     assert_eq!(v, LeaseVerdict::Resume, "{outcome:?}");
-    assert!(outcome.is_ok(), "{outcome:?}");
-    // The tick's step is the drain's new heartbeat.
+    assert!(outcome.unwrap().contains("enqueued"));
+    for node in [&survivor, &cordoned] {
+        let (v, outcome) = verdict_of(node).expect("the expired prewarm was collected");
+        assert!(matches!(v, LeaseVerdict::Undrain { .. }), "{v:?}");
+        assert!(outcome.unwrap().contains("enqueued"));
+    }
+    // The tick wrote nothing: the heartbeat is still the one of 10 minutes ago.
+    let a = orphan_after_tick.metadata.annotations.unwrap();
+    let last = prewarm::core::interruption::state::parse_time(&a["prewarm.io/drain-last-step-at"]);
+    assert!(last.unwrap() < now - 500.0, "{a:?}");
+    // One versioned message per node, naming node and instance.
+    assert_eq!(messages.len(), 3, "{outcomes:?}");
+    for (body, outcome) in &outcomes {
+        let v: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert_eq!(
+            (&v["prewarm"], &v["version"]),
+            (&json!("resume-drain"), &json!(1))
+        );
+        assert!(
+            !matches!(
+                outcome,
+                RecordOutcome::Later { .. } | RecordOutcome::Poison { .. }
+            ),
+            "{body}: {outcome:?}"
+        );
+    }
+    // The interruption function's step is the drain's new heartbeat.
     let a = orphan_after.metadata.annotations.unwrap();
     let last = prewarm::core::interruption::state::parse_time(&a["prewarm.io/drain-last-step-at"]);
     assert!(last.unwrap() > now - 5.0, "{a:?}");
+    // Un-drained: no state, no taint; prewarm's cordon lifted, the operator's kept.
+    for (after, still_cordoned) in [(survivor_after, false), (cordoned_after, true)] {
+        let a = after.metadata.annotations.clone().unwrap_or_default();
+        assert!(
+            !a.keys().any(|k| k.starts_with("prewarm.io/drain-")),
+            "{a:?}"
+        );
+        let spec = after.spec.unwrap();
+        assert_eq!(spec.unschedulable == Some(true), still_cordoned, "{a:?}");
+        assert!(!spec
+            .taints
+            .unwrap_or_default()
+            .iter()
+            .any(|t| t.key == "prewarm.io/draining"));
+    }
+}
 
-    let (v, outcome) = verdict_of(&survivor).expect("the expired prewarm was collected");
-    assert!(matches!(v, LeaseVerdict::Undrain { .. }), "{v:?}");
-    assert!(outcome.is_ok(), "{outcome:?}");
-    let a = survivor_after.metadata.annotations.unwrap_or_default();
-    assert!(
-        !a.keys().any(|k| k.starts_with("prewarm.io/drain-")),
-        "{a:?}"
-    );
-    let spec = survivor_after.spec.unwrap();
-    assert_ne!(spec.unschedulable, Some(true));
-    assert!(!spec
-        .taints
-        .unwrap_or_default()
+// ------------------------------------------------------------------ the fault matrix
+// Each fault on the real apiserver and a real SQS queue (moto), through `handle_batch` as the
+// Lambda poller drives it (received messages go in, failures stay, the rest are deleted), with a
+// replacement lease on a real balloon Deployment (the chart's default target prewarm/balloon-gpu,
+// the only headroom object the interruption user may patch). Timings are shortened by
+// configuration (RECHECK_SECONDS 2, EVICTION_BUDGET_SECONDS 110, queue visibility 2 s) or, where
+// a wait is a fixed rule (the owner's 4 x recheck + 60 s of silence, the 30-minute cordon-prewarm
+// expiry), by dating the drain's own record back by that much: the clock moving on.
+
+const POOL: &str = "h6-faults";
+const BALLOON_NS: &str = "prewarm";
+const BALLOON: &str = "balloon-gpu";
+
+fn fault_targets() -> String {
+    json!([{"name": "gpu", "nodePool": POOL, "maxSpare": 8, "gpusPerReplica": 1,
+            "headroom": {"kind": "balloon", "namespace": BALLOON_NS, "name": BALLOON},
+            "selector": "model_name=\"llama\""}])
+    .to_string()
+}
+
+/// The balloon Deployment the lease lives on; its pods select no node (no capacity is made).
+async fn ensure_balloon(client: &kube::Client) {
+    use k8s_openapi::api::apps::v1::Deployment;
+    let ns = Api::<Namespace>::all(client.clone());
+    if ns.get_opt(BALLOON_NS).await.unwrap().is_none() {
+        let n: Namespace =
+            serde_json::from_value(json!({"metadata": {"name": BALLOON_NS}})).unwrap();
+        let _ = ns.create(&PostParams::default(), &n).await;
+    }
+    let api = Api::<Deployment>::namespaced(client.clone(), BALLOON_NS);
+    if api.get_opt(BALLOON).await.unwrap().is_none() {
+        let labels = json!({"app.kubernetes.io/name": "balloon", "prewarm.io/target": "gpu"});
+        let d: Deployment = serde_json::from_value(json!({
+            "metadata": {"name": BALLOON, "namespace": BALLOON_NS, "labels": labels},
+            "spec": {"replicas": 0, "selector": {"matchLabels": labels}, "template": {
+                "metadata": {"labels": labels},
+                "spec": {"nodeSelector": {"prewarm-test": "no-such-node"},
+                         "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10"}]}}}
+        }))
+        .unwrap();
+        api.create(&PostParams::default(), &d).await.unwrap();
+    }
+}
+
+/// The drains holding warm capacity (instance ids): their replacement placeholder pods
+/// (`prewarm.io/replacement-for`), in any namespace, and any reservation left on the balloon.
+async fn leases(client: &kube::Client) -> Vec<String> {
+    let placeholders = Api::<Pod>::all(client.clone())
+        .list(&ListParams::default().labels("prewarm.io/replacement-for"))
+        .await
+        .unwrap();
+    let mut out: Vec<String> = placeholders
+        .items
         .iter()
-        .any(|t| t.key == "prewarm.io/draining"));
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter_map(|p| {
+            p.metadata
+                .labels
+                .as_ref()?
+                .get("prewarm.io/replacement-for")
+                .cloned()
+        })
+        .collect();
+    let config = Config::from_lookup(|k| match k {
+        "PREWARM_TARGETS" => Some(fault_targets()),
+        _ => None,
+    })
+    .unwrap();
+    let read = prewarm::adapters::kube::headroom::read_headroom(client, &config.targets[0])
+        .await
+        .unwrap();
+    out.extend(
+        prewarm::adapters::kube::headroom::reservations(&read)
+            .keys()
+            .cloned(),
+    );
+    out
+}
+
+async fn pool_node(client: &kube::Client, name: &str, instance: &str) {
+    make_node(client, name, instance).await;
+    Api::<Node>::all(client.clone())
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"karpenter.sh/nodepool": POOL}}})),
+        )
+        .await
+        .unwrap();
+}
+
+/// A node of the pool with one GPU pod on it, remembered for the clean-up.
+async fn fault_node(
+    client: &kube::Client,
+    prefix: &str,
+    cleanups: &mut Vec<(String, Vec<String>)>,
+) -> (String, String) {
+    let (node, inst) = (unique(prefix), unique("i-0abcd"));
+    pool_node(client, &node, &inst).await;
+    let pod = format!("{node}-a");
+    make_pod(client, &pod, &node, "h6-faults").await;
+    cleanups.push((node.clone(), vec![pod]));
+    (node, inst)
+}
+
+async fn queue(sqs: &aws_sdk_sqs::Client, prefix: &str) -> String {
+    sqs.create_queue()
+        .queue_name(unique(prefix))
+        .attributes(
+            aws_sdk_sqs::types::QueueAttributeName::VisibilityTimeout,
+            "2",
+        )
+        .send()
+        .await
+        .unwrap()
+        .queue_url
+        .unwrap()
+}
+
+async fn send(sqs: &aws_sdk_sqs::Client, queue: &str, body: &str) {
+    sqs.send_message()
+        .queue_url(queue)
+        .message_body(body)
+        .send()
+        .await
+        .unwrap();
+}
+
+/// Receives what is visible on `queue` now (up to 10), as the Lambda event of one batch.
+async fn receive(sqs: &aws_sdk_sqs::Client, queue: &str) -> Vec<(SqsMessage, String)> {
+    let got = sqs
+        .receive_message()
+        .queue_url(queue)
+        .max_number_of_messages(10)
+        .wait_time_seconds(1)
+        .message_attribute_names("All")
+        .message_system_attribute_names(aws_sdk_sqs::types::MessageSystemAttributeName::All)
+        .send()
+        .await
+        .unwrap()
+        .messages
+        .unwrap_or_default();
+    got.into_iter()
+        .map(|m| {
+            let attrs: serde_json::Map<String, serde_json::Value> = m
+                .message_attributes
+                .clone()
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(k, v)| {
+                    (
+                        k,
+                        json!({"stringValue": v.string_value, "dataType": v.data_type}),
+                    )
+                })
+                .collect();
+            let count = m
+                .attributes
+                .as_ref()
+                .and_then(|a| {
+                    a.get(&aws_sdk_sqs::types::MessageSystemAttributeName::ApproximateReceiveCount)
+                })
+                .cloned()
+                .unwrap_or_else(|| "1".into());
+            let record: SqsMessage = serde_json::from_value(json!({
+                "messageId": m.message_id, "receiptHandle": m.receipt_handle, "body": m.body,
+                "attributes": {"ApproximateReceiveCount": count}, "messageAttributes": attrs,
+                "eventSource": "aws:sqs", "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:q",
+                "awsRegion": "us-east-1"
+            }))
+            .unwrap();
+            (record, m.receipt_handle.unwrap_or_default())
+        })
+        .collect()
+}
+
+/// Waits (up to 10 s) for at least one message (a continuation is delayed to its next check).
+async fn receive_some(sqs: &aws_sdk_sqs::Client, queue: &str) -> Vec<(SqsMessage, String)> {
+    for _ in 0..10 {
+        let got = receive(sqs, queue).await;
+        if !got.is_empty() {
+            return got;
+        }
+    }
+    Vec::new()
+}
+
+/// One poll of the queue as Lambda's poller does it: the batch to the handler, then the records
+/// not reported as failures deleted. Returns how many records there were.
+async fn pump(h: &Interruption, sqs: &aws_sdk_sqs::Client, queue: &str) -> usize {
+    let got = receive(sqs, queue).await;
+    if got.is_empty() {
+        return 0;
+    }
+    let records: Vec<SqsMessage> = got.iter().map(|(r, _)| r.clone()).collect();
+    let deadline = SystemTime::now() + Duration::from_secs(20);
+    let response = h.handle_batch(batch(records), deadline).await;
+    let failed = failed_ids(&response);
+    for (r, handle) in &got {
+        if !failed.contains(r.message_id.as_ref().unwrap()) {
+            sqs.delete_message()
+                .queue_url(queue)
+                .receipt_handle(handle)
+                .send()
+                .await
+                .unwrap();
+        }
+    }
+    got.len()
+}
+
+/// Pumps until `done` holds or `max` passes; true when it held.
+async fn pump_until<F, Fut>(
+    h: &Interruption,
+    sqs: &aws_sdk_sqs::Client,
+    queue: &str,
+    max: Duration,
+    done: F,
+) -> bool
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let until = std::time::Instant::now() + max;
+    while std::time::Instant::now() < until {
+        if done().await {
+            return true;
+        }
+        pump(h, sqs, queue).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    done().await
+}
+
+/// What a failed fault case prints: the node's annotations, taints and cordon, its Events, the
+/// pods left on it and the leases.
+async fn fault_report(client: &kube::Client, node: &str) -> String {
+    let n = Api::<Node>::all(client.clone())
+        .get_opt(node)
+        .await
+        .unwrap();
+    let events = Api::<CoreEvent>::all(client.clone())
+        .list(&ListParams::default().fields(&format!("involvedObject.name={node}")))
+        .await
+        .map(|l| {
+            l.items
+                .iter()
+                .map(|e| {
+                    format!(
+                        "{} {}",
+                        e.reason.clone().unwrap_or_default(),
+                        e.message.clone().unwrap_or_default()
+                    )
+                })
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+    format!(
+        "node {node}: annotations {:?}; spec {:?}\nEvents: {events:#?}\npods left: {:?}\nleases: {:?}",
+        n.as_ref().and_then(|n| n.metadata.annotations.clone()),
+        n.as_ref().and_then(|n| n.spec.clone()),
+        pods_left(client, node).await,
+        leases(client).await
+    )
+}
+
+/// The state a fault case ends in, for its assertions.
+struct After {
+    annotations: BTreeMap<String, String>,
+    cordoned: bool,
+    tainted: bool,
+    pods: Vec<String>,
+    leases: Vec<String>,
+}
+
+async fn after(client: &kube::Client, node: &str) -> After {
+    let n = Api::<Node>::all(client.clone()).get(node).await.unwrap();
+    let spec = n.spec.clone().unwrap_or_default();
+    After {
+        annotations: n
+            .metadata
+            .annotations
+            .clone()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|(k, _)| k.starts_with("prewarm.io/drain-"))
+            .collect(),
+        cordoned: spec.unschedulable == Some(true),
+        tainted: spec
+            .taints
+            .unwrap_or_default()
+            .iter()
+            .any(|t| t.key == "prewarm.io/draining"),
+        pods: pods_left(client, node).await,
+        leases: leases(client).await,
+    }
+}
+
+fn health_notice(instance: &str, id: &str, arn: &str, status: &str, window_in_s: i64) -> String {
+    json!({
+        "version": "0", "id": id, "detail-type": "AWS Health Event", "source": "aws.health",
+        "account": "123456789012", "time": now_rfc3339(0), "region": "us-east-1",
+        "resources": [instance],
+        "detail": {"eventArn": arn, "service": "EC2", "eventTypeCategory": "scheduledChange",
+                   "eventTypeCode": "AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED", "statusCode": status,
+                   "startTime": now_rfc3339(window_in_s),
+                   "affectedEntities": [{"entityValue": instance}]}
+    })
+    .to_string()
+}
+
+fn spot_body(instance: &str, age_s: i64) -> String {
+    spot_record(instance, &unique("ev-"), age_s).body.unwrap()
+}
+
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn fault_matrix_every_drain_ends_and_nothing_is_left_behind() {
+    use prewarm::adapters::kube::drain::collect;
+    let admin = admin().await;
+    ensure_namespace(&admin).await;
+    ensure_balloon(&admin).await;
+    let sqs = sqs().await;
+    let q = queue(&sqs, "h6-faults-").await;
+    let dlq = queue(&sqs, "h6-faults-dlq-").await;
+    let targets = fault_targets();
+    let base: Vec<(&str, &str)> = vec![
+        ("INTERRUPTION_QUEUE_URL", &q),
+        ("PREWARM_TARGETS", &targets),
+        // A spot warning's deadline 10 s after its notice: a drain ends within seconds.
+        ("EVICTION_BUDGET_SECONDS", "110"),
+    ];
+    let h = handler(&base).await;
+    let mut prewarm_env = base.clone();
+    prewarm_env.push(("ACTIONS", "rebalance=cordon-prewarm"));
+    let h_prewarm = handler(&prewarm_env).await;
+    let tick = prewarm::adapters::kube::client(&ClusterAccess::Kubeconfig {
+        path: env("PREWARM_TICK_KUBECONFIG"),
+    })
+    .await
+    .unwrap();
+    let tick_targets = Config::from_lookup(|k| (k == "PREWARM_TARGETS").then(|| targets.clone()))
+        .unwrap()
+        .targets;
+    let settings = prewarm::core::interruption::DrainSettings {
+        recheck_s: 2.0,
+        ..Default::default()
+    };
+    let mut failures: Vec<String> = Vec::new();
+    let mut cleanups: Vec<(String, Vec<String>)> = Vec::new();
+    let drained = |a: &After| {
+        a.pods.is_empty()
+            && a.annotations
+                .get("prewarm.io/drain-phase")
+                .map(String::as_str)
+                == Some("drained")
+    };
+    let untouched = |a: &After| a.annotations.is_empty() && !a.cordoned && !a.tainted;
+
+    // ---- 1. The Lambda killed mid-drain: the claimed drain's continuation is received by an
+    // invocation that dies (never answers, never deletes); the queue delivers it again after
+    // its visibility timeout and that delivery finishes the drain.
+    {
+        let (node, inst) = fault_node(&admin, "h6-killed-", &mut cleanups).await;
+        send(&sqs, &q, &spot_body(&inst, 0)).await;
+        pump(&h, &sqs, &q).await; // claims: cordon, taint, lease; continuation queued
+        let claimed = after(&admin, &node).await;
+        let dropped = receive_some(&sqs, &q).await; // the invocation that died
+        let ok = pump_until(&h, &sqs, &q, Duration::from_secs(40), || async {
+            let a = after(&admin, &node).await;
+            drained(&a) && !a.leases.contains(&inst)
+        })
+        .await;
+        let a = after(&admin, &node).await;
+        if !(ok && claimed.cordoned && claimed.leases.contains(&inst) && !dropped.is_empty()) {
+            failures.push(format!(
+                "killed mid-drain: claimed cordoned={} leased={} dropped={}; {}",
+                claimed.cordoned,
+                claimed.leases.contains(&inst),
+                dropped.len(),
+                fault_report(&admin, &node).await
+            ));
+        }
+        // Drained: the node stays cordoned and tainted until the instance goes (legitimate).
+        assert!(a.cordoned || !ok);
+    }
+
+    // ---- 2. The message dropped to the DLQ mid-drain: the owner goes silent; the tick hands the
+    // drain over with a resume-drain message and the interruption function finishes it.
+    {
+        let (node, inst) = fault_node(&admin, "h6-dlq-", &mut cleanups).await;
+        // A warning 60 s ahead: claimed and waiting (no warm capacity in the pool).
+        let mut waiting_env = base.clone();
+        waiting_env.retain(|(k, _)| *k != "EVICTION_BUDGET_SECONDS");
+        let h_slow = handler(&waiting_env).await;
+        send(&sqs, &q, &spot_body(&inst, 0)).await;
+        pump(&h_slow, &sqs, &q).await;
+        for (r, handle) in receive_some(&sqs, &q).await {
+            send(&sqs, &dlq, r.body.as_deref().unwrap()).await;
+            sqs.delete_message()
+                .queue_url(&q)
+                .receipt_handle(handle)
+                .send()
+                .await
+                .unwrap();
+        }
+        // Silent past 4 x recheck + 60 s: the record dated back by that much.
+        annotate(
+            &admin,
+            &node,
+            &[
+                ("prewarm.io/drain-last-step-at", ago(600)),
+                ("prewarm.io/drain-notice-time", ago(600)),
+                ("prewarm.io/drain-deadline", ago(500)),
+                ("prewarm.io/drain-instance-end", ago(480)),
+            ],
+        )
+        .await;
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64();
+        let handover = collect::Handover {
+            sqs: &sqs,
+            queue_url: &q,
+        };
+        let collected = collect::collect(&tick, &handover, &tick_targets, &settings, now)
+            .await
+            .unwrap();
+        let handed = collected.iter().any(|c| {
+            c.node.as_deref() == Some(node.as_str())
+                && c.outcome.as_ref().is_ok_and(|o| o.contains("enqueued"))
+        });
+        let ok = pump_until(&h, &sqs, &q, Duration::from_secs(40), || async {
+            let a = after(&admin, &node).await;
+            drained(&a) && !a.leases.contains(&inst)
+        })
+        .await;
+        if !(ok && handed) {
+            failures.push(format!(
+                "dropped to the DLQ: handed over={handed} {collected:?}; {}",
+                fault_report(&admin, &node).await
+            ));
+        }
+    }
+
+    // ---- 3. The apiserver unavailable for 60 s mid-drain (the process stopped with SIGSTOP,
+    // then continued): steps fail and keep their message; once it answers, the drain finishes.
+    {
+        let (node, inst) = fault_node(&admin, "h6-apiserver-", &mut cleanups).await;
+        let mut waiting_env = base.clone();
+        waiting_env.retain(|(k, _)| *k != "EVICTION_BUDGET_SECONDS");
+        waiting_env.push(("EVICTION_BUDGET_SECONDS", "90")); // deadline 30 s after the notice
+        let h30 = handler(&waiting_env).await;
+        send(&sqs, &q, &spot_body(&inst, 0)).await;
+        pump(&h30, &sqs, &q).await;
+        // The stack's own run directory (tests/stack/up exports it in .run/env).
+        let pid_file = format!("{}/kube-apiserver.pid", env("STACK_RUN_DIR"));
+        let pid = std::fs::read_to_string(&pid_file)
+            .unwrap()
+            .trim()
+            .to_string();
+        let signal = |s: &str| {
+            std::process::Command::new("kill")
+                .args([s, &pid])
+                .status()
+                .unwrap()
+        };
+        assert!(signal("-STOP").success());
+        let stopped = std::time::Instant::now();
+        let mut kept_while_down = 0;
+        while stopped.elapsed() < Duration::from_secs(60) {
+            let got = receive(&sqs, &q).await;
+            if got.is_empty() {
+                continue;
+            }
+            let records: Vec<SqsMessage> = got.iter().map(|(r, _)| r.clone()).collect();
+            let n = records.len();
+            let response = h30
+                .handle_batch(batch(records), SystemTime::now() + Duration::from_secs(8))
+                .await;
+            kept_while_down += failed_ids(&response).len().min(n);
+        }
+        assert!(signal("-CONT").success());
+        let ok = pump_until(&h30, &sqs, &q, Duration::from_secs(90), || async {
+            let a = after(&admin, &node).await;
+            drained(&a) && !a.leases.contains(&inst)
+        })
+        .await;
+        if !(ok && kept_while_down > 0) {
+            failures.push(format!(
+                "apiserver down 60 s: kept while down {kept_while_down}; {}",
+                fault_report(&admin, &node).await
+            ));
+        }
+    }
+
+    // ---- 4. A Health notice cancelled: the closed update (new EventBridge id, same eventArn)
+    // un-drains the node; the pods were never evicted.
+    {
+        let (node, inst) = fault_node(&admin, "h6-health-", &mut cleanups).await;
+        let arn = format!(
+            "arn:aws:health:us-east-1::event/EC2/AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED/{}",
+            unique("x")
+        );
+        send(
+            &sqs,
+            &q,
+            &health_notice(&inst, &unique("ev-"), &arn, "upcoming", 3_600),
+        )
+        .await;
+        pump(&h, &sqs, &q).await;
+        let claimed = after(&admin, &node).await;
+        send(
+            &sqs,
+            &q,
+            &health_notice(&inst, &unique("ev-"), &arn, "closed", 3_600),
+        )
+        .await;
+        let ok = pump_until(&h, &sqs, &q, Duration::from_secs(30), || async {
+            let a = after(&admin, &node).await;
+            untouched(&a) && !a.leases.contains(&inst)
+        })
+        .await;
+        let a = after(&admin, &node).await;
+        if !(ok && claimed.cordoned && claimed.leases.contains(&inst) && a.pods.len() == 1) {
+            failures.push(format!(
+                "Health cancelled: claimed cordoned={} leased={}; {}",
+                claimed.cordoned,
+                claimed.leases.contains(&inst),
+                fault_report(&admin, &node).await
+            ));
+        }
+    }
+
+    // ---- 5. A rebalance that never becomes a spot warning (rebalance=cordon-prewarm): the
+    // cordon expires 30 min after the notice and the node is un-drained, pods untouched.
+    {
+        let (node, inst) = fault_node(&admin, "h6-rebalance-", &mut cleanups).await;
+        let body = json!({
+            "version": "0", "id": unique("ev-"), "detail-type": "EC2 Instance Rebalance Recommendation",
+            "source": "aws.ec2", "account": "123456789012", "time": now_rfc3339(0),
+            "region": "us-east-1", "resources": [format!("arn:aws:ec2:us-east-1a:instance/{inst}")],
+            "detail": {"instance-id": inst}
+        })
+        .to_string();
+        send(&sqs, &q, &body).await;
+        pump(&h_prewarm, &sqs, &q).await;
+        let claimed = after(&admin, &node).await;
+        annotate(
+            &admin,
+            &node,
+            &[("prewarm.io/drain-notice-time", ago(1_860))],
+        )
+        .await;
+        // Whichever way it stood (waiting for a replacement: its own continuation expires it;
+        // prewarmed, when the earlier cases left warm capacity in the pool: the tick hands it
+        // over), the node is un-drained.
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64();
+        let handover = collect::Handover {
+            sqs: &sqs,
+            queue_url: &q,
+        };
+        collect::collect(&tick, &handover, &tick_targets, &settings, now)
+            .await
+            .unwrap();
+        let ok = pump_until(&h_prewarm, &sqs, &q, Duration::from_secs(30), || async {
+            let a = after(&admin, &node).await;
+            untouched(&a) && !a.leases.contains(&inst)
+        })
+        .await;
+        let a = after(&admin, &node).await;
+        if !(ok && claimed.cordoned && a.pods.len() == 1) {
+            failures.push(format!(
+                "rebalance expired: claimed cordoned={}; {}",
+                claimed.cordoned,
+                fault_report(&admin, &node).await
+            ));
+        }
+    }
+
+    // Deliveries still queued (a closed notice's continuation, a resume message) are handled and
+    // must leave every node as the cases left it: nothing drains again.
+    let settled: Vec<(String, After)> = {
+        let mut v = Vec::new();
+        for (node, _) in &cleanups {
+            v.push((node.clone(), after(&admin, node).await));
+        }
+        v
+    };
+    let quiet = std::time::Instant::now() + Duration::from_secs(8);
+    while std::time::Instant::now() < quiet {
+        pump(&h_prewarm, &sqs, &q).await;
+    }
+    for (node, before) in &settled {
+        let now = after(&admin, node).await;
+        if (now.cordoned, now.tainted, &now.annotations)
+            != (before.cordoned, before.tainted, &before.annotations)
+        {
+            failures.push(format!(
+                "{node} changed after its case ended: {}",
+                fault_report(&admin, node).await
+            ));
+        }
+    }
+    let leftover = receive(&sqs, &q).await.len();
+    for (node, pods) in &cleanups {
+        let pods: Vec<&str> = pods.iter().map(String::as_str).collect();
+        cleanup(&admin, node, &pods, None).await;
+    }
+    let _ = sqs.delete_queue().queue_url(&q).send().await;
+    let _ = sqs.delete_queue().queue_url(&dlq).send().await;
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    assert_eq!(
+        leftover, 0,
+        "messages left on the queue after every drain ended"
+    );
 }
 
 /// Adds labels to `node` (merge patch as the admin).
@@ -585,7 +1279,7 @@ async fn placeholders_of(client: &kube::Client, instance: &str) -> Vec<Pod> {
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
 async fn each_drain_is_ready_only_on_its_own_placeholder_and_the_tick_collects_orphans() {
-    use prewarm::adapters::kube::drain::{collect, event_recorder};
+    use prewarm::adapters::kube::drain::collect;
     use prewarm::core::interruption::{DrainSettings, LeaseVerdict};
     let admin = admin().await;
     ensure_namespace(&admin).await;
@@ -674,7 +1368,13 @@ async fn each_drain_is_ready_only_on_its_own_placeholder_and_the_tick_collects_o
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_secs_f64();
-    let collected = collect::collect(&lambda, &event_recorder(&lambda), &[], &settings, now)
+    // A gone node's lease is released by the tick itself: nothing is handed over (no queue).
+    let sqs_client = sqs().await;
+    let handover = collect::Handover {
+        sqs: &sqs_client,
+        queue_url: "http://127.0.0.1:9/unused",
+    };
+    let collected = collect::collect(&lambda, &handover, &[], &settings, now)
         .await
         .unwrap();
     let loser_after = placeholders_of(&admin, loser_i).await;

@@ -3,3 +3,4 @@
 pub mod events;
 pub mod kube;
 pub mod metrics;
+pub mod queue;

@@ -86,6 +86,16 @@ fn explain_one(id: &str, parsed: &Parsed, actions: &ActionTable, budget: f64) ->
             "cause": cause,
             "outcome": "reported as a batch item failure; SQS moves it to the dead-letter queue after maxReceiveCount",
         }),
+        Parsed::Resume(r) => json!({
+            "id": id,
+            "verdict": "act",
+            "why": format!("prewarm's resume-drain message (sent by the tick) for node {} / instance {}: \
+                the drain on the node's own record is stepped, or un-drained if its lease expired", r.node, r.instance),
+            "kind": "resume-drain",
+            "node": r.node,
+            "instance_ids": [r.instance],
+            "outcome": "one drain step from the node's drain annotations; a continuation while work is left",
+        }),
         Parsed::Ignored { event_id, reason } => json!({
             "id": id,
             "event_id": event_id,

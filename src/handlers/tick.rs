@@ -29,8 +29,8 @@ pub struct TickDeps {
     pub config: Config,
     pub clients: ClientCache,
     pub metrics: Box<dyn MetricSource>,
-    /// The one Event recorder of the lease collection (built with the first client).
-    pub recorder: tokio::sync::OnceCell<kube::runtime::events::Recorder>,
+    /// Sends resume-drain messages to INTERRUPTION_QUEUE_URL (the lease collection's handover).
+    pub sqs: aws_sdk_sqs::Client,
 }
 
 impl TickDeps {
@@ -43,11 +43,12 @@ impl TickDeps {
             .expect("require_tick_ready checked METRIC_SOURCE");
         let metrics = metrics::from_config(source).await?;
         let clients = ClientCache::new(config.require_cluster()?.clone());
+        let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
         Ok(TickDeps {
             config,
             clients,
             metrics,
-            recorder: tokio::sync::OnceCell::new(),
+            sqs: aws_sdk_sqs::Client::new(&sdk),
         })
     }
 }
@@ -485,22 +486,31 @@ pub async fn tick_once(deps: &Arc<TickDeps>, now: f64, dry_run: bool) -> Vec<Tar
     reports
 }
 
-/// Releases replacement leases nobody holds, steps drains whose owner went silent and un-drains
-/// survivors (`adapters::kube::drain::collect`), before the targets read their headroom. Only
-/// logged: a failure here never stops the tick.
+/// Releases replacement leases nobody holds and hands drains whose owner went silent, survivors
+/// and expired cordon-prewarm drains to the interruption function as resume-drain messages
+/// (`adapters::kube::drain::collect`), before the targets read their headroom. Only logged: a
+/// failure here never stops the tick.
 async fn collect_drain_leases(
     deps: &Arc<TickDeps>,
     client: &kube::Client,
     targets: &[TargetSpec],
     now: f64,
 ) {
-    use crate::adapters::kube::drain::{collect, event_recorder};
-    let recorder = deps
-        .recorder
-        .get_or_init(|| async { event_recorder(client) })
-        .await;
+    use crate::adapters::kube::drain::collect;
+    let Some(queue_url) = deps.config.interruption.queue_url.as_deref() else {
+        // require_tick_ready refuses to start without it; kept total for tests that build deps.
+        tracing::warn!(
+            event = "drain_lease",
+            "INTERRUPTION_QUEUE_URL unset: drain leases not collected"
+        );
+        return;
+    };
+    let handover = collect::Handover {
+        sqs: &deps.sqs,
+        queue_url,
+    };
     let settings = crate::handlers::interruption::drain_settings(&deps.config);
-    match collect::collect(client, recorder, targets, &settings, now).await {
+    match collect::collect(client, &handover, targets, &settings, now).await {
         Ok(items) => {
             for c in items {
                 match &c.outcome {

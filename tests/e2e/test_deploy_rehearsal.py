@@ -119,6 +119,9 @@ def test_functions(deployed):
     assert ienv["PREWARM_HANDLER"] == "interruption"
     assert ienv["ACTIONS"] == "cordon,drain"
     assert ienv["INTERRUPTION_QUEUE_URL"].endswith("/" + physical["InterruptionQueue"].rsplit("/", 1)[-1])
+    # The tick hands orphaned and expired drains to the interruption function on the same queue.
+    assert tenv["INTERRUPTION_QUEUE_URL"] == ienv["INTERRUPTION_QUEUE_URL"]
+    assert tenv["RECHECK_SECONDS"] == ienv["RECHECK_SECONDS"]
     # A metric setting never reaches the interruption function (issue 12, item 4).
     assert not {k for k in ienv if k.startswith(("METRIC", "PROMETHEUS", "AMP_", "CLOUDWATCH_"))}
     # Not checked here: ReservedConcurrentExecutions (TickReservedConcurrency=1). LocalStack's

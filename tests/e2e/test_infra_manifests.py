@@ -122,6 +122,8 @@ def allowed_checks(fn: str) -> list[tuple]:
     targets = VALUES["targets"]
     out = []
     for row in TABLE[fn]["rules"]:
+        if row.get("when") and not VALUES[row["when"]]:
+            continue  # opt-in row, off in the default values (denied below)
         res, _, sub = row["resource"].partition("/")
         res = f"{res}.{row['apiGroup']}" if row["apiGroup"] else res
         kind = row.get("headroomKind")
@@ -156,9 +158,13 @@ DENIED = {
         ("delete", "deployments.apps", None, "inference"),
         ("patch", "nodepools.karpenter.sh/default", None, None),
         ("update", "nodepools.karpenter.sh/gpu", None, None),
-        # The tick may step an orphaned drain (cordon, evict through the Eviction API), but it
-        # never deletes or replaces nodes or pods, and never writes NodeClaims.
-        ("delete", "nodes", None, None), ("update", "nodes", None, None),
+        # The tick only reads drain state: it never writes a node, evicts, records Events or
+        # reads PDBs (the interruption function does, from the tick's resume-drain message),
+        # and never writes NodeClaims.
+        ("patch", "nodes", None, None), ("delete", "nodes", None, None), ("update", "nodes", None, None),
+        ("create", "pods", "eviction", "inference"), ("create", "events", None, "default"),
+        ("create", "events.events.k8s.io", None, "default"), ("list", "poddisruptionbudgets.policy", None, "inference"),
+        ("get", "pods", None, "kube-system"),
         ("delete", "pods", None, "inference"), ("patch", "pods", None, "inference"),
         # Replacement placeholders: made and deleted in the balloon namespace only.
         ("create", "pods", None, "inference"), ("delete", "pods", None, "kube-system"),
@@ -234,8 +240,8 @@ def test_function_may_not(stack_env, fn, check):
 
 
 def test_each_function_lacks_the_others_writes(stack_env):
-    """The interruption function cannot patch NodePools (default values: balloon headroom). The
-    tick can evict: it steps a drain whose owner went silent (permissions.yaml says why)."""
+    """The interruption function cannot patch NodePools (default values: balloon headroom); the
+    tick cannot evict or patch nodes (it hands orphaned drains over as resume-drain messages)."""
     tick, intr = function_user(stack_env, "tick"), function_user(stack_env, "interruption")
     assert can_i(intr, "create", "pods", "eviction", "inference")
     # Both make and delete replacement placeholders in the balloon namespace (the tick for an

@@ -156,9 +156,11 @@ FUNCTION_SETTINGS = {
         "COOLDOWN_SECONDS", "STALE_AFTER_SECONDS", "DRY_RUN",
         "SEASONS_SECONDS", "TIME_ZONE", "FAST_PATH_RATIO", "FAST_PATH_WINDOW_SECONDS",
         "BAND_HISTORY_SECONDS", "BAND_STEP_SECONDS", "BAND_BY_HOUR", "CALIBRATE_EVERY_SECONDS",
-        "DELAYED_REQUEST_COST", "GPU_HOUR_COST"],
+        "DELAYED_REQUEST_COST", "GPU_HOUR_COST",
+        # drain-lease collection: when a silent drain is orphaned (the interruption's recheck)
+        "RECHECK_SECONDS"],
     "InterruptionFunction": SHARED_SETTINGS + ["ACTIONS", "EVICTION_BUDGET_SECONDS", "RECHECK_SECONDS",
-                                               "DRAIN_SURGE"],
+                                               "DRAIN_SURGE", "DELETE_PAST_PDB_AT_DEADLINE"],
 }
 SETTINGS = sorted({s for v in FUNCTION_SETTINGS.values() for s in v})
 
@@ -381,6 +383,18 @@ def test_scoped_permissions(template):
     # A claimed drain continues with a message of its own (delayed to its next check).
     assert "sqs:SendMessage" in sqs["Action"]
     assert sqs["Resource"] == {"Fn::GetAtt": ["InterruptionQueue", "Arn"]}
+
+
+def test_the_tick_may_only_send_to_the_interruption_queue(template):
+    """The tick hands orphaned and expired drains over as resume-drain messages: it gets the
+    queue's URL and sqs:SendMessage on that queue alone, nothing else of SQS."""
+    env = function_env(template, "TickFunction")
+    assert env["INTERRUPTION_QUEUE_URL"] == {"Ref": "InterruptionQueue"}
+    sqs = [s for s in statements_of(template["Resources"]["TickRole"]["Properties"]["Policies"][0]["PolicyDocument"])
+           if any(str(a).startswith("sqs:") for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"]))]
+    assert len(sqs) == 1, sqs
+    assert sqs[0]["Action"] == "sqs:SendMessage"
+    assert sqs[0]["Resource"] == {"Fn::GetAtt": ["InterruptionQueue", "Arn"]}
 
 
 # ------------------------------------------------------------------ default targets vs the crate

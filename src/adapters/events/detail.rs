@@ -98,6 +98,14 @@ pub(super) fn health(
             shorten(category)
         ));
     }
+    // The drain's owner is the Health event, not this delivery of it: every update (a moved
+    // window, `closed`) comes with a new EventBridge id and the same eventArn, so the eventArn is
+    // the notice's id. A sample without one keeps the envelope id.
+    match string(detail, "eventArn") {
+        Ok(Some(arn)) if !arn.is_empty() => base.event_id = arn.to_string(),
+        Ok(_) => {}
+        Err(e) => return Outcome::Poison(e),
+    }
     base.status = match string(detail, "statusCode") {
         Ok(None | Some("upcoming" | "open")) => NoticeStatus::Active,
         Ok(Some("closed")) => NoticeStatus::Closed,

@@ -1,7 +1,9 @@
 //! Event parsing: SQS records and EventBridge envelopes (`aws_lambda_events` types) into core
-//! notices. Every record is exactly one of three outcomes, by one rule:
+//! notices. Every record is exactly one of these outcomes, by one rule:
 //!
 //! - [`Parsed::Notice`]: a well-formed notice of a kind prewarm acts on.
+//! - [`Parsed::Resume`]: prewarm's own versioned "resume drain" message, which the tick sends
+//!   for a drain nobody drives ([`resume`]).
 //! - [`Parsed::Ignored`] (with the reason; acknowledged): a well-formed EventBridge event that is
 //!   not such a notice (another source or detail-type, an instance starting, a Health event of
 //!   another service or category), or Auto Scaling's documented test notification.
@@ -17,6 +19,7 @@
 
 mod detail;
 pub mod instance_id;
+pub mod resume;
 
 use aws_lambda_events::event::eventbridge::EventBridgeEvent;
 use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
@@ -27,12 +30,15 @@ use crate::core::interruption::{Notice, NoticeKind, NoticeStatus};
 use crate::error::{Error, Result};
 use detail::{shorten, Outcome};
 pub use instance_id::InstanceIdRule;
+pub use resume::ResumeDrain;
 
 /// What a message body is.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "verdict", rename_all = "kebab-case")]
 pub enum Parsed {
     Notice(Notice),
+    /// prewarm's own "resume drain" message (the tick's, see [`resume`]).
+    Resume(ResumeDrain),
     Ignored {
         event_id: Option<String>,
         reason: String,
@@ -209,6 +215,12 @@ fn envelope(value: Value, rule: InstanceIdRule) -> Parsed {
             ),
         };
     };
+    if resume::is_prewarm_message(object) {
+        return match resume::parse(object, rule) {
+            Ok(r) => Parsed::Resume(r),
+            Err(cause) => Parsed::Poison { cause },
+        };
+    }
     if !object.contains_key("detail-type") || !object.contains_key("source") {
         return match object.get("Event").and_then(Value::as_str) {
             Some(e) if e == "autoscaling:TEST_NOTIFICATION" => Parsed::Ignored {

@@ -16,7 +16,7 @@ use kube::api::{Api, DeleteParams, EvictParams, ListParams, Patch, PatchParams, 
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use serde_json::{json, Value};
 
-use crate::core::interruption::state::ALL_KEYS;
+use crate::core::interruption::state::{format_time, parse_time, ALL_KEYS, CLOSED_EVENT};
 use crate::core::interruption::{
     DrainState, NodeView, NoticeKind, PodOwner, PodRef, PodView, ReplacementSeen,
 };
@@ -26,6 +26,7 @@ pub mod collect;
 pub mod execute;
 pub mod placeholder;
 pub mod replacement;
+pub mod step;
 pub mod surge;
 
 /// The taint prewarm puts on a draining node (value: the notice kind).
@@ -253,6 +254,10 @@ pub async fn observe(client: &kube::Client, node: Node) -> Result<Observation> {
         gpus: node_gpus(&node),
         replacement,
         state,
+        closed_event: annotations.get(CLOSED_EVENT).and_then(|v| {
+            let (at, id) = v.split_once(' ')?;
+            Some((id.to_string(), parse_time(at)?))
+        }),
     };
     let pod_views = pods.iter().map(pod_view).collect();
     Ok(Observation {
@@ -380,6 +385,32 @@ pub async fn evict(
     }
 }
 
+/// Deletes one pod directly (no PodDisruptionBudget check), with the same UID precondition and
+/// grace as an eviction. Only for DELETE_PAST_PDB_AT_DEADLINE, at the deadline. 404/409: gone.
+pub async fn delete_pod(
+    client: &kube::Client,
+    pod: &PodRef,
+    uid: Option<&str>,
+    grace_s: Option<i64>,
+) -> Result<()> {
+    let params = DeleteParams {
+        grace_period_seconds: grace_s.map(|g| g.max(1) as u32),
+        preconditions: uid.map(|u| Preconditions {
+            uid: Some(u.to_string()),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
+    match Api::<Pod>::namespaced(client.clone(), &pod.namespace)
+        .delete(&pod.name, &params)
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(()),
+        Err(e) => Err(kube_error("delete", &format!("pod/{pod}"), e)),
+    }
+}
+
 /// Whether `selector` selects a pod with `labels` (matchLabels and matchExpressions; an empty
 /// selector selects everything, as PodDisruptionBudgets in policy/v1 do).
 pub fn selector_matches(selector: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
@@ -482,13 +513,20 @@ pub async fn record_event(
         .map_err(|e| kube_error("create", "event", e))
 }
 
-/// The patch that un-drains a node: every drain annotation removed, the cordon lifted and the
-/// draining taint taken off (other taints kept), guarded by the resourceVersion read.
-pub fn undrain_patch(node: &Node) -> Value {
-    let annotations: serde_json::Map<String, Value> = ALL_KEYS
+/// The patch that un-drains a node: every drain annotation removed, the draining taint taken off
+/// (other taints kept) and, with `uncordon`, the cordon lifted (without: a cordon someone else set
+/// before the drain stays), guarded by the resourceVersion read.
+pub fn undrain_patch(node: &Node, uncordon: bool, closed_by: Option<&(String, f64)>) -> Value {
+    let mut annotations: serde_json::Map<String, Value> = ALL_KEYS
         .iter()
         .map(|k| (k.to_string(), Value::Null))
         .collect();
+    if let Some((id, at)) = closed_by {
+        annotations.insert(
+            CLOSED_EVENT.into(),
+            Value::String(format!("{} {id}", format_time(*at))),
+        );
+    }
     let taints: Vec<Taint> = node
         .spec
         .as_ref()
@@ -497,16 +535,19 @@ pub fn undrain_patch(node: &Node) -> Value {
         .into_iter()
         .filter(|t| t.key != DRAINING_TAINT)
         .collect();
-    json!({
+    let mut patch = json!({
         "metadata": {
             "resourceVersion": node.metadata.resource_version,
             "annotations": annotations,
         },
         "spec": {
-            "unschedulable": Value::Null,
             "taints": taints,
         }
-    })
+    });
+    if uncordon {
+        patch["spec"]["unschedulable"] = Value::Null;
+    }
+    patch
 }
 
 #[cfg(test)]
@@ -648,6 +689,7 @@ mod tests {
             replacement_gpus: 8,
             instance_end: None,
             last_step_at: None,
+            user_cordoned: false,
         };
         let p = node_patch(&node, &state, true, Some(NoticeKind::SpotInterruption));
         assert_eq!(p["metadata"]["resourceVersion"], "42");

@@ -44,6 +44,10 @@ pub struct DrainSettings {
     pub eviction_budget_s: f64,
     /// RECHECK_SECONDS: time between two checks of a drain in progress.
     pub recheck_s: f64,
+    /// DELETE_PAST_PDB_AT_DEADLINE (opt-in, default off): from the eviction deadline on, a pod
+    /// whose eviction a PodDisruptionBudget refuses is deleted instead (UID precondition, grace
+    /// cut to what is left). Off, PDBs always hold and such a pod dies with the instance.
+    pub delete_past_pdb: bool,
 }
 
 impl DrainSettings {
@@ -61,6 +65,7 @@ impl Default for DrainSettings {
             actions: ActionTable::default(),
             eviction_budget_s: 30.0,
             recheck_s: 15.0,
+            delete_past_pdb: false,
         }
     }
 }
@@ -79,6 +84,10 @@ pub struct NodeView {
     /// This drain's own replacement placeholder. The replacement is ready when it is Running on
     /// a Ready node other than this one (or when there is nothing to move).
     pub replacement: ReplacementSeen,
+    /// The last notice that closed (un-drained) this node's drain, and the time of its closing
+    /// update (`prewarm.io/closed-event`): earlier deliveries of that notice still in the
+    /// queue (continuations, older updates) must not drain the node again.
+    pub closed_event: Option<(String, f64)>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -153,6 +162,9 @@ pub enum Finish {
     Undrained,
     /// A closed notice for a node this notice never drained: nothing to undo.
     NothingToUndo,
+    /// A resume-drain message (the tick's) found nothing for it to do: the drain's owner is
+    /// alive again, or only a lease was left to give back.
+    Moot { reason: String },
 }
 
 /// One command for the executor.
@@ -174,18 +186,26 @@ pub enum Command {
     },
     /// Evict through the Eviction API (PodDisruptionBudgets hold). `grace_s`: the grace period
     /// cut to the seconds the instance has left, when the pod's own is longer; `uid`: the
-    /// precondition that it is still the pod that was observed.
+    /// precondition that it is still the pod that was observed. `delete_if_blocked`: past the
+    /// deadline with DELETE_PAST_PDB_AT_DEADLINE on, a 429 from a PodDisruptionBudget is followed
+    /// by a delete with the same precondition and grace.
     Evict {
         pod: PodRef,
         tier: u8,
         uid: Option<String>,
         grace_s: Option<i64>,
+        delete_if_blocked: bool,
     },
     /// Delete this drain's placeholder: right before the evictions it stands in for (hand-over),
     /// and when the drain is over or un-drained (a no-op when it is gone).
     ReleaseReplacement,
-    /// Remove the cordon, the taint and the drain state: the node serves again.
-    Undrain,
+    /// Remove the taint and the drain state, and the cordon when prewarm set it (`uncordon`;
+    /// a cordon that was there before the claim is someone else's and stays): the node serves
+    /// again. `closed_by`: the closing notice (event id, its time), remembered on the node.
+    Undrain {
+        uncordon: bool,
+        closed_by: Option<(String, f64)>,
+    },
     /// Work remains: look again at this time (the message's next visibility).
     WaitUntil {
         at: f64,
@@ -264,6 +284,12 @@ pub fn plan_drain(
     if notice.status == NoticeStatus::Closed {
         return plan_undrain(node, notice);
     }
+    // A delivery of a notice that has since been closed (its continuation, an older update).
+    if let Some((id, closed_at)) = &node.closed_event {
+        if *id == notice.event_id && notice.time <= *closed_at {
+            return DrainStep::finish(vec![], node.state.clone(), Finish::NothingToUndo);
+        }
+    }
     let action = settings.actions.for_kind(notice.kind);
     if action == Action::Ignore {
         return DrainStep::finish(vec![], node.state.clone(), Finish::Ignored);
@@ -271,6 +297,24 @@ pub fn plan_drain(
     let deadline = eviction_deadline(notice, settings.eviction_budget_s);
 
     let mut state = match &node.state {
+        // A newer update of the same notice (AWS Health: same eventArn, later `time`; e.g. the
+        // window moved): its times replace the recorded ones, whatever the last step was.
+        Some(s) if s.event_id == notice.event_id && notice.time > s.notice_time => DrainState {
+            notice_time: notice.time,
+            deadline,
+            instance_end: instance_end(notice),
+            ..s.clone()
+        },
+        // An older update (or its continuation) arriving after a newer one: the newer drives.
+        Some(s) if s.event_id == notice.event_id && notice.time < s.notice_time => {
+            return DrainStep::finish(
+                vec![],
+                Some(s.clone()),
+                Finish::Superseded {
+                    by_event: s.event_id.clone(),
+                },
+            )
+        }
         // The same notice delivered twice: the delivery that stepped moments ago carries it.
         Some(s)
             if s.event_id == notice.event_id
@@ -319,6 +363,9 @@ pub fn plan_drain(
             replacement_gpus: 0,
             instance_end: instance_end(notice),
             last_step_at: None,
+            // A cordon without prewarm's taint is someone else's (an operator's, a maintenance
+            // tool's): remembered so that an un-drain leaves it.
+            user_cordoned: node.unschedulable && !node.tainted,
         },
     };
     state.last_step_at = Some(now);
@@ -346,6 +393,22 @@ pub fn plan_drain(
     }
     let past_deadline = deadline.is_some_and(|d| now >= d);
     let waited_too_long = deadline.is_none() && now >= state.notice_time + NO_DEADLINE_MAX_WAIT_S;
+    // cordon-prewarm without a deadline only prepares: if no notice with a deadline took over
+    // within the wait (a rebalance that never became a spot warning), the cordon expires, whether
+    // or not its replacement ever became ready. (Prewarmed drains are expired by the tick.)
+    if action == Action::CordonPrewarm && waited_too_long && state.evicting_since.is_none() {
+        return DrainStep::finish(
+            vec![
+                Command::Undrain {
+                    uncordon: !state.user_cordoned,
+                    closed_by: None,
+                },
+                Command::ReleaseReplacement,
+            ],
+            None,
+            Finish::Undrained,
+        );
+    }
     // A pod whose grace period would outlast the instance must start going earlier than the
     // others: the instance's end minus its grace period.
     let any_due = holding.iter().any(|p| pod_due(p, deadline, end, now));
@@ -441,7 +504,24 @@ pub fn plan_drain(
         Action::CordonPrewarm => past_deadline,
         Action::Ignore => unreachable!("handled above"),
     };
-    let evict = pods_to_evict(&in_scope, everyone, deadline, end, now);
+    let evict = pods_to_evict(&in_scope, everyone, deadline, end, now)
+        .into_iter()
+        .map(|c| match c {
+            Command::Evict {
+                pod,
+                tier,
+                uid,
+                grace_s,
+                ..
+            } => Command::Evict {
+                pod,
+                tier,
+                uid,
+                grace_s,
+                delete_if_blocked: settings.delete_past_pdb && past_deadline,
+            },
+            other => other,
+        });
     state.phase = Phase::Evicting;
     commands.insert(
         0,
@@ -467,7 +547,13 @@ pub fn plan_drain(
 fn plan_undrain(node: &NodeView, notice: &Notice) -> DrainStep {
     match &node.state {
         Some(s) if s.event_id == notice.event_id => DrainStep::finish(
-            vec![Command::Undrain, Command::ReleaseReplacement],
+            vec![
+                Command::Undrain {
+                    uncordon: !s.user_cordoned,
+                    closed_by: Some((notice.event_id.clone(), notice.time)),
+                },
+                Command::ReleaseReplacement,
+            ],
             None,
             Finish::Undrained,
         ),

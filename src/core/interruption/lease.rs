@@ -5,7 +5,11 @@
 
 use serde::Serialize;
 
-use super::drain::{owner_alive, DrainSettings, NO_DEADLINE_MAX_WAIT_S};
+use super::drain::{
+    owner_alive, plan_drain, Command, DrainSettings, DrainStep, Finish, NodeView, PodView,
+    NO_DEADLINE_MAX_WAIT_S,
+};
+use super::notice::{Notice, NoticeStatus};
 use super::state::{DrainState, Phase};
 
 /// A node that is still there and Ready this long after the end its notice announced survived
@@ -75,6 +79,78 @@ pub fn lease_verdict(node: NodeSeen<'_>, now: f64, settings: &DrainSettings) -> 
     }
 }
 
+/// The notice a drain's own record stands for: enough for `plan_drain` to carry the drain on
+/// (it keeps the recorded deadline and instance end for its own event id). `Closed` un-drains.
+pub fn notice_of_record(state: &DrainState, instance: &str, status: NoticeStatus) -> Notice {
+    Notice {
+        event_id: state.event_id.clone(),
+        kind: state.kind,
+        instance_ids: vec![instance.to_string()],
+        time: state.notice_time,
+        instance_state: None,
+        window_start: state.instance_end,
+        termination_time: state.instance_end,
+        status,
+        sent_time: None,
+    }
+}
+
+/// One step of a resume-drain message (sent by the tick for the node of `instance`), from what the
+/// node looks like now. The tick's verdict is taken again here, at the time of the step: the
+/// owner may have come back meanwhile. `adopted`: this message already stepped the drain (it is a
+/// continuation of the resume message), so it is the drain's owner and carries it on while it is
+/// active. Two owners of one drain collapse by `plan_drain`'s duplicate rule.
+pub fn plan_resume(
+    node: &NodeView,
+    pods: &[PodView],
+    ready: bool,
+    instance: &str,
+    adopted: bool,
+    now: f64,
+    settings: &DrainSettings,
+) -> DrainStep {
+    let state = node.state.as_ref();
+    let active =
+        state.is_some_and(|s| matches!(s.phase, Phase::WaitingForReplacement | Phase::Evicting));
+    let verdict = if adopted && active {
+        LeaseVerdict::Resume
+    } else {
+        lease_verdict(NodeSeen::Present { state, ready }, now, settings)
+    };
+    let moot = |commands: Vec<Command>, reason: String| DrainStep {
+        commands: commands
+            .into_iter()
+            .chain([Command::Done(Finish::Moot { reason })])
+            .collect(),
+        state: state.cloned(),
+    };
+    match (verdict, state) {
+        (LeaseVerdict::Resume, Some(s)) => plan_drain(
+            node,
+            pods,
+            &notice_of_record(s, instance, NoticeStatus::Active),
+            now,
+            settings,
+        ),
+        (LeaseVerdict::Undrain { .. }, Some(s)) => plan_drain(
+            node,
+            pods,
+            &notice_of_record(s, instance, NoticeStatus::Closed),
+            now,
+            settings,
+        ),
+        (LeaseVerdict::Release { reason }, _) => moot(
+            vec![Command::ReleaseReplacement],
+            format!("lease released: {reason}"),
+        ),
+        (LeaseVerdict::Keep, _) => moot(
+            vec![],
+            "the drain is driven by its owner (or needs nothing now)".into(),
+        ),
+        (_, None) => moot(vec![], "the node carries no drain".into()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,6 +173,7 @@ mod tests {
             replacement_gpus: 4,
             instance_end: Some(T0 + 120.0),
             last_step_at: Some(last_step),
+            user_cordoned: false,
         }
     }
 
@@ -175,6 +252,84 @@ mod tests {
                 LeaseVerdict::Resume => "resume",
             };
             assert_eq!(got, expected, "{what}");
+        }
+    }
+
+    #[test]
+    fn resume_messages_act_on_the_verdict_at_the_time_of_the_step() {
+        let s = DrainSettings::default();
+        let view = |state: Option<DrainState>| NodeView {
+            name: "n".into(),
+            unschedulable: true,
+            tainted: true,
+            gpus: 4,
+            replacement: crate::core::interruption::ReplacementSeen::Pending,
+            state,
+            closed_event: None,
+        };
+        let active = state(NoticeKind::SpotInterruption, Phase::Evicting, T0 + 60.0);
+        let mut prewarmed = state(NoticeKind::Rebalance, Phase::Prewarmed, T0);
+        prewarmed.deadline = None;
+        prewarmed.instance_end = None;
+        let kind = |st: &DrainStep| match st.last() {
+            Command::WaitUntil { .. } => "stepped".to_string(),
+            Command::Done(Finish::Undrained) => "undrained".into(),
+            Command::Done(Finish::Moot { reason }) if reason.starts_with("lease released") => {
+                "released".into()
+            }
+            Command::Done(Finish::Moot { .. }) => "moot".into(),
+            Command::Done(Finish::Drained) => "drained".into(),
+            other => format!("{other:?}"),
+        };
+        // (what, state, adopted, now, expected)
+        let cases: Vec<(&str, Option<DrainState>, bool, f64, &str)> = vec![
+            (
+                "owner silent 121 s: stepped",
+                Some(active.clone()),
+                false,
+                T0 + 181.0,
+                "drained",
+            ),
+            (
+                "owner came back meanwhile: moot",
+                Some(active.clone()),
+                false,
+                T0 + 100.0,
+                "moot",
+            ),
+            (
+                "continuation of the message: owns the drain",
+                Some(active.clone()),
+                true,
+                T0 + 100.0,
+                "drained",
+            ),
+            (
+                "expired prewarm: un-drained",
+                Some(prewarmed.clone()),
+                false,
+                T0 + 1_800.0,
+                "undrained",
+            ),
+            (
+                "prewarm not expired: moot",
+                Some(prewarmed),
+                false,
+                T0 + 60.0,
+                "moot",
+            ),
+            (
+                "no drain on the node: lease released",
+                None,
+                false,
+                T0,
+                "released",
+            ),
+        ];
+        for (what, st, adopted, now, expected) in cases {
+            // No pods left on the node: an active step ends the drain.
+            let step = plan_resume(&view(st), &[], true, "i-1", adopted, now, &s);
+            assert_eq!(kind(&step), expected, "{what}");
         }
     }
 }

@@ -19,7 +19,7 @@ pub use drain::{
     owner_alive, plan_drain, Command, DrainSettings, DrainStep, Finish, NodeView, PodOwner, PodRef,
     PodView,
 };
-pub use lease::{lease_verdict, LeaseVerdict, NodeSeen};
+pub use lease::{lease_verdict, notice_of_record, plan_resume, LeaseVerdict, NodeSeen};
 pub use notice::{Notice, NoticeKind, NoticeStatus};
 pub use replacement::{lease_expiry, placeholder_verdict, PlaceholderVerdict, ReplacementSeen};
 pub use state::{DrainState, Phase};

@@ -67,8 +67,11 @@ pub enum NoticeStatus {
 /// Times are seconds since the Unix epoch.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Notice {
-    /// The EventBridge event id; it marks the node's drain state so re-deliveries are recognised.
+    /// The notice's identity, marking the node's drain state so re-deliveries and updates are
+    /// recognised: the EventBridge event id for EC2 notices; for AWS Health the `eventArn`
+    /// (each update of one Health event is a new EventBridge event with a new id).
     pub event_id: String,
+    // (`time` below tells a newer update of the same Health event from an older one.)
     pub kind: NoticeKind,
     /// EC2 instance ids, validated and without duplicates, in the order the event names them
     /// (one for EC2 notices; every affected instance of a Health event, possibly thousands, which

@@ -69,6 +69,7 @@ pub fn pods_to_evict(
             tier: if p.critical { 2 } else { 1 },
             uid: p.uid.clone(),
             grace_s: grace_for(p, end, now),
+            delete_if_blocked: false,
         })
         .collect()
 }

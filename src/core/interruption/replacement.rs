@@ -97,6 +97,7 @@ mod tests {
             replacement_gpus: 4,
             instance_end: end,
             last_step_at: Some(T0),
+            user_cordoned: false,
         }
     }
 

@@ -22,9 +22,17 @@ pub const FINISHED_AT: &str = "prewarm.io/drain-finished-at";
 pub const REPLACEMENT_GPUS: &str = "prewarm.io/drain-replacement-gpus";
 pub const INSTANCE_END: &str = "prewarm.io/drain-instance-end";
 pub const LAST_STEP_AT: &str = "prewarm.io/drain-last-step-at";
+/// "true" when the node was already cordoned by someone else when prewarm claimed it: un-draining
+/// then leaves that cordon in place.
+pub const USER_CORDONED: &str = "prewarm.io/drain-user-cordoned";
+
+/// `<time> <event id>` of the last notice that closed a drain of this node (AWS Health
+/// `closed`). Not a drain key: it stays after the un-drain, so deliveries of that notice still in
+/// the queue do not drain the node again.
+pub const CLOSED_EVENT: &str = "prewarm.io/closed-event";
 
 /// Every annotation key, so an executor can write (or clear) the whole set in one patch.
-pub const ALL_KEYS: [&str; 13] = [
+pub const ALL_KEYS: [&str; 14] = [
     EVENT_ID,
     KIND,
     PHASE,
@@ -38,6 +46,7 @@ pub const ALL_KEYS: [&str; 13] = [
     REPLACEMENT_GPUS,
     INSTANCE_END,
     LAST_STEP_AT,
+    USER_CORDONED,
 ];
 
 /// Where a drain stands.
@@ -98,6 +107,9 @@ pub struct DrainState {
     /// When the drain last made a step: the owner's heartbeat. A drain whose owner has not
     /// stepped for a while is adopted by the next notice or the tick (its message is gone).
     pub last_step_at: Option<f64>,
+    /// The node was unschedulable (someone else's cordon) when the drain claimed it: an
+    /// un-drain keeps the cordon.
+    pub user_cordoned: bool,
 }
 
 impl DrainState {
@@ -113,6 +125,9 @@ impl DrainState {
         put(NOTICE_TIME, format_time(self.notice_time));
         put(STARTED_AT, format_time(self.started_at));
         put(REPLACEMENT_GPUS, self.replacement_gpus.to_string());
+        if self.user_cordoned {
+            put(USER_CORDONED, "true".into());
+        }
         for (key, value) in [
             (DEADLINE, self.deadline),
             (REPLACEMENT_REQUESTED_AT, self.replacement_requested_at),
@@ -168,6 +183,7 @@ impl DrainState {
                 .unwrap_or(0),
             instance_end: time(INSTANCE_END)?,
             last_step_at: time(LAST_STEP_AT)?,
+            user_cordoned: a.get(USER_CORDONED).is_some_and(|v| v == "true"),
         }))
     }
 }
@@ -205,6 +221,7 @@ mod tests {
             replacement_gpus: 8,
             instance_end: Some(1_795_953_720.0),
             last_step_at: Some(1_795_953_690.5),
+            user_cordoned: true,
         }
     }
 

@@ -297,6 +297,7 @@ fn state(ready_at: Option<f64>, deadline: Option<f64>) -> DrainState {
         replacement_gpus: 1,
         instance_end: deadline.map(|d| d + 30.0),
         last_step_at: Some(NOW),
+        user_cordoned: false,
     }
 }
 
@@ -349,6 +350,7 @@ fn evict(p: &PodView) -> Command {
         tier: 1,
         uid: p.uid.clone(),
         grace_s: None,
+        delete_if_blocked: false,
     }
 }
 

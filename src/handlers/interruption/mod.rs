@@ -20,14 +20,17 @@ use kube::runtime::events::Recorder;
 use lambda_runtime::{service_fn, LambdaEvent};
 use tokio::sync::OnceCell;
 
-use crate::adapters::events::{parse_record_with, InstanceIdRule, Parsed, ParsedRecord};
-use crate::adapters::kube::drain::execute::{execute, StepReport};
-use crate::adapters::kube::drain::{event_recorder, find_node, observe};
-use crate::adapters::kube::drain::{replacement, surge};
+use crate::adapters::events::{
+    parse_record_with, InstanceIdRule, Parsed, ParsedRecord, ResumeDrain,
+};
+use crate::adapters::kube::drain::execute::StepReport;
+use crate::adapters::kube::drain::step::{step, Planned, Stepped};
+use crate::adapters::kube::drain::{event_recorder, is_ready, surge};
 use crate::adapters::kube::ClientCache;
 use crate::config::Config;
 use crate::core::interruption::{
-    instance_end, plan_drain, Command, DrainSettings, DrainStep, Finish, Notice,
+    instance_end, notice_of_record, plan_drain, plan_resume, Command, DrainSettings, DrainStep,
+    Finish, Notice, NoticeStatus,
 };
 use crate::core::TargetSpec;
 use crate::error::{Error, Result};
@@ -41,8 +44,6 @@ const ANSWER_MARGIN: Duration = Duration::from_secs(3);
 /// handful of apiserver calls, and a stuck call must not hold the batch (a crashed or timed-out
 /// invocation's batch only comes back after the queue's visibility timeout).
 const MAX_RECORD_TIME: Duration = Duration::from_secs(15);
-/// Node writes that conflict are re-observed and re-planned this often within one check.
-const PLAN_ATTEMPTS: usize = 3;
 
 /// What the handler needs, built once per execution environment.
 pub struct Interruption {
@@ -123,6 +124,7 @@ pub fn drain_settings(config: &Config) -> DrainSettings {
         actions: config.interruption.actions.clone(),
         eviction_budget_s: config.interruption.eviction_budget_s,
         recheck_s: config.interruption.recheck_s,
+        delete_past_pdb: config.interruption.delete_past_pdb,
     }
 }
 
@@ -358,6 +360,7 @@ impl Interruption {
                     reason: format!("ignored: {reason}"),
                 };
             }
+            Parsed::Resume(r) => return self.handle_resume(record, r, came_with).await,
             Parsed::Notice(n) => n,
         };
         // Which instance this delivery is about: the one a continuation names, or the notice's
@@ -392,15 +395,41 @@ impl Interruption {
                 .metric("NoticesReceived", 1.0, Unit::Count)
                 .emit(&self.emf_namespace);
         }
-        let client = match self.kube.get().await {
+        let (client, recorder, targets) = match self.cluster().await {
             Ok(c) => c,
-            Err(e) => {
-                return RecordOutcome::Later {
-                    at: now_s() + self.settings.recheck_s,
-                    reason: format!("no Kubernetes client: {e}"),
-                }
-            }
+            Err(later) => return later,
         };
+        let stepped = step(
+            &client,
+            recorder,
+            &targets,
+            &instance,
+            self.surge,
+            |o, now| {
+                if let Some(e) = &o.state_error {
+                    tracing::warn!(event_id = %notice.event_id, node = %o.view.name, error = %e,
+                        "drain annotations unreadable: starting over");
+                }
+                Planned {
+                    step: plan_drain(&o.view, &o.pod_views, notice, now, &self.settings),
+                    event_id: notice.event_id.clone(),
+                }
+            },
+            now_s,
+        )
+        .await;
+        self.outcome_of(stepped, &instance, Some(notice))
+    }
+
+    /// The client, the one recorder and the current targets; `Err` is the outcome when the
+    /// cluster cannot be reached (the message is kept and looked at again).
+    async fn cluster(
+        &self,
+    ) -> std::result::Result<(kube::Client, &Recorder, Vec<TargetSpec>), RecordOutcome> {
+        let client = self.kube.get().await.map_err(|e| RecordOutcome::Later {
+            at: now_s() + self.settings.recheck_s,
+            reason: format!("no Kubernetes client: {e}"),
+        })?;
         let recorder = self
             .recorder
             .get_or_init(|| async { event_recorder(&client) })
@@ -414,119 +443,153 @@ impl Interruption {
         )
         .await
         .unwrap_or_default();
-        match self
-            .drive_instance(&client, recorder, &targets, notice, &instance)
-            .await
-        {
-            Ok(InstanceOutcome::Done(reason)) => RecordOutcome::Delete {
-                reason: format!("{instance}: {reason}"),
-            },
-            Ok(InstanceOutcome::Claimed(at)) => RecordOutcome::Continue {
-                at,
-                reason: format!("{instance}: in progress"),
-            },
-            Err(e) => {
-                tracing::warn!(event_id = %notice.event_id, instance = %instance, error = %e,
-                    error_kind = e.kind(), "drain step failed; retrying at the next check");
-                RecordOutcome::Later {
-                    at: now_s() + self.settings.recheck_s,
-                    reason: format!("{instance}: {e}"),
-                }
-            }
-        }
+        Ok((client, recorder, targets))
     }
 
-    /// One step of the drain of `instance` for `notice`. Public for the tick, which drives drains
-    /// whose owner went silent from the notice rebuilt from the node's own record.
-    pub async fn drive_instance(
+    /// A resume-drain message (the tick's): the node's own record is the notice. Its first
+    /// delivery acts only if the tick's verdict still holds; its continuations own the drain.
+    async fn handle_resume(
         &self,
-        client: &kube::Client,
-        recorder: &Recorder,
-        targets: &[TargetSpec],
-        notice: &Notice,
+        record: &ParsedRecord,
+        resume: &ResumeDrain,
+        came_with: &Continuation,
+    ) -> RecordOutcome {
+        let (client, recorder, targets) = match self.cluster().await {
+            Ok(c) => c,
+            Err(later) => return later,
+        };
+        let adopted = came_with.attempt > 0;
+        let stepped = step(
+            &client,
+            recorder,
+            &targets,
+            &resume.instance,
+            self.surge,
+            |o, now| {
+                if o.view.name != resume.node {
+                    tracing::warn!(message_id = %record.message_id, instance = %resume.instance,
+                        node = %o.view.name, named = %resume.node,
+                        "the instance's node is not the one the tick named; stepping the instance's");
+                }
+                let step = plan_resume(
+                    &o.view,
+                    &o.pod_views,
+                    is_ready(&o.node),
+                    &resume.instance,
+                    adopted,
+                    now,
+                    &self.settings,
+                );
+                let event_id = o
+                    .view
+                    .state
+                    .as_ref()
+                    .map_or_else(|| "(resume-drain)".to_string(), |s| s.event_id.clone());
+                Planned { step, event_id }
+            },
+            now_s,
+        )
+        .await;
+        self.outcome_of(stepped, &resume.instance, None)
+    }
+
+    /// The record's outcome from a step (logged, with metrics). `notice`: the notice the step
+    /// was for; None for a resume-drain message (the node's record stands for it).
+    fn outcome_of(
+        &self,
+        stepped: Result<Stepped>,
         instance: &str,
-    ) -> Result<InstanceOutcome> {
-        for _ in 0..PLAN_ATTEMPTS {
-            let Some(node) = find_node(client, instance).await? else {
-                // Foreign, or ours and already gone: either way nothing to drain. Hand back any
-                // replacement a drain of this instance reserved.
-                let released = replacement::release(client, targets, None, instance).await;
-                for t in released.into_iter().flatten() {
-                    if !t.ends_with("(nothing held)") {
-                        tracing::info!(event_id = %notice.event_id, instance, released = %t,
+        notice: Option<&Notice>,
+    ) -> RecordOutcome {
+        let later = |reason: String| RecordOutcome::Later {
+            at: now_s() + self.settings.recheck_s,
+            reason: format!("{instance}: {reason}"),
+        };
+        let stepped = match stepped {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(event_id = notice.map_or("(resume-drain)", |n| n.event_id.as_str()),
+                    instance, error = %e, error_kind = e.kind(),
+                    "drain step failed; retrying at the next check");
+                return later(e.to_string());
+            }
+        };
+        let (observed, planned, report, now) = match stepped {
+            Stepped::NodeGone { released } => {
+                if let Some(n) = notice {
+                    for t in &released {
+                        tracing::info!(event_id = %n.event_id, instance, released = %t,
                             "node gone: replacement released");
                     }
+                    self.log_step(
+                        n,
+                        instance,
+                        None,
+                        "not-in-cluster",
+                        &StepReport::default(),
+                        None,
+                    );
+                } else {
+                    tracing::info!(instance, released = ?released,
+                        "resume-drain: the node is gone; nothing to drain");
                 }
-                self.log_step(
-                    notice,
-                    instance,
-                    None,
-                    "not-in-cluster",
-                    &StepReport::default(),
-                    None,
-                );
-                return Ok(InstanceOutcome::Done("not in this cluster".into()));
-            };
-            let observed = observe(client, node).await?;
-            if let Some(e) = &observed.state_error {
-                tracing::warn!(event_id = %notice.event_id, node = %observed.view.name, error = %e,
-                    "drain annotations unreadable: starting over");
+                return RecordOutcome::Delete {
+                    reason: format!("{instance}: not in this cluster"),
+                };
             }
-            let now = now_s();
-            let mut step = plan_drain(
-                &observed.view,
-                &observed.pod_views,
-                notice,
+            Stepped::Done {
+                observed,
+                planned,
+                report,
+                surge,
                 now,
-                &self.settings,
-            );
-            if self.surge {
-                let surge = surge::gate(client, targets, &observed, &mut step, instance, now).await;
-                log_surge(notice, instance, &surge);
+            } => {
+                if let Some(surge) = &surge {
+                    log_surge(&planned.event_id, instance, surge);
+                }
+                (observed, planned, report, now)
             }
-            let report = execute(
-                client,
-                recorder,
-                targets,
-                &observed,
-                &step,
-                instance,
-                &notice.event_id,
-            )
-            .await?;
-            if report.conflict {
-                continue;
-            }
-            self.emit_metrics(notice, &observed.view.state, &step, &report, now);
+        };
+        let step = &planned.step;
+        // The notice the step stood for: the record's own for a resume-drain message.
+        let of_record = observed
+            .view
+            .state
+            .as_ref()
+            .map(|s| notice_of_record(s, instance, NoticeStatus::Active));
+        if let Some(n) = notice.or(of_record.as_ref()) {
+            self.emit_metrics(n, &observed.view.state, step, &report, now);
             let phase = step.state.as_ref().map_or("none", |s| s.phase.as_str());
             self.log_step(
-                notice,
+                n,
                 instance,
                 Some(&observed.view.name),
                 phase,
                 &report,
-                Some(&step),
+                Some(step),
             );
-            if !report.eviction_errors.is_empty() {
-                tracing::warn!(event_id = %notice.event_id, errors = ?report.eviction_errors, "evictions failed");
-            }
-            if !report.release_errors.is_empty() {
-                // Finished on the node, but the reservation is still held: not done until it is
-                // given back (the next step plans the release again).
-                return Ok(InstanceOutcome::Claimed(now + self.settings.recheck_s));
-            }
-            return Ok(match step.last() {
-                Command::Done(finish) => InstanceOutcome::Done(finish_reason(finish)),
-                Command::WaitUntil { at } => InstanceOutcome::Claimed(*at),
-                other => unreachable!("a step ends in Done or WaitUntil, not {other:?}"),
-            });
         }
-        Err(Error::Kube {
-            operation: "patch".into(),
-            object: format!("node of {instance}"),
-            message: format!("the node kept changing under {PLAN_ATTEMPTS} attempts"),
-            retryable: true,
-        })
+        if !report.eviction_errors.is_empty() {
+            tracing::warn!(event_id = %planned.event_id, errors = ?report.eviction_errors, "evictions failed");
+        }
+        if !report.release_errors.is_empty() {
+            // Finished on the node, but the reservation is still held: not done until it is
+            // given back (the next step plans the release again).
+            return RecordOutcome::Continue {
+                at: now + self.settings.recheck_s,
+                reason: format!("{instance}: replacement not released yet"),
+            };
+        }
+        match step.last() {
+            Command::Done(finish) => RecordOutcome::Delete {
+                reason: format!("{instance}: {}", finish_reason(finish)),
+            },
+            Command::WaitUntil { at } => RecordOutcome::Continue {
+                at: *at,
+                reason: format!("{instance}: in progress"),
+            },
+            other => unreachable!("a step ends in Done or WaitUntil, not {other:?}"),
+        }
     }
 
     fn emit_metrics(
@@ -620,6 +683,7 @@ impl Interruption {
             replacement_error = report.request_error.as_deref().unwrap_or(""),
             pods_evicted = report.evicted.len(),
             pods_blocked = report.blocked.len(),
+            pods_deleted_past_pdb = report.deleted_past_pdb.len(),
             blocked = ?blocked,
             released = ?report.released,
             next_check = next.as_deref().unwrap_or(""),
@@ -628,12 +692,6 @@ impl Interruption {
             "drain step"
         );
     }
-}
-
-pub enum InstanceOutcome {
-    Done(String),
-    /// The drain is this notice's on the node and has work left: next check at this time.
-    Claimed(f64),
 }
 
 fn finish_reason(f: &Finish) -> String {
@@ -647,20 +705,21 @@ fn finish_reason(f: &Finish) -> String {
         Finish::Duplicate => "duplicate delivery: another delivery carries this drain".into(),
         Finish::Undrained => "notice closed: node un-drained, replacement released".into(),
         Finish::NothingToUndo => "notice closed: this notice never drained the node".into(),
+        Finish::Moot { reason } => format!("resume-drain: {reason}"),
     }
 }
 
 /// One line per step that surged, held evictions back, or failed to surge.
-fn log_surge(notice: &Notice, instance: &str, report: &surge::SurgeReport) {
+fn log_surge(event_id: &str, instance: &str, report: &surge::SurgeReport) {
     if report.workloads.is_empty() && report.errors.is_empty() {
         return;
     }
     let held: Vec<String> = report.held.iter().map(ToString::to_string).collect();
     if report.errors.is_empty() {
-        tracing::info!(event = "drain_surge", event_id = %notice.event_id, instance,
+        tracing::info!(event = "drain_surge", event_id, instance,
             workloads = ?report.workloads, held = ?held, "surge before eviction");
     } else {
-        tracing::warn!(event = "drain_surge", event_id = %notice.event_id, instance,
+        tracing::warn!(event = "drain_surge", event_id, instance,
             workloads = ?report.workloads, held = ?held, errors = ?report.errors,
             "surge failed for some workloads: their evictions go ahead as planned");
     }

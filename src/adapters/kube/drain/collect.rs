@@ -1,24 +1,22 @@
-//! The tick's collection of drain leases: reservations nobody holds are released, drains nobody
-//! drives are stepped from the node's own record, and nodes that survived (or whose
-//! cordon-prewarm lease expired) are un-drained. What to do is `core::interruption::lease_verdict`;
-//! this module observes and acts. One failure never stops the others (each item is reported).
+//! The tick's collection of drain leases. The tick never writes a node or evicts (it holds no
+//! such rights): reservations nobody holds are released here (a headroom write, the tick's own
+//! object), while drains nobody drives and nodes to un-drain (survivors, expired cordon-prewarm)
+//! are handed to the interruption function as a resume-drain message on its queue, which steps
+//! them through the same step as a notice (`super::step`). What to do with each is
+//! `core::interruption::lease_verdict`; this module observes and acts. One failure never stops
+//! the others (each item is reported).
 
 use std::collections::BTreeSet;
 
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ListParams};
-use kube::runtime::events::Recorder;
 
-use super::execute::execute;
-use super::{
-    instance_of_provider_id, is_ready, kube_error, observe, patch_node, record_event, undrain_patch,
-};
+use super::{instance_of_provider_id, is_ready, kube_error};
+use crate::adapters::events::ResumeDrain;
 use crate::adapters::kube::drain::replacement;
 use crate::adapters::kube::headroom::{read_headroom, reservations};
-use crate::core::interruption::{
-    lease_verdict, plan_drain, DrainSettings, DrainState, LeaseVerdict, NodeSeen, Notice,
-    NoticeStatus,
-};
+use crate::adapters::queue::send_resume;
+use crate::core::interruption::{lease_verdict, DrainSettings, DrainState, LeaseVerdict, NodeSeen};
 use crate::core::TargetSpec;
 use crate::error::Result;
 
@@ -32,20 +30,10 @@ pub struct Collected {
     pub outcome: std::result::Result<String, String>,
 }
 
-/// The notice a drain's own record stands for: enough for `plan_drain` to carry the drain on
-/// (it keeps the recorded deadline and instance end for its own event id).
-pub fn notice_of_record(state: &DrainState, instance: &str) -> Notice {
-    Notice {
-        event_id: state.event_id.clone(),
-        kind: state.kind,
-        instance_ids: vec![instance.to_string()],
-        time: state.notice_time,
-        instance_state: None,
-        window_start: state.instance_end,
-        termination_time: state.instance_end,
-        status: NoticeStatus::Active,
-        sent_time: None,
-    }
+/// Where the tick hands drains over: the interruption queue.
+pub struct Handover<'a> {
+    pub sqs: &'a aws_sdk_sqs::Client,
+    pub queue_url: &'a str,
 }
 
 fn instance_of(node: &Node) -> Option<String> {
@@ -59,7 +47,7 @@ fn instance_of(node: &Node) -> Option<String> {
 /// Collects every lease of `targets` and every drain state on the cluster's nodes.
 pub async fn collect(
     client: &kube::Client,
-    recorder: &Recorder,
+    handover: &Handover<'_>,
     targets: &[TargetSpec],
     settings: &DrainSettings,
     now: f64,
@@ -117,29 +105,46 @@ pub async fn collect(
         };
         let verdict = lease_verdict(seen, now, settings);
         let has_lease = leased.contains(&instance);
+        let name = node.metadata.name.clone().unwrap_or_default();
         let outcome = match &verdict {
             LeaseVerdict::Keep => continue,
             LeaseVerdict::Release { .. } if !has_lease => continue,
             LeaseVerdict::Release { .. } => release(client, targets, &instance).await,
-            LeaseVerdict::Undrain { reason } => {
-                undrain(client, recorder, targets, node, &instance, reason).await
+            // Node writes and evictions are the interruption function's: hand the drain over.
+            LeaseVerdict::Undrain { .. } | LeaseVerdict::Resume => {
+                hand_over(handover, &name, &instance, state.as_ref()).await
             }
-            LeaseVerdict::Resume => match &state {
-                Some(s) => {
-                    resume(client, recorder, targets, settings, node, &instance, s, now).await
-                }
-                None => continue,
-            },
         };
         out.push(Collected {
             instance,
-            node: node.metadata.name.clone(),
+            node: Some(name),
             verdict,
             outcome,
         });
     }
     out.extend(replacement::collect_placeholders(client, now).await);
     Ok(out)
+}
+
+async fn hand_over(
+    handover: &Handover<'_>,
+    node: &str,
+    instance: &str,
+    state: Option<&DrainState>,
+) -> std::result::Result<String, String> {
+    let resume = ResumeDrain {
+        node: node.to_string(),
+        instance: instance.to_string(),
+    };
+    send_resume(handover.sqs, handover.queue_url, &resume)
+        .await
+        .map(|id| {
+            format!(
+                "resume-drain message {id} enqueued for the drain of event {}",
+                state.map_or("(none)", |s| s.event_id.as_str())
+            )
+        })
+        .map_err(|e| e.to_string())
 }
 
 async fn release(
@@ -161,79 +166,3 @@ async fn release(
         Err(errors.join("; "))
     }
 }
-
-async fn undrain(
-    client: &kube::Client,
-    recorder: &Recorder,
-    targets: &[TargetSpec],
-    node: &Node,
-    instance: &str,
-    reason: &str,
-) -> std::result::Result<String, String> {
-    match patch_node(client, node, &undrain_patch(node)).await {
-        Ok(true) => {}
-        Ok(false) => return Err("the node changed meanwhile; next tick".into()),
-        Err(e) => return Err(e.to_string()),
-    }
-    let released = release(client, targets, instance).await;
-    let note = format!("un-drained: {reason}; cordon, taint and drain state removed");
-    if let Err(e) = record_event(recorder, node, false, "Undrained", note, None).await {
-        tracing::warn!(error = %e, "could not record the Undrained Event");
-    }
-    released.map(|r| format!("un-drained ({reason}); {r}"))
-}
-
-#[allow(clippy::too_many_arguments)]
-async fn resume(
-    client: &kube::Client,
-    recorder: &Recorder,
-    targets: &[TargetSpec],
-    settings: &DrainSettings,
-    node: &Node,
-    instance: &str,
-    state: &DrainState,
-    now: f64,
-) -> std::result::Result<String, String> {
-    let notice = notice_of_record(state, instance);
-    let name = node.metadata.name.clone().unwrap_or_default();
-    let mut current = node.clone();
-    // A node write that conflicts (kwok, the kubelet or the node controller wrote the node since
-    // it was read) is re-observed and re-planned, as the interruption handler does, before the
-    // step is left to the next tick.
-    for attempt in 1..=RESUME_ATTEMPTS {
-        if attempt > 1 {
-            current = Api::<Node>::all(client.clone())
-                .get(&name)
-                .await
-                .map_err(|e| e.to_string())?;
-        }
-        let observed = observe(client, current.clone())
-            .await
-            .map_err(|e| e.to_string())?;
-        let step = plan_drain(&observed.view, &observed.pod_views, &notice, now, settings);
-        let report = execute(
-            client,
-            recorder,
-            targets,
-            &observed,
-            &step,
-            instance,
-            &notice.event_id,
-        )
-        .await
-        .map_err(|e| e.to_string())?;
-        if !report.conflict {
-            return Ok(format!(
-                "stepped the orphaned drain of event {}: {} evicted, {} blocked, now {:?}",
-                state.event_id,
-                report.evicted.len(),
-                report.blocked.len(),
-                step.last()
-            ));
-        }
-    }
-    Err("the node changed meanwhile; next tick".into())
-}
-
-/// Node writes that conflict are re-observed and re-planned this often within one tick.
-const RESUME_ATTEMPTS: usize = 3;

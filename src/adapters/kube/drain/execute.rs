@@ -12,8 +12,8 @@ use kube::runtime::events::Recorder;
 
 use super::replacement::{self, Requested};
 use super::{
-    evict, node_patch, node_pool_of, patch_node, pdbs_covering, record_event, undrain_patch,
-    EvictionOutcome, Observation,
+    delete_pod, evict, node_patch, node_pool_of, patch_node, pdbs_covering, record_event,
+    undrain_patch, EvictionOutcome, Observation,
 };
 use crate::core::interruption::state::format_time;
 use crate::core::interruption::{lease_expiry, Command, DrainStep, Finish, PodRef};
@@ -43,6 +43,8 @@ pub struct StepReport {
     pub blocked: Vec<Blocked>,
     /// Evictions that failed for another reason (retried next check).
     pub eviction_errors: Vec<String>,
+    /// Pods deleted past a PodDisruptionBudget at the deadline (DELETE_PAST_PDB_AT_DEADLINE).
+    pub deleted_past_pdb: Vec<PodRef>,
     pub released: Vec<String>,
     /// Releases that failed: the drain is not finished until the reservation is given back.
     pub release_errors: Vec<String>,
@@ -80,8 +82,16 @@ pub async fn execute(
         report.cordoned = cordon;
         report.tainted = taint.is_some();
     }
-    if step.commands.contains(&Command::Undrain) {
-        if !patch_node(client, node, &undrain_patch(node)).await? {
+    let undrain = step.commands.iter().find_map(|c| match c {
+        Command::Undrain {
+            uncordon,
+            closed_by,
+        } => Some((*uncordon, closed_by.as_ref())),
+        _ => None,
+    });
+    if let Some((uncordon, closed_by)) = undrain {
+        let patch = undrain_patch(node, uncordon, closed_by);
+        if !patch_node(client, node, &patch).await? {
             report.conflict = true;
             return Ok(report);
         }
@@ -116,8 +126,36 @@ pub async fn execute(
     for command in &step.commands {
         match command {
             Command::Evict {
-                pod, uid, grace_s, ..
+                pod,
+                uid,
+                grace_s,
+                delete_if_blocked,
+                ..
             } => match evict(client, pod, uid.as_deref(), *grace_s).await {
+                Ok(EvictionOutcome::Blocked { message, .. }) if *delete_if_blocked => {
+                    // Opted in: the instance goes at its end regardless, and the user chose a
+                    // clean shutdown over the budget.
+                    match delete_pod(client, pod, uid.as_deref(), *grace_s).await {
+                        Ok(()) => {
+                            let note = format!(
+                                "deleted pod {pod} past its PodDisruptionBudget at the eviction deadline ({message}; DELETE_PAST_PDB_AT_DEADLINE, interruption event {event_id})"
+                            );
+                            event(
+                                recorder,
+                                observed,
+                                true,
+                                "DrainDeletedPastPDB",
+                                note,
+                                find_pod(observed, pod),
+                            )
+                            .await;
+                            report.deleted_past_pdb.push(pod.clone());
+                        }
+                        Err(e) => report
+                            .eviction_errors
+                            .push(format!("{pod}: delete past PDB: {e}")),
+                    }
+                }
                 Ok(EvictionOutcome::Evicted) => {
                     let grace = grace_s.map_or(String::new(), |g| {
                         format!(" with its grace period cut to {g} s (the instance's end)")
@@ -228,7 +266,18 @@ async fn milestone_events(
         }
         Command::Done(Finish::Undrained) => events.push((
             "Undrained",
-            format!("notice {event_id} closed: cordon, taint and drain state removed, replacement released"),
+            format!(
+                "drain of notice {event_id} ended without eviction (notice closed, prewarm expired or node survived): {}taint and drain state removed, replacement released",
+                if step
+                    .commands
+                    .iter()
+                    .any(|c| matches!(c, Command::Undrain { uncordon: false, .. }))
+                {
+                    "the cordon set before the drain kept; "
+                } else {
+                    "cordon, "
+                }
+            ),
         )),
         _ => {}
     }

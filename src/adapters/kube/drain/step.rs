@@ -1,0 +1,98 @@
+//! One step of one drain, the only way a drain moves: find the node of the instance (by
+//! `spec.providerID`), observe it and its pods, plan (`core::interruption`), execute. A node write
+//! that conflicts (the kubelet, the node controller or another delivery wrote the node since it
+//! was read) is observed and planned again, up to `PLAN_ATTEMPTS` times. Notices and the tick's
+//! resume-drain messages both come through here; they differ only in how they plan.
+
+use super::execute::{execute, StepReport};
+use super::surge::{self, SurgeReport};
+use super::{find_node, observe, replacement, Observation};
+use crate::core::interruption::DrainStep;
+use crate::core::TargetSpec;
+use crate::error::{Error, Result};
+use kube::runtime::events::Recorder;
+
+/// Node writes that conflict are re-observed and re-planned this often within one step.
+pub const PLAN_ATTEMPTS: usize = 3;
+
+/// A planned step and the event id it acts for (Event notes and logs name it).
+pub struct Planned {
+    pub step: DrainStep,
+    pub event_id: String,
+}
+
+/// What one step came to. (One per record and step: its size does not matter.)
+#[allow(clippy::large_enum_variant)]
+pub enum Stepped {
+    /// No node has this instance (foreign, or ours and already gone): nothing to drain. Any
+    /// replacement a drain of this instance reserved was handed back (targets that released).
+    NodeGone { released: Vec<String> },
+    Done {
+        observed: Observation,
+        planned: Planned,
+        report: StepReport,
+        /// What the surge gate did (None: `DRAIN_SURGE` off).
+        surge: Option<SurgeReport>,
+        /// The clock the step was planned at.
+        now: f64,
+    },
+}
+
+/// Steps the drain of `instance` once. `plan` decides from the observation and the clock; it is
+/// called again after a conflict, with what is then observed. With `surge` on, the planned
+/// evictions pass the surge gate (`drain::surge`) before they are executed, whoever planned them.
+pub async fn step(
+    client: &kube::Client,
+    recorder: &Recorder,
+    targets: &[TargetSpec],
+    instance: &str,
+    surge: bool,
+    plan: impl Fn(&Observation, f64) -> Planned,
+    clock: impl Fn() -> f64,
+) -> Result<Stepped> {
+    for _ in 0..PLAN_ATTEMPTS {
+        let Some(node) = find_node(client, instance).await? else {
+            let released = replacement::release(client, targets, None, instance)
+                .await
+                .into_iter()
+                .flatten()
+                .filter(|t| !t.ends_with("(nothing held)"))
+                .collect();
+            return Ok(Stepped::NodeGone { released });
+        };
+        let observed = observe(client, node).await?;
+        let now = clock();
+        let mut planned = plan(&observed, now);
+        let surged = if surge {
+            Some(surge::gate(client, targets, &observed, &mut planned.step, instance, now).await)
+        } else {
+            None
+        };
+        let report = execute(
+            client,
+            recorder,
+            targets,
+            &observed,
+            &planned.step,
+            instance,
+            &planned.event_id,
+        )
+        .await?;
+        if report.conflict {
+            continue;
+        }
+        return Ok(Stepped::Done {
+            observed,
+            planned,
+            report,
+            surge: surged,
+            now,
+        });
+    }
+    Err(Error::Kube {
+        operation: "patch".into(),
+        object: format!("node of {instance}"),
+        message: format!("the node kept changing under {PLAN_ATTEMPTS} attempts"),
+        retryable: true,
+    })
+}
