@@ -892,6 +892,19 @@ async fn fault_report(client: &kube::Client, node: &str) -> String {
     )
 }
 
+/// Prints how a fault case ended (run with --nocapture to see it), so that every case's outcome
+/// is known even when a later one fails.
+fn case_outcome(case: usize, name: &str, failed: &[String], started: std::time::Instant) {
+    let secs = started.elapsed().as_secs_f64();
+    match failed {
+        [] => eprintln!("fault case {case} ({name}): ok in {secs:.0} s"),
+        f => eprintln!(
+            "fault case {case} ({name}): FAILED in {secs:.0} s\n{}",
+            f.join("\n")
+        ),
+    }
+}
+
 /// The state a fault case ends in, for its assertions.
 struct After {
     annotations: BTreeMap<String, String>,
@@ -902,7 +915,11 @@ struct After {
 }
 
 async fn after(client: &kube::Client, node: &str) -> After {
-    let n = Api::<Node>::all(client.clone()).get(node).await.unwrap();
+    let n = Api::<Node>::all(client.clone())
+        .get_opt(node)
+        .await
+        .unwrap()
+        .unwrap_or_else(|| panic!("node {node} is gone: something other than its test deleted it"));
     let spec = n.spec.clone().unwrap_or_default();
     After {
         annotations: n
@@ -988,6 +1005,7 @@ async fn fault_matrix_every_drain_ends_and_nothing_is_left_behind() {
     // ---- 1. The Lambda killed mid-drain: the claimed drain's continuation is received by an
     // invocation that dies (never answers, never deletes); the queue delivers it again after
     // its visibility timeout and that delivery finishes the drain.
+    let (case_start, failed_before) = (std::time::Instant::now(), failures.len());
     {
         let (node, inst) = fault_node(&admin, "h6-killed-", &mut cleanups).await;
         send(&sqs, &q, &spot_body(&inst, 0)).await;
@@ -1012,9 +1030,16 @@ async fn fault_matrix_every_drain_ends_and_nothing_is_left_behind() {
         // Drained: the node stays cordoned and tainted until the instance goes (legitimate).
         assert!(a.cordoned || !ok);
     }
+    case_outcome(
+        1,
+        "killed mid-drain",
+        &failures[failed_before..],
+        case_start,
+    );
 
     // ---- 2. The message dropped to the DLQ mid-drain: the owner goes silent; the tick hands the
     // drain over with a resume-drain message and the interruption function finishes it.
+    let (case_start, failed_before) = (std::time::Instant::now(), failures.len());
     {
         let (node, inst) = fault_node(&admin, "h6-dlq-", &mut cleanups).await;
         // A warning 60 s ahead: claimed and waiting (no warm capacity in the pool).
@@ -1071,9 +1096,16 @@ async fn fault_matrix_every_drain_ends_and_nothing_is_left_behind() {
             ));
         }
     }
+    case_outcome(
+        2,
+        "dropped to the DLQ",
+        &failures[failed_before..],
+        case_start,
+    );
 
     // ---- 3. The apiserver unavailable for 60 s mid-drain (the process stopped with SIGSTOP,
     // then continued): steps fail and keep their message; once it answers, the drain finishes.
+    let (case_start, failed_before) = (std::time::Instant::now(), failures.len());
     {
         let (node, inst) = fault_node(&admin, "h6-apiserver-", &mut cleanups).await;
         let mut waiting_env = base.clone();
@@ -1122,9 +1154,16 @@ async fn fault_matrix_every_drain_ends_and_nothing_is_left_behind() {
             ));
         }
     }
+    case_outcome(
+        3,
+        "apiserver down 60 s",
+        &failures[failed_before..],
+        case_start,
+    );
 
     // ---- 4. A Health notice cancelled: the closed update (new EventBridge id, same eventArn)
     // un-drains the node; the pods were never evicted.
+    let (case_start, failed_before) = (std::time::Instant::now(), failures.len());
     {
         let (node, inst) = fault_node(&admin, "h6-health-", &mut cleanups).await;
         let arn = format!(
@@ -1160,58 +1199,95 @@ async fn fault_matrix_every_drain_ends_and_nothing_is_left_behind() {
             ));
         }
     }
+    case_outcome(
+        4,
+        "Health notice cancelled",
+        &failures[failed_before..],
+        case_start,
+    );
 
     // ---- 5. A rebalance that never becomes a spot warning (rebalance=cordon-prewarm): the
-    // cordon expires 30 min after the notice and the node is un-drained, pods untouched.
+    // cordon expires 30 min after the notice and the node is un-drained, pods untouched. The
+    // clock moving on is the notice itself dated 30 min minus EXPIRES_IN_S back: every delivery
+    // of it (the claim, its continuations) carries that time, so the record cannot be back-dated
+    // alone (a later delivery's newer time would replace it, as a Health update's does).
+    let (case_start, failed_before) = (std::time::Instant::now(), failures.len());
     {
+        const EXPIRES_IN_S: i64 = 8;
         let (node, inst) = fault_node(&admin, "h6-rebalance-", &mut cleanups).await;
+        let notice_age =
+            prewarm::core::interruption::drain::NO_DEADLINE_MAX_WAIT_S as i64 - EXPIRES_IN_S;
         let body = json!({
             "version": "0", "id": unique("ev-"), "detail-type": "EC2 Instance Rebalance Recommendation",
-            "source": "aws.ec2", "account": "123456789012", "time": now_rfc3339(0),
+            "source": "aws.ec2", "account": "123456789012", "time": now_rfc3339(-notice_age),
             "region": "us-east-1", "resources": [format!("arn:aws:ec2:us-east-1a:instance/{inst}")],
             "detail": {"instance-id": inst}
         })
         .to_string();
+        let expires = std::time::Instant::now() + Duration::from_secs(EXPIRES_IN_S as u64 + 1);
         send(&sqs, &q, &body).await;
         pump(&h_prewarm, &sqs, &q).await;
         let claimed = after(&admin, &node).await;
-        annotate(
-            &admin,
-            &node,
-            &[("prewarm.io/drain-notice-time", ago(1_860))],
-        )
-        .await;
-        // Whichever way it stood (waiting for a replacement: its own continuation expires it;
-        // prewarmed, when the earlier cases left warm capacity in the pool: the tick hands it
-        // over), the node is un-drained.
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap()
-            .as_secs_f64();
-        let handover = collect::Handover {
-            sqs: &sqs,
-            queue_url: &q,
-        };
-        collect::collect(&tick, &handover, &tick_targets, &settings, now)
-            .await
-            .unwrap();
-        let ok = pump_until(&h_prewarm, &sqs, &q, Duration::from_secs(30), || async {
+        // Whichever way it stands at the expiry (waiting for a replacement: its own continuation
+        // expires it; prewarmed: no continuation, the tick hands it over and the resume-drain
+        // step expires it), the node is un-drained.
+        let (mut last_phase, mut ticked) = (String::new(), false);
+        let mut handed = Vec::new();
+        let until = std::time::Instant::now() + Duration::from_secs(40);
+        let mut ok = false;
+        while std::time::Instant::now() < until {
             let a = after(&admin, &node).await;
-            untouched(&a) && !a.leases.contains(&inst)
-        })
-        .await;
+            if untouched(&a) && !a.leases.contains(&inst) {
+                ok = true;
+                break;
+            }
+            last_phase = a
+                .annotations
+                .get("prewarm.io/drain-phase")
+                .cloned()
+                .unwrap_or_default();
+            if !ticked && std::time::Instant::now() >= expires {
+                ticked = true;
+                let now = SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .unwrap()
+                    .as_secs_f64();
+                let handover = collect::Handover {
+                    sqs: &sqs,
+                    queue_url: &q,
+                };
+                handed = collect::collect(&tick, &handover, &tick_targets, &settings, now)
+                    .await
+                    .unwrap()
+                    .into_iter()
+                    .filter(|c| c.node.as_deref() == Some(node.as_str()))
+                    .map(|c| format!("{:?}", c.outcome))
+                    .collect();
+            }
+            pump(&h_prewarm, &sqs, &q).await;
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
         let a = after(&admin, &node).await;
+        eprintln!("fault case 5: last phase before the un-drain {last_phase:?}, tick: {handed:?}");
         if !(ok && claimed.cordoned && a.pods.len() == 1) {
             failures.push(format!(
-                "rebalance expired: claimed cordoned={}; {}",
+                "rebalance expired: claimed cordoned={} last phase {last_phase:?} \
+                 tick {handed:?}; {}",
                 claimed.cordoned,
                 fault_report(&admin, &node).await
             ));
         }
     }
+    case_outcome(
+        5,
+        "rebalance expired",
+        &failures[failed_before..],
+        case_start,
+    );
 
     // Deliveries still queued (a closed notice's continuation, a resume message) are handled and
     // must leave every node as the cases left it: nothing drains again.
+    let (case_start, failed_before) = (std::time::Instant::now(), failures.len());
     let settled: Vec<(String, After)> = {
         let mut v = Vec::new();
         for (node, _) in &cleanups {
@@ -1234,6 +1310,12 @@ async fn fault_matrix_every_drain_ends_and_nothing_is_left_behind() {
             ));
         }
     }
+    case_outcome(
+        6,
+        "nothing drains again",
+        &failures[failed_before..],
+        case_start,
+    );
     let leftover = receive(&sqs, &q).await.len();
     for (node, pods) in &cleanups {
         let pods: Vec<&str> = pods.iter().map(String::as_str).collect();

@@ -7,7 +7,10 @@ a node, and its Delete removes only the NodeClaim: a NodeClaim deleted before it
 registered (Karpenter's termination path never drains such a node) leaves the Node behind forever.
 This loop stands in for that controller: a node Karpenter launched (label karpenter.sh/nodepool,
 annotation kwok.x-k8s.io/node=fake) that no NodeClaim references (status.providerID) for
-GRACE_S seconds is deleted. Nodes created by hand or by tests without that label are left alone.
+GRACE_S seconds is deleted. Nodes created by hand or by tests without that label are left alone, and
+so are nodes labelled prewarm-test: a test's stand-in for a pool node whose instance is alive (it
+carries the pool label so that prewarm finds its pool, has no NodeClaim by construction, and its
+test deletes it).
 Env: KUBECONFIG, STACK_BIN (kubectl), NODE_GC_GRACE_S (default 20), NODE_GC_INTERVAL_S (5).
 """
 
@@ -40,6 +43,8 @@ def main() -> None:
             for node in nodes:
                 name = node["metadata"]["name"]
                 if node["metadata"].get("annotations", {}).get("kwok.x-k8s.io/node") != "fake":
+                    continue
+                if "prewarm-test" in node["metadata"].get("labels", {}):
                     continue
                 if node.get("spec", {}).get("providerID") in claimed:
                     continue
