@@ -249,6 +249,21 @@ pub async fn apply_floor(
     lease_s: f64,
     dry_run: bool,
 ) -> Result<&'static str> {
+    Ok(plan_and_apply(client, r, intent, now, lease_s, dry_run)
+        .await?
+        .outcome)
+}
+
+/// `apply_floor`, returning the whole change (what was, or dry, would be written) and the
+/// `minReplicas` found, for callers that report it (`prewarm restore`).
+pub async fn plan_and_apply(
+    client: &kube::Client,
+    r: &HpaRef,
+    intent: FloorIntent,
+    now: f64,
+    lease_s: f64,
+    dry_run: bool,
+) -> Result<FloorPatch> {
     let api: Api<HorizontalPodAutoscaler> = Api::namespaced(client.clone(), &r.namespace);
     let display = format!("{}/{}", r.namespace, r.name);
     let hpa = api
@@ -263,7 +278,7 @@ pub async fn apply_floor(
             retryable: false,
         })?;
     if dry_run || (patch.min_replicas.is_none() && patch.annotations.is_empty()) {
-        return Ok(patch.outcome);
+        return Ok(patch);
     }
     let version = hpa.metadata.resource_version.clone().unwrap_or_default();
     api.patch(
@@ -276,11 +291,11 @@ pub async fn apply_floor(
     )
     .await
     .map_err(|e| from_kube("patch", "HorizontalPodAutoscaler", &display, e))?;
-    Ok(patch.outcome)
+    Ok(patch)
 }
 
 /// `prewarm restore` for HPA floors: give the user's `minReplicas` back now, whatever the
-/// lease says (a user's own edit is kept). For the `deploy` work's restore command.
+/// lease says (a user's own edit is kept).
 pub async fn restore_hpa_floor(
     client: &kube::Client,
     r: &HpaRef,
