@@ -56,6 +56,10 @@ impl TickDeps {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct TargetReport {
     pub target: String,
+    /// The tick's time (what the metric queries were evaluated at), RFC 3339: lets a reader
+    /// tell which tick first saw a sample.
+    #[serde(default)]
+    pub at: Option<String>,
     pub dry_run: bool,
     pub plan: Option<Plan>,
     pub pending_pods: u32,
@@ -83,6 +87,7 @@ impl TargetReport {
     fn new(target: &str, dry_run: bool) -> Self {
         TargetReport {
             target: target.to_string(),
+            at: None,
             dry_run,
             plan: None,
             pending_pods: 0,
@@ -331,7 +336,10 @@ pub async fn tick_target(
     now: f64,
     dry_run: bool,
 ) -> TargetReport {
-    let report = TargetReport::new(&target.name, dry_run);
+    let report = TargetReport {
+        at: Some(annotations::format_time(now)),
+        ..TargetReport::new(&target.name, dry_run)
+    };
     let (pool, read, observation) = futures::join!(
         nodepool::read_node_pool(client, &target.node_pool),
         headroom::read_headroom(client, target),
@@ -548,10 +556,12 @@ pub fn log_decision(r: &TargetReport) {
     let headroom = r.headroom.as_deref().unwrap_or("");
     let node_pool = r.node_pool.as_deref().unwrap_or("");
     let hpa_floor = r.hpa_floor.as_deref().unwrap_or("");
+    let at = r.at.as_deref().unwrap_or("");
     if r.error.is_some() {
         tracing::error!(
             event = "decision",
             target = %r.target,
+            at,
             action = %action,
             reason = %reason,
             error_kind = r.error_kind.as_deref().unwrap_or(""),
@@ -563,6 +573,7 @@ pub fn log_decision(r: &TargetReport) {
         tracing::info!(
             event = "decision",
             target = %r.target,
+            at,
             observed = observed_rate,
             forecast = rate_at_horizon,
             quantile,
