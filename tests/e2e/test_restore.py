@@ -140,7 +140,7 @@ def floor_annotations(hpa: dict) -> dict:
 def test_restore_gives_the_users_min_replicas_back_exactly(k8s, stack_env, prewarm_bin, sized_balloon, raised_hpa):
     dry = restore(stack_env, prewarm_bin, "--dry-run", hpa=HPA)
     assert dry.returncode == 0, dry.stderr
-    assert f"hpa {NAMESPACE}/{HPA}\trestored\tminReplicas back to the user's 2" in dry.stdout, dry.stdout
+    assert f"hpa {NAMESPACE}/{HPA}\trestored\tthe floor back to the user's 2" in dry.stdout, dry.stdout
     assert k8s.get("hpa", HPA, NAMESPACE)["spec"]["minReplicas"] == 6, "--dry-run wrote"
 
     done = restore(stack_env, prewarm_bin, hpa=HPA)

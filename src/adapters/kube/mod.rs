@@ -16,6 +16,7 @@ pub mod nodepool;
 pub mod pods;
 pub mod resources;
 pub mod restore;
+pub mod scaled_object;
 pub mod targets;
 
 pub use client::{client, ClientCache};

@@ -7,9 +7,9 @@
 //! nodePoolReplicas target's `spec.replicas` (its earlier count is not kept either).
 //!
 //! The HPA floor of a target that names its HPA (`hpa.raiseMinReplicas`, also when the option
-//! has been turned off since): the user's `minReplicas` from prewarm.io/user-min-replicas, unless
-//! the user edited `minReplicas` while it was raised (then the edit stays; only prewarm's
-//! annotations go).
+//! has been turned off since): the user's `minReplicas` (or, for an HPA owned by a KEDA
+//! ScaledObject, the ScaledObject's `minReplicaCount`) from prewarm.io/user-min-replicas, unless
+//! the user edited it while it was raised (then the edit stays; only prewarm's annotations go).
 //!
 //! Each kind of change is one step (`RESTORE_STEPS`).
 
@@ -229,7 +229,7 @@ async fn restore_hpa_floor(
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64());
-    let patch = hpa_floor::plan_and_apply(
+    let change = hpa_floor::plan_and_apply(
         client,
         r,
         hpa_floor::FloorIntent::Restore,
@@ -238,8 +238,7 @@ async fn restore_hpa_floor(
         dry_run,
     )
     .await?;
-    let object = format!("hpa {}/{}", r.namespace, r.name);
-    Ok(vec![floor_outcome(target, &object, &patch)])
+    Ok(vec![floor_outcome(target, &change.object, &change.patch)])
 }
 
 /// How `prewarm restore` reports one HPA floor change.
@@ -249,13 +248,13 @@ fn floor_outcome(target: &TargetSpec, object: &str, patch: &hpa_floor::FloorPatc
             target,
             object,
             "restored",
-            format!("minReplicas back to the user's {min}; prewarm.io/ annotations removed"),
+            format!("the floor back to the user's {min}; prewarm.io/ annotations removed"),
         ),
         ("user_edit_kept", _) => outcome(
             target,
             object,
             "kept",
-            "minReplicas was edited while raised: the edit stays; prewarm.io/ annotations removed"
+            "the floor was edited while raised: the edit stays; prewarm.io/ annotations removed"
                 .into(),
         ),
         _ if !patch.annotations.is_empty() => outcome(
