@@ -80,7 +80,8 @@ def test_the_tick_gets_its_rows_by_name(sample):
     for ns in ("inference", "models"):
         assert rules(tick[("Role", ns)]) == {
             ("", "pods", (), ("list",)),
-            ("autoscaling", "horizontalpodautoscalers", (), ("get", "patch"))}
+            ("autoscaling", "horizontalpodautoscalers", (), ("get", "patch")),
+            ("keda.sh", "scaledobjects", (), ("get", "patch"))}
     assert set(tick) == {("ClusterRole", None), ("ClusterRoleBinding", None)} | {
         (k, ns) for ns in ("prewarm", "buffers", "inference", "models") for k in ("Role", "RoleBinding")}
 

@@ -190,6 +190,8 @@ EXPECTED_RULES = {
         # Read the workload's HPA (sizing in its units); patch minReplicas under a lease for
         # targets with hpa.raiseMinReplicas (issue 10).
         ("autoscaling", "horizontalpodautoscalers"): {"get", "patch"},
+        # The same floor on the KEDA ScaledObject that owns a workload's HPA (minReplicaCount).
+        ("keda.sh", "scaledobjects"): {"get", "patch"},
     },
     "interruption": {
         ("", "configmaps"): {"get"},
