@@ -102,6 +102,11 @@ async fn put_known_history(namespace: &str, dims: &[Dimension], end: i64) {
             );
         }
     }
+    put(&client, namespace, &data).await;
+}
+
+/// PutMetricData in batches (CloudWatch takes up to 1000 datums a call).
+async fn put(client: &aws_sdk_cloudwatch::Client, namespace: &str, data: &[MetricDatum]) {
     for chunk in data.chunks(100) {
         client
             .put_metric_data()
@@ -289,15 +294,7 @@ async fn put_minutes(namespace: &str, dims: &[Dimension], from: i64, to: i64, bu
             );
         }
     }
-    for chunk in data.chunks(150) {
-        client
-            .put_metric_data()
-            .namespace(namespace)
-            .set_metric_data(Some(chunk.to_vec()))
-            .send()
-            .await
-            .expect("PutMetricData on LocalStack");
-    }
+    put(&client, namespace, &data).await;
 }
 
 /// What the tick asks for its seasonal forecast (`handlers::tick::seasonal_history`): the

@@ -271,6 +271,12 @@ pub async fn plan_and_apply(
     lease_s: f64,
     dry_run: bool,
 ) -> Result<FloorChange> {
+    let when = When {
+        intent,
+        now,
+        lease_s,
+        dry_run,
+    };
     let api: Api<HorizontalPodAutoscaler> = Api::namespaced(client.clone(), &r.namespace);
     let display = format!("{}/{}", r.namespace, r.name);
     let hpa = api
@@ -278,94 +284,90 @@ pub async fn plan_and_apply(
         .await
         .map_err(|e| from_kube("get", "HorizontalPodAutoscaler", &display, e))?;
     let view = floor_view(&hpa);
-    if let Some(owner) = &view.keda_owner {
-        return scaled_object_floor(client, &r.namespace, owner, intent, now, lease_s, dry_run)
-            .await;
-    }
-    let patch = plan(
-        &view,
-        intent,
-        now,
-        lease_s,
-        "HorizontalPodAutoscaler",
-        &display,
-    )?;
-    let object = format!("hpa {display}");
-    if dry_run || (patch.min_replicas.is_none() && patch.annotations.is_empty()) {
-        return Ok(FloorChange { patch, object });
-    }
-    let version = hpa.metadata.resource_version.clone().unwrap_or_default();
-    api.patch(
-        &r.name,
-        &field_manager(),
-        &Patch::Merge(floor_patch_body(&patch, &version, "minReplicas")),
-    )
-    .await
-    .map_err(|e| from_kube("patch", "HorizontalPodAutoscaler", &display, e))?;
-    Ok(FloorChange { patch, object })
+    let Some(owner) = &view.keda_owner else {
+        let on = FloorOn {
+            kind: "HorizontalPodAutoscaler",
+            object: format!("hpa {display}"),
+            display,
+            field: "minReplicas",
+        };
+        return write_floor(&api, &r.name, &view, &hpa.metadata, on, when).await;
+    };
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), &r.namespace, &scaled_object::resource());
+    let display = format!("{}/{owner}", r.namespace);
+    let so = api
+        .get(owner)
+        .await
+        .map_err(|e| from_kube("get", "ScaledObject", &display, e))?;
+    let on = FloorOn {
+        kind: "ScaledObject",
+        object: format!("scaledobject {display}"),
+        display,
+        field: scaled_object::FIELD,
+    };
+    let view = scaled_object::floor_view(&so);
+    write_floor(&api, owner, &view, &so.metadata, on, when).await
 }
 
-fn field_manager() -> PatchParams {
-    PatchParams {
-        field_manager: Some(FIELD_MANAGER.into()),
-        ..PatchParams::default()
-    }
-}
-
-fn plan(
-    view: &FloorView,
-    intent: FloorIntent,
-    now: f64,
-    lease_s: f64,
-    kind: &str,
-    display: &str,
-) -> Result<FloorPatch> {
-    plan_floor(view, intent, now, lease_s).map_err(|message| Error::Kube {
-        operation: "plan the replica floor".into(),
-        object: format!("{kind} {display}"),
-        message,
-        retryable: false,
-    })
-}
-
-/// The floor of a KEDA-owned HPA, on its ScaledObject's `minReplicaCount`.
-async fn scaled_object_floor(
-    client: &kube::Client,
-    namespace: &str,
-    name: &str,
+/// The tick's (or the restore's) ask.
+#[derive(Clone, Copy)]
+struct When {
     intent: FloorIntent,
     now: f64,
     lease_s: f64,
     dry_run: bool,
-) -> Result<FloorChange> {
-    let api: Api<DynamicObject> =
-        Api::namespaced_with(client.clone(), namespace, &scaled_object::resource());
-    let display = format!("{namespace}/{name}");
-    let so = api
-        .get(name)
-        .await
-        .map_err(|e| from_kube("get", "ScaledObject", &display, e))?;
-    let patch = plan(
-        &scaled_object::floor_view(&so),
-        intent,
-        now,
-        lease_s,
-        "ScaledObject",
-        &display,
-    )?;
-    let object = format!("scaledobject {display}");
-    if dry_run || (patch.min_replicas.is_none() && patch.annotations.is_empty()) {
-        return Ok(FloorChange { patch, object });
+}
+
+/// The object the floor is on: an HPA, or the KEDA ScaledObject that owns one.
+struct FloorOn {
+    kind: &'static str,
+    display: String,
+    object: String,
+    field: &'static str,
+}
+
+/// Plans the floor on the object read and writes it unless dry or nothing changes.
+async fn write_floor<K>(
+    api: &Api<K>,
+    name: &str,
+    view: &FloorView,
+    meta: &kube::api::ObjectMeta,
+    on: FloorOn,
+    when: When,
+) -> Result<FloorChange>
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let patch =
+        plan_floor(view, when.intent, when.now, when.lease_s).map_err(|message| Error::Kube {
+            operation: "plan the replica floor".into(),
+            object: format!("{} {}", on.kind, on.display),
+            message,
+            retryable: false,
+        })?;
+    if when.dry_run || (patch.min_replicas.is_none() && patch.annotations.is_empty()) {
+        return Ok(FloorChange {
+            patch,
+            object: on.object,
+        });
     }
-    let version = so.metadata.resource_version.clone().unwrap_or_default();
+    let version = meta.resource_version.clone().unwrap_or_default();
+    let params = PatchParams {
+        field_manager: Some(FIELD_MANAGER.into()),
+        ..PatchParams::default()
+    };
     api.patch(
         name,
-        &field_manager(),
-        &Patch::Merge(floor_patch_body(&patch, &version, scaled_object::FIELD)),
+        &params,
+        &Patch::Merge(floor_patch_body(&patch, &version, on.field)),
     )
     .await
-    .map_err(|e| from_kube("patch", "ScaledObject", &display, e))?;
-    Ok(FloorChange { patch, object })
+    .map_err(|e| from_kube("patch", on.kind, &on.display, e))?;
+    Ok(FloorChange {
+        patch,
+        object: on.object,
+    })
 }
 
 /// `prewarm restore` for HPA floors: give the user's `minReplicas` back now, whatever the
