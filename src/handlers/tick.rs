@@ -413,16 +413,22 @@ pub async fn tick_target(
         Ok(o) => report.node_pool = Some(o.as_str().into()),
         Err(e) => return report.failed(&e),
     }
-    if let Some(r) = target.hpa.as_ref().filter(|r| r.raise_min_replicas) {
+    if let Some(r) = target.hpa.as_ref() {
+        // A target whose raiseMinReplicas was turned off gets a raise still on its HPA given
+        // back (nothing is written when there is none): no lease is left to outlive the option.
+        let intent = if r.raise_min_replicas {
+            floor_intent(&plan)
+        } else {
+            hpa_floor::FloorIntent::Restore
+        };
         let lease_s = policy.scale_down_delay_s.max(120.0);
-        report.hpa_floor = Some(
-            match hpa_floor::apply_floor(client, r, floor_intent(&plan), now, lease_s, dry_run)
-                .await
-            {
-                Ok(outcome) => outcome.to_string(),
-                Err(e) => format!("error: {e}"),
-            },
-        );
+        let outcome = match hpa_floor::apply_floor(client, r, intent, now, lease_s, dry_run).await {
+            Ok(outcome) => outcome.to_string(),
+            Err(e) => format!("error: {e}"),
+        };
+        if r.raise_min_replicas || outcome != "unchanged" {
+            report.hpa_floor = Some(outcome);
+        }
     }
     report
 }

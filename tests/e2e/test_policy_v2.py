@@ -292,3 +292,33 @@ def test_a_queue_spike_takes_the_fast_path_at_the_first_tick_that_sees_it(
     assert first["headroom"] == "written", first
     balloon = k8s.get("deployment", balloon_name, NAMESPACE)
     assert balloon["spec"]["replicas"] == lines[-1]["size_after"], (balloon["spec"], lines[-1])
+
+
+def test_a_raise_left_behind_when_the_option_is_turned_off_is_given_back_by_the_tick(
+        stack_env, k8s, namespace, gpu_pool, lambda_watch):
+    """The lease must not outlive the option: a target without raiseMinReplicas whose HPA still
+    carries prewarm's raise (user's 2, raised to 6, lease running) gets the 2 back at its next
+    tick, metrics or not (this model has none: the plan fails static, the floor still goes back)."""
+    model = f"e2e-off-{uuid.uuid4().hex[:6]}"
+    app, balloon_name = f"{model}-llm", f"{model}-balloon"
+    k8s.apply(unschedulable_balloon(balloon_name))
+    raised = hpa(app, app)
+    raised["spec"]["minReplicas"] = 6
+    raised["metadata"]["annotations"] = {USER_MIN: "2", RAISED_MIN: "6",
+                                         "prewarm.io/floor-lease-until": "2099-01-01T00:00:00.000Z"}
+    k8s.apply(raised)
+    target = {
+        "name": model, "nodePool": "gpu", "maxSpare": 4, "selector": f'model_name="{model}"',
+        "hpa": {"namespace": NAMESPACE, "name": app},
+        "headroom": {"kind": "balloon", "namespace": NAMESPACE, "name": balloon_name},
+    }
+    watch = lambda_watch(tick_env(stack_env, target, SEASONS_SECONDS="none", TICK_SECONDS="60"))
+    offset = log_offset(watch)
+    watch.invoke(SCHEDULED, timeout=300)
+    lines = decisions(watch, offset, model)
+    for line in lines:
+        print("decision:", json.dumps(line))
+    assert lines and lines[0]["hpa_floor"] == "restored", lines
+    h = k8s.get("hpa", app, NAMESPACE)
+    assert h["spec"]["minReplicas"] == 2
+    assert not [k for k in h["metadata"].get("annotations", {}) if k.startswith("prewarm.io/")]
