@@ -10,12 +10,13 @@ TRACES ?= $(abspath $(CURDIR)/../shared/traces)
 OUT ?= out
 ARCH ?= arm64
 
-.PHONY: help build test unit infra-test lint e2e stack-up stack-down demo bench fuzz invoke-local deploy
+.PHONY: help build test unit infra-test sam-build lint e2e stack-up stack-down demo goals bench fuzz invoke-local lambda-figures deploy
 
 help:
 	@echo "make demo    every policy and its frontier on 14 days of ServeGen, a superposed Azure trace and burst-180 (no cloud needed)"
 	@echo "make test    everything CI runs: lint, unit tests, infra tests, end-to-end on the local stack"
-	@echo "make lint | unit | infra-test | e2e | bench | fuzz | build | invoke-local | deploy"
+	@echo "make goals   issue 10's goals measured on the simulator (slow; not part of make test)"
+	@echo "make lint | unit | infra-test | sam-build | e2e | bench | fuzz | build | invoke-local | lambda-figures | deploy"
 
 ## Lambda artifacts (cargo-lambda + zig from PyPI, installed on first use).
 LAMBDA_VENV := $(HOME)/.cache/prewarm/venv/lambda/bin
@@ -26,8 +27,8 @@ build:
 	PATH="$(LAMBDA_VENV):$$PATH" cargo lambda build --release --$(ARCH)
 
 ## Everything CI runs. e2e runs every Rust test too (`cargo test -- --include-ignored`, with the
-## stack up), so `unit` is not repeated here.
-test: lint infra-test e2e
+## stack up), so `unit` is not repeated here. sam-build: the deploy's arm64 artifact, checked.
+test: lint sam-build infra-test e2e
 
 lint:
 	infra/lint.sh
@@ -37,6 +38,16 @@ unit:
 
 infra-test:
 	infra/test.sh
+
+## `sam build` (arm64 by samconfig.toml) as `make deploy` runs it, then tests/build: both
+## functions' bootstrap is an aarch64 ELF newer than the sources (README, "The arm64 build in
+## CI"). --no-cached: SAM's cache keys on file contents and would copy an old artifact after a
+## checkout that only touched files; cargo's own freshness check (mtimes) decides instead.
+sam-build:
+	infra/lint.sh venv
+	tests/stack/install
+	PATH="$(DEPLOY_PATH)" sam build --no-cached
+	$(INFRA_VENV)/python -m pytest -q tests/build
 
 ## Brings the local stack up, runs the stack-gated Rust tests and the pytest scenarios, tears down.
 e2e:
@@ -62,6 +73,15 @@ demo:
 	  --superpose 20 --burn-in 900 --plot-dir "$(OUT)"
 	$(CARGO_TARGET_DIR)/release/prewarm simulate --scenario burst-180 --burn-in 900 --plot-dir "$(OUT)"
 
+## Issue 10's goals measured (NOT part of `make test`: about half an hour on 2 cores): every
+## goal on 14-day ServeGen, multi-day diurnal and cron-bursts (knobs chosen on training days),
+## bursty and burst-180, seeds 1-3, lead times 90 and 180 s; prints the table (goal, number per
+## seed, verdict) and keeps the JSON in $(OUT)/goals/ (`scripts/goals.py --from-json` re-renders).
+goals:
+	cargo build --release --bin prewarm
+	python3 scripts/goals.py --bin $(CARGO_TARGET_DIR)/release/prewarm --traces "$(TRACES)" \
+	  --out "$(OUT)" --servegen-rate-scale $(SERVEGEN_RATE_SCALE) | tee "$(OUT)/goals.md"
+
 bench:
 	cargo bench
 
@@ -84,6 +104,12 @@ fuzz:
 ## One tick and one interruption batch through the Lambda Runtime API emulator (needs the stack).
 invoke-local:
 	tests/stack/invoke-local
+
+## Local Lambda figures (README, "Lambda figures"): cold init, peak RSS, tick CPU for 20 targets
+## through the Runtime API emulator, on a stack of its own (up, measure, down). Not in `make test`.
+lambda-figures:
+	tests/stack/up
+	tests/stack/lambda-figures || rc=$$?; tests/stack/down; exit $${rc:-0}
 
 ## The lambda venv comes first on PATH: cargo-lambda runs `python3 -m ziglang`, and only that
 ## venv's python3 has ziglang (sam itself is only in the infra venv, found after it).

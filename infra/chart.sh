@@ -22,7 +22,8 @@ rbac() {
 case "${1:-}" in
   lint)
     "$HELM" lint "$CHART" --namespace prewarm
-    "$HELM" lint "$CHART" --namespace prewarm --set prepull.enabled=true --set pdbExample.enabled=true ;;
+    "$HELM" lint "$CHART" --namespace prewarm --set prepull.enabled=true --set pdbExample.enabled=true \
+      --set restoreHook.image=registry.example.com/prewarm:0.1.0 ;;
   template) shift; "$HELM" template prewarm "$CHART" --namespace prewarm "$@" ;;
   rbac) rbac >"$ROOT/infra/k8s/rbac.yaml" ;;
   rbac-stdout) rbac ;;

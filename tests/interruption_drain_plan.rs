@@ -4,8 +4,9 @@
 
 use prewarm::core::interruption::{
     plan_drain, ActionTable, Command, DrainSettings, DrainState, Finish, NodeView, Notice,
-    NoticeKind, NoticeStatus, Phase, PodOwner, PodRef, PodView,
+    NoticeKind, NoticeStatus, Phase, PodOwner, PodRef, PodView, ReplacementSeen,
 };
+use ReplacementSeen::{Absent, Pending, Running};
 
 const T0: f64 = 1_795_953_600.0; // notice time: 2026-11-29T12:00:00Z
 
@@ -23,14 +24,14 @@ fn notice(kind: NoticeKind) -> Notice {
     }
 }
 
-fn node(spare: u32) -> NodeView {
+fn node(replacement: ReplacementSeen) -> NodeView {
     NodeView {
         name: "gpu-node-a".into(),
         unschedulable: false,
         tainted: false,
         gpus: 8,
         state: None,
-        spare_gpus_elsewhere: spare,
+        replacement,
     }
 }
 
@@ -60,7 +61,11 @@ fn evicted(step: &prewarm::core::interruption::DrainStep) -> Vec<String> {
 }
 
 /// A node already cordoned, tainted and claimed by `ev-1`, replacement requested at T0+1.
-fn claimed(spare: u32, kind: NoticeKind, evicting_since: Option<f64>) -> NodeView {
+fn claimed(
+    replacement: ReplacementSeen,
+    kind: NoticeKind,
+    evicting_since: Option<f64>,
+) -> NodeView {
     let n = notice(kind);
     NodeView {
         unschedulable: true,
@@ -80,7 +85,7 @@ fn claimed(spare: u32, kind: NoticeKind, evicting_since: Option<f64>) -> NodeVie
             instance_end: prewarm::core::interruption::instance_end(&n),
             last_step_at: Some(T0 + 1.0),
         }),
-        ..node(spare)
+        ..node(replacement)
     }
 }
 
@@ -88,7 +93,7 @@ fn claimed(spare: u32, kind: NoticeKind, evicting_since: Option<f64>) -> NodeVie
 fn first_step_of_a_spot_warning_cordons_taints_requests_and_waits() {
     let pods = [pod("llama-0", 4), pod("llama-1", 4)];
     let step = plan_drain(
-        &node(0),
+        &node(Absent),
         &pods,
         &notice(NoticeKind::SpotInterruption),
         T0 + 1.0,
@@ -119,7 +124,7 @@ fn the_replacement_being_ready_starts_eviction_before_the_deadline() {
     let pods = [pod("llama-0", 4), pod("llama-1", 4)];
     // 8 GPUs free elsewhere covers the 4 + 4 the pods need.
     let step = plan_drain(
-        &claimed(8, NoticeKind::SpotInterruption, None),
+        &claimed(Running, NoticeKind::SpotInterruption, None),
         &pods,
         &notice(NoticeKind::SpotInterruption),
         T0 + 40.0,
@@ -141,7 +146,7 @@ fn the_replacement_being_ready_starts_eviction_before_the_deadline() {
 fn partial_warm_capacity_is_not_ready() {
     let pods = [pod("llama-0", 4), pod("llama-1", 4)];
     let step = plan_drain(
-        &claimed(7, NoticeKind::SpotInterruption, None),
+        &claimed(Pending, NoticeKind::SpotInterruption, None),
         &pods,
         &notice(NoticeKind::SpotInterruption),
         T0 + 40.0,
@@ -156,9 +161,21 @@ fn the_next_check_lands_on_the_deadline_and_the_deadline_forces_eviction() {
     let pods = [pod("llama-0", 4)];
     let n = notice(NoticeKind::SpotInterruption);
     // 80 s after the notice the next check would be 95 s, past the 90 s deadline: wake at 90.
-    let waiting = plan_drain(&claimed(0, n.kind, None), &pods, &n, T0 + 80.0, &settings());
+    let waiting = plan_drain(
+        &claimed(Pending, n.kind, None),
+        &pods,
+        &n,
+        T0 + 80.0,
+        &settings(),
+    );
     assert_eq!(waiting.last(), &Command::WaitUntil { at: T0 + 90.0 });
-    let at_deadline = plan_drain(&claimed(0, n.kind, None), &pods, &n, T0 + 90.0, &settings());
+    let at_deadline = plan_drain(
+        &claimed(Pending, n.kind, None),
+        &pods,
+        &n,
+        T0 + 90.0,
+        &settings(),
+    );
     assert_eq!(evicted(&at_deadline), ["llama-0"]);
     assert_eq!(at_deadline.state.unwrap().replacement_ready_at, None);
 }
@@ -178,7 +195,7 @@ fn deadlines_per_kind_with_no_warm_capacity() {
         (NoticeKind::Rebalance, 1801.0, true),         // ...but not forever
     ];
     for (kind, after, evicts) in cases {
-        let mut n = node(0);
+        let mut n = node(Absent);
         n.state = None;
         let step = plan_drain(
             &n,
@@ -195,7 +212,7 @@ fn deadlines_per_kind_with_no_warm_capacity() {
 fn capacity_reservation_uses_the_stated_termination_time() {
     let mut n = notice(NoticeKind::CapacityReservation);
     n.termination_time = Some(T0 + 100.0);
-    let step = plan_drain(&node(0), &[pod("p", 1)], &n, T0 + 70.0, &settings());
+    let step = plan_drain(&node(Absent), &[pod("p", 1)], &n, T0 + 70.0, &settings());
     assert_eq!(evicted(&step), ["p"]);
 }
 
@@ -215,7 +232,7 @@ fn tiers_daemonsets_mirrors_and_critical_pods() {
     let n = notice(NoticeKind::SpotInterruption);
 
     let first = plan_drain(
-        &node(16),
+        &node(Running),
         &[
             ds.clone(),
             mirror.clone(),
@@ -241,7 +258,7 @@ fn tiers_daemonsets_mirrors_and_critical_pods() {
         unschedulable: true,
         tainted: true,
         state,
-        ..node(16)
+        ..node(Running)
     };
     let second = plan_drain(
         &claimed_node,
@@ -291,7 +308,7 @@ fn do_not_disrupt_pods_wait_for_the_deadline() {
 
     // Warm capacity for everything: the ordinary pod goes, the protected one stays.
     let before = plan_drain(
-        &claimed(16, n.kind, None),
+        &claimed(Running, n.kind, None),
         &pods,
         &n,
         T0 + 20.0,
@@ -301,7 +318,7 @@ fn do_not_disrupt_pods_wait_for_the_deadline() {
 
     // Only the protected pod left before the deadline: not done, wake at the deadline.
     let only = plan_drain(
-        &claimed(16, n.kind, Some(T0 + 20.0)),
+        &claimed(Running, n.kind, Some(T0 + 20.0)),
         &[precious.clone()],
         &n,
         T0 + 80.0,
@@ -312,7 +329,7 @@ fn do_not_disrupt_pods_wait_for_the_deadline() {
 
     // At the deadline it is evicted.
     let at = plan_drain(
-        &claimed(16, n.kind, Some(T0 + 20.0)),
+        &claimed(Running, n.kind, Some(T0 + 20.0)),
         &[precious.clone()],
         &n,
         T0 + 90.0,
@@ -323,7 +340,7 @@ fn do_not_disrupt_pods_wait_for_the_deadline() {
     // A rebalance has no deadline: the protected pod stays and the drain is over.
     let r = notice(NoticeKind::Rebalance);
     let reb = plan_drain(
-        &claimed(16, r.kind, Some(T0 + 20.0)),
+        &claimed(Running, r.kind, Some(T0 + 20.0)),
         &[precious],
         &r,
         T0 + 30.0,
@@ -340,7 +357,7 @@ fn a_pdb_blocked_pod_is_retried_every_check_until_it_goes() {
     let n = notice(NoticeKind::SpotInterruption);
     for after in [40.0, 55.0, 90.0, 200.0] {
         let step = plan_drain(
-            &claimed(8, n.kind, Some(T0 + 40.0)),
+            &claimed(Running, n.kind, Some(T0 + 40.0)),
             &pods,
             &n,
             T0 + after,
@@ -361,13 +378,14 @@ fn a_pdb_blocked_pod_is_retried_every_check_until_it_goes() {
 fn a_duplicate_delivery_collapses_into_the_live_one_and_a_later_delivery_continues() {
     let n = notice(NoticeKind::SpotInterruption);
     let pods = [pod("llama-0", 4)];
-    let first = plan_drain(&node(0), &pods, &n, T0 + 1.0, &settings());
+    let first = plan_drain(&node(Absent), &pods, &n, T0 + 1.0, &settings());
     assert_eq!(first.state.as_ref().unwrap().last_step_at, Some(T0 + 1.0));
     let after = NodeView {
         unschedulable: true,
         tainted: true,
         state: first.state.clone(),
-        ..node(0)
+        // The placeholder the first step made, not running yet.
+        ..node(Pending)
     };
     // 1 s after the last step (under half the 15 s recheck): the other delivery carries it.
     let dup = plan_drain(&after, &pods, &n, T0 + 2.0, &settings());
@@ -393,7 +411,7 @@ fn a_later_notice_does_not_take_an_earlier_deadline_over_but_an_earlier_one_does
     let mut rebalance = notice(NoticeKind::Rebalance);
     rebalance.event_id = "ev-2".into();
     let step = plan_drain(
-        &claimed(0, NoticeKind::SpotInterruption, None),
+        &claimed(Pending, NoticeKind::SpotInterruption, None),
         &pods,
         &rebalance,
         T0 + 5.0,
@@ -411,7 +429,7 @@ fn a_later_notice_does_not_take_an_earlier_deadline_over_but_an_earlier_one_does
     let mut spot = notice(NoticeKind::SpotInterruption);
     spot.event_id = "ev-3".into();
     let step = plan_drain(
-        &claimed(0, NoticeKind::Rebalance, None),
+        &claimed(Pending, NoticeKind::Rebalance, None),
         &pods,
         &spot,
         T0 + 5.0,
@@ -436,12 +454,12 @@ fn configured_actions_change_the_plan() {
         ..settings()
     };
     // Not ready: cordon + request, wait.
-    let step = plan_drain(&node(0), &pods, &r, T0, &prewarm_only);
+    let step = plan_drain(&node(Absent), &pods, &r, T0, &prewarm_only);
     assert!(step.commands.contains(&Command::Cordon));
     assert!(evicted(&step).is_empty());
     // Ready: done, pods left serving, replacement kept.
     let step = plan_drain(
-        &claimed(8, r.kind, None),
+        &claimed(Running, r.kind, None),
         &pods,
         &r,
         T0 + 30.0,
@@ -456,7 +474,7 @@ fn configured_actions_change_the_plan() {
         ..settings()
     };
     let step = plan_drain(
-        &node(0),
+        &node(Absent),
         &pods,
         &notice(NoticeKind::SpotInterruption),
         T0,
@@ -469,7 +487,7 @@ fn configured_actions_change_the_plan() {
         ..settings()
     };
     let step = plan_drain(
-        &node(0),
+        &node(Absent),
         &pods,
         &notice(NoticeKind::SpotInterruption),
         T0 + 1.0,
@@ -480,7 +498,7 @@ fn configured_actions_change_the_plan() {
 
 #[test]
 fn a_node_without_gpus_asks_for_no_replacement_and_drains_at_once() {
-    let mut n = node(0);
+    let mut n = node(Absent);
     n.gpus = 0;
     let step = plan_drain(
         &n,
@@ -498,7 +516,7 @@ fn a_node_without_gpus_asks_for_no_replacement_and_drains_at_once() {
 
 /// A rebalance drain (no deadline) owned by `ev-1`, last stepped at `last_step`.
 fn rebalance_owned(last_step: f64) -> NodeView {
-    let mut n = claimed(0, NoticeKind::Rebalance, None);
+    let mut n = claimed(Pending, NoticeKind::Rebalance, None);
     n.state.as_mut().unwrap().last_step_at = Some(last_step);
     n
 }
@@ -544,7 +562,7 @@ fn a_pod_stuck_in_terminating_no_longer_holds_the_drain() {
     let mut stuck = pod("llama-0", 4);
     // Its grace period ended at T0+50 (deletionTimestamp); a minute later it is stuck.
     stuck.deletion_at = Some(T0 + 50.0);
-    let node = claimed(8, n.kind, Some(T0 + 40.0));
+    let node = claimed(Running, n.kind, Some(T0 + 40.0));
     let waiting = plan_drain(
         &node,
         std::slice::from_ref(&stuck),
@@ -568,7 +586,7 @@ fn a_long_grace_period_starts_its_eviction_early_and_is_cut_at_the_end() {
     slow.uid = Some("uid-slow".into());
     let quick = pod("llama-quick", 4); // grace 0: due at the deadline
     let pods = [slow.clone(), quick.clone()];
-    let node = claimed(0, n.kind, None);
+    let node = claimed(Pending, n.kind, None);
     // Before T0+20: waiting, and the next check is exactly at T0+20.
     let before = plan_drain(&node, &pods, &n, T0 + 10.0, &settings());
     assert!(evicted(&before).is_empty());
@@ -588,7 +606,7 @@ fn a_long_grace_period_starts_its_eviction_early_and_is_cut_at_the_end() {
         }]
     );
     // Blocked until T0+95 (a PDB): evicted again with the grace cut to the 25 s left.
-    let evicting = claimed(0, n.kind, Some(T0 + 20.0));
+    let evicting = claimed(Pending, n.kind, Some(T0 + 20.0));
     let late = plan_drain(&evicting, &[slow], &n, T0 + 95.0, &settings());
     assert!(late.commands.contains(&Command::Evict {
         pod: PodRef {
@@ -606,7 +624,7 @@ fn a_closed_notice_undrains_its_own_node_only() {
     let mut closed = notice(NoticeKind::ScheduledChange);
     closed.status = NoticeStatus::Closed;
     let pods = [pod("llama-0", 4)];
-    let own = claimed(0, NoticeKind::ScheduledChange, None);
+    let own = claimed(Pending, NoticeKind::ScheduledChange, None);
     let step = plan_drain(&own, &pods, &closed, T0 + 60.0, &settings());
     assert_eq!(
         step.commands,
@@ -625,6 +643,136 @@ fn a_closed_notice_undrains_its_own_node_only() {
             by_event: "ev-1".into()
         })]
     );
-    let step = plan_drain(&node(0), &pods, &closed, T0 + 60.0, &settings());
+    let step = plan_drain(&node(Absent), &pods, &closed, T0 + 60.0, &settings());
     assert_eq!(step.commands, [Command::Done(Finish::NothingToUndo)]);
+}
+
+fn kinds(step: &prewarm::core::interruption::DrainStep) -> Vec<String> {
+    step.commands
+        .iter()
+        .map(|c| match c {
+            Command::RecordState { .. } => "record".to_string(),
+            Command::Cordon => "cordon".into(),
+            Command::Taint { .. } => "taint".into(),
+            Command::RequestReplacement { gpus } => format!("request-{gpus}"),
+            Command::ReleaseReplacement => "release".into(),
+            Command::Evict { pod, .. } => format!("evict-{}", pod.name),
+            Command::WaitUntil { .. } => "wait".into(),
+            Command::Undrain => "undrain".into(),
+            Command::Done(_) => "done".into(),
+        })
+        .collect()
+}
+
+#[test]
+fn the_placeholder_is_handed_over_in_the_step_that_evicts_right_before_the_evictions() {
+    let pods = [pod("llama-0", 4), pod("llama-1", 4)];
+    let n = notice(NoticeKind::SpotInterruption);
+    // Its own placeholder Running elsewhere at T0+20: delete it, then evict both.
+    let step = plan_drain(
+        &claimed(Running, n.kind, None),
+        &pods,
+        &n,
+        T0 + 20.0,
+        &settings(),
+    );
+    assert_eq!(
+        kinds(&step),
+        [
+            "record",
+            "release",
+            "evict-llama-0",
+            "evict-llama-1",
+            "wait"
+        ]
+    );
+    // Pending at the deadline: the placeholder goes too (the evicted pods ask for their own room).
+    let late = plan_drain(
+        &claimed(Pending, n.kind, None),
+        &pods,
+        &n,
+        T0 + 90.0,
+        &settings(),
+    );
+    assert_eq!(
+        kinds(&late),
+        [
+            "record",
+            "release",
+            "evict-llama-0",
+            "evict-llama-1",
+            "wait"
+        ]
+    );
+    // Already handed over (evicting, placeholder gone), pods terminating: no new placeholder.
+    let mut going = pods.clone();
+    for p in going.iter_mut() {
+        p.deletion_at = Some(T0 + 21.0);
+    }
+    let after = plan_drain(
+        &claimed(Absent, n.kind, Some(T0 + 20.0)),
+        &going,
+        &n,
+        T0 + 22.0,
+        &settings(),
+    );
+    assert_eq!(kinds(&after), ["record", "wait"]);
+}
+
+#[test]
+fn a_preempted_placeholder_is_made_again_while_the_drain_waits() {
+    let pods = [pod("llama-0", 4)];
+    let n = notice(NoticeKind::SpotInterruption);
+    // Requested at T0+1, gone at T0+30 (a real pod preempted it): ask again, keep the first
+    // request time (the drain's record of when it asked).
+    let step = plan_drain(
+        &claimed(Absent, n.kind, None),
+        &pods,
+        &n,
+        T0 + 30.0,
+        &settings(),
+    );
+    assert_eq!(kinds(&step), ["record", "request-4", "wait"]);
+    assert_eq!(step.state.unwrap().replacement_requested_at, Some(T0 + 1.0));
+    // evict-now never makes one: its pods go at once.
+    let table = ActionTable::parse("spot-interruption=evict-now").unwrap();
+    let s = DrainSettings {
+        actions: table,
+        ..settings()
+    };
+    let now = plan_drain(&node(Absent), &pods, &n, T0 + 1.0, &s);
+    assert!(
+        !kinds(&now).iter().any(|k| k.starts_with("request")),
+        "{:?}",
+        kinds(&now)
+    );
+}
+
+#[test]
+fn three_nodes_reclaimed_at_once_with_room_for_one_replacement() {
+    // Three drains of the same deadline, each with its own placeholder; the pool had room for
+    // one, so only node a's placeholder runs. Only a sees its replacement ready and evicts; b
+    // and c wait (before their deadline) on their own pending placeholders.
+    let pods = [pod("llama-0", 4)];
+    let n = notice(NoticeKind::SpotInterruption);
+    let cases = [
+        (
+            "a",
+            Running,
+            vec!["record", "release", "evict-llama-0", "wait"],
+        ),
+        ("b", Pending, vec!["record", "wait"]),
+        ("c", Pending, vec!["record", "wait"]),
+    ];
+    for (name, seen, expected) in cases {
+        let mut view = claimed(seen, n.kind, None);
+        view.name = name.into();
+        let step = plan_drain(&view, &pods, &n, T0 + 40.0, &settings());
+        assert_eq!(kinds(&step), expected, "node {name}");
+        assert_eq!(
+            step.state.unwrap().replacement_ready_at.is_some(),
+            seen == Running,
+            "node {name}"
+        );
+    }
 }

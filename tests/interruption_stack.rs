@@ -553,3 +553,192 @@ async fn the_tick_adopts_an_orphaned_drain_and_undrains_an_expired_prewarm() {
         .iter()
         .any(|t| t.key == "prewarm.io/draining"));
 }
+
+/// Adds labels to `node` (merge patch as the admin).
+async fn label(client: &kube::Client, node: &str, labels: serde_json::Value) {
+    Api::<Node>::all(client.clone())
+        .patch(
+            node,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": labels}})),
+        )
+        .await
+        .unwrap();
+}
+
+/// The replacement placeholders of drain `instance` (balloon namespace `prewarm`).
+async fn placeholders_of(client: &kube::Client, instance: &str) -> Vec<Pod> {
+    Api::<Pod>::namespaced(client.clone(), "prewarm")
+        .list(&ListParams::default().labels(&format!("prewarm.io/replacement-for={instance}")))
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .collect()
+}
+
+/// Two nodes of one pool reclaimed at once, with room for one replacement: each drain makes its
+/// own placeholder; the one that runs (on the pool's spare node) makes only its own drain ready,
+/// which hands it over (deletes it) and evicts; the other drain waits on its pending
+/// placeholder. Then the node of the waiting drain goes away and the tick collects its lease.
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn each_drain_is_ready_only_on_its_own_placeholder_and_the_tick_collects_orphans() {
+    use prewarm::adapters::kube::drain::{collect, event_recorder};
+    use prewarm::core::interruption::{DrainSettings, LeaseVerdict};
+    let admin = admin().await;
+    ensure_namespace(&admin).await;
+    let pool = unique("h6pool-");
+    let targets = json!([{
+        "name": "h6", "nodePool": pool, "maxSpare": 4, "gpusPerReplica": 1,
+        "headroom": {"kind": "balloon", "namespace": "prewarm", "name": "h6-no-balloon"},
+        "selector": "model_name=\"h6\"",
+    }])
+    .to_string();
+    let h = handler(&[("PREWARM_TARGETS", &targets)]).await;
+    // Two draining nodes with three 1-GPU pods each; one spare node of the pool with 4 GPUs:
+    // room for one 3-GPU placeholder.
+    let (a, a_i) = (unique("h6-a-"), unique("i-0aaaa"));
+    let (b, b_i) = (unique("h6-b-"), unique("i-0bbbb"));
+    let (spare, spare_i) = (unique("h6-spare-"), unique("i-0cccc"));
+    for (n, i) in [(&a, &a_i), (&b, &b_i), (&spare, &spare_i)] {
+        make_node(&admin, n, i).await;
+        label(&admin, n, json!({"karpenter.sh/nodepool": pool})).await;
+    }
+    let pods_a: Vec<String> = (0..3).map(|k| format!("{a}-{k}")).collect();
+    let pods_b: Vec<String> = (0..3).map(|k| format!("{b}-{k}")).collect();
+    for p in &pods_a {
+        make_pod(&admin, p, &a, "h6-a").await;
+    }
+    for p in &pods_b {
+        make_pod(&admin, p, &b, "h6-b").await;
+    }
+    let rec_a = parse_record(&spot_record(&a_i, &unique("ev-"), 0));
+    let rec_b = parse_record(&spot_record(&b_i, &unique("ev-"), 0));
+
+    // Step both drains until one sees its replacement ready (at most ~40 s, before the 90 s
+    // deadline, so readiness and nothing else starts an eviction).
+    let nodes = Api::<Node>::all(admin.clone());
+    let ready_at = |n: Node| {
+        n.metadata
+            .annotations
+            .unwrap_or_default()
+            .contains_key("prewarm.io/drain-replacement-ready-at")
+    };
+    let mut made: Vec<(String, Pod)> = Vec::new();
+    let mut first_ready = None;
+    for _ in 0..30 {
+        for (rec, node, inst) in [(&rec_a, &a, &a_i), (&rec_b, &b, &b_i)] {
+            h.handle_record(rec, &Continuation::default()).await;
+            for p in placeholders_of(&admin, inst).await {
+                if !made.iter().any(|(i, _)| i == inst) {
+                    made.push((inst.clone(), p));
+                }
+            }
+            // Stop at once: the winner's hand-over frees the spare node, and the other drain's
+            // placeholder may run there a moment later (one replacement at a time, as wanted).
+            if ready_at(nodes.get(node).await.unwrap()) {
+                first_ready = Some(node.clone());
+                break;
+            }
+        }
+        if first_ready.is_some() {
+            break;
+        }
+        tokio::time::sleep(CHECK_GAP).await;
+    }
+    let winner = first_ready.clone().unwrap_or_default();
+    let (loser, loser_i, winner_i) = if winner == a {
+        (&b, &b_i, &a_i)
+    } else {
+        (&a, &a_i, &b_i)
+    };
+    let loser_ready = ready_at(nodes.get(loser).await.unwrap());
+    let winner_left = placeholders_of(&admin, winner_i).await;
+    let winner_pods_left = pods_left(&admin, &winner).await;
+    let loser_placeholders = placeholders_of(&admin, loser_i).await;
+
+    // The waiting drain's node goes away (instance reclaimed): the tick collects its lease.
+    nodes.delete(loser, &DeleteParams::default()).await.unwrap();
+    let lambda = prewarm::adapters::kube::client(&ClusterAccess::Kubeconfig {
+        path: env("PREWARM_LAMBDA_KUBECONFIG"),
+    })
+    .await
+    .unwrap();
+    let settings = DrainSettings {
+        recheck_s: 2.0,
+        ..DrainSettings::default()
+    };
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let collected = collect::collect(&lambda, &event_recorder(&lambda), &[], &settings, now)
+        .await
+        .unwrap();
+    let loser_after = placeholders_of(&admin, loser_i).await;
+
+    for p in placeholders_of(&admin, &a_i)
+        .await
+        .into_iter()
+        .chain(placeholders_of(&admin, &b_i).await)
+    {
+        let _ = Api::<Pod>::namespaced(admin.clone(), "prewarm")
+            .delete(
+                p.metadata.name.as_deref().unwrap(),
+                &DeleteParams::default(),
+            )
+            .await;
+    }
+    let all_a: Vec<&str> = pods_a.iter().map(String::as_str).collect();
+    let all_b: Vec<&str> = pods_b.iter().map(String::as_str).collect();
+    cleanup(&admin, &a, &all_a, None).await;
+    cleanup(&admin, &b, &all_b, None).await;
+    cleanup(&admin, &spare, &[], None).await;
+
+    // Each drain made its own placeholder: 3 GPUs (its pods), the balloon priority, the pool.
+    assert_eq!(made.len(), 2, "one placeholder per drain: {made:?}");
+    for (inst, p) in &made {
+        let spec = p.spec.as_ref().unwrap();
+        assert_eq!(spec.priority_class_name.as_deref(), Some("prewarm-balloon"));
+        assert_eq!(
+            spec.node_selector.as_ref().unwrap()["karpenter.sh/nodepool"],
+            pool
+        );
+        let requests = spec.containers[0]
+            .resources
+            .as_ref()
+            .unwrap()
+            .requests
+            .clone()
+            .unwrap();
+        assert_eq!(requests["nvidia.com/gpu"].0, "3", "{inst}");
+        let a = p.metadata.annotations.as_ref().unwrap();
+        assert!(a.contains_key("prewarm.io/lease-expires-at"), "{a:?}");
+        assert!(a.contains_key("prewarm.io/replacement-owner"), "{a:?}");
+    }
+    assert!(first_ready.is_some(), "no drain saw its replacement ready");
+    assert!(
+        !loser_ready,
+        "both drains saw ready with room for one replacement"
+    );
+    // Hand-over: the ready drain deleted its placeholder and evicted its pods.
+    assert!(winner_left.is_empty(), "{winner_left:?}");
+    assert!(
+        winner_pods_left.len() < 3,
+        "no eviction after ready: {winner_pods_left:?}"
+    );
+    // The waiting drain's placeholder held on until its node went, then the tick collected it.
+    assert_eq!(loser_placeholders.len(), 1);
+    assert!(loser_after.is_empty(), "{loser_after:?}");
+    let c = collected
+        .iter()
+        .find(|c| &c.instance == loser_i)
+        .unwrap_or_else(|| panic!("not collected: {collected:?}"));
+    assert!(
+        matches!(&c.verdict, LeaseVerdict::Release { reason } if reason.contains("gone")),
+        "{c:?}"
+    );
+    assert!(c.outcome.is_ok(), "{c:?}");
+}

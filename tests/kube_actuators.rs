@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
 use prewarm::adapters::kube::headroom::{
-    apply_plan, read_headroom, release_replacement, reserve_replacement, ApplyOutcome,
+    apply_plan, read_headroom, release_replacement, ApplyOutcome,
 };
 use prewarm::adapters::kube::nodepool::{
     apply_node_pool, freeze_budget, read_node_pool, send_node_pool_patch, SAVED_BUDGETS,
@@ -259,24 +259,24 @@ async fn balloon_scale_reads_back_and_a_stale_write_is_a_conflict() {
 
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
-async fn replacements_are_reserved_and_released_once_per_drain() {
+async fn reservations_of_the_earlier_design_are_released_once_per_drain() {
+    // Drains used to reserve their replacement on the headroom (annotations + spec.replicas);
+    // now each drain has its own placeholder pod, and what an earlier prewarm reserved is only
+    // handed back. A balloon of 2 own replicas with 2 + 1 reserved by two drains:
     let (admin, lambda) = (admin().await, lambda().await);
     let name = unique("kt-reserve");
     let deployments = ns_api(&admin, &resources::deployment());
     let mut object = balloon(&name);
-    object["spec"]["replicas"] = json!(2);
+    object["spec"]["replicas"] = json!(5);
+    object["metadata"]["annotations"] = json!({
+        "prewarm.io/replacement-drains": "{\"evt-1\":2,\"evt-2\":1}",
+        "prewarm.io/replacement-reserved": "3",
+    });
     apply(&deployments, &name, object).await;
     let t = target(json!({
         "name": "kube-test", "nodePool": "gpu", "maxSpare": 8,
         "headroom": {"kind": "balloon", "namespace": "prewarm", "name": name}
     }));
-
-    let first = reserve_replacement(&lambda, &t, 2, "evt-1").await.unwrap();
-    assert_eq!((first.size, first.reserved, first.changed), (4, 2, true));
-    let again = reserve_replacement(&lambda, &t, 2, "evt-1").await.unwrap();
-    assert_eq!((again.size, again.reserved, again.changed), (4, 2, false));
-    let second = reserve_replacement(&lambda, &t, 1, "evt-2").await.unwrap();
-    assert_eq!((second.size, second.reserved), (5, 3));
 
     let read = read_headroom(&lambda, &t).await.unwrap();
     assert_eq!(
@@ -501,6 +501,131 @@ async fn limits_patch_changes_only_the_named_limit() {
     );
 
     delete(&pools, &name).await;
+}
+
+/// Ticks write limits (twice, with a freeze between), then `prewarm restore` (every step of
+/// RESTORE_STEPS) as the Lambda's user; the admin reads back exactly the user's NodePool: the
+/// limits as they were (a number stays a number, an absent key absent, no `spec.limits` when
+/// there was none, an empty map empty), or the user's own edit made meanwhile.
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn restore_puts_back_the_users_limits_exactly_and_keeps_their_edits() {
+    use prewarm::adapters::kube::nodepool_limits::SAVED_LIMITS;
+    use prewarm::adapters::kube::restore::restore_all;
+    let (admin, lambda) = (admin().await, lambda().await);
+    let pools = Api::<DynamicObject>::all_with(admin.clone(), &resources::node_pool());
+    let balloons = ns_api(&admin, &resources::deployment());
+    let wanted: BTreeMap<String, String> = [
+        ("nvidia.com/gpu".to_string(), "16".to_string()),
+        ("memory".to_string(), "1Ti".to_string()),
+    ]
+    .into();
+    let fewer: BTreeMap<String, String> = [("nvidia.com/gpu".to_string(), "8".to_string())].into();
+    // (situation, limits before (None: no spec.limits), the user's edit while prewarm ran,
+    // expected spec.limits after the restore) - written by hand.
+    let cases = [
+        (
+            "a number and a string",
+            Some(json!({"cpu": "0", "nvidia.com/gpu": 4})),
+            None,
+            Some(json!({"cpu": "0", "nvidia.com/gpu": 4})),
+        ),
+        ("no spec.limits", None, None, None),
+        (
+            "an empty spec.limits",
+            Some(json!({})),
+            None,
+            Some(json!({})),
+        ),
+        (
+            "the user raised the gpu limit meanwhile",
+            Some(json!({"cpu": "0", "nvidia.com/gpu": "4"})),
+            Some(json!({"nvidia.com/gpu": "24"})),
+            Some(json!({"cpu": "0", "nvidia.com/gpu": "24"})),
+        ),
+    ];
+    for (situation, before, edit, expected) in cases {
+        let name = unique("kt-restore");
+        let mut pool = test_pool(&name);
+        match &before {
+            Some(l) => pool["spec"]["limits"] = l.clone(),
+            None => {
+                pool["spec"].as_object_mut().unwrap().remove("limits");
+            }
+        }
+        let created = apply(&pools, &name, pool).await;
+        assert_eq!(
+            created.data["spec"].get("limits"),
+            before.as_ref(),
+            "{situation}"
+        );
+        apply(&balloons, &name, balloon(&name)).await;
+        let t = target(json!({
+            "name": name, "nodePool": name, "maxSpare": 8, "limits": wanted,
+            "headroom": {"kind": "balloon", "namespace": "prewarm", "name": name}
+        }));
+
+        let view = read_node_pool(&lambda, &name).await.unwrap();
+        apply_node_pool(&lambda, &view, Some(&wanted), None, false)
+            .await
+            .unwrap();
+        let view = read_node_pool(&lambda, &name).await.unwrap();
+        assert!(view.annotations.contains_key(SAVED_LIMITS), "{situation}");
+        apply_node_pool(&lambda, &view, Some(&fewer), Some(true), false)
+            .await
+            .unwrap();
+        let during = pools.get(&name).await.unwrap();
+        assert_eq!(
+            during.data["spec"]["limits"]["nvidia.com/gpu"], "8",
+            "{situation}"
+        );
+        assert_eq!(
+            during.data["spec"]["limits"]["memory"], "1Ti",
+            "{situation}"
+        );
+        if let Some(e) = &edit {
+            let edited = json!({"spec": {"limits": e}});
+            pools
+                .patch(&name, &PatchParams::default(), &Patch::Merge(&edited))
+                .await
+                .unwrap();
+        }
+
+        for step in restore_all(&lambda, std::slice::from_ref(&t), false).await {
+            step.unwrap_or_else(|e| panic!("{situation}: {e}"));
+        }
+        let after = pools.get(&name).await.unwrap();
+        assert_eq!(
+            after.data["spec"].get("limits"),
+            expected.as_ref(),
+            "{situation}"
+        );
+        assert_eq!(
+            after.data["spec"]["disruption"], created.data["spec"]["disruption"],
+            "{situation}"
+        );
+        assert_eq!(
+            after.data["spec"]["template"],
+            created.data["spec"]["template"]
+        );
+        let ours: Vec<_> = after
+            .metadata
+            .annotations
+            .iter()
+            .flatten()
+            .filter(|(k, _)| k.starts_with("prewarm.io/"))
+            .collect();
+        assert!(ours.is_empty(), "{situation}: {ours:?}");
+        // A second restore finds nothing to do.
+        for step in restore_all(&lambda, std::slice::from_ref(&t), false).await {
+            assert!(
+                step.unwrap().iter().all(|r| r.outcome != "restored"),
+                "{situation}"
+            );
+        }
+        delete(&balloons, &name).await;
+        delete(&pools, &name).await;
+    }
 }
 
 #[tokio::test]

@@ -289,6 +289,13 @@ pub struct PrewarmArgs {
     /// TargetSpec freezeConsolidation (the simulator honours the freeze for empty nodes).
     #[arg(long)]
     pub freeze_consolidation: bool,
+    /// BAND_BY_HOUR: one lead-time band per hour of day instead of one overall.
+    #[arg(long)]
+    pub band_by_hour: bool,
+    /// The simulated target names no HPA: prewarm sizes with Erlang C on the queue metrics
+    /// instead of in the replicas the (simulated) HPA will want.
+    #[arg(long)]
+    pub queue_sizing: bool,
 }
 
 fn config_error(var: &str, message: impl Into<String>) -> crate::Error {
@@ -449,6 +456,7 @@ impl CommonArgs {
             ewma_alpha: p.ewma_alpha,
             trend_beta: p.trend_beta,
             trend_damping: p.trend_damping,
+            band_by_hour: p.band_by_hour,
             ..PolicySpec::default()
         };
         prewarm_policy
@@ -475,7 +483,14 @@ impl CommonArgs {
             gpu_cap: None,
             freeze_consolidation: p.freeze_consolidation,
             limits: None,
-            hpa: None,
+            // The simulated HPA scales on requests in the system per replica (the metric the
+            // Lambda can predict), so the target names it unless told not to.
+            hpa: (!p.queue_sizing).then(|| crate::core::spec::HpaRef {
+                namespace: "inference".into(),
+                name: "llm".into(),
+                raise_min_replicas: false,
+                in_system_metric: None,
+            }),
             schedules: Vec::new(),
         };
         prewarm_target
@@ -778,8 +793,10 @@ fn print_comparison(cmp: &Comparison, setup: &Setup, elapsed: f64) {
             .iter()
             .map(|p| {
                 format!(
-                    "{}: {:.1} GPU-h {:.3}%",
+                    "{}{}: {:.1} GPU-h {:.3}%",
                     p.knob,
+                    p.release
+                        .map_or(String::new(), |r| format!(" {}", r.label())),
                     p.gpu_hours,
                     p.delayed_fraction * 100.0
                 )
@@ -864,10 +881,14 @@ mod tests {
         let json = serde_json::json!([{
             "name": "simulated", "nodePool": "gpu",
             "headroom": {"kind": "balloon", "namespace": "prewarm", "name": "balloon-gpu"},
-            "maxSpare": 256
+            "maxSpare": 256,
+            "hpa": {"namespace": "inference", "name": "llm"}
         }]);
         let target: Vec<TargetSpec> = serde_json::from_value(json).unwrap();
         assert_eq!(setup.prewarm_target, target[0]);
+        // --queue-sizing: the target names no HPA (Erlang C sizing on the queue metrics).
+        let setup = parse(&["--queue-sizing"]).common.setup(None).unwrap();
+        assert_eq!(setup.prewarm_target.hpa, None);
     }
 
     #[test]

@@ -68,6 +68,19 @@ pub fn due(cached: Option<&Calibration>, policy: &PolicySpec, now: f64) -> bool 
     })
 }
 
+/// How far back the calibration history reaches: BAND_HISTORY_SECONDS plus the shortest season,
+/// the observation window and the lead time, so the seasonal forecaster can be replayed over the
+/// whole band history (the tick handler fetches this much; the simulator's eyes read as much).
+pub fn history_seconds(policy: &PolicySpec) -> f64 {
+    let season = policy
+        .seasons_s
+        .iter()
+        .copied()
+        .reduce(f64::min)
+        .unwrap_or(0.0);
+    policy.band_history_s + season + policy.window_s + policy.lead_time_s
+}
+
 /// The quantile to fit: ERROR_QUANTILE, or with DELAYED_REQUEST_COST and GPU_HOUR_COST the
 /// newsvendor's critical ratio. A replica short for a lead time L delays about
 /// `concurrency / service_time × L` requests (cost of under-provisioning u); a replica too
@@ -381,6 +394,19 @@ mod tests {
         assert_eq!(quantile(&cheap, &target, 2.0), 0.5);
         // Without costs: ERROR_QUANTILE.
         assert_eq!(quantile(&PolicySpec::default(), &target, 2.0), 0.9);
+    }
+
+    #[test]
+    fn the_history_reaches_one_band_history_past_the_shortest_season() {
+        // 86 400 + the day (not the week) + 900 window + 180 lead.
+        let p = PolicySpec::default();
+        assert_eq!(history_seconds(&p), 86_400.0 + 86_400.0 + 900.0 + 180.0);
+        // Seasons off: the band history, the window and the lead time.
+        let p = PolicySpec {
+            seasons_s: Vec::new(),
+            ..PolicySpec::default()
+        };
+        assert_eq!(history_seconds(&p), 86_400.0 + 900.0 + 180.0);
     }
 
     #[test]

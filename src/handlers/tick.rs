@@ -295,13 +295,7 @@ async fn calibration_history(
     if !band::due(cached, policy, now) {
         return Vec::new();
     }
-    let season = policy
-        .seasons_s
-        .iter()
-        .copied()
-        .reduce(f64::min)
-        .unwrap_or(0.0);
-    let back = policy.band_history_s + season + policy.window_s + policy.lead_time_s;
+    let back = band::history_seconds(policy);
     let window = Window {
         start: now - back,
         end: now,

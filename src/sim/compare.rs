@@ -189,8 +189,13 @@ impl Setup {
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct FrontierPoint {
     pub knob: f64,
+    /// prewarm: how spare is released after a burst (swept with the knob; knobs.rs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub release: Option<knobs::Release>,
     pub gpu_hours: f64,
     pub delayed_fraction: f64,
+    /// Node cold starts on the scored days.
+    pub cold_starts: u64,
 }
 
 /// The result of a comparison, ready for the table, JSON and the plots.
@@ -318,6 +323,7 @@ enum Job {
     Point {
         policy: PolicyName,
         knob: f64,
+        release: knobs::Release,
     },
 }
 
@@ -333,7 +339,11 @@ fn job_config(job: Job, base: &RunConfig, setup: &Setup) -> RunConfig {
             provisioner: setup.cluster_autoscaler.clone(),
             ..base.clone()
         },
-        Job::Point { policy, knob } => match policy {
+        Job::Point {
+            policy,
+            knob,
+            release,
+        } => match policy {
             PolicyName::StaticPeak => RunConfig {
                 replicas: Replicas::Static(knob as u32),
                 ..base.clone()
@@ -343,13 +353,19 @@ fn job_config(job: Job, base: &RunConfig, setup: &Setup) -> RunConfig {
                 percent: knob,
                 tick_s: setup.prewarm_policy.tick_s,
             }),
-            PolicyName::Prewarm => with_headroom(Headroom::Prewarm {
-                policy: PolicySpec {
-                    target_wait_s: knob,
-                    ..setup.prewarm_policy.clone()
-                },
-                target: Box::new(setup.prewarm_target.clone()),
-            }),
+            PolicyName::Prewarm => {
+                let (policy, target) = release.apply(
+                    PolicySpec {
+                        error_quantile: knob,
+                        ..setup.prewarm_policy.clone()
+                    },
+                    setup.prewarm_target.clone(),
+                );
+                with_headroom(Headroom::Prewarm {
+                    policy,
+                    target: Box::new(target),
+                })
+            }
             _ => unreachable!("only policies with a knob have points"),
         },
     }
@@ -417,8 +433,14 @@ pub fn compare(
         jobs.push(Job::ClusterAutoscaler);
     }
     for &policy in &setup.policies {
-        for knob in knobs::grid(policy, peak, setup.buffer_max) {
-            jobs.push(Job::Point { policy, knob });
+        for &release in knobs::releases(policy) {
+            for knob in knobs::grid(policy, peak, setup.buffer_max) {
+                jobs.push(Job::Point {
+                    policy,
+                    knob,
+                    release,
+                });
+            }
         }
     }
     jobs.push(Job::Oracle);
@@ -518,34 +540,42 @@ pub fn compare(
                 run_of(|j| matches!(j, Job::ClusterAutoscaler)),
             ),
             _ => {
-                let points: Vec<(f64, &RunResult)> = jobs
+                let swept = knobs::releases(policy).len() > 1;
+                let points: Vec<(f64, Option<knobs::Release>, &RunResult)> = jobs
                     .iter()
                     .zip(&runs)
                     .filter_map(|(j, r)| match j {
-                        Job::Point { policy: p, knob } if *p == policy => Some((*knob, r)),
+                        Job::Point {
+                            policy: p,
+                            knob,
+                            release,
+                        } if *p == policy => Some((*knob, swept.then_some(*release), r)),
                         _ => None,
                     })
                     .collect();
-                let days: Vec<&[_]> = points.iter().map(|(_, r)| r.days.as_slice()).collect();
+                let days: Vec<&[_]> = points.iter().map(|(_, _, r)| r.days.as_slice()).collect();
                 let chosen = knobs::choose(&days, setup.train_days, setup.slo_fraction);
                 let name = knobs::knob_name(policy).expect("policy with a knob");
                 frontiers.insert(
                     policy.label().to_string(),
                     points
                         .iter()
-                        .map(|(knob, r)| {
+                        .map(|(knob, release, r)| {
                             let row = PolicyReport::from_run("", String::new(), r, &ctx);
                             FrontierPoint {
                                 knob: *knob,
+                                release: *release,
                                 gpu_hours: row.gpu_hours,
                                 delayed_fraction: row.delayed_fraction,
+                                cold_starts: row.cold_starts,
                             }
                         })
                         .collect(),
                 );
                 knob_names.insert(policy.label().to_string(), name.to_string());
-                let (knob, run) = points[chosen];
-                (format!("{name}={knob} ({tuned})"), run)
+                let (knob, release, run) = points[chosen];
+                let release = release.map_or(String::new(), |r| format!(", release {}", r.label()));
+                (format!("{name}={knob}{release} ({tuned})"), run)
             }
         };
         duration_s = duration_s.max(run.end_s);

@@ -6,7 +6,12 @@
 //! | static-peak  | replicas, x the training peak P         | 0.5, 0.75, 0.9, 1, 1.1, 1.25, 1.5, 2    |
 //! | buffer       | spare replicas N, x P                   | 0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5 |
 //! | buffer-pct   | spare as % of serving replicas          | 0, 2, 5, 10, 20, 35, 50, 100             |
-//! | prewarm      | TARGET_WAIT_SECONDS (Erlang C target)  | 0.1, 0.25, 0.5, 1, 2, 5, 10, 30          |
+//! | prewarm      | ERROR_QUANTILE x release (see below)   | 0.5, 0.9, 0.99, 0.999, each slow and fast |
+//!
+//! prewarm's release of spare after a burst is swept with its quantile: `slow` is the Lambda's
+//! defaults (SCALE_DOWN_DELAY_SECONDS 300, maxStepDown 1, COOLDOWN_SECONDS 60: one replica a
+//! minute), `fast` holds the high-water mark one lead time and then releases at once (no step
+//! limit, no cooldown). Both are chosen like any knob: on the training days.
 //!
 //! P is the ideal packing's peak replicas over the training days (the whole trace without
 //! `--train-days`). Replica counts are rounded up and repeated values dropped.
@@ -17,7 +22,59 @@ use super::stats::{DayStats, DAY_S};
 const STATIC_FACTORS: [f64; 8] = [0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0];
 const BUFFER_FACTORS: [f64; 8] = [0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5];
 const BUFFER_PERCENTS: [f64; 8] = [0.0, 2.0, 5.0, 10.0, 20.0, 35.0, 50.0, 100.0];
-const PREWARM_TARGET_WAITS: [f64; 8] = [0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0];
+/// ERROR_QUANTILE: the quantile of the lead-time band, the one setting that trades delay for
+/// spare when sizing is in the HPA's units (TARGET_WAIT_SECONDS only sizes the Erlang C
+/// fallback, and moved the results by under 2 %).
+const PREWARM_QUANTILES: [f64; 4] = [0.5, 0.9, 0.99, 0.999];
+
+/// How prewarm lets spare go after a burst (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Release {
+    Slow,
+    Fast,
+}
+
+impl Release {
+    pub const ALL: [Release; 2] = [Release::Slow, Release::Fast];
+
+    /// The policy and target with this release: `Slow` leaves the settings as they are.
+    pub fn apply(
+        self,
+        policy: crate::core::PolicySpec,
+        target: crate::core::TargetSpec,
+    ) -> (crate::core::PolicySpec, crate::core::TargetSpec) {
+        match self {
+            Release::Slow => (policy, target),
+            Release::Fast => (
+                crate::core::PolicySpec {
+                    scale_down_delay_s: policy.lead_time_s,
+                    cooldown_s: 0.0,
+                    ..policy
+                },
+                crate::core::TargetSpec {
+                    max_step_down: target.max_spare,
+                    ..target
+                },
+            ),
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Release::Slow => "slow",
+            Release::Fast => "fast",
+        }
+    }
+}
+
+/// The release variants swept with `policy`'s knob (one, `Slow`, for every other policy).
+pub fn releases(policy: PolicyName) -> &'static [Release] {
+    match policy {
+        PolicyName::Prewarm => &Release::ALL,
+        _ => &Release::ALL[..1],
+    }
+}
 
 /// What the knob of `policy` sets (None: the policy has no knob).
 pub fn knob_name(policy: PolicyName) -> Option<&'static str> {
@@ -25,7 +82,7 @@ pub fn knob_name(policy: PolicyName) -> Option<&'static str> {
         PolicyName::StaticPeak => Some("replicas"),
         PolicyName::Buffer => Some("spare replicas"),
         PolicyName::BufferPct => Some("spare % of serving replicas"),
-        PolicyName::Prewarm => Some("TARGET_WAIT_SECONDS"),
+        PolicyName::Prewarm => Some("ERROR_QUANTILE"),
         _ => None,
     }
 }
@@ -54,7 +111,7 @@ pub fn grid(policy: PolicyName, peak: u32, buffer_max: Option<u32>) -> Vec<f64> 
             v
         }
         PolicyName::BufferPct => BUFFER_PERCENTS.to_vec(),
-        PolicyName::Prewarm => PREWARM_TARGET_WAITS.to_vec(),
+        PolicyName::Prewarm => PREWARM_QUANTILES.to_vec(),
         _ => Vec::new(),
     }
 }
@@ -157,5 +214,22 @@ mod tests {
         assert!(grid(PolicyName::Reactive, 40, None).is_empty());
         assert_eq!(score_from(1800.0, Some(7)), 7.0 * DAY_S);
         assert_eq!(score_from(1800.0, None), 1800.0);
+    }
+
+    #[test]
+    fn fast_release_holds_one_lead_time_then_lets_go_at_once() {
+        use crate::core::{HeadroomKind, PolicySpec, TargetSpec};
+        let policy = PolicySpec {
+            lead_time_s: 90.0,
+            ..PolicySpec::default()
+        };
+        let target = TargetSpec::new("t", "gpu", HeadroomKind::NodePoolReplicas, 40);
+        let (p, t) = Release::Slow.apply(policy.clone(), target.clone());
+        assert_eq!((p, t), (policy.clone(), target.clone()));
+        let (p, t) = Release::Fast.apply(policy, target);
+        assert_eq!((p.scale_down_delay_s, p.cooldown_s), (90.0, 0.0));
+        assert_eq!(t.max_step_down, 40);
+        assert_eq!(releases(PolicyName::Prewarm).len(), 2);
+        assert_eq!(releases(PolicyName::Buffer), &[Release::Slow]);
     }
 }

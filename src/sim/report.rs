@@ -44,6 +44,15 @@ pub struct PolicyReport {
     pub delayed_fraction_ci95: Option<(f64, f64)>,
     /// 95 % interval of the mean daily GPU-hours.
     pub gpu_hours_per_day_ci95: Option<(f64, f64)>,
+    /// prewarm: share of scored decisions whose lead-time band (blended forecast plus band)
+    /// covered the highest arrival rate seen within the next lead time, its nominal quantile,
+    /// and a 95 % interval over days (each day one block).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub band_coverage: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub band_nominal_quantile: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub band_coverage_ci95: Option<(f64, f64)>,
 }
 
 /// One scored day of a policy.
@@ -112,7 +121,31 @@ impl PolicyReport {
                 .map(|(lo, hi)| (lo.max(0.0), hi)),
             gpu_hours_per_day_ci95: interval95(&daily(|d| d.gpu_hours)),
             days,
+            band_coverage: None,
+            band_nominal_quantile: None,
+            band_coverage_ci95: None,
         }
+        .with_band(run)
+    }
+
+    fn with_band(mut self, run: &RunResult) -> Self {
+        let b = &run.band;
+        let (covered, total) = b
+            .days
+            .iter()
+            .fold((0u64, 0u64), |acc, d| (acc.0 + d.0, acc.1 + d.1));
+        if total > 0 {
+            self.band_coverage = Some(covered as f64 / total as f64);
+            self.band_nominal_quantile = Some(b.nominal);
+            let per_day: Vec<f64> = b
+                .days
+                .iter()
+                .filter(|d| d.1 > 0)
+                .map(|d| d.0 as f64 / d.1 as f64)
+                .collect();
+            self.band_coverage_ci95 = interval95(&per_day);
+        }
+        self
     }
 
     /// The ideal-packing bound (ratio to the oracle filled in by the caller).
@@ -147,6 +180,9 @@ impl PolicyReport {
             days: Vec::new(),
             delayed_fraction_ci95: None,
             gpu_hours_per_day_ci95: None,
+            band_coverage: None,
+            band_nominal_quantile: None,
+            band_coverage_ci95: None,
         }
     }
 }

@@ -138,6 +138,9 @@ def allowed_checks(fn: str) -> list[tuple]:
                 out += [(verb, res, None, t["podNamespace"]) for t in targets if t.get("podNamespace")]
             elif row["scope"] == "targetsConfigMap":
                 out.append((verb, f"{res}/{VALUES['targetsConfigMap']['name']}", None, "prewarm"))
+            elif row["scope"] == "headroomNamespaces":
+                out += [(verb, res, None, ns) for ns in
+                        sorted({t["headroom"]["namespace"] for t in targets if t["headroom"].get("namespace")})]
             else:
                 raise AssertionError(row["scope"])
     assert out, fn
@@ -155,6 +158,9 @@ DENIED = {
         # never deletes or replaces nodes or pods, and never writes NodeClaims.
         ("delete", "nodes", None, None), ("update", "nodes", None, None),
         ("delete", "pods", None, "inference"), ("patch", "pods", None, "inference"),
+        # Replacement placeholders: made and deleted in the balloon namespace only.
+        ("create", "pods", None, "inference"), ("delete", "pods", None, "kube-system"),
+        ("patch", "pods", None, "prewarm"), ("update", "pods", None, "prewarm"),
         ("delete", "nodeclaims.karpenter.sh", None, None),
         ("get", "configmaps/aws-auth", None, "kube-system"),
         ("get", "configmaps/other", None, "prewarm"),
@@ -172,7 +178,11 @@ DENIED = {
         ("patch", "deployments.apps", None, "kube-system"),
         ("patch", "deployments.apps/someone-else", None, "prewarm"),
         ("delete", "nodes", None, None), ("update", "nodes", None, None),
-        ("delete", "pods", None, "inference"), ("create", "pods", None, "prewarm"),
+        # Replacement placeholders are made and deleted in the balloon namespace (prewarm) only;
+        # a drain never deletes the workload's pods (it evicts them), nor rewrites a placeholder.
+        ("delete", "pods", None, "inference"), ("create", "pods", None, "inference"),
+        ("delete", "pods", None, "kube-system"), ("patch", "pods", None, "prewarm"),
+        ("update", "pods", None, "prewarm"),
         ("patch", "nodeclaims.karpenter.sh", None, None), ("delete", "nodeclaims.karpenter.sh", None, None),
         ("patch", "poddisruptionbudgets.policy", None, "inference"),
         ("get", "secrets", None, "prewarm"), ("list", "secrets", None, None),
@@ -180,6 +190,18 @@ DENIED = {
         ("create", "clusterrolebindings.rbac.authorization.k8s.io", None, None),
         ("patch", "scaledobjects.keda.sh", None, "inference"),
         ("patch", "horizontalpodautoscalers.autoscaling", None, "inference"),
+    ],
+    "restore": [
+        # Puts back what the tick wrote: no drain rights, nothing of other owners.
+        ("patch", "nodes", None, None), ("list", "pods", None, None),
+        ("create", "pods/eviction", None, "inference"),
+        ("patch", "nodepools.karpenter.sh/default", None, None),
+        ("update", "nodepools.karpenter.sh/gpu", None, None),
+        ("delete", "nodepools.karpenter.sh/gpu", None, None),
+        ("patch", "deployments.apps/someone-else", None, "prewarm"),
+        ("patch", "deployments.apps", None, "kube-system"),
+        ("get", "configmaps/other", None, "prewarm"),
+        ("get", "secrets", None, "prewarm"),
     ],
 }
 
@@ -214,5 +236,9 @@ def test_each_function_lacks_the_others_writes(stack_env):
     tick can evict: it steps a drain whose owner went silent (permissions.yaml says why)."""
     tick, intr = function_user(stack_env, "tick"), function_user(stack_env, "interruption")
     assert can_i(intr, "create", "pods", "eviction", "inference")
+    # Both make and delete replacement placeholders in the balloon namespace (the tick for an
+    # orphaned drain and for lease collection).
+    for fn in (intr, tick):
+        assert can_i(fn, "create", "pods", None, "prewarm") and can_i(fn, "delete", "pods", None, "prewarm")
     assert can_i(tick, "patch", "nodepools.karpenter.sh/gpu", None, None)
     assert not can_i(intr, "patch", "nodepools.karpenter.sh/gpu", None, None)

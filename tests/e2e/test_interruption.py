@@ -187,6 +187,11 @@ class DrainDebug:
         out.append(f"--- Events in inference (last 30 of {len(events)}) ---")
         out += [f"  {e.get('lastTimestamp') or e.get('eventTime')} {e.get('involvedObject', {}).get('name')} "
                 f"{e.get('reason')}: {(e.get('message') or '')[:200]}" for e in events[-30:]]
+        out.append("--- replacement placeholders in prewarm ---")
+        out += [f"  {p['metadata']['name']} for={p['metadata'].get('labels', {}).get('prewarm.io/replacement-for')} "
+                f"node={p['spec'].get('nodeName')} phase={p['status'].get('phase')} "
+                f"annotations={ {k: v for k, v in p['metadata'].get('annotations', {}).items() if 'prewarm' in k} }"
+                for p in self.k8s.get("pods", namespace="prewarm", selector="prewarm.io/replacement-for") or []]
         balloon = self.k8s.get("deployment", BALLOON, "prewarm")
         if balloon:
             out.append(f"--- balloon: replicas={balloon['spec'].get('replicas')} annotations="
@@ -253,10 +258,20 @@ def test_spot_warning_drains_make_before_break(k8s, aws, wait_until, lambda_watc
     for _ in range(2):
         aws.sqs.send_message(QueueUrl=queue, MessageBody=body)
 
+    # The drain's replacement placeholder, as seen while the drain runs: what it asked for. (Where
+    # it ran comes from its Scheduled Events afterwards: it may run only for the seconds between
+    # two checks, too short to be sure to see by polling.)
+    seen: dict = {"placeholder": None}
+
+    def watch_placeholder() -> None:
+        for p in k8s.get("pods", namespace="prewarm", selector=f"prewarm.io/replacement-for={instance}") or []:
+            seen["placeholder"] = seen["placeholder"] or p
+
     def finished() -> bool:
         r = poll_sqs(queue_url=queue)
         drain_debug.record_poll(r)
         assert r.error is None, r.error
+        watch_placeholder()
         phase = (k8s.get("node", node_name) or {}).get("metadata", {}).get("annotations", {}).get(
             "prewarm.io/drain-phase")
         return phase == "drained" and queue_total(aws, queue) == 0
@@ -295,11 +310,37 @@ def test_spot_warning_drains_make_before_break(k8s, aws, wait_until, lambda_watc
     assert all(p["spec"]["nodeName"] != node_name for p in pods)
     assert not [p for p in k8s.get("pods", namespace="inference") if p["metadata"]["name"] in on_node
                 and not p["metadata"].get("deletionTimestamp")]
-    # The replacement reservation (the lease) was handed back when the drain finished.
+    # The replacement was this drain's own placeholder: shaped like the node's two 1-GPU pods,
+    # at the balloon priority, in the pool, labelled with the drain id and owner, expiring; kept
+    # off the reclaimed type and zone by preferred affinity only; Running on a new node of the
+    # pool (never the draining one) before the first eviction.
+    ph = seen["placeholder"]
+    assert ph is not None, "no replacement placeholder was made"
+    spec = ph["spec"]
+    assert spec["priorityClassName"] == "prewarm-balloon" and spec["priority"] < 0, spec
+    assert spec["nodeSelector"]["karpenter.sh/nodepool"] == "gpu"
+    assert spec["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] == str(len(on_node))
+    assert ph["metadata"]["annotations"]["prewarm.io/replacement-owner"] == event_id
+    assert "prewarm.io/lease-expires-at" in ph["metadata"]["annotations"]
+    affinity = spec.get("affinity", {}).get("nodeAffinity", {})
+    assert "requiredDuringSchedulingIgnoredDuringExecution" not in affinity, affinity
+    avoided = {e["key"]: e["values"] for t in affinity.get("preferredDuringSchedulingIgnoredDuringExecution", [])
+               for e in t["preference"]["matchExpressions"]}
+    node_labels = node["metadata"]["labels"]
+    assert avoided.get("node.kubernetes.io/instance-type") == [node_labels["node.kubernetes.io/instance-type"]]
+    scheduled = [e.get("message") or e.get("note") or "" for e in k8s.json(
+        "get", "events", "-n", "prewarm", "--field-selector",
+        f"involvedObject.name={ph['metadata']['name']},reason=Scheduled")["items"]]
+    ran_on = {m.rsplit(" to ", 1)[-1] for m in scheduled}
+    assert ran_on and node_name not in ran_on, scheduled
+    assert ran_on <= {m["metadata"]["name"] for m in new_nodes}, (ran_on, [m["metadata"]["name"] for m in new_nodes])
+    # Handed over: the placeholder is gone (deleted right before the evictions), and no
+    # reservation is held on the balloon (the earlier design's), which stays at 0.
+    assert not [p for p in k8s.get("pods", namespace="prewarm", selector=f"prewarm.io/replacement-for={instance}")
+                if not p["metadata"].get("deletionTimestamp")]
     balloon = k8s.get("deployment", BALLOON, "prewarm")
     reserved = {k: v for k, v in balloon["metadata"].get("annotations", {}).items() if "replacement" in k}
     assert reserved.get("prewarm.io/replacement-drains", "{}") == "{}", reserved
-    assert reserved.get("prewarm.io/replacement-reserved", "0") == "0", reserved
     assert balloon["spec"]["replicas"] == 0, balloon["spec"]
     # The milestones are Events on the node.
     reasons = {e.get("reason") for e in k8s.json("get", "events", "-A", "--field-selector",

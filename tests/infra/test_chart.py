@@ -71,11 +71,14 @@ def test_the_tick_gets_its_rows_by_name(sample):
         ("", "events", (), ("create", "patch")),
         ("events.k8s.io", "events", (), ("create", "patch")),
         ("policy", "poddisruptionbudgets", (), ("get", "list"))}
+    # Replacement placeholders (lease collection, an orphaned drain's step): pods of any name,
+    # in each balloon / buffer namespace only.
+    placeholders = ("", "pods", (), ("create", "delete"))
     assert rules(tick[("Role", "prewarm")]) == {
         ("", "configmaps", ("prewarm-targets",), ("get",)),
-        ("apps", "deployments", ("balloon-llama",), ("get", "patch"))}
+        ("apps", "deployments", ("balloon-llama",), ("get", "patch")), placeholders}
     assert rules(tick[("Role", "buffers")]) == {
-        ("autoscaling.x-k8s.io", "capacitybuffers", ("mistral",), ("get", "patch"))}
+        ("autoscaling.x-k8s.io", "capacitybuffers", ("mistral",), ("get", "patch")), placeholders}
     # pods to count; the workload's HPA to read (and raise minReplicas for raiseMinReplicas targets)
     for ns in ("inference", "models"):
         assert rules(tick[("Role", ns)]) == {
@@ -93,11 +96,12 @@ def test_the_interruption_function_gets_its_rows_and_patches_only_named_headroom
     assert ("", "nodes", (), ("get", "list", "watch", "patch")) in cluster
     assert ("", "pods/eviction", (), ("create",)) in cluster
     assert not [r for r in cluster if r[1] in ("deployments", "capacitybuffers")]
+    placeholders = ("", "pods", (), ("create", "delete"))
     assert rules(intr[("Role", "prewarm")]) == {
         ("", "configmaps", ("prewarm-targets",), ("get",)),
-        ("apps", "deployments", ("balloon-llama",), ("get", "patch"))}
+        ("apps", "deployments", ("balloon-llama",), ("get", "patch")), placeholders}
     assert rules(intr[("Role", "buffers")]) == {
-        ("autoscaling.x-k8s.io", "capacitybuffers", ("mistral",), ("get", "patch"))}
+        ("autoscaling.x-k8s.io", "capacitybuffers", ("mistral",), ("get", "patch")), placeholders}
     assert ("Role", "inference") not in intr, "the interruption path reads pods cluster-wide, no extra Role"
 
 
@@ -153,3 +157,84 @@ def test_access_entry_groups_are_the_charts(template):
     entries = {n: r["Properties"] for n, r in tpl["Resources"].items() if r["Type"] == "AWS::EKS::AccessEntry"}
     assert entries["TickAccessEntry"]["KubernetesGroups"] == [values["groups"]["tick"]]
     assert entries["InterruptionAccessEntry"]["KubernetesGroups"] == [values["groups"]["interruption"]]
+
+
+# ------------------------------------------------------------------ restore and its pre-delete hook
+
+HOOK_IMAGE = "registry.example.com/prewarm:0.1.0"
+
+
+@pytest.fixture(scope="module")
+def with_hook():
+    return render("--set-json", "targets=" + json.dumps(SAMPLE_TARGETS), "--set", f"restoreHook.image={HOOK_IMAGE}")
+
+
+def test_restore_gets_only_what_it_puts_back_by_name(sample):
+    restore = rbac_of(sample, "restore")
+    assert rules(restore[("ClusterRole", None)]) == {
+        ("karpenter.sh", "nodepools", ("gpu", "gpu-big", "gpu-static"), ("get", "patch"))}
+    assert rules(restore[("Role", "prewarm")]) == {
+        ("", "configmaps", ("prewarm-targets",), ("get",)),
+        ("apps", "deployments", ("balloon-llama",), ("get", "patch"))}
+    assert rules(restore[("Role", "buffers")]) == {
+        ("autoscaling.x-k8s.io", "capacitybuffers", ("mistral",), ("get", "patch"))}
+    # The HPA floors (and a KEDA ScaledObject's) in the workload namespaces: no pods there.
+    for ns in ("inference", "models"):
+        assert rules(restore[("Role", ns)]) == {
+            ("autoscaling", "horizontalpodautoscalers", (), ("get", "patch")),
+            ("keda.sh", "scaledobjects", (), ("get", "patch"))}
+    assert set(restore) == {(k, ns) for k, ns in [("ClusterRole", None), ("ClusterRoleBinding", None)]} | {
+        (k, ns) for ns in ("prewarm", "buffers", "inference", "models") for k in ("Role", "RoleBinding")}, \
+        "no drain rights, no pods"
+
+
+def test_the_restore_hook_is_off_without_an_image(sample):
+    assert not [d for d in sample if d["kind"] in ("Job", "ServiceAccount")]
+    assert not [d for d in sample if "helm.sh/hook" in d["metadata"].get("annotations", {})]
+    for (kind, _), d in rbac_of(sample, "restore").items():
+        if kind.endswith("Binding"):
+            assert d["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "prewarm-restore"}]
+
+
+def test_the_restore_hook_runs_prewarm_restore_before_uninstall_as_its_own_account(with_hook):
+    jobs = [d for d in with_hook if d["kind"] == "Job"]
+    assert len(jobs) == 1
+    job = jobs[0]
+    notes = job["metadata"]["annotations"]
+    assert notes["helm.sh/hook"] == "pre-delete"
+    assert set(notes["helm.sh/hook-delete-policy"].split(",")) == {"before-hook-creation", "hook-succeeded"}
+    pod = job["spec"]["template"]["spec"]
+    assert pod["restartPolicy"] == "Never" and job["spec"]["backoffLimit"] == 2
+    (container,) = pod["containers"]
+    assert container["image"] == HOOK_IMAGE and container["args"] == ["restore"]
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert env["PREWARM_TARGETS_CONFIGMAP"] == "prewarm/prewarm-targets"
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    # The kubeconfig the binary reads is the pod's own ServiceAccount token.
+    by_kind = {(d["kind"], d["metadata"]["name"]): d for d in with_hook}
+    mount = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}["kubeconfig"]
+    assert env["KUBECONFIG"] == mount + "/kubeconfig"
+    cm = {v["name"]: v["configMap"]["name"] for v in pod["volumes"]}["kubeconfig"]
+    kubeconfig = yaml.safe_load(by_kind[("ConfigMap", cm)]["data"]["kubeconfig"])
+    assert kubeconfig["users"][0]["user"] == {"tokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token"}
+    # Its ServiceAccount is a plain release object (it exists when the hook runs), bound to the
+    # restore rows and nothing else.
+    sa = pod["serviceAccountName"]
+    assert ("ServiceAccount", sa) in by_kind
+    assert "annotations" not in by_kind[("ServiceAccount", sa)]["metadata"]
+    subject = {"kind": "ServiceAccount", "name": sa, "namespace": "prewarm"}
+    bound = {d["metadata"]["labels"]["prewarm.io/function"] for d in with_hook
+             if d["kind"].endswith("Binding") and subject in d["subjects"]}
+    assert bound == {"restore"}
+    restore = rbac_of(with_hook, "restore")
+    for (kind, _), d in restore.items():
+        if kind.endswith("Binding"):
+            assert subject in d["subjects"]
+
+
+def test_the_hook_image_runs_as_the_user_the_chart_expects():
+    """Docker is not on this machine, so the image is never built here: this only checks that
+    the Dockerfile and the Job agree (non-root uid, the binary as entrypoint)."""
+    dockerfile = (REPO / "Dockerfile").read_text()
+    assert "USER 65532:65532" in dockerfile
+    assert 'ENTRYPOINT ["/prewarm"]' in dockerfile

@@ -220,19 +220,30 @@ def test_no_permission_for_calls_the_code_never_makes(template):
 LAMBDA_VENV = Path.home() / ".cache/prewarm/venv/lambda/bin"
 
 
-def deploy_paths() -> list[str]:
-    out = subprocess.run(["make", "-n", "deploy"], cwd=REPO, capture_output=True, text=True, check=True).stdout
+def deploy_paths(target: str = "deploy", sam_lines: int = 2) -> list[str]:
+    out = subprocess.run(["make", "-n", target], cwd=REPO, capture_output=True, text=True, check=True).stdout
     lines = [l for l in out.splitlines() if re.search(r"\bsam (build|deploy)\b", l)]
-    assert len(lines) == 2, out
+    assert len(lines) == sam_lines, out
     return [re.search(r'PATH="([^"]*)"', l).group(1) for l in lines]
 
 
 def test_make_deploy_puts_the_lambda_venv_first():
-    """cargo-lambda runs `python3 -m ziglang`: the first python3 on PATH must be the lambda venv's."""
-    for path in deploy_paths():
+    """cargo-lambda runs `python3 -m ziglang`: the first python3 on PATH must be the lambda venv's.
+    The same for `make sam-build`, the arm64 build `make test` runs and checks."""
+    for path in deploy_paths() + deploy_paths("sam-build", 1):
         dirs = path.split(":")
         assert dirs[0].endswith("venv/lambda/bin"), dirs[:3]
         assert any(d.endswith("venv/infra/bin") for d in dirs), "sam comes from the infra venv"
+
+
+def test_make_test_builds_and_checks_the_arm64_artifact(template):
+    out = subprocess.run(["make", "-n", "test"], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    assert re.search(r"\bsam build --no-cached\n", out), out
+    assert "pytest -q tests/build" in out
+    # A plain `sam build` (the default config env, no overrides) builds the template's default.
+    assert template["Parameters"]["Architecture"]["Default"] == "arm64"
+    assert "parameter_overrides" not in (REPO / "samconfig.toml").read_text().split(
+        "[default.build.parameters]")[1].split("\n[")[0]
 
 
 @pytest.mark.skipif(not (LAMBDA_VENV / "python3").exists(), reason="lambda venv not installed (tests/stack/install)")

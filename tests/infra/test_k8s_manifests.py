@@ -178,7 +178,8 @@ def test_balloon_follows_the_conventions():
 EXPECTED_RULES = {
     "tick": {
         ("", "configmaps"): {"get"},
-        ("", "pods"): {"get", "list"},
+        # get/list cluster-wide; create/delete (replacement placeholders) in the balloon namespace.
+        ("", "pods"): {"get", "list", "create", "delete"},
         ("karpenter.sh", "nodepools"): {"get", "patch"},
         ("apps", "deployments"): {"get", "patch"},
         # Drain-lease collection: un-drain survivors, step a drain whose owner went silent.
@@ -196,7 +197,7 @@ EXPECTED_RULES = {
     "interruption": {
         ("", "configmaps"): {"get"},
         ("", "nodes"): {"get", "list", "watch", "patch"},
-        ("", "pods"): {"get", "list"},
+        ("", "pods"): {"get", "list", "create", "delete"},
         ("", "pods/eviction"): {"create"},
         ("", "events"): {"create", "patch"},
         ("events.k8s.io", "events"): {"create", "patch"},

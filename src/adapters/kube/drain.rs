@@ -18,12 +18,13 @@ use serde_json::{json, Value};
 
 use crate::core::interruption::state::ALL_KEYS;
 use crate::core::interruption::{
-    share_of_spare, Claimant, DrainState, NodeView, NoticeKind, Phase, PodOwner, PodRef, PodView,
+    DrainState, NodeView, NoticeKind, PodOwner, PodRef, PodView, ReplacementSeen,
 };
 use crate::error::{Error, Result};
 
 pub mod collect;
 pub mod execute;
+pub mod placeholder;
 pub mod replacement;
 
 /// The taint prewarm puts on a draining node (value: the notice kind).
@@ -33,7 +34,7 @@ pub const NODEPOOL_LABEL: &str = "karpenter.sh/nodepool";
 pub const DO_NOT_DISRUPT: &str = "karpenter.sh/do-not-disrupt";
 const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
 /// Balloon pods hold warm capacity for real pods and yield to them (negative priority).
-const BALLOON_PRIORITY_CLASS: &str = "prewarm-balloon";
+pub(crate) const BALLOON_PRIORITY_CLASS: &str = "prewarm-balloon";
 /// Priorities from here up are the system's critical classes.
 const CRITICAL_PRIORITY: i32 = 2_000_000_000;
 const FIELD_MANAGER: &str = "prewarm-interruption";
@@ -109,24 +110,11 @@ pub fn is_ready(node: &Node) -> bool {
         .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
-fn has_draining_taint(node: &Node) -> bool {
+pub(crate) fn has_draining_taint(node: &Node) -> bool {
     node.spec
         .as_ref()
         .and_then(|s| s.taints.as_ref())
         .is_some_and(|ts| ts.iter().any(|t| t.key == DRAINING_TAINT))
-}
-
-fn schedulable(node: &Node) -> bool {
-    let spec = node.spec.as_ref();
-    !spec.and_then(|s| s.unschedulable).unwrap_or(false)
-        && !spec.and_then(|s| s.taints.as_ref()).is_some_and(|ts| {
-            ts.iter().any(|t| {
-                t.key == DRAINING_TAINT
-                    || t.key == "karpenter.sh/disrupted"
-                    || t.key == "karpenter.sh/unregistered"
-                    || t.key == "node.kubernetes.io/unschedulable"
-            })
-        })
 }
 
 /// GPUs a pod requests (the larger of requests and limits, as the scheduler counts extended
@@ -160,7 +148,7 @@ fn pod_finished(pod: &Pod) -> bool {
     )
 }
 
-fn is_balloon(pod: &Pod) -> bool {
+pub(crate) fn is_balloon(pod: &Pod) -> bool {
     pod.spec
         .as_ref()
         .and_then(|s| s.priority_class_name.as_deref())
@@ -218,55 +206,6 @@ async fn pods_on(client: &kube::Client, node_name: &str) -> Result<Vec<Pod>> {
         .map_err(|e| kube_error("list", &format!("pods on node {node_name}"), e))
 }
 
-/// GPUs free for real pods on the other schedulable, Ready nodes of `pool` (balloon pods count
-/// as free: they are preempted by any real pod — that is what they are for), and the other
-/// drains of the pool competing for them.
-async fn pool_capacity(
-    client: &kube::Client,
-    pool: &str,
-    except: &str,
-) -> Result<(u32, Vec<Claimant>)> {
-    let nodes = Api::<Node>::all(client.clone())
-        .list(&ListParams::default().labels(&format!("{NODEPOOL_LABEL}={pool}")))
-        .await
-        .map_err(|e| kube_error("list", &format!("nodes of NodePool {pool}"), e))?;
-    let mut spare = 0;
-    let mut claimants = Vec::new();
-    for n in nodes.items.iter() {
-        let name = n.metadata.name.as_deref().unwrap_or_default();
-        if name == except {
-            continue;
-        }
-        let draining = drain_state_of(n)
-            .filter(|s| matches!(s.phase, Phase::WaitingForReplacement | Phase::Evicting));
-        if draining.is_none() && (!is_ready(n) || !schedulable(n)) {
-            continue;
-        }
-        let pods = pods_on(client, name).await?;
-        let real = pods.iter().filter(|p| !pod_finished(p) && !is_balloon(p));
-        match draining {
-            Some(s) => claimants.push(Claimant {
-                node: name.to_string(),
-                deadline: s.deadline,
-                started_at: s.started_at,
-                need: real
-                    .filter(|p| p.metadata.deletion_timestamp.is_none())
-                    .filter(|p| pod_view(p).owner == PodOwner::Other)
-                    .map(pod_gpus)
-                    .sum(),
-            }),
-            None => spare += node_gpus(n).saturating_sub(real.map(pod_gpus).sum()),
-        }
-    }
-    Ok((spare, claimants))
-}
-
-fn drain_state_of(node: &Node) -> Option<DrainState> {
-    DrainState::from_annotations(&node.metadata.annotations.clone().unwrap_or_default())
-        .ok()
-        .flatten()
-}
-
 /// The node and its pods, as the planner sees them.
 pub struct Observation {
     pub node: Node,
@@ -280,32 +219,28 @@ pub struct Observation {
 pub async fn observe(client: &kube::Client, node: Node) -> Result<Observation> {
     let name = node.metadata.name.clone().unwrap_or_default();
     let pods = pods_on(client, &name).await?;
-    // Warm capacity is only an opinion about readiness: when it cannot be read, the drain sees
-    // none and goes on (deadline evictions must not wait for a pool-wide listing).
-    let capacity = match node_pool_of(&node) {
-        Some(pool) => pool_capacity(client, pool, &name)
-            .await
-            .unwrap_or_else(|e| {
-                tracing::warn!(node = %name, error = %e, "warm capacity unknown: counted as none");
-                (0, Vec::new())
-            }),
-        // Not a Karpenter node: no pool to look in, so no warm capacity is known.
-        None => (0, Vec::new()),
-    };
+    // The drain's own placeholder is only an opinion about readiness: when it cannot be read,
+    // the drain counts it as pending and goes on (deadline evictions must not wait for it, and
+    // a pending one is not made twice).
+    let drain_id = node
+        .spec
+        .as_ref()
+        .and_then(|s| s.provider_id.as_deref())
+        .and_then(instance_of_provider_id)
+        .unwrap_or(&name)
+        .to_string();
+    let replacement = replacement::observe_replacement(client, &drain_id, &name)
+        .await
+        .unwrap_or_else(|e| {
+            tracing::warn!(node = %name, error = %e, "replacement placeholder unknown: counted as pending");
+            ReplacementSeen::Pending
+        });
     let annotations: BTreeMap<String, String> =
         node.metadata.annotations.clone().unwrap_or_default();
     let (state, state_error) = match DrainState::from_annotations(&annotations) {
         Ok(s) => (s, None),
         Err(e) => (None, Some(e)),
     };
-    // Not claimed yet: it queues behind every drain already running.
-    let me = Claimant {
-        node: name.clone(),
-        deadline: state.as_ref().and_then(|s| s.deadline),
-        started_at: state.as_ref().map_or(f64::INFINITY, |s| s.started_at),
-        need: 0,
-    };
-    let spare = share_of_spare(capacity.0, &me, &capacity.1);
     let view = NodeView {
         name,
         unschedulable: node
@@ -315,7 +250,7 @@ pub async fn observe(client: &kube::Client, node: Node) -> Result<Observation> {
             .unwrap_or(false),
         tainted: has_draining_taint(&node),
         gpus: node_gpus(&node),
-        spare_gpus_elsewhere: spare,
+        replacement,
         state,
     };
     let pod_views = pods.iter().map(pod_view).collect();

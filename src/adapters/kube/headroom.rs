@@ -1,5 +1,5 @@
 //! Headroom actuators: read a target's headroom object (size + prewarm's annotations) and carry
-//! out a plan on it; reserve and release replacement capacity for the interruption path.
+//! out a plan on it; release replacement capacity a drain reserved here under the earlier design.
 //!
 //! The object is a balloon Deployment, a CapacityBuffer or a static NodePool; all three keep the
 //! size in `spec.replicas`, so one path handles them as dynamic objects. Every write is a JSON
@@ -15,7 +15,7 @@ use serde_json::{json, Map, Value};
 use super::annotations::{self, ParsedHeadroom};
 use super::api_error::{from_kube, is_conflict};
 use super::resources::HeadroomRef;
-use crate::core::{Action, HeadroomKind, HeadroomState, Plan, TargetSpec};
+use crate::core::{Action, HeadroomState, Plan, TargetSpec};
 use crate::error::{Error, Result};
 
 /// A headroom object as read, with the version a write must match.
@@ -217,26 +217,6 @@ pub async fn apply_plan(
     Ok(ApplyOutcome::Conflict)
 }
 
-/// The patch reserving `replicas` for `drain_id`, or None if that drain already has its
-/// reservation (a redelivered message must not reserve twice).
-pub fn reserve_patch(
-    read: &ParsedHeadroom,
-    resource_version: &str,
-    drain_id: &str,
-    replicas: u32,
-) -> Option<Value> {
-    if read.drains.contains_key(drain_id) {
-        return None;
-    }
-    let mut drains = read.drains.clone();
-    drains.insert(drain_id.to_string(), replicas);
-    Some(merge_patch(
-        resource_version,
-        annotations::drains_patch(&drains),
-        Some(read.size + replicas),
-    ))
-}
-
 /// The patch releasing `drain_id`'s reservation, or None if it holds none (already released).
 pub fn release_patch(
     read: &ParsedHeadroom,
@@ -252,7 +232,7 @@ pub fn release_patch(
     ))
 }
 
-/// A drain's reservation after `reserve_replacement` / `release_replacement`.
+/// A drain's reservation after `release_replacement`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reservation {
     /// The headroom object's size now.
@@ -263,7 +243,7 @@ pub struct Reservation {
     pub changed: bool,
 }
 
-/// The size and total reservation a reserve/release patch writes.
+/// The size and total reservation a release patch writes.
 fn reservation_after(patch: &Value, before: &ParsedHeadroom) -> Reservation {
     let size = patch
         .pointer("/spec/replicas")
@@ -310,37 +290,15 @@ async fn change_reservation(
     })
 }
 
-/// Raises `target`'s headroom by `replicas` (in the object's units, see `replacement_units`) for
-/// the drain `drain_id`, recording the id so a repeat does nothing. The tick keeps these replicas
-/// on top of its own spare until `release_replacement`.
-pub async fn reserve_replacement(
-    client: &kube::Client,
-    target: &TargetSpec,
-    replicas: u32,
-    drain_id: &str,
-) -> Result<Reservation> {
-    change_reservation(client, target, |read, rv| {
-        reserve_patch(read, rv, drain_id, replicas)
-    })
-    .await
-}
-
-/// Gives back what `drain_id` reserved (once its drain is over); a repeat does nothing.
+/// Gives back what `drain_id` reserved on the headroom under the earlier design (a drain's
+/// replacement is now its own placeholder pod, `drain::replacement`); kept so an upgrade hands
+/// back what a drain running across it reserved. A repeat does nothing.
 pub async fn release_replacement(
     client: &kube::Client,
     target: &TargetSpec,
     drain_id: &str,
 ) -> Result<Reservation> {
     change_reservation(client, target, |read, rv| release_patch(read, rv, drain_id)).await
-}
-
-/// How many units of `target`'s headroom object replace a node with `node_gpus` GPUs: balloon
-/// pods and buffer chunks are one inference replica each, static NodePool replicas are nodes.
-pub fn replacement_units(target: &TargetSpec, node_gpus: u32) -> u32 {
-    match target.headroom {
-        HeadroomKind::NodePoolReplicas => 1,
-        _ => node_gpus.div_ceil(target.gpus_per_replica).max(1),
-    }
 }
 
 /// Drain ids and their reservations, for logs.
@@ -449,33 +407,6 @@ mod tests {
     }
 
     #[test]
-    fn a_reservation_is_made_once_per_drain() {
-        let read = parsed(2, &[]);
-        let p = reserve_patch(&read, "7", "evt-1", 2).unwrap();
-        assert_eq!(
-            p,
-            json!({
-                "metadata": {
-                    "resourceVersion": "7",
-                    "annotations": {
-                        "prewarm.io/replacement-drains": "{\"evt-1\":2}",
-                        "prewarm.io/replacement-reserved": "2",
-                    }
-                },
-                "spec": {"replicas": 4}
-            })
-        );
-        let after = parsed(4, &[("evt-1", 2)]);
-        assert_eq!(reserve_patch(&after, "8", "evt-1", 2), None);
-        let second = reserve_patch(&after, "8", "evt-2", 1).unwrap();
-        assert_eq!(second["spec"]["replicas"], 5);
-        assert_eq!(
-            second["metadata"]["annotations"]["prewarm.io/replacement-reserved"],
-            "3"
-        );
-    }
-
-    #[test]
     fn a_release_gives_back_exactly_that_drains_replicas_once() {
         let read = parsed(5, &[("evt-1", 2), ("evt-2", 1)]);
         let p = release_patch(&read, "9", "evt-1").unwrap();
@@ -494,20 +425,6 @@ mod tests {
     }
 
     #[test]
-    fn replacement_units_follow_the_object_kind() {
-        let mut target: TargetSpec = serde_json::from_value(json!({
-            "name": "llama", "nodePool": "gpu", "maxSpare": 8, "gpusPerReplica": 2,
-            "headroom": {"kind": "balloon", "namespace": "prewarm", "name": "b"}
-        }))
-        .unwrap();
-        assert_eq!(replacement_units(&target, 8), 4);
-        assert_eq!(replacement_units(&target, 3), 2);
-        assert_eq!(replacement_units(&target, 0), 1);
-        target.headroom = HeadroomKind::NodePoolReplicas;
-        assert_eq!(replacement_units(&target, 8), 1);
-    }
-
-    #[test]
     fn size_is_read_from_spec_replicas() {
         let t: TargetSpec = serde_json::from_value(json!({
             "name": "llama", "nodePool": "gpu", "maxSpare": 8,
@@ -522,7 +439,7 @@ mod tests {
         assert_eq!(object_size(&buffer, &json!({"spec": {}})).unwrap(), 0);
         assert!(object_size(&buffer, &json!({"spec": {"replicas": -1}})).is_err());
         let pool = HeadroomRef::of(&TargetSpec {
-            headroom: HeadroomKind::NodePoolReplicas,
+            headroom: crate::core::HeadroomKind::NodePoolReplicas,
             ..t
         });
         let err = object_size(&pool, &json!({"spec": {}})).unwrap_err();

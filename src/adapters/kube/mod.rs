@@ -13,6 +13,7 @@ pub mod headroom;
 pub mod hpa;
 pub mod hpa_floor;
 pub mod nodepool;
+pub mod nodepool_limits;
 pub mod pods;
 pub mod resources;
 pub mod restore;
@@ -20,6 +21,4 @@ pub mod scaled_object;
 pub mod targets;
 
 pub use client::{client, ClientCache};
-pub use headroom::{
-    apply_plan, read_headroom, release_replacement, reserve_replacement, ApplyOutcome, HeadroomRead,
-};
+pub use headroom::{apply_plan, read_headroom, release_replacement, ApplyOutcome, HeadroomRead};

@@ -16,6 +16,7 @@ use serde_json::{json, Map, Value};
 
 use super::api_error::{from_kube, is_conflict};
 use super::headroom::ApplyOutcome;
+use super::nodepool_limits::{limits_write, SAVED_LIMITS};
 use super::resources::node_pool_api;
 use crate::error::{Error, Result};
 
@@ -114,31 +115,6 @@ pub fn restore_changes(view: &NodePoolView) -> std::result::Result<Option<Value>
     Ok(Some(disruption(view, budgets)?))
 }
 
-fn quantity_text(v: &Value) -> Option<String> {
-    match v {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        _ => None,
-    }
-}
-
-/// The `spec.limits` entries that differ from `wanted` (other limits are left alone).
-pub fn limits_changes(view: &NodePoolView, wanted: &BTreeMap<String, String>) -> Option<Value> {
-    let current = view.spec.get("limits");
-    let changed: Map<String, Value> = wanted
-        .iter()
-        .filter(|(k, v)| {
-            current
-                .and_then(|l| l.get(k.as_str()))
-                .and_then(quantity_text)
-                .as_deref()
-                != Some(v.as_str())
-        })
-        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
-        .collect();
-    (!changed.is_empty()).then_some(Value::Object(changed))
-}
-
 /// The one merge patch for a NodePool this tick, or None when nothing changes.
 /// `freeze`: Some(true) freeze, Some(false) restore, None leave as it is.
 pub fn node_pool_patch(
@@ -148,8 +124,9 @@ pub fn node_pool_patch(
 ) -> std::result::Result<Option<Value>, String> {
     let mut spec = Map::new();
     let mut annotations = Map::new();
-    if let Some(changed) = limits.and_then(|l| limits_changes(view, l)) {
+    if let Some((changed, saved)) = limits.map(|l| limits_write(view, l)).transpose()?.flatten() {
         spec.insert("limits".into(), changed);
+        annotations.insert(SAVED_LIMITS.into(), Value::String(saved));
     }
     match freeze {
         Some(true) => {
@@ -228,7 +205,7 @@ pub async fn apply_node_pool(
 }
 
 /// Conflicting writes are retried this often before the tick gives up until the next one.
-const WRITE_ATTEMPTS: usize = 5;
+pub const WRITE_ATTEMPTS: usize = 5;
 
 /// Sends a NodePool merge patch (public so stack tests can send patches the apiserver rejects).
 pub async fn send_node_pool_patch(
@@ -401,13 +378,86 @@ mod tests {
             [("nvidia.com/gpu".to_string(), "16".to_string())].into();
         assert_eq!(
             node_pool_patch(&v, Some(&wanted), None).unwrap().unwrap(),
-            json!({"metadata": {"resourceVersion": "100"}, "spec": {"limits": {"nvidia.com/gpu": "16"}}})
+            json!({"metadata": {"resourceVersion": "100", "annotations": {
+                "prewarm.io/saved-limits":
+                    r#"{"hadLimits":true,"limits":{"nvidia.com/gpu":{"before":"32","written":"16"}}}"#}},
+                "spec": {"limits": {"nvidia.com/gpu": "16"}}})
         );
         let same: BTreeMap<String, String> = [("cpu".to_string(), "1000".to_string())].into();
         assert_eq!(node_pool_patch(&v, Some(&same), None).unwrap(), None);
         let mut numeric = v.clone();
         numeric.spec["limits"]["cpu"] = json!(1000);
         assert_eq!(node_pool_patch(&numeric, Some(&same), None).unwrap(), None);
+    }
+
+    /// Tick writes limits (and freezes), then `prewarm restore`'s two NodePool steps: the spec
+    /// and annotations are exactly the user's again, for limits that were numbers, absent, an
+    /// empty map, or not there at all.
+    #[test]
+    fn limits_written_by_ticks_then_restored_give_back_the_users_spec() {
+        use super::super::nodepool_limits::SAVED_LIMITS;
+        use super::super::restore;
+        let wanted: BTreeMap<String, String> = [
+            ("nvidia.com/gpu".to_string(), "16".to_string()),
+            ("memory".to_string(), "1Ti".to_string()),
+        ]
+        .into();
+        let fewer: BTreeMap<String, String> =
+            [("nvidia.com/gpu".to_string(), "8".to_string())].into();
+        for limits in [
+            Some(json!({"cpu": 1000, "nvidia.com/gpu": "32"})),
+            Some(json!({})),
+            None,
+        ] {
+            let mut original = view(user_budgets(), &[("team", "ml")]);
+            match &limits {
+                Some(l) => original.spec["limits"] = l.clone(),
+                None => {
+                    original.spec.as_object_mut().unwrap().remove("limits");
+                }
+            }
+            // Two ticks: the second writes a different gpu limit and freezes.
+            let first = node_pool_patch(&original, Some(&wanted), None)
+                .unwrap()
+                .unwrap();
+            let once = applied(&original, &first);
+            assert!(once.annotations.contains_key(SAVED_LIMITS), "{limits:?}");
+            let second = node_pool_patch(&once, Some(&fewer), Some(true))
+                .unwrap()
+                .unwrap();
+            let twice = applied(&once, &second);
+            assert_eq!(twice.spec["limits"]["nvidia.com/gpu"], "8", "{limits:?}");
+            let limits_back = applied(
+                &twice,
+                &restore::node_pool_limits_patch(&twice).unwrap().unwrap(),
+            );
+            assert!(
+                limits_back.consolidation_frozen(),
+                "the budgets step still has its annotation"
+            );
+            let back = applied(
+                &limits_back,
+                &restore::node_pool_patch(&limits_back).unwrap().unwrap(),
+            );
+            assert_eq!(back.spec, original.spec, "{limits:?}");
+            assert_eq!(back.annotations, original.annotations, "{limits:?}");
+        }
+    }
+
+    /// The budgets step of `prewarm restore` leaves prewarm.io/saved-limits to the limits step.
+    #[test]
+    fn the_budgets_restore_keeps_the_saved_limits_for_their_own_step() {
+        use super::super::nodepool_limits::SAVED_LIMITS;
+        let saved = r#"{"hadLimits":true,"limits":{"cpu":{"written":"8"}}}"#;
+        let v = view(
+            user_budgets(),
+            &[(SAVED_LIMITS, saved), ("prewarm.io/last-tick", "x")],
+        );
+        let p = super::super::restore::node_pool_patch(&v).unwrap().unwrap();
+        assert_eq!(
+            p["metadata"]["annotations"],
+            json!({"prewarm.io/last-tick": null})
+        );
     }
 
     fn keys_named(value: &Value, name: &str, path: &str, found: &mut Vec<String>) {
@@ -457,8 +507,13 @@ mod tests {
             }
         }
         // The headroom patches reach the NodePool too when it is the headroom object.
-        let read = super::super::annotations::parse_headroom(2, &BTreeMap::new()).unwrap();
-        patches.extend(super::super::headroom::reserve_patch(&read, "1", "evt", 1));
+        let reserved: BTreeMap<String, String> = [(
+            super::super::annotations::REPLACEMENT_DRAINS.to_string(),
+            "{\"evt\":1}".to_string(),
+        )]
+        .into();
+        let read = super::super::annotations::parse_headroom(3, &reserved).unwrap();
+        patches.extend(super::super::headroom::release_patch(&read, "1", "evt"));
         assert!(patches.len() >= 10, "only {} patches built", patches.len());
         for p in &patches {
             let mut found = Vec::new();

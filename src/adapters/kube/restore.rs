@@ -1,10 +1,11 @@
 //! `prewarm restore`: puts back what prewarm changed in the cluster, so that uninstalling leaves
-//! it as the user had it. Per target: the NodePool's frozen disruption budgets (from the
+//! it as the user had it. Per target: the NodePool's `spec.limits` (from the
+//! prewarm.io/saved-limits annotation, nodepool_limits), its frozen disruption budgets (from the
 //! prewarm.io/saved-budgets annotation) and every prewarm.io/ annotation; the headroom object's
 //! prewarm.io/ annotations, and its size back to 0 for balloons and CapacityBuffers (the size the
-//! chart creates them with). Not restorable, and reported as such: NodePool `spec.limits` that a
-//! target's `limits` set (prewarm does not keep the user's earlier limits) and a
-//! nodePoolReplicas target's `spec.replicas` (its earlier count is not kept either).
+//! chart creates them with). Not restorable, and reported as such: limits written by a prewarm
+//! older than the saved-limits annotation, and a nodePoolReplicas target's `spec.replicas` (its
+//! earlier count is not kept).
 //!
 //! The HPA floor of a target that names its HPA (`hpa.raiseMinReplicas`, also when the option
 //! has been turned off since): the user's `minReplicas` (or, for an HPA owned by a KEDA
@@ -18,11 +19,13 @@ use std::collections::BTreeMap;
 use serde_json::{json, Map, Value};
 
 use super::api_error::from_kube;
+use super::headroom::ApplyOutcome;
 use super::hpa_floor;
 use super::nodepool::{self, NodePoolView};
+use super::nodepool_limits::{self, SAVED_LIMITS};
 use super::resources::HeadroomRef;
 use crate::core::{HeadroomKind, TargetSpec};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use kube::api::{Patch, PatchParams};
 
 /// Annotations prewarm writes all start with this.
@@ -38,11 +41,15 @@ pub struct Restored {
     pub detail: String,
 }
 
-/// `prewarm.io/` annotations set to null (merge patch removal).
-fn removed_annotations(annotations: &BTreeMap<String, String>) -> Map<String, Value> {
+/// `prewarm.io/` annotations set to null (merge patch removal), but for `keep` (what a step of
+/// its own still has to restore from).
+fn removed_annotations_but(
+    annotations: &BTreeMap<String, String>,
+    keep: &[&str],
+) -> Map<String, Value> {
     annotations
         .keys()
-        .filter(|k| k.starts_with(PREFIX))
+        .filter(|k| k.starts_with(PREFIX) && !keep.contains(&k.as_str()))
         .map(|k| (k.clone(), Value::Null))
         .collect()
 }
@@ -54,7 +61,7 @@ pub fn headroom_patch(
     annotations: &BTreeMap<String, String>,
     size: u32,
 ) -> Option<Value> {
-    let removed = removed_annotations(annotations);
+    let removed = removed_annotations_but(annotations, &[]);
     let resize = !matches!(kind, HeadroomKind::NodePoolReplicas) && size != 0;
     if removed.is_empty() && !resize {
         return None;
@@ -69,12 +76,27 @@ pub fn headroom_patch(
     Some(patch)
 }
 
+/// The merge patch that restores a NodePool's limits (nodepool_limits::limits_restore) and
+/// removes prewarm.io/saved-limits; None when prewarm never wrote limits. Its own step, before
+/// the budgets step: if it fails, the annotation it needs stays.
+pub fn node_pool_limits_patch(view: &NodePoolView) -> std::result::Result<Option<Value>, String> {
+    if !view.annotations.contains_key(SAVED_LIMITS) {
+        return Ok(None);
+    }
+    let mut patch = json!({"metadata": {"resourceVersion": view.resource_version,
+        "annotations": {SAVED_LIMITS: null}}});
+    if let Some(limits) = nodepool_limits::limits_restore(view)? {
+        patch["spec"] = json!({ "limits": limits });
+    }
+    Ok(Some(patch))
+}
+
 /// The merge patch that restores a NodePool: the user's budgets back (nodepool::restore_changes)
-/// and every prewarm.io/ annotation removed; None when there is nothing to undo.
+/// and every prewarm.io/ annotation but saved-limits removed; None when there is nothing to undo.
 pub fn node_pool_patch(view: &NodePoolView) -> std::result::Result<Option<Value>, String> {
     let mut patch =
         nodepool::node_pool_patch(view, None, Some(false))?.unwrap_or_else(|| json!({}));
-    let removed = removed_annotations(&view.annotations);
+    let removed = removed_annotations_but(&view.annotations, &[SAVED_LIMITS]);
     if removed.is_empty() && patch.get("spec").is_none() {
         return Ok(None);
     }
@@ -97,7 +119,8 @@ type Step = for<'a> fn(
 ) -> futures::future::BoxFuture<'a, Result<Vec<Restored>>>;
 
 /// The kinds of change `prewarm restore` undoes, in order. Add a step for a new kind of change.
-pub const RESTORE_STEPS: [Step; 3] = [
+pub const RESTORE_STEPS: [Step; 4] = [
+    |c, t, dry| Box::pin(restore_node_pool_limits(c, t, dry)),
     |c, t, dry| Box::pin(restore_node_pool(c, t, dry)),
     |c, t, dry| Box::pin(restore_headroom(c, t, dry)),
     |c, t, dry| Box::pin(restore_hpa_floor(c, t, dry)),
@@ -127,43 +150,74 @@ fn outcome(target: &TargetSpec, object: &str, outcome: &str, detail: String) -> 
     }
 }
 
+/// Reads the target's NodePool, builds `plan`'s patch and (unless dry) sends it. Karpenter
+/// writes the NodePool's status often, so a 409 re-reads and rebuilds the patch (the plans are
+/// idempotent); still conflicting after nodepool::WRITE_ATTEMPTS is a retryable error, never a
+/// silent "restored".
+async fn restore_node_pool_with(
+    client: &kube::Client,
+    target: &TargetSpec,
+    dry_run: bool,
+    plan: fn(&NodePoolView) -> std::result::Result<Option<Value>, String>,
+    nothing: &str,
+) -> Result<Restored> {
+    let object = format!("nodepool {}", target.node_pool);
+    for _ in 0..nodepool::WRITE_ATTEMPTS {
+        let view = nodepool::read_node_pool(client, &target.node_pool).await?;
+        let patch = plan(&view).map_err(|message| Error::Kube {
+            operation: "restore".into(),
+            object: object.clone(),
+            message,
+            retryable: false,
+        })?;
+        let Some(p) = patch else {
+            return Ok(outcome(target, &object, "unchanged", nothing.into()));
+        };
+        if dry_run
+            || nodepool::send_node_pool_patch(client, &target.node_pool, &p).await?
+                != ApplyOutcome::Conflict
+        {
+            return Ok(outcome(target, &object, "restored", p.to_string()));
+        }
+    }
+    Err(Error::Kube {
+        operation: "restore".into(),
+        object,
+        message: format!(
+            "changed by someone else at each of {} attempts (409)",
+            nodepool::WRITE_ATTEMPTS
+        ),
+        retryable: true,
+    })
+}
+
+async fn restore_node_pool_limits(
+    client: &kube::Client,
+    target: &TargetSpec,
+    dry_run: bool,
+) -> Result<Vec<Restored>> {
+    let nothing = if target.limits.is_some() {
+        "no prewarm.io/saved-limits: limits never written by prewarm, or by one older than the annotation (kept as they are)"
+    } else {
+        "no limits of prewarm's"
+    };
+    let done = restore_node_pool_with(client, target, dry_run, node_pool_limits_patch, nothing);
+    Ok(vec![done.await?])
+}
+
 async fn restore_node_pool(
     client: &kube::Client,
     target: &TargetSpec,
     dry_run: bool,
 ) -> Result<Vec<Restored>> {
-    let view = nodepool::read_node_pool(client, &target.node_pool).await?;
-    let object = format!("nodepool {}", target.node_pool);
-    let mut out = Vec::new();
-    let patch = node_pool_patch(&view).map_err(|message| crate::error::Error::Kube {
-        operation: "restore".into(),
-        object: object.clone(),
-        message,
-        retryable: false,
-    })?;
-    match patch {
-        None => out.push(outcome(
-            target,
-            &object,
-            "unchanged",
-            "nothing of prewarm's".into(),
-        )),
-        Some(p) => {
-            if !dry_run {
-                nodepool::send_node_pool_patch(client, &target.node_pool, &p).await?;
-            }
-            out.push(outcome(target, &object, "restored", p.to_string()));
-        }
-    }
-    if target.limits.is_some() {
-        out.push(outcome(
-            target,
-            &object,
-            "kept",
-            "spec.limits as the target's limits set them: the earlier limits are not kept".into(),
-        ));
-    }
-    Ok(out)
+    let done = restore_node_pool_with(
+        client,
+        target,
+        dry_run,
+        node_pool_patch,
+        "nothing of prewarm's",
+    );
+    Ok(vec![done.await?])
 }
 
 async fn restore_headroom(

@@ -6,9 +6,10 @@
 //!
 //! Order of a drain (make before break):
 //! 1. cordon and taint the node (`prewarm.io/draining=<kind>:NoSchedule`), record the state;
-//! 2. request a replacement: raise the headroom of the node's NodePool by the node's GPUs;
-//! 3. wait until warm capacity outside the node can take the node's pods, or until the eviction
-//!    deadline, whichever is first;
+//! 2. request a replacement: a placeholder pod of this drain's own, shaped like the pods to move
+//!    (`replacement`), made again if a real pod preempted it while the drain waits;
+//! 3. wait until that placeholder runs on a Ready node other than this one, or until the
+//!    eviction deadline, whichever is first;
 //! 4. evict in tiers: ordinary pods first, then critical pods (system priority classes) once the
 //!    first tier is gone. DaemonSet and mirror pods are left alone (they die with the node and
 //!    would only come back). Pods annotated `karpenter.sh/do-not-disrupt` are evicted only at
@@ -16,8 +17,9 @@
 //!    a convenience, but at the deadline the instance goes away regardless and an eviction (which
 //!    still honours PodDisruptionBudgets and grace periods) is kinder than a power-off. A notice
 //!    without a deadline (rebalance) leaves them where they are.
-//! 5. done when nothing evictable is left; the replacement reservation is then released so the
-//!    tick manages that headroom again.
+//!    The step that starts evicting everyone deletes the placeholder first (hand-over): the
+//!    evicted pods' successors then land in the room it held.
+//! 5. done when nothing evictable is left (the placeholder is deleted again, idempotently).
 
 use serde::Serialize;
 
@@ -25,6 +27,7 @@ use super::actions::{Action, ActionTable};
 use super::deadline::{eviction_deadline, instance_end};
 use super::notice::{Notice, NoticeKind, NoticeStatus};
 use super::pods::{holding_pods, pod_due, pod_due_at, pods_to_evict};
+use super::replacement::ReplacementSeen;
 use super::state::{DrainState, Phase};
 
 /// A notice without a deadline (rebalance) waits this long (from the notice) for its
@@ -69,14 +72,13 @@ pub struct NodeView {
     pub unschedulable: bool,
     /// The node carries the `prewarm.io/draining` taint already.
     pub tainted: bool,
-    /// Allocatable GPUs of the node: the size of the replacement to request.
+    /// Allocatable GPUs of the node.
     pub gpus: u32,
     /// The drain state read from the node's annotations (None: not draining, or unreadable).
     pub state: Option<DrainState>,
-    /// GPUs free on schedulable, Ready nodes of the same NodePool outside this node (balloon
-    /// pods count as free: they yield to any real pod). The replacement is ready when this
-    /// covers the GPUs of the pods to be evicted.
-    pub spare_gpus_elsewhere: u32,
+    /// This drain's own replacement placeholder. The replacement is ready when it is Running on
+    /// a Ready node other than this one (or when there is nothing to move).
+    pub replacement: ReplacementSeen,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -165,7 +167,8 @@ pub enum Command {
     Taint {
         kind: NoticeKind,
     },
-    /// Raise the NodePool's headroom by this many GPUs, reserved for this drain.
+    /// Make sure this drain's replacement placeholder exists, shaped like the pods still to
+    /// move (`gpus`: their GPUs, for the record); a no-op when it is there.
     RequestReplacement {
         gpus: u32,
     },
@@ -178,7 +181,8 @@ pub enum Command {
         uid: Option<String>,
         grace_s: Option<i64>,
     },
-    /// The drain is over: hand the reserved headroom back to the tick.
+    /// Delete this drain's placeholder: right before the evictions it stands in for (hand-over),
+    /// and when the drain is over or un-drained (a no-op when it is gone).
     ReleaseReplacement,
     /// Remove the cordon, the taint and the drain state: the node serves again.
     Undrain,
@@ -329,19 +333,14 @@ pub fn plan_drain(
     if !node.tainted {
         commands.push(Command::Taint { kind: state.kind });
     }
-    if state.replacement_requested_at.is_none() && node.gpus > 0 {
-        commands.push(Command::RequestReplacement { gpus: node.gpus });
-        state.replacement_requested_at = Some(now);
-        state.replacement_gpus = node.gpus;
-    }
 
     let holding = holding_pods(pods, now);
-    let gpus_needed: u32 = holding
-        .iter()
-        .filter(|p| !p.terminating())
-        .map(|p| p.gpus)
-        .sum();
-    let ready = node.spare_gpus_elsewhere >= gpus_needed;
+    let to_move = holding.iter().filter(|p| !p.terminating());
+    // Ready: this drain's own placeholder runs elsewhere — capacity no other drain counts. Pods
+    // without GPUs find room anywhere at once (prewarm keeps GPU capacity warm), so a drain
+    // with no GPUs to move needs no placeholder.
+    let gpus_to_move: u32 = to_move.map(|p| p.gpus).sum();
+    let ready = gpus_to_move == 0 || node.replacement == ReplacementSeen::Running;
     if ready && state.replacement_ready_at.is_none() {
         state.replacement_ready_at = Some(now);
     }
@@ -359,6 +358,17 @@ pub fn plan_drain(
     };
     if state.evicting_since.is_none() && start_evicting {
         state.evicting_since = Some(now);
+    }
+    // Until eviction starts (a step that starts it needs none: the evicted pods ask for
+    // their own room), the placeholder is (re)made whenever it is missing: the first step, or
+    // after a real pod preempted it (it has the balloon priority).
+    if gpus_to_move > 0
+        && node.replacement == ReplacementSeen::Absent
+        && state.evicting_since.is_none()
+    {
+        commands.push(Command::RequestReplacement { gpus: gpus_to_move });
+        state.replacement_requested_at.get_or_insert(now);
+        state.replacement_gpus = gpus_to_move;
     }
 
     // The next check: after `recheck_s`, or earlier at the deadline or a pod's own due time.
@@ -439,6 +449,11 @@ pub fn plan_drain(
             state: state.clone(),
         },
     );
+    // Hand-over: the placeholder goes in the same step, right before the evictions it stands in
+    // for, so the evicted pods' successors land in the room it held.
+    if everyone && node.replacement != ReplacementSeen::Absent {
+        commands.push(Command::ReleaseReplacement);
+    }
     commands.extend(evict);
     commands.push(Command::WaitUntil { at: next_check });
     DrainStep {

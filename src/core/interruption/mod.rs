@@ -9,7 +9,7 @@ pub mod drain;
 pub mod lease;
 pub mod notice;
 pub mod pods;
-pub mod spare;
+pub mod replacement;
 pub mod state;
 
 pub use actions::{Action, ActionTable};
@@ -20,5 +20,5 @@ pub use drain::{
 };
 pub use lease::{lease_verdict, LeaseVerdict, NodeSeen};
 pub use notice::{Notice, NoticeKind, NoticeStatus};
-pub use spare::{share_of_spare, Claimant};
+pub use replacement::{lease_expiry, placeholder_verdict, PlaceholderVerdict, ReplacementSeen};
 pub use state::{DrainState, Phase};

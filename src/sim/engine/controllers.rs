@@ -120,15 +120,17 @@ impl Sim<'_> {
 
     /// One call of the Lambda's `decide()` on what its eyes see now (counted).
     pub(super) fn prewarm_decision(&mut self, policy: &PolicySpec, target: &TargetSpec) -> Plan {
-        let obs = self.observation(policy);
+        let obs = self.observation(policy, target);
         self.result.decisions += 1;
-        decide(
+        let plan = decide(
             &obs,
             target,
             policy,
             &self.headroom_state,
             self.cfg.base_epoch + self.now,
-        )
+        );
+        self.record_band(&plan.forecast);
+        plan
     }
 
     pub(super) fn on_tick(&mut self) {

@@ -19,10 +19,14 @@
 //! history before the trace is never made up (the burn-in keeps the first window out of the
 //! scores).
 
-use crate::core::{Observation, PolicySpec, Sample};
+use crate::core::band;
+use crate::core::plan::ForecastSummary;
+use crate::core::signal::{HpaMetric, HpaStatus, SeasonSeries};
+use crate::core::{Observation, PolicySpec, Sample, TargetSpec};
+use crate::sim::stats::DAY_S;
 
 use super::pods::Phase;
-use super::Sim;
+use super::{Replicas, Sim};
 
 /// Window of the built-in queries' `rate`/`deriv` of counters and gauges, seconds.
 const RATE_WINDOW_S: f64 = 60.0;
@@ -54,58 +58,170 @@ impl Sim<'_> {
         self.pending_inference + on_launching_node
     }
 
-    /// The metric history a tick fetches now: `window_s` of scrapes up to the newest one the
-    /// ingestion lag lets a query see.
-    pub(super) fn observation(&self, policy: &PolicySpec) -> Observation {
+    /// The newest scrape a query can see now (the ingestion lag), as a scrape index.
+    fn newest_visible_scrape(&self) -> i64 {
+        ((self.now - self.cfg.ingestion_lag_s) / self.cfg.step_s + 1e-9).floor() as i64
+    }
+
+    fn gauges_at(&self, b: usize) -> (f64, f64) {
+        (
+            *self.waiting_at_boundary.get(b).unwrap_or(&0) as f64,
+            *self.running_at_boundary.get(b).unwrap_or(&0) as f64,
+        )
+    }
+
+    /// Completions and their latency sum in the scrapes `from..=to`.
+    fn completions_in(&self, from: usize, to: usize) -> (f64, f64) {
+        let mut n = 0u64;
+        let mut sum = 0.0;
+        for b in from..=to {
+            n += *self.completions_at.get(b).unwrap_or(&0) as u64;
+            sum += *self.latency_sum_at.get(b).unwrap_or(&0.0);
+        }
+        (n as f64, sum)
+    }
+
+    /// The arrival-rate query evaluated at scrape `b`: completions `rate[1m]` plus the clamped
+    /// `deriv` of waiting + running. None when the window holds fewer than two scrapes.
+    fn arrival_rate_at(&self, b: i64) -> Option<f64> {
+        let step = self.cfg.step_s;
+        let rate_scrapes = (RATE_WINDOW_S / step).round().max(2.0) as i64;
+        // Scrapes inside (t - window, t]: need two for a rate.
+        let first = (b - rate_scrapes + 1).max(0);
+        if b < 0 || first >= b {
+            return None;
+        }
+        let (first, bu) = (first as usize, b as usize);
+        let (done, _) = self.completions_in(first + 1, bu);
+        let rate = done / ((bu - first) as f64 * step);
+        let points: Vec<(f64, f64)> = (first..=bu)
+            .map(|k| {
+                let (w, r) = self.gauges_at(k);
+                (k as f64 * step, w + r)
+            })
+            .collect();
+        Some(rate + slope(&points).max(0.0))
+    }
+
+    /// The arrival-rate samples of the scrapes `from..=to` (those a query can see), each at
+    /// its scrape time plus `shift_s`.
+    fn arrival_samples(&self, from: i64, to: i64, every: i64, shift_s: f64) -> Vec<Sample> {
+        let (step, base) = (self.cfg.step_s, self.cfg.base_epoch);
+        let to = to.min(self.newest_visible_scrape());
+        let mut out = Vec::new();
+        let mut b = from.max(0);
+        while b <= to {
+            if let Some(v) = self.arrival_rate_at(b) {
+                out.push(Sample::new(base + b as f64 * step + shift_s, v));
+            }
+            b += every.max(1);
+        }
+        out
+    }
+
+    /// What `seasonal_history` of the tick handler reads: per season, the arrival rate one
+    /// season back over the observation window and the next lead time, shifted forward by the
+    /// season. A season longer than the history gives an empty series, as an empty query does.
+    fn seasonal(&self, policy: &PolicySpec) -> Vec<SeasonSeries> {
+        let step = self.cfg.step_s;
+        // The query's range in today's frame: [now - window, now + lead], on the scrape grid.
+        let start = ((self.now - policy.window_s) / step - 1e-9).ceil() as i64;
+        let end = ((self.now + policy.lead_time_s) / step + 1e-9).floor() as i64;
+        policy
+            .seasons_s
+            .iter()
+            .map(|&period_s| {
+                let back = (period_s / step).round() as i64;
+                let (from, to) = (start - back, end - back);
+                SeasonSeries {
+                    period_s,
+                    samples: self.arrival_samples(from, to, 1, back as f64 * step),
+                }
+            })
+            .collect()
+    }
+
+    /// What `calibration_history` of the tick handler reads when the cached calibration is
+    /// due: BAND_HISTORY_SECONDS plus the shortest season, the window and the lead time of
+    /// arrival rate, every BAND_STEP_SECONDS, ending at the newest visible scrape. Empty when
+    /// the cached calibration is still fresh.
+    fn calibration_history(&self, policy: &PolicySpec, now: f64) -> Vec<Sample> {
+        if !band::due(self.headroom_state.calibration.as_ref(), policy, now) {
+            return Vec::new();
+        }
+        let step = self.cfg.step_s;
+        let back = band::history_seconds(policy);
+        let every = (policy.band_step_s / step).round().max(1.0) as i64;
+        let newest = self.newest_visible_scrape();
+        // On the band grid counted back from the newest scrape.
+        let count = (back / (every as f64 * step)).floor() as i64;
+        self.arrival_samples(newest - count * every, newest, every, 0.0)
+    }
+
+    /// The workload's HPA as `read_hpa_status` returns it: the replica controller's range, its
+    /// replicas, and its metric (requests in the system per replica, target slots x
+    /// utilisation). None when the target names no HPA or the fleet is static.
+    fn hpa_status(&self, target: &TargetSpec) -> Option<HpaStatus> {
+        if target.hpa.is_none() || self.cfg.replicas != Replicas::Hpa {
+            return None;
+        }
+        let hpa = &self.cfg.model.hpa;
+        let current = self.replica_count();
+        Some(HpaStatus {
+            min_replicas: hpa.min_replicas,
+            max_replicas: hpa.max_replicas,
+            current_replicas: current,
+            desired_replicas: self.hpa_window.back().map_or(current, |&(_, d)| d),
+            metric: HpaMetric::InSystemPerReplica {
+                target_average: f64::from(self.slots()) * hpa.target_utilization,
+            },
+        })
+    }
+
+    /// Inference pods bound to a Ready node and not serving yet (image pull, model load).
+    fn loading_replicas(&self) -> u32 {
+        self.live_pods
+            .iter()
+            .filter(|&&p| match self.pods[p].phase {
+                Phase::Starting { node, .. } => {
+                    self.nodes[node].ready_at <= self.now && !self.pods[p].draining
+                }
+                _ => false,
+            })
+            .count() as u32
+    }
+
+    /// What one tick of the Lambda observes now for `target`: the tick's window of scrapes up
+    /// to the newest one the ingestion lag lets a query see, the seasonal and (when due) the
+    /// calibration history, the pods and the HPA.
+    pub(super) fn observation(&self, policy: &PolicySpec, target: &TargetSpec) -> Observation {
         let step = self.cfg.step_s;
         let base = self.cfg.base_epoch;
+        let now = base + self.now;
         let steps = (policy.window_s / step).round().max(1.0) as i64;
-        let newest = ((self.now - self.cfg.ingestion_lag_s) / step + 1e-9).floor() as i64;
-        let rate_scrapes = (RATE_WINDOW_S / step).round().max(2.0) as i64;
+        let newest = self.newest_visible_scrape();
         let latency_scrapes = (LATENCY_WINDOW_S / step).round().max(2.0) as i64;
-        let gauge = |b: usize| -> (f64, f64) {
-            (
-                *self.waiting_at_boundary.get(b).unwrap_or(&0) as f64,
-                *self.running_at_boundary.get(b).unwrap_or(&0) as f64,
-            )
-        };
-        let completions = |from: usize, to: usize| -> (f64, f64) {
-            let mut n = 0u64;
-            let mut sum = 0.0;
-            for b in from..=to {
-                n += *self.completions_at.get(b).unwrap_or(&0) as u64;
-                sum += *self.latency_sum_at.get(b).unwrap_or(&0.0);
-            }
-            (n as f64, sum)
-        };
         let mut obs = Observation {
             pending_pods: self.unschedulable_pods(),
             serving_replicas: Some(self.serving_count()),
+            loading_replicas: Some(self.loading_replicas()),
+            hpa: self.hpa_status(target),
+            seasonal: self.seasonal(policy),
+            calibration_history: self.calibration_history(policy, now),
             ..Observation::default()
         };
         for b in (newest - steps + 1).max(0)..=newest {
             let t = base + b as f64 * step;
             let bu = b as usize;
-            let (waiting, running) = gauge(bu);
+            let (waiting, running) = self.gauges_at(bu);
             obs.waiting.push(Sample::new(t, waiting));
             obs.running.push(Sample::new(t, running));
-            // Scrapes inside (t - window, t]: need two for a rate.
-            let first = (b - rate_scrapes + 1).max(0) as usize;
-            if first < bu {
-                let (done, _) = completions(first + 1, bu);
-                let rate = done / ((bu - first) as f64 * step);
-                let points: Vec<(f64, f64)> = (first..=bu)
-                    .map(|k| {
-                        let (w, r) = gauge(k);
-                        (k as f64 * step, w + r)
-                    })
-                    .collect();
-                let change = slope(&points).max(0.0);
-                obs.arrival_rate.push(Sample::new(t, rate + change));
+            if let Some(rate) = self.arrival_rate_at(b) {
+                obs.arrival_rate.push(Sample::new(t, rate));
             }
             let first = (b - latency_scrapes + 1).max(0) as usize;
             if first < bu {
-                let (done, latency) = completions(first + 1, bu);
+                let (done, latency) = self.completions_in(first + 1, bu);
                 if done > 0.0 {
                     obs.service_time_s.push(Sample::new(t, latency / done));
                 }
@@ -113,6 +229,56 @@ impl Sim<'_> {
         }
         obs
     }
+}
+
+impl Sim<'_> {
+    /// Remembers, for a scored decision made with the lead-time band, the upper forecast it
+    /// was asked to cover (blended point plus band) from its newest visible scrape on.
+    pub(super) fn record_band(&mut self, f: &ForecastSummary) {
+        if f.band_source != "lead_time" || self.now < self.cfg.score_from_s {
+            return;
+        }
+        let seasonal = f.seasonal_peak.unwrap_or(f.trend_peak);
+        let w = f.seasonal_weight;
+        let upper = (1.0 - w) * f.trend_peak + w * seasonal + f.error_quantile;
+        self.band_checks.push((self.newest_visible_scrape(), upper));
+        self.result.band.nominal = f.quantile;
+    }
+
+    /// Per day, how many recorded bands covered the highest arrival rate the eyes saw within
+    /// the next lead time (what `band::calibrate` calls the actual).
+    pub(super) fn score_bands(&mut self, lead_time_s: f64) {
+        let step = self.cfg.step_s;
+        let lead = (lead_time_s / step).ceil().max(1.0) as i64;
+        let last = self.waiting_at_boundary.len() as i64 - 1;
+        for &(b, upper) in &std::mem::take(&mut self.band_checks) {
+            if b + lead > last {
+                continue;
+            }
+            let actual = (b + 1..=b + lead)
+                .filter_map(|k| self.arrival_rate_at(k))
+                .fold(f64::NEG_INFINITY, f64::max);
+            if !actual.is_finite() {
+                continue;
+            }
+            let day = (b as f64 * step / DAY_S).floor() as usize;
+            let days = &mut self.result.band.days;
+            if days.len() <= day {
+                days.resize(day + 1, (0, 0));
+            }
+            days[day].1 += 1;
+            if actual <= upper {
+                days[day].0 += 1;
+            }
+        }
+    }
+}
+
+/// How honest prewarm's lead-time band was: per day, (covered, decisions).
+#[derive(Clone, Debug, Default)]
+pub struct BandCoverage {
+    pub nominal: f64,
+    pub days: Vec<(u64, u64)>,
 }
 
 /// Least-squares slope of the points (PromQL `deriv`).
@@ -131,9 +297,46 @@ fn slope(points: &[(f64, f64)]) -> f64 {
 
 #[cfg(test)]
 mod tests {
+    use super::super::pods::{Phase, Pod};
     use super::super::tests::{config, step_to};
-    use super::super::{Request, Sim};
-    use crate::core::PolicySpec;
+    use super::super::{Replicas, Request, Sim};
+    use crate::core::band::Calibration;
+    use crate::core::signal::{HpaMetric, HpaStatus};
+    use crate::core::spec::HpaRef;
+    use crate::core::{HeadroomKind, PolicySpec, Sample, TargetSpec};
+
+    fn target() -> TargetSpec {
+        TargetSpec::new("t", "gpu", HeadroomKind::NodePoolReplicas, 8)
+    }
+
+    fn with_hpa() -> TargetSpec {
+        TargetSpec {
+            hpa: Some(HpaRef {
+                namespace: "n".into(),
+                name: "llm".into(),
+                raise_min_replicas: false,
+                in_system_metric: None,
+            }),
+            ..target()
+        }
+    }
+
+    /// A sim whose servers exported 45·b completions in the scrape interval ending at scrape b
+    /// (b = 1..=40) and empty queues: the arrival-rate query at scrape b >= 3 is the
+    /// completions of the last three intervals over 45 s, 45·(3b - 3) / 45 = 3(b - 1); at
+    /// b = 1, 45 / 15 = 3; at b = 2, (45 + 90) / 30 = 4.5.
+    fn exported(cfg: &super::super::RunConfig) -> Sim<'_> {
+        let mut sim = Sim::new(cfg);
+        sim.completions_at = (0..=40u32).map(|b| 45 * b).collect();
+        sim.latency_sum_at = vec![0.0; 41];
+        sim.waiting_at_boundary = vec![0; 41];
+        sim.running_at_boundary = vec![0; 41];
+        sim
+    }
+
+    fn relative(samples: &[Sample], base: f64) -> Vec<(f64, f64)> {
+        samples.iter().map(|s| (s.t - base, s.v)).collect()
+    }
 
     fn close(a: &[f64], b: &[f64]) -> bool {
         a.len() == b.len() && a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-12)
@@ -158,7 +361,7 @@ mod tests {
             window_s: 60.0,
             ..PolicySpec::default()
         };
-        let obs = sim.observation(&policy);
+        let obs = sim.observation(&policy, &target());
         let base = cfg.base_epoch;
         let at = |s: &[crate::core::Sample]| -> Vec<f64> { s.iter().map(|x| x.t - base).collect() };
         let v = |s: &[crate::core::Sample]| -> Vec<f64> { s.iter().map(|x| x.v).collect() };
@@ -177,5 +380,161 @@ mod tests {
         assert_eq!(v(&obs.service_time_s), vec![10.0, 15.0]);
         assert_eq!(obs.serving_replicas, Some(1));
         assert_eq!(obs.pending_pods, 0);
+    }
+
+    #[test]
+    fn seasons_are_the_rate_one_season_back_shifted_into_today() {
+        // now = 150 s (scrape 10), window 60, lead 30: the query's range in today's frame is
+        // scrapes 6..=12 (90 s to 180 s). One season of 60 s back is scrapes 2..=8, each
+        // stamped 60 s later: values 4.5, 6, 9, 12, 15, 18, 21 (see `exported`).
+        let mut cfg = config();
+        cfg.ingestion_lag_s = 0.0;
+        let mut sim = exported(&cfg);
+        sim.now = 150.0;
+        let policy = PolicySpec {
+            window_s: 60.0,
+            lead_time_s: 30.0,
+            seasons_s: vec![60.0, 30.0],
+            ..PolicySpec::default()
+        };
+        let seasons = sim.seasonal(&policy);
+        let base = cfg.base_epoch;
+        assert_eq!(seasons[0].period_s, 60.0);
+        assert_eq!(
+            relative(&seasons[0].samples, base),
+            vec![
+                (90.0, 4.5),
+                (105.0, 6.0),
+                (120.0, 9.0),
+                (135.0, 12.0),
+                (150.0, 15.0),
+                (165.0, 18.0),
+                (180.0, 21.0)
+            ]
+        );
+        // 30 s back: scrapes 4..=10 stamped 30 s later: 9, 12, ..., 27.
+        assert_eq!(
+            relative(&seasons[1].samples, base),
+            vec![
+                (90.0, 9.0),
+                (105.0, 12.0),
+                (120.0, 15.0),
+                (135.0, 18.0),
+                (150.0, 21.0),
+                (165.0, 24.0),
+                (180.0, 27.0)
+            ]
+        );
+        // With a 30 s ingestion lag the newest scrape a query sees is 8 (120 s): the 30 s
+        // season's scrapes 9 and 10 are not there yet; the 60 s season's all are.
+        let mut cfg = config();
+        cfg.ingestion_lag_s = 30.0;
+        let mut sim = exported(&cfg);
+        sim.now = 150.0;
+        let seasons = sim.seasonal(&policy);
+        assert_eq!(seasons[0].samples.len(), 7);
+        assert_eq!(
+            relative(&seasons[1].samples, base),
+            vec![
+                (90.0, 9.0),
+                (105.0, 12.0),
+                (120.0, 15.0),
+                (135.0, 18.0),
+                (150.0, 21.0)
+            ]
+        );
+        // A season longer than the history: an empty series (as an empty query returns).
+        let long = PolicySpec {
+            seasons_s: vec![86_400.0],
+            ..policy
+        };
+        assert!(sim.seasonal(&long)[0].samples.is_empty());
+    }
+
+    #[test]
+    fn the_band_history_is_read_only_when_the_calibration_is_due() {
+        // Band step 30 s (every 2nd scrape), history 120 s + shortest season 60 s + window
+        // 60 s + lead 30 s = 270 s = 9 band steps back from the newest scrape (30 at now =
+        // 450 s): scrapes 12, 14, ..., 30, values 3(b - 1) = 33, 39, ..., 87.
+        let mut cfg = config();
+        cfg.ingestion_lag_s = 0.0;
+        let mut sim = exported(&cfg);
+        sim.now = 450.0;
+        let policy = PolicySpec {
+            window_s: 60.0,
+            lead_time_s: 30.0,
+            seasons_s: vec![60.0, 600.0],
+            band_step_s: 30.0,
+            band_history_s: 120.0,
+            calibrate_every_s: 3600.0,
+            ..PolicySpec::default()
+        };
+        let now = cfg.base_epoch + 450.0;
+        let history = sim.calibration_history(&policy, now);
+        let want: Vec<(f64, f64)> = (0..10)
+            .map(|k| {
+                let b = 12 + 2 * k;
+                (15.0 * b as f64, 3.0 * (b - 1) as f64)
+            })
+            .collect();
+        assert_eq!(relative(&history, cfg.base_epoch), want);
+        // Calibrated 10 minutes ago (due every hour): nothing is fetched.
+        sim.headroom_state.calibration = Some(Calibration {
+            computed_at: now - 600.0,
+            quantile: 0.9,
+            band: Some(1.0),
+            by_hour: Vec::new(),
+            seasonal_weight: 0.0,
+            coverage: None,
+            windows: 30,
+            note: None,
+        });
+        assert!(sim.calibration_history(&policy, now).is_empty());
+        // An hour old: due again.
+        sim.headroom_state.calibration.as_mut().unwrap().computed_at = now - 3600.0;
+        assert_eq!(sim.calibration_history(&policy, now).len(), 10);
+    }
+
+    #[test]
+    fn the_hpa_and_loading_replicas_are_what_the_api_would_say() {
+        // HPA fleet, one warm replica (config's HPA: 1..=10 replicas, 8 slots at 100 %).
+        let mut cfg = config();
+        cfg.replicas = Replicas::Hpa;
+        let mut sim = Sim::new(&cfg);
+        sim.warm_start();
+        let policy = PolicySpec::default();
+        let want = HpaStatus {
+            min_replicas: 1,
+            max_replicas: 10,
+            current_replicas: 1,
+            desired_replicas: 1,
+            metric: HpaMetric::InSystemPerReplica {
+                target_average: 8.0,
+            },
+        };
+        assert_eq!(sim.hpa_status(&with_hpa()), Some(want));
+        // A target that names no HPA reads none.
+        assert_eq!(sim.observation(&policy, &target()).hpa, None);
+        // Loading: a pod bound to a Ready node and not serving yet; a pod on a node still
+        // launching is Unschedulable (pending), not loading.
+        let ready = sim.launch_node(None);
+        let launching = sim.launch_node(Some(100.0));
+        for node in [ready, launching] {
+            sim.pods.push(Pod::new(Phase::Starting {
+                node,
+                serving_at: 200.0,
+            }));
+            sim.live_pods.push(sim.pods.len() - 1);
+        }
+        let obs = sim.observation(&policy, &with_hpa());
+        assert_eq!(obs.loading_replicas, Some(1));
+        assert_eq!(obs.pending_pods, 1);
+        assert_eq!(obs.serving_replicas, Some(1));
+        assert_eq!(obs.hpa.map(|h| h.current_replicas), Some(3));
+        // A static fleet has no HPA.
+        let mut cfg = config();
+        cfg.replicas = Replicas::Static(2);
+        let sim = Sim::new(&cfg);
+        assert_eq!(sim.hpa_status(&with_hpa()), None);
     }
 }

@@ -28,6 +28,7 @@ use crate::core::{HeadroomState, PolicySpec, TargetSpec};
 use super::model::{Model, Provisioner};
 use super::stats::{DayStats, GpuSplit, LogHistogram};
 
+pub use eyes::BandCoverage;
 pub use launch::LaunchModel;
 
 /// One request as the engine sees it.
@@ -158,6 +159,8 @@ pub struct RunResult {
     /// Prewarm only: decisions taken and how many changed the headroom.
     pub decisions: u64,
     pub headroom_changes: u64,
+    /// Prewarm only: coverage of its lead-time band on the scored days.
+    pub band: BandCoverage,
 }
 
 mod controllers;
@@ -205,6 +208,8 @@ struct Sim<'a> {
     latency_sum_at: Vec<f64>,
     headroom_state: HeadroomState,
     consolidation_frozen: bool,
+    /// Prewarm: (newest visible scrape, upper forecast) of each scored decision with a band.
+    band_checks: Vec<(i64, f64)>,
     result: RunResult,
 }
 
@@ -236,6 +241,7 @@ impl<'a> Sim<'a> {
             latency_sum_at: Vec::new(),
             headroom_state: HeadroomState::default(),
             consolidation_frozen: false,
+            band_checks: Vec::new(),
             result: RunResult::default(),
         }
     }
@@ -275,6 +281,9 @@ impl<'a> Sim<'a> {
     }
 
     fn finish(mut self) -> RunResult {
+        if let Headroom::Prewarm { policy, .. } = &self.cfg.headroom {
+            self.score_bands(policy.lead_time_s);
+        }
         for i in self.live_nodes.clone() {
             if self.nodes[i].alive {
                 self.terminate_node(i);

@@ -7,7 +7,7 @@ source "$(dirname "$0")/common.sh"
 pki=$RUN_DIR/pki
 mkdir -p "$pki"
 cd "$pki"
-[[ -f ca.crt && -f sa.key && -f prewarm-lambda.crt && -f prewarm-interruption.crt ]] && exit 0
+[[ -f ca.crt && -f sa.key && -f prewarm-lambda.crt && -f prewarm-interruption.crt && -f prewarm-restore.crt ]] && exit 0
 log "generating certificates in $pki"
 
 # EC P-256 keys in PKCS#8: accepted by Go, OpenSSL and rustls alike.
@@ -40,6 +40,8 @@ sign kwok "/O=system:masters/CN=kwok" "$client_ext"
 # infra/helm/prewarm/permissions.yaml) grants to that function's group.
 sign prewarm-tick "/O=prewarm-tick/CN=prewarm-tick" "$client_ext"
 sign prewarm-interruption "/O=prewarm-interruption/CN=prewarm-interruption" "$client_ext"
+# `prewarm restore` (and the chart's pre-delete hook): the restore rows of permissions.yaml.
+sign prewarm-restore "/O=prewarm-restore/CN=prewarm-restore" "$client_ext"
 # The user the stack tests run both paths as: both functions' groups plus prewarm-stack-tests,
 # which tests/stack/manifests/stack-tests-rbac.yaml lets write headroom objects of any name
 # (tests create their own balloons; the chart grants the functions only the configured names).

@@ -7,7 +7,7 @@ pki=$RUN_DIR/pki
 out=$RUN_DIR/kubeconfig
 mkdir -p "$out"
 b64() { base64 -w0 <"$1"; }
-for name in admin controller-manager scheduler karpenter kwok prewarm-lambda prewarm-tick prewarm-interruption; do
+for name in admin controller-manager scheduler karpenter kwok prewarm-lambda prewarm-tick prewarm-interruption prewarm-restore; do
   cat >"$out/$name.yaml" <<YAML
 apiVersion: v1
 kind: Config

@@ -13,3 +13,14 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end }}
 {{- toJson $out }}
 {{- end }}
+
+{{/* The pre-delete hook's ServiceAccount as one more subject of the restore bindings, when the
+hook is on (templates/restore-hook.yaml). Argument: (list $root $fn). */}}
+{{- define "prewarm.restoreHookSubject" -}}
+{{- $root := index . 0 }}
+{{- if and (eq (index . 1) "restore") $root.Values.restoreHook.image }}
+  - kind: ServiceAccount
+    name: {{ printf "%s-restore-hook" $root.Release.Name }}
+    namespace: {{ $root.Release.Namespace }}
+{{- end }}
+{{- end }}

@@ -137,6 +137,7 @@ pub async fn collect(
             outcome,
         });
     }
+    out.extend(replacement::collect_placeholders(client, now).await);
     Ok(out)
 }
 

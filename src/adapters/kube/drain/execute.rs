@@ -1,10 +1,10 @@
 //! Carries out one planned drain step (`core::interruption::plan_drain`) against the cluster and
 //! reports what happened, for the step's log line and metrics.
 //!
-//! Order: the replacement request first (idempotent per drain id), then one node write with the
-//! drain state, cordon and taint (or, to un-drain, their removal; guarded by the resourceVersion
-//! read: on a conflict the caller observes again and re-plans), then evictions, then the release
-//! of the replacement. Each milestone is an Event on the node: claimed, replacement ready, each
+//! Order: one node write with the drain state, cordon and taint (or, to un-drain, their removal;
+//! guarded by the resourceVersion read: on a conflict the caller observes again and re-plans),
+//! then the replacement placeholder (idempotent per drain id), then the remaining commands in the planner's order: the placeholder's deletion right before the
+//! evictions it stands in for (hand-over), the evictions. Each milestone is an Event on the node: claimed, replacement ready, each
 //! eviction, blocked, drained, un-drained.
 
 use k8s_openapi::api::core::v1::Pod;
@@ -16,7 +16,7 @@ use super::{
     EvictionOutcome, Observation,
 };
 use crate::core::interruption::state::format_time;
-use crate::core::interruption::{Command, DrainStep, Finish, PodRef};
+use crate::core::interruption::{lease_expiry, Command, DrainStep, Finish, PodRef};
 use crate::core::TargetSpec;
 use crate::error::Result;
 
@@ -61,22 +61,6 @@ pub async fn execute(
     let mut report = StepReport::default();
     let node = &observed.node;
     let pool = node_pool_of(node);
-    let mut state = step.state.clone();
-
-    for command in &step.commands {
-        if let Command::RequestReplacement { gpus } = command {
-            match replacement::request(client, targets, pool, *gpus, drain_id).await {
-                Ok(r) => report.requested = Some(r),
-                Err(e) => {
-                    // Not recorded as requested, so the next check asks again.
-                    report.request_error = Some(e.to_string());
-                    if let Some(s) = state.as_mut() {
-                        s.replacement_requested_at = None;
-                    }
-                }
-            }
-        }
-    }
 
     let cordon = step.commands.contains(&Command::Cordon);
     let taint = step.commands.iter().find_map(|c| match c {
@@ -87,7 +71,7 @@ pub async fn execute(
         .commands
         .iter()
         .any(|c| matches!(c, Command::RecordState { .. }));
-    if let (true, Some(s)) = (records_state, state.as_ref()) {
+    if let (true, Some(s)) = (records_state, step.state.as_ref()) {
         let patch = node_patch(node, s, cordon, taint);
         if !patch_node(client, node, &patch).await? {
             report.conflict = true;
@@ -103,6 +87,30 @@ pub async fn execute(
         }
         report.undrained = true;
     }
+    // After the node write: the claim is on the node before its placeholder exists (see
+    // `replacement::collect_placeholders`).
+    for command in &step.commands {
+        if let (Command::RequestReplacement { gpus }, Some(s)) = (command, step.state.as_ref()) {
+            let expires_at = lease_expiry(s);
+            match replacement::request(
+                client,
+                targets,
+                node,
+                &observed.pods,
+                drain_id,
+                event_id,
+                expires_at,
+                *gpus,
+            )
+            .await
+            {
+                Ok(r) => report.requested = Some(r),
+                // The next check sees no placeholder and asks again.
+                Err(e) => report.request_error = Some(e.to_string()),
+            }
+        }
+    }
+
     milestone_events(recorder, observed, step, event_id).await;
 
     for command in &step.commands {
@@ -200,7 +208,7 @@ async fn milestone_events(
         events.push((
             "DrainReplacementReady",
             format!(
-                "warm capacity elsewhere in the NodePool covers this node's pods at {} (event {event_id})",
+                "this drain's replacement placeholder runs on a Ready node elsewhere at {} (event {event_id})",
                 format_time(ready)
             ),
         ));
@@ -209,7 +217,7 @@ async fn milestone_events(
         Command::Done(Finish::Drained)
             if before.is_none_or(|b| b.phase != crate::core::interruption::Phase::Drained) =>
         {
-            events.push(("DrainFinished", format!("no evictable pods left; replacement released (event {event_id})")))
+            events.push(("DrainFinished", format!("no evictable pods left; replacement placeholder deleted (event {event_id})")))
         }
         Command::Done(Finish::Undrained) => events.push((
             "Undrained",

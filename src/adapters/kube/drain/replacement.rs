@@ -1,59 +1,198 @@
-//! The replacement of a draining node: extra headroom on the node's NodePool, through the tick's
-//! own headroom actuators (`adapters::kube::headroom`), reserved under a drain id so the tick
-//! keeps it until the drain is over. The drain id is the instance id: it is known both while the
-//! node exists and after it is gone, and it is the same for every notice about that instance, so
-//! a redelivered or superseding notice never reserves twice.
+//! The replacement of a draining node: one placeholder pod per drain (`placeholder`), made in the
+//! balloon namespace of the target that manages the node's NodePool. It is the drain's lease on
+//! capacity, visible on the cluster: labelled with the drain id (the instance id: the same for
+//! every notice about the instance, and known after the node is gone, so a redelivered or
+//! superseding notice never makes a second one), annotated with its owner and expiry.
+//!
+//! - `request` makes it (a no-op when it exists);
+//! - `observe_replacement` says whether it is Running on a Ready node other than the draining
+//!   one: the drain's "replacement ready", counted for this drain alone;
+//! - `release` deletes it (hand-over, end of the drain, un-drain) and gives back any headroom a
+//!   drain reserved under the previous design (an upgrade from it must not strand that capacity);
+//! - `collect_placeholders` is the tick's garbage collection of placeholders whose drain is
+//!   gone, over or expired.
 
-use crate::adapters::kube::headroom::{
-    release_replacement, replacement_units, reserve_replacement,
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+
+use super::collect::Collected;
+use super::placeholder::{
+    drain_label, placeholder_for, placeholder_name, placeholder_pod, LEASE_EXPIRES_AT,
+    REPLACEMENT_FOR,
 };
-use crate::core::TargetSpec;
+use super::{
+    has_draining_taint, instance_of_provider_id, is_balloon, is_ready, kube_error, node_pool_of,
+    pod_view, BALLOON_PRIORITY_CLASS,
+};
+use crate::adapters::kube::headroom::release_replacement;
+use crate::core::interruption::state::parse_time;
+use crate::core::interruption::{
+    placeholder_verdict, DrainState, LeaseVerdict, NodeSeen, PlaceholderVerdict, PodOwner,
+    ReplacementSeen,
+};
+use crate::core::{HeadroomKind, TargetSpec};
 use crate::error::Result;
 
 /// The targets whose headroom lives on `node_pool`. Several targets may share a pool; the
-/// replacement goes to the first (by configuration order): one node's worth of warm capacity is
-/// what is needed, not one per target.
+/// placeholder goes to the first one's balloon namespace (by configuration order).
 pub fn target_for_pool<'a>(targets: &'a [TargetSpec], node_pool: &str) -> Option<&'a TargetSpec> {
     targets.iter().find(|t| t.node_pool == node_pool)
+}
+
+/// The namespace placeholders of `target` live in: its headroom's (balloon or buffer) namespace.
+fn balloon_namespace(target: &TargetSpec) -> Option<&str> {
+    match &target.headroom {
+        HeadroomKind::Balloon { namespace, .. }
+        | HeadroomKind::CapacityBuffer { namespace, .. } => Some(namespace),
+        HeadroomKind::NodePoolReplicas => None,
+    }
 }
 
 /// What a request for a replacement did, for the step's log line.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Requested {
-    /// Headroom of this target raised by this many units (false `changed`: already reserved).
-    Reserved {
-        target: String,
-        units: u32,
-        changed: bool,
+    /// The placeholder `namespace/name` (false `created`: it was there already).
+    Placeholder {
+        pod: String,
+        gpus: u32,
+        created: bool,
     },
-    /// No prewarm target manages the node's NodePool: nothing to raise. The drain then waits for
-    /// free capacity in the pool or for its deadline.
+    /// No prewarm target with a balloon namespace manages the node's NodePool: no placeholder.
+    /// The drain then waits for its deadline.
     NoTarget { node_pool: Option<String> },
 }
 
+/// Makes the drain's placeholder, shaped like `pods` (the node's pods it will move).
+#[allow(clippy::too_many_arguments)]
 pub async fn request(
     client: &kube::Client,
     targets: &[TargetSpec],
-    node_pool: Option<&str>,
-    node_gpus: u32,
+    node: &Node,
+    pods: &[Pod],
     drain_id: &str,
+    owner_event: &str,
+    expires_at: f64,
+    gpus: u32,
 ) -> Result<Requested> {
-    let Some(target) = node_pool.and_then(|p| target_for_pool(targets, p)) else {
+    let pool = node_pool_of(node);
+    let Some((pool, namespace)) = pool.and_then(|p| {
+        target_for_pool(targets, p)
+            .and_then(balloon_namespace)
+            .map(|ns| (p, ns))
+    }) else {
         return Ok(Requested::NoTarget {
-            node_pool: node_pool.map(str::to_string),
+            node_pool: pool.map(str::to_string),
         });
     };
-    let units = replacement_units(target, node_gpus);
-    let r = reserve_replacement(client, target, units, drain_id).await?;
-    Ok(Requested::Reserved {
-        target: target.name.clone(),
-        units,
-        changed: r.changed,
+    let moving: Vec<&Pod> = pods
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none() && !is_balloon(p))
+        .filter(|p| {
+            let v = pod_view(p);
+            v.owner == PodOwner::Other && !v.finished
+        })
+        .collect();
+    let placeholder = placeholder_for(
+        node,
+        pool,
+        &moving,
+        drain_id,
+        owner_event,
+        namespace,
+        BALLOON_PRIORITY_CLASS,
+        expires_at,
+    );
+    let object: Pod = serde_json::from_value(placeholder_pod(&placeholder))
+        .expect("the placeholder builder makes a valid Pod");
+    let name = placeholder_name(drain_id);
+    let created = match Api::<Pod>::namespaced(client.clone(), namespace)
+        .create(&PostParams::default(), &object)
+        .await
+    {
+        Ok(_) => true,
+        Err(kube::Error::Api(s)) if s.code == 409 => false,
+        Err(e) => return Err(kube_error("create", &format!("pod/{namespace}/{name}"), e)),
+    };
+    Ok(Requested::Placeholder {
+        pod: format!("{namespace}/{name}"),
+        gpus,
+        created,
     })
 }
 
-/// Gives the reservation back. With no NodePool known (the node is gone), every target is asked;
-/// releasing a drain id that holds nothing is a no-op. Returns the targets that released.
+fn selector(drain_id: Option<&str>) -> ListParams {
+    ListParams::default().labels(&match drain_id {
+        Some(id) => format!("{REPLACEMENT_FOR}={}", drain_label(id)),
+        None => REPLACEMENT_FOR.to_string(),
+    })
+}
+
+async fn placeholders(client: &kube::Client, drain_id: Option<&str>) -> Result<Vec<Pod>> {
+    Api::<Pod>::all(client.clone())
+        .list(&selector(drain_id))
+        .await
+        .map(|l| l.items)
+        .map_err(|e| kube_error("list", "replacement placeholders", e))
+}
+
+/// Whether the drain's own placeholder runs on a Ready node other than `draining_node` (and not
+/// being drained itself).
+pub async fn observe_replacement(
+    client: &kube::Client,
+    drain_id: &str,
+    draining_node: &str,
+) -> Result<ReplacementSeen> {
+    let live: Vec<Pod> = placeholders(client, Some(drain_id))
+        .await?
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .collect();
+    if live.is_empty() {
+        return Ok(ReplacementSeen::Absent);
+    }
+    for p in &live {
+        let running = p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
+        let bound = p.spec.as_ref().and_then(|s| s.node_name.as_deref());
+        if let (true, Some(host)) = (running, bound) {
+            if host == draining_node {
+                continue;
+            }
+            let node = Api::<Node>::all(client.clone())
+                .get_opt(host)
+                .await
+                .map_err(|e| kube_error("get", &format!("node/{host}"), e))?;
+            // Room on a node that is itself being drained is no replacement.
+            if node
+                .as_ref()
+                .is_some_and(|n| is_ready(n) && !has_draining_taint(n))
+            {
+                return Ok(ReplacementSeen::Running);
+            }
+        }
+    }
+    Ok(ReplacementSeen::Pending)
+}
+
+async fn delete_placeholder(client: &kube::Client, pod: &Pod) -> Result<String> {
+    let ns = pod.metadata.namespace.clone().unwrap_or_default();
+    let name = pod.metadata.name.clone().unwrap_or_default();
+    let dp = DeleteParams {
+        grace_period_seconds: Some(0),
+        ..DeleteParams::default()
+    };
+    match Api::<Pod>::namespaced(client.clone(), &ns)
+        .delete(&name, &dp)
+        .await
+    {
+        Ok(_) => Ok(format!("placeholder {ns}/{name} deleted")),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(format!("placeholder {ns}/{name} gone")),
+        Err(e) => Err(kube_error("delete", &format!("pod/{ns}/{name}"), e)),
+    }
+}
+
+/// Deletes the drain's placeholder, and gives back headroom a drain reserved under the previous
+/// design (with no NodePool known, every target is asked; a drain id holding nothing is a no-op
+/// there). Returns what was released, one result per object.
 pub async fn release(
     client: &kube::Client,
     targets: &[TargetSpec],
@@ -61,17 +200,98 @@ pub async fn release(
     drain_id: &str,
 ) -> Vec<Result<String>> {
     let mut out = Vec::new();
+    match placeholders(client, Some(drain_id)).await {
+        Ok(pods) => {
+            for p in &pods {
+                out.push(delete_placeholder(client, p).await);
+            }
+        }
+        Err(e) => out.push(Err(e)),
+    }
     for t in targets
         .iter()
         .filter(|t| node_pool.is_none_or(|p| t.node_pool == p))
     {
-        out.push(release_replacement(client, t, drain_id).await.map(|r| {
-            format!(
-                "{}{}",
-                t.name,
-                if r.changed { "" } else { " (nothing held)" }
-            )
-        }));
+        match release_replacement(client, t, drain_id).await {
+            Ok(r) if r.changed => out.push(Ok(format!("headroom of {} (earlier design)", t.name))),
+            // Nothing held, or no such object: no reservation of the earlier design to return.
+            Ok(_) | Err(crate::error::Error::NotFound { .. }) => {}
+            Err(e) => out.push(Err(e)),
+        }
+    }
+    out
+}
+
+/// The tick's collection of placeholders: each one whose drain is gone, over or past its
+/// expiry is deleted (`core::interruption::placeholder_verdict`). One failure never stops the
+/// others; a listing that fails is one reported item.
+///
+/// Placeholders are listed before nodes, and a drain writes its claim on the node before it
+/// makes its placeholder: so every placeholder seen here has its drain on the node listed after
+/// it, and a drain being claimed right now never loses its new placeholder to this collection.
+pub async fn collect_placeholders(client: &kube::Client, now: f64) -> Vec<Collected> {
+    let failed = |e: crate::error::Error| {
+        vec![Collected {
+            instance: String::new(),
+            node: None,
+            verdict: LeaseVerdict::Keep,
+            outcome: Err(e.to_string()),
+        }]
+    };
+    let pods = match placeholders(client, None).await {
+        Ok(p) if p.is_empty() => return Vec::new(),
+        Ok(p) => p,
+        Err(e) => return failed(e),
+    };
+    let nodes = match Api::<Node>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+    {
+        Ok(l) => l.items,
+        Err(e) => return failed(kube_error("list", "nodes", e)),
+    };
+    let mut out = Vec::new();
+    for pod in pods
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+    {
+        let labels = pod.metadata.labels.clone().unwrap_or_default();
+        let drain_id = labels.get(REPLACEMENT_FOR).cloned().unwrap_or_default();
+        let node = nodes.iter().find(|n| {
+            n.spec
+                .as_ref()
+                .and_then(|s| s.provider_id.as_deref())
+                .and_then(instance_of_provider_id)
+                .is_some_and(|i| drain_label(i) == drain_id)
+        });
+        let state = node.and_then(|n| {
+            DrainState::from_annotations(&n.metadata.annotations.clone().unwrap_or_default())
+                .ok()
+                .flatten()
+        });
+        let seen = match node {
+            None => NodeSeen::Gone,
+            Some(n) => NodeSeen::Present {
+                state: state.as_ref(),
+                ready: is_ready(n),
+            },
+        };
+        let expires_at = pod
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(LEASE_EXPIRES_AT))
+            .and_then(|t| parse_time(t));
+        if let PlaceholderVerdict::Delete { reason } = placeholder_verdict(seen, expires_at, now) {
+            out.push(Collected {
+                instance: drain_id,
+                node: node.and_then(|n| n.metadata.name.clone()),
+                outcome: delete_placeholder(client, pod)
+                    .await
+                    .map_err(|e| e.to_string()),
+                verdict: LeaseVerdict::Release { reason },
+            });
+        }
     }
     out
 }

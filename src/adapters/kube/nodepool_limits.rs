@@ -1,0 +1,350 @@
+//! A target's `limits` on its NodePool's `spec.limits` (a spend cap), and how `prewarm restore`
+//! puts the user's limits back.
+//!
+//! Before prewarm first writes a limit it saves, in the `prewarm.io/saved-limits` annotation,
+//! whether `spec.limits` existed and, per limit it writes, the user's value (verbatim JSON: a
+//! quantity may be a string or a number; absent when the key was not there) and the value prewarm
+//! wrote. Restoring puts back every limit that still holds prewarm's value: the user's value,
+//! or no key when there was none, or no `spec.limits` at all when the NodePool had none. A limit
+//! someone changed after prewarm wrote it is theirs and is kept; if they change it and prewarm
+//! writes it again, their value is the one restore gives back (the value before prewarm's last
+//! write).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::nodepool::NodePoolView;
+
+pub const SAVED_LIMITS: &str = "prewarm.io/saved-limits";
+
+/// The content of the `prewarm.io/saved-limits` annotation.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SavedLimits {
+    /// Whether the NodePool had a `spec.limits` before prewarm's first write.
+    pub had_limits: bool,
+    /// Per limit prewarm wrote.
+    pub limits: BTreeMap<String, SavedLimit>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SavedLimit {
+    /// The user's value before prewarm's write; None when the key was absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<Value>,
+    /// The value prewarm wrote last.
+    pub written: String,
+}
+
+/// A quantity as text: Kubernetes accepts `1000` and `"1000"` for the same limit.
+pub fn quantity_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+fn current_limit(view: &NodePoolView, key: &str) -> Option<Value> {
+    view.spec
+        .get("limits")
+        .and_then(|l| l.get(key))
+        .filter(|v| !v.is_null())
+        .cloned()
+}
+
+/// The saved limits, None when prewarm has not written limits (or they were restored).
+pub fn saved_limits(view: &NodePoolView) -> std::result::Result<Option<SavedLimits>, String> {
+    view.annotations
+        .get(SAVED_LIMITS)
+        .map(|raw| {
+            serde_json::from_str(raw).map_err(|e| {
+                format!("annotation {SAVED_LIMITS} is not what prewarm writes ({e}): {raw}")
+            })
+        })
+        .transpose()
+}
+
+/// The `spec.limits` entries that differ from `wanted` (other limits are left alone).
+pub fn limits_changes(view: &NodePoolView, wanted: &BTreeMap<String, String>) -> Option<Value> {
+    let changed: Map<String, Value> = wanted
+        .iter()
+        .filter(|(k, v)| {
+            current_limit(view, k)
+                .as_ref()
+                .and_then(quantity_text)
+                .as_deref()
+                != Some(v.as_str())
+        })
+        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .collect();
+    (!changed.is_empty()).then_some(Value::Object(changed))
+}
+
+/// The limits to write and the annotation that keeps the user's values, or None when every
+/// wanted limit is already there. A broken annotation is an error: overwriting it would lose the
+/// user's values.
+pub fn limits_write(
+    view: &NodePoolView,
+    wanted: &BTreeMap<String, String>,
+) -> std::result::Result<Option<(Value, String)>, String> {
+    let Some(changed) = limits_changes(view, wanted) else {
+        return Ok(None);
+    };
+    let mut saved = saved_limits(view)?.unwrap_or_else(|| SavedLimits {
+        had_limits: view.spec.get("limits").is_some_and(|l| !l.is_null()),
+        limits: BTreeMap::new(),
+    });
+    for (key, value) in changed.as_object().expect("limits_changes gives an object") {
+        let written = value
+            .as_str()
+            .expect("limits are written as text")
+            .to_string();
+        let current = current_limit(view, key);
+        let entry = saved.limits.entry(key.clone()).or_insert(SavedLimit {
+            before: current.clone(),
+            written: written.clone(),
+        });
+        // Changed by someone since prewarm's last write: that is now the user's value.
+        if current.as_ref().and_then(quantity_text).as_deref() != Some(entry.written.as_str()) {
+            entry.before = current;
+        }
+        entry.written = written;
+    }
+    let annotation = serde_json::to_string(&saved).expect("JSON always serialises");
+    Ok(Some((changed, annotation)))
+}
+
+/// What restoring the limits writes: Some(value) for `spec.limits` in a merge patch (an object
+/// of the keys to put back, null per key to remove; or null to remove `spec.limits` the user
+/// never had), None when nothing changes. Errors on a broken annotation.
+pub fn limits_restore(view: &NodePoolView) -> std::result::Result<Option<Value>, String> {
+    let Some(saved) = saved_limits(view)? else {
+        return Ok(None);
+    };
+    let mut patch = Map::new();
+    let mut after: BTreeMap<String, Value> = view
+        .spec
+        .get("limits")
+        .and_then(Value::as_object)
+        .map(|m| m.clone().into_iter().collect())
+        .unwrap_or_default();
+    for (key, entry) in &saved.limits {
+        let ours = current_limit(view, key)
+            .as_ref()
+            .and_then(quantity_text)
+            .as_deref()
+            == Some(entry.written.as_str());
+        if !ours {
+            continue;
+        }
+        match &entry.before {
+            Some(v) => {
+                after.insert(key.clone(), v.clone());
+                patch.insert(key.clone(), v.clone());
+            }
+            None => {
+                after.remove(key);
+                patch.insert(key.clone(), Value::Null);
+            }
+        }
+    }
+    let limits_present = view.spec.get("limits").is_some_and(|l| !l.is_null());
+    if !saved.had_limits && after.is_empty() && limits_present {
+        return Ok(Some(Value::Null));
+    }
+    Ok((!patch.is_empty()).then_some(Value::Object(patch)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn view(limits: Option<Value>, saved: Option<&str>) -> NodePoolView {
+        let mut spec = json!({"disruption": {"consolidateAfter": "10m"}});
+        if let Some(l) = limits {
+            spec["limits"] = l;
+        }
+        NodePoolView {
+            name: "gpu".into(),
+            resource_version: "1".into(),
+            annotations: saved
+                .map(|s| (SAVED_LIMITS.to_string(), s.to_string()))
+                .into_iter()
+                .collect(),
+            spec,
+        }
+    }
+
+    fn wanted(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    /// (situation, current spec.limits, annotation before, wanted, limits patch, annotation).
+    type WriteCase = (
+        &'static str,
+        Option<Value>,
+        Option<&'static str>,
+        BTreeMap<String, String>,
+        Option<Value>,
+        Option<Value>,
+    );
+    /// (situation, current spec.limits, annotation, spec.limits merge patch).
+    type RestoreCase = (
+        &'static str,
+        Option<Value>,
+        Option<&'static str>,
+        Option<Value>,
+    );
+
+    fn parsed(annotation: &str) -> Value {
+        serde_json::from_str(annotation).unwrap()
+    }
+
+    /// (situation, current spec.limits, annotation before, wanted, expected limits patch,
+    /// expected annotation) - written by hand.
+    #[test]
+    fn the_first_write_saves_the_users_values_and_later_writes_keep_them() {
+        let cases: [WriteCase; 6] = [
+            (
+                "a limit changed: the user's value saved verbatim (a number stays a number)",
+                Some(json!({"cpu": 1000, "nvidia.com/gpu": "32"})),
+                None,
+                wanted(&[("nvidia.com/gpu", "16")]),
+                Some(json!({"nvidia.com/gpu": "16"})),
+                Some(json!({"hadLimits": true, "limits": {
+                    "nvidia.com/gpu": {"before": "32", "written": "16"}}})),
+            ),
+            (
+                "a new key: nothing before it",
+                Some(json!({"cpu": "1000"})),
+                None,
+                wanted(&[("nvidia.com/gpu", "16")]),
+                Some(json!({"nvidia.com/gpu": "16"})),
+                Some(json!({"hadLimits": true, "limits": {
+                    "nvidia.com/gpu": {"written": "16"}}})),
+            ),
+            (
+                "no spec.limits at all",
+                None,
+                None,
+                wanted(&[("nvidia.com/gpu", "16")]),
+                Some(json!({"nvidia.com/gpu": "16"})),
+                Some(json!({"hadLimits": false, "limits": {
+                    "nvidia.com/gpu": {"written": "16"}}})),
+            ),
+            (
+                "prewarm writes again: the user's value stays the one from before its first write",
+                Some(json!({"nvidia.com/gpu": "16"})),
+                Some(
+                    r#"{"hadLimits":true,"limits":{"nvidia.com/gpu":{"before":"32","written":"16"}}}"#,
+                ),
+                wanted(&[("nvidia.com/gpu", "8")]),
+                Some(json!({"nvidia.com/gpu": "8"})),
+                Some(json!({"hadLimits": true, "limits": {
+                    "nvidia.com/gpu": {"before": "32", "written": "8"}}})),
+            ),
+            (
+                "the user set 24 since prewarm wrote 16: 24 is what restore gives back",
+                Some(json!({"nvidia.com/gpu": "24"})),
+                Some(
+                    r#"{"hadLimits":true,"limits":{"nvidia.com/gpu":{"before":"32","written":"16"}}}"#,
+                ),
+                wanted(&[("nvidia.com/gpu", "16")]),
+                Some(json!({"nvidia.com/gpu": "16"})),
+                Some(json!({"hadLimits": true, "limits": {
+                    "nvidia.com/gpu": {"before": "24", "written": "16"}}})),
+            ),
+            (
+                "already as wanted: nothing written, nothing saved",
+                Some(json!({"nvidia.com/gpu": 16})),
+                None,
+                wanted(&[("nvidia.com/gpu", "16")]),
+                None,
+                None,
+            ),
+        ];
+        for (situation, limits, saved, want, patch, annotation) in cases {
+            let got = limits_write(&view(limits, saved), &want).unwrap();
+            assert_eq!(got.as_ref().map(|g| g.0.clone()), patch, "{situation}");
+            assert_eq!(got.map(|g| parsed(&g.1)), annotation, "{situation}");
+        }
+    }
+
+    /// (situation, current spec.limits, annotation, expected spec.limits merge patch) - by hand.
+    #[test]
+    fn restore_puts_back_exactly_what_the_user_had_and_keeps_their_edits() {
+        let cases: [RestoreCase; 7] = [
+            (
+                "the user's value back, verbatim",
+                Some(json!({"cpu": "1000", "nvidia.com/gpu": "16"})),
+                Some(
+                    r#"{"hadLimits":true,"limits":{"nvidia.com/gpu":{"before":32,"written":"16"}}}"#,
+                ),
+                Some(json!({"nvidia.com/gpu": 32})),
+            ),
+            (
+                "a key the user did not have is removed",
+                Some(json!({"cpu": "1000", "nvidia.com/gpu": "16"})),
+                Some(r#"{"hadLimits":true,"limits":{"nvidia.com/gpu":{"written":"16"}}}"#),
+                Some(json!({"nvidia.com/gpu": null})),
+            ),
+            (
+                "an empty spec.limits the user had stays empty",
+                Some(json!({"nvidia.com/gpu": "16"})),
+                Some(r#"{"hadLimits":true,"limits":{"nvidia.com/gpu":{"written":"16"}}}"#),
+                Some(json!({"nvidia.com/gpu": null})),
+            ),
+            (
+                "no spec.limits before: none after",
+                Some(json!({"nvidia.com/gpu": "16"})),
+                Some(r#"{"hadLimits":false,"limits":{"nvidia.com/gpu":{"written":"16"}}}"#),
+                Some(Value::Null),
+            ),
+            (
+                "no spec.limits before, but the user added a limit meanwhile: it stays",
+                Some(json!({"cpu": "64", "nvidia.com/gpu": "16"})),
+                Some(r#"{"hadLimits":false,"limits":{"nvidia.com/gpu":{"written":"16"}}}"#),
+                Some(json!({"nvidia.com/gpu": null})),
+            ),
+            (
+                "the user changed prewarm's limit since: kept",
+                Some(json!({"nvidia.com/gpu": "24"})),
+                Some(
+                    r#"{"hadLimits":true,"limits":{"nvidia.com/gpu":{"before":"32","written":"16"}}}"#,
+                ),
+                None,
+            ),
+            (
+                "prewarm never wrote limits",
+                Some(json!({"nvidia.com/gpu": "16"})),
+                None,
+                None,
+            ),
+        ];
+        for (situation, limits, saved, want) in cases {
+            assert_eq!(
+                limits_restore(&view(limits, saved)).unwrap(),
+                want,
+                "{situation}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_broken_annotation_is_reported_and_never_overwritten() {
+        let v = view(Some(json!({"nvidia.com/gpu": "16"})), Some("{oops"));
+        assert!(limits_restore(&v).unwrap_err().contains(SAVED_LIMITS));
+        let err = limits_write(&v, &wanted(&[("nvidia.com/gpu", "8")])).unwrap_err();
+        assert!(err.contains(SAVED_LIMITS), "{err}");
+        let unknown = view(None, Some(r#"{"hadLimits":true,"limits":{},"extra":1}"#));
+        assert!(limits_restore(&unknown).is_err());
+    }
+}
