@@ -882,3 +882,130 @@ async fn hpa_floor_is_raised_and_restored_as_the_lambda_user() {
     let _ = admin_api.delete(&name, &DeleteParams::default()).await;
     result
 }
+
+/// The floor of a KEDA-managed workload on the real apiserver with KEDA's ScaledObject CRD
+/// (tests/stack/crds, v2.21.0; no KEDA operator runs, so the test makes the HPA KEDA would make,
+/// owned by the ScaledObject). Written as the `prewarm-lambda` user: the raise goes to the
+/// ScaledObject's `minReplicaCount`, never above its `maxReplicaCount`, and the HPA is left to
+/// KEDA; the user's value comes back exactly; a user's edit made while raised is kept.
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn a_keda_owned_hpa_is_floored_through_its_scaled_object_as_the_lambda_user() {
+    use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+    use prewarm::adapters::kube::hpa_floor::{
+        apply_floor, plan_and_apply, restore_hpa_floor, FloorIntent, FIELD_MANAGER, RAISED_MIN,
+        USER_MIN,
+    };
+    use prewarm::adapters::kube::scaled_object;
+    use prewarm::core::spec::HpaRef;
+
+    let name = unique("keda");
+    let admin = admin().await;
+    let sos: Api<DynamicObject> =
+        Api::namespaced_with(admin.clone(), "prewarm", &scaled_object::resource());
+    let so = apply(
+        &sos,
+        &name,
+        json!({
+            "apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
+            "metadata": {"name": name, "namespace": "prewarm", "annotations": {"team": "ml"}},
+            "spec": {"scaleTargetRef": {"name": "nothing"}, "minReplicaCount": 1,
+                     "maxReplicaCount": 5,
+                     "triggers": [{"type": "prometheus", "metadata": {
+                         "serverAddress": "http://127.0.0.1:9", "query": "sum(x)", "threshold": "4"}}]}
+        }),
+    )
+    .await;
+    let hpa_name = format!("keda-hpa-{name}");
+    let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(admin.clone(), "prewarm");
+    let mut hpa = hpa_on_running_requests(&hpa_name);
+    hpa.metadata.owner_references = Some(vec![
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+            api_version: "keda.sh/v1alpha1".into(),
+            kind: "ScaledObject".into(),
+            name: name.clone(),
+            uid: so.metadata.uid.clone().unwrap(),
+            controller: Some(true),
+            ..Default::default()
+        },
+    ]);
+    hpas.create(&Default::default(), &hpa).await.unwrap();
+    let r = HpaRef {
+        namespace: "prewarm".into(),
+        name: hpa_name.clone(),
+        raise_min_replicas: true,
+        in_system_metric: None,
+    };
+    let lambda = lambda().await;
+    let min_count = |o: &DynamicObject| o.data["spec"]["minReplicaCount"].as_u64();
+    let ann = |o: &DynamicObject, k: &str| annotation(o, k).map(str::to_string);
+    let result = async {
+        // Asked for 20: capped at maxReplicaCount 5, written on the ScaledObject.
+        let change = plan_and_apply(&lambda, &r, FloorIntent::AtLeast(20), now(), 300.0, false)
+            .await
+            .expect("the lambda user may get and patch ScaledObjects");
+        assert_eq!(change.patch.outcome, "raised");
+        assert_eq!(change.object, format!("scaledobject prewarm/{name}"));
+        let got = sos.get(&name).await.unwrap();
+        assert_eq!(min_count(&got), Some(5));
+        assert_eq!(got.data["spec"]["maxReplicaCount"].as_u64(), Some(5));
+        assert_eq!(ann(&got, USER_MIN).as_deref(), Some("1"));
+        assert_eq!(ann(&got, RAISED_MIN).as_deref(), Some("5"));
+        assert_eq!(ann(&got, "team").as_deref(), Some("ml"));
+        let managers: Vec<String> = got
+            .metadata
+            .managed_fields
+            .clone()
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|m| m.manager)
+            .collect();
+        assert!(managers.iter().any(|m| m == FIELD_MANAGER), "{managers:?}");
+        // The HPA itself is KEDA's to write: untouched.
+        let h = hpas.get(&hpa_name).await.unwrap();
+        assert_eq!(h.spec.as_ref().unwrap().min_replicas, Some(2));
+        assert!(!h
+            .metadata
+            .annotations
+            .unwrap_or_default()
+            .contains_key(USER_MIN));
+
+        // Restored exactly.
+        assert_eq!(
+            restore_hpa_floor(&lambda, &r, now()).await.unwrap(),
+            "restored"
+        );
+        let got = sos.get(&name).await.unwrap();
+        assert_eq!(min_count(&got), Some(1));
+        assert_eq!(ann(&got, USER_MIN), None);
+        assert_eq!(ann(&got, RAISED_MIN), None);
+        assert_eq!(ann(&got, "team").as_deref(), Some("ml"));
+
+        // Raised to 3, then the user sets 2 on the ScaledObject: the restore keeps the 2.
+        assert_eq!(
+            apply_floor(&lambda, &r, FloorIntent::AtLeast(3), now(), 300.0, false)
+                .await
+                .unwrap(),
+            "raised"
+        );
+        assert_eq!(min_count(&sos.get(&name).await.unwrap()), Some(3));
+        sos.patch(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"minReplicaCount": 2}})),
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            restore_hpa_floor(&lambda, &r, now()).await.unwrap(),
+            "user_edit_kept"
+        );
+        let got = sos.get(&name).await.unwrap();
+        assert_eq!(min_count(&got), Some(2));
+        assert_eq!(ann(&got, RAISED_MIN), None);
+    }
+    .await;
+    let _ = hpas.delete(&hpa_name, &DeleteParams::default()).await;
+    delete(&sos, &name).await;
+    result
+}

@@ -102,6 +102,11 @@ async fn put_known_history(namespace: &str, dims: &[Dimension], end: i64) {
             );
         }
     }
+    put(&client, namespace, &data).await;
+}
+
+/// PutMetricData in batches (CloudWatch takes up to 1000 datums a call).
+async fn put(client: &aws_sdk_cloudwatch::Client, namespace: &str, data: &[MetricDatum]) {
     for chunk in data.chunks(100) {
         client
             .put_metric_data()
@@ -253,4 +258,109 @@ async fn an_unreachable_endpoint_is_a_retryable_error() {
     assert!(err.retryable(), "{err}");
     assert_eq!(err.kind(), "metrics");
     assert!(err.to_string().contains("GetMetricData"), "{err}");
+}
+
+// ---- seasonal history: the same clock time one season back, at 1-minute periods ------------------
+
+/// One datapoint per metric at the start of every minute of `[from, to)`: completions 120 a
+/// minute (2/s) before `burst`, 360 (6/s) from it on; running 4; waiting 0 before `burst` and 30
+/// from it on (so the first burst minute also grows the system by 30).
+async fn put_minutes(namespace: &str, dims: &[Dimension], from: i64, to: i64, burst: i64) {
+    let client = sdk_client().await;
+    let mut data = Vec::new();
+    for t in (from..to).step_by(60) {
+        let burst_on = t >= burst;
+        for (name, value, unit) in [
+            (
+                cloudwatch::COMPLETED,
+                if burst_on { 360.0 } else { 120.0 },
+                StandardUnit::Count,
+            ),
+            (cloudwatch::RUNNING, 4.0, StandardUnit::Count),
+            (
+                cloudwatch::WAITING,
+                if burst_on { 30.0 } else { 0.0 },
+                StandardUnit::Count,
+            ),
+        ] {
+            data.push(
+                MetricDatum::builder()
+                    .metric_name(name)
+                    .set_dimensions(Some(dims.to_vec()))
+                    .timestamp(DateTime::from_secs(t))
+                    .value(value)
+                    .unit(unit)
+                    .build(),
+            );
+        }
+    }
+    put(&client, namespace, &data).await;
+}
+
+/// What the tick asks for its seasonal forecast (`handlers::tick::seasonal_history`): the
+/// observation window and the next lead time (default policy: 900 s and 180 s, 15 s step), one
+/// season back. For a compressed "day" of 20 minutes and for a real day, datapoints at whole
+/// minutes around that clock time, with a burst starting 2 minutes after it, are read back at
+/// 1-minute periods (CloudWatch keeps sub-minute data only 3 hours), each period stamped at its
+/// end, exactly:
+/// - periods starting before the burst: 120 completions / 60 s = 2/s;
+/// - the first burst minute: (360 + growth 30) / 60 = 6.5/s;
+/// - later burst minutes: 360 / 60 = 6/s.
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn seasonal_history_reads_known_minutes_one_season_back() {
+    for season in [1200_i64, 86_400] {
+        let namespace = format!("PrewarmTest/{}", unique(&format!("cwseason{season}")));
+        let t = target("llama", "");
+        let dims = [Dimension::builder().name("Target").value("llama").build()];
+        let now = now_s() / 60 * 60;
+        let policy = PolicySpec::default();
+        let today = prewarm::adapters::metrics::Window {
+            start: now as f64 - policy.window_s,
+            end: now as f64 + policy.lead_time_s,
+            step: policy.step_s,
+        };
+        let back = today.shifted_back(season as f64);
+        let (from, to) = (back.start as i64 - 180, back.end as i64 + 180);
+        let burst = now - season + 120;
+        put_minutes(&namespace, &dims, from, to, burst).await;
+
+        let got = source(&namespace)
+            .await
+            .arrival_history(&t, back)
+            .await
+            .unwrap();
+        // Periods [s, s + 60) for s from back.start - 60 up to back.end - 60, stamped s + 60.
+        let expected: Vec<(f64, f64)> = (back.start as i64..=back.end as i64)
+            .step_by(60)
+            .map(|stamp| {
+                let period_start = stamp - 60;
+                let v = if period_start < burst {
+                    2.0
+                } else if period_start == burst {
+                    6.5
+                } else {
+                    6.0
+                };
+                (stamp as f64, v)
+            })
+            .collect();
+        let got: Vec<(f64, f64)> = got.iter().map(|s| (s.t, s.v)).collect();
+        assert_eq!(got.len(), expected.len(), "season {season}: {got:?}");
+        for ((gt, gv), (et, ev)) in got.iter().zip(&expected) {
+            assert_eq!(gt, et, "season {season}: stamps {got:?}");
+            assert!(
+                (gv - ev).abs() < 1e-9,
+                "season {season}: {gv} at {gt}, want {ev}"
+            );
+        }
+        // Shifted forward by the season, the burst sits 2 minutes after today's now: inside
+        // the next lead time, where the seasonal forecaster looks.
+        let burst_today = expected
+            .iter()
+            .find(|(_, v)| *v > 2.0)
+            .map(|(t, _)| t + season as f64)
+            .unwrap();
+        assert_eq!(burst_today, (now + 180) as f64);
+    }
 }

@@ -57,6 +57,10 @@ impl TickDeps {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct TargetReport {
     pub target: String,
+    /// The tick's time (what the metric queries were evaluated at), RFC 3339: lets a reader
+    /// tell which tick first saw a sample.
+    #[serde(default)]
+    pub at: Option<String>,
     pub dry_run: bool,
     pub plan: Option<Plan>,
     pub pending_pods: u32,
@@ -84,6 +88,7 @@ impl TargetReport {
     fn new(target: &str, dry_run: bool) -> Self {
         TargetReport {
             target: target.to_string(),
+            at: None,
             dry_run,
             plan: None,
             pending_pods: 0,
@@ -326,7 +331,10 @@ pub async fn tick_target(
     now: f64,
     dry_run: bool,
 ) -> TargetReport {
-    let report = TargetReport::new(&target.name, dry_run);
+    let report = TargetReport {
+        at: Some(annotations::format_time(now)),
+        ..TargetReport::new(&target.name, dry_run)
+    };
     let (pool, read, observation) = futures::join!(
         nodepool::read_node_pool(client, &target.node_pool),
         headroom::read_headroom(client, target),
@@ -400,16 +408,22 @@ pub async fn tick_target(
         Ok(o) => report.node_pool = Some(o.as_str().into()),
         Err(e) => return report.failed(&e),
     }
-    if let Some(r) = target.hpa.as_ref().filter(|r| r.raise_min_replicas) {
+    if let Some(r) = target.hpa.as_ref() {
+        // A target whose raiseMinReplicas was turned off gets a raise still on its HPA given
+        // back (nothing is written when there is none): no lease is left to outlive the option.
+        let intent = if r.raise_min_replicas {
+            floor_intent(&plan)
+        } else {
+            hpa_floor::FloorIntent::Restore
+        };
         let lease_s = policy.scale_down_delay_s.max(120.0);
-        report.hpa_floor = Some(
-            match hpa_floor::apply_floor(client, r, floor_intent(&plan), now, lease_s, dry_run)
-                .await
-            {
-                Ok(outcome) => outcome.to_string(),
-                Err(e) => format!("error: {e}"),
-            },
-        );
+        let outcome = match hpa_floor::apply_floor(client, r, intent, now, lease_s, dry_run).await {
+            Ok(outcome) => outcome.to_string(),
+            Err(e) => format!("error: {e}"),
+        };
+        if r.raise_min_replicas || outcome != "unchanged" {
+            report.hpa_floor = Some(outcome);
+        }
     }
     report
 }
@@ -552,10 +566,12 @@ pub fn log_decision(r: &TargetReport) {
     let headroom = r.headroom.as_deref().unwrap_or("");
     let node_pool = r.node_pool.as_deref().unwrap_or("");
     let hpa_floor = r.hpa_floor.as_deref().unwrap_or("");
+    let at = r.at.as_deref().unwrap_or("");
     if r.error.is_some() {
         tracing::error!(
             event = "decision",
             target = %r.target,
+            at,
             action = %action,
             reason = %reason,
             error_kind = r.error_kind.as_deref().unwrap_or(""),
@@ -567,6 +583,7 @@ pub fn log_decision(r: &TargetReport) {
         tracing::info!(
             event = "decision",
             target = %r.target,
+            at,
             observed = observed_rate,
             forecast = rate_at_horizon,
             quantile,

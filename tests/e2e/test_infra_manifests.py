@@ -174,6 +174,11 @@ DENIED = {
         ("get", "configmaps/other", None, "prewarm"),
         ("get", "secrets", None, "prewarm"),
         ("create", "clusterrolebindings.rbac.authorization.k8s.io", None, None),
+        # The floor of a KEDA-managed workload: its ScaledObject, in the workloads' namespaces
+        # only, and never created or deleted.
+        ("patch", "scaledobjects.keda.sh", None, "kube-system"),
+        ("create", "scaledobjects.keda.sh", None, "inference"),
+        ("delete", "scaledobjects.keda.sh", None, "inference"),
     ],
     "interruption": [
         # The default target's headroom is a balloon: no NodePool write at all.
@@ -198,6 +203,8 @@ DENIED = {
         ("get", "secrets", None, "prewarm"), ("list", "secrets", None, None),
         ("get", "configmaps/other", None, "prewarm"),
         ("create", "clusterrolebindings.rbac.authorization.k8s.io", None, None),
+        ("patch", "scaledobjects.keda.sh", None, "inference"),
+        ("patch", "horizontalpodautoscalers.autoscaling", None, "inference"),
     ],
     "restore": [
         # Puts back what the tick wrote: no drain rights, nothing of other owners.

@@ -81,7 +81,8 @@ def test_the_tick_gets_its_rows_by_name(sample):
         assert rules(tick[("Role", ns)]) == {
             ("", "pods", (), ("list",)),
             ("autoscaling", "horizontalpodautoscalers", (), ("get", "list", "patch")),
-            ("apps", "deployments", (), ("get", "list", "patch"))}
+            ("apps", "deployments", (), ("get", "list", "patch")),
+            ("keda.sh", "scaledobjects", (), ("get", "patch"))}
     assert set(tick) == {("ClusterRole", None), ("ClusterRoleBinding", None)} | {
         (k, ns) for ns in ("prewarm", "buffers", "inference", "models") for k in ("Role", "RoleBinding")}
 
@@ -194,8 +195,14 @@ def test_restore_gets_only_what_it_puts_back_by_name(sample):
         ("apps", "deployments", ("balloon-llama",), ("get", "patch"))}
     assert rules(restore[("Role", "buffers")]) == {
         ("autoscaling.x-k8s.io", "capacitybuffers", ("mistral",), ("get", "patch"))}
+    # The HPA floors (and a KEDA ScaledObject's) in the workload namespaces: no pods there.
+    for ns in ("inference", "models"):
+        assert rules(restore[("Role", ns)]) == {
+            ("autoscaling", "horizontalpodautoscalers", (), ("get", "patch")),
+            ("keda.sh", "scaledobjects", (), ("get", "patch"))}
     assert set(restore) == {(k, ns) for k, ns in [("ClusterRole", None), ("ClusterRoleBinding", None)]} | {
-        (k, ns) for ns in ("prewarm", "buffers") for k in ("Role", "RoleBinding")}, "no drain rights, no pods"
+        (k, ns) for ns in ("prewarm", "buffers", "inference", "models") for k in ("Role", "RoleBinding")}, \
+        "no drain rights, no pods"
 
 
 def test_the_restore_hook_is_off_without_an_image(sample):

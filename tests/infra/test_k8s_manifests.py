@@ -190,6 +190,8 @@ EXPECTED_RULES = {
         # targets with hpa.raiseMinReplicas (issue 10).
         # ... and list the surged ones to give a dead drain's surge back.
         ("autoscaling", "horizontalpodautoscalers"): {"get", "list", "patch"},
+        # The same floor on the KEDA ScaledObject that owns a workload's HPA (minReplicaCount).
+        ("keda.sh", "scaledobjects"): {"get", "patch"},
     },
     "interruption": {
         ("", "configmaps"): {"get"},

@@ -16,8 +16,10 @@
 //!   annotations are dropped and the edit becomes the user's value;
 //! - fail static: while the metrics are missing the floor is neither raised nor lowered (the
 //!   lease is renewed so a metrics outage does not drop warm replicas);
-//! - an HPA owned by a KEDA ScaledObject is refused with a clear error (KEDA rewrites the HPA
-//!   from the ScaledObject's `minReplicaCount`; driving that is not built).
+//! - an HPA owned by a KEDA ScaledObject (an owner reference of kind ScaledObject, keda.sh) is
+//!   driven through the ScaledObject's `spec.minReplicaCount` instead (`scaled_object`), with the
+//!   same lease and annotations on the ScaledObject: KEDA rewrites the HPA from it, so a raise
+//!   written on the HPA would be undone.
 //!
 //! Writes are JSON merge patches with the `resourceVersion` read (409 on a concurrent change)
 //! under the field manager `prewarm-hpa-floor`. GitOps: Argo CD needs an `ignoreDifferences`
@@ -28,11 +30,12 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::{json, Value};
 
 use super::annotations::{format_time, parse_time};
 use super::api_error::from_kube;
+use super::scaled_object;
 use crate::core::spec::HpaRef;
 use crate::error::{Error, Result};
 
@@ -78,20 +81,14 @@ fn remove_all() -> BTreeMap<String, Option<String>> {
         .collect()
 }
 
-/// Decides the floor change. `Err` for a KEDA-owned HPA or malformed annotations.
+/// Decides the floor change of an HPA (or of the ScaledObject that owns it: the same rules on
+/// its `minReplicaCount`). `Err` for malformed annotations.
 pub fn plan_floor(
     hpa: &FloorView,
     intent: FloorIntent,
     now: f64,
     lease_s: f64,
 ) -> std::result::Result<FloorPatch, String> {
-    if let Some(owner) = &hpa.keda_owner {
-        return Err(format!(
-            "the HPA is owned by KEDA ScaledObject {owner}: KEDA would overwrite minReplicas; \
-             set minReplicaCount on the ScaledObject instead (prewarm does not drive it) or \
-             turn off hpa.raiseMinReplicas"
-        ));
-    }
     let number = |key: &str| -> std::result::Result<Option<u32>, String> {
         hpa.annotations
             .get(key)
@@ -233,8 +230,9 @@ pub fn surge_floor(view: &FloorView) -> Option<u32> {
         .map(|r| r.want(Some(view.max_replicas)))
 }
 
-/// The JSON merge patch of a floor change, conditional on `resource_version`.
-pub fn floor_patch_body(patch: &FloorPatch, resource_version: &str) -> Value {
+/// The JSON merge patch of a floor change, conditional on `resource_version`; the floor is
+/// `spec.<field>` (`minReplicas` on an HPA, `minReplicaCount` on a KEDA ScaledObject).
+pub fn floor_patch_body(patch: &FloorPatch, resource_version: &str, field: &str) -> Value {
     let annotations: serde_json::Map<String, Value> = patch
         .annotations
         .iter()
@@ -244,7 +242,7 @@ pub fn floor_patch_body(patch: &FloorPatch, resource_version: &str) -> Value {
         "metadata": {"resourceVersion": resource_version, "annotations": annotations}
     });
     if let Some(min) = patch.min_replicas {
-        body["spec"] = json!({ "minReplicas": min });
+        body["spec"] = json!({ field: min });
     }
     body
 }
@@ -258,6 +256,36 @@ pub async fn apply_floor(
     lease_s: f64,
     dry_run: bool,
 ) -> Result<&'static str> {
+    Ok(plan_and_apply(client, r, intent, now, lease_s, dry_run)
+        .await?
+        .patch
+        .outcome)
+}
+
+/// What one floor step did: the change (written, or dry, would be) and the object it is on.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FloorChange {
+    pub patch: FloorPatch,
+    /// `hpa ns/name`, or `scaledobject ns/name` for a KEDA-owned HPA.
+    pub object: String,
+}
+
+/// `apply_floor`, returning the whole change, for callers that report it (`prewarm restore`).
+/// A KEDA-owned HPA is driven through its ScaledObject (module docs).
+pub async fn plan_and_apply(
+    client: &kube::Client,
+    r: &HpaRef,
+    intent: FloorIntent,
+    now: f64,
+    lease_s: f64,
+    dry_run: bool,
+) -> Result<FloorChange> {
+    let when = When {
+        intent,
+        now,
+        lease_s,
+        dry_run,
+    };
     let api: Api<HorizontalPodAutoscaler> = Api::namespaced(client.clone(), &r.namespace);
     let display = format!("{}/{}", r.namespace, r.name);
     let hpa = api
@@ -265,36 +293,103 @@ pub async fn apply_floor(
         .await
         .map_err(|e| from_kube("get", "HorizontalPodAutoscaler", &display, e))?;
     let view = floor_view(&hpa);
-    // A drain's surge (`drain::surge`) holds this floor too: the forecast's floor never lowers it.
-    let intent = match (intent, surge_floor(&view)) {
-        (FloorIntent::AtLeast(want), Some(surge)) => FloorIntent::AtLeast(want.max(surge)),
-        (other, _) => other,
+    let Some(owner) = &view.keda_owner else {
+        // A drain's surge (`drain::surge`) holds this floor too: the forecast's floor never
+        // lowers it.
+        let when = When {
+            intent: match (when.intent, surge_floor(&view)) {
+                (FloorIntent::AtLeast(want), Some(surge)) => FloorIntent::AtLeast(want.max(surge)),
+                (other, _) => other,
+            },
+            ..when
+        };
+        let on = FloorOn {
+            kind: "HorizontalPodAutoscaler",
+            object: format!("hpa {display}"),
+            display,
+            field: "minReplicas",
+        };
+        return write_floor(&api, &r.name, &view, &hpa.metadata, on, when).await;
     };
-    let patch = plan_floor(&view, intent, now, lease_s).map_err(|message| Error::Kube {
-        operation: "plan minReplicas".into(),
-        object: format!("HorizontalPodAutoscaler {display}"),
-        message,
-        retryable: false,
-    })?;
-    if dry_run || (patch.min_replicas.is_none() && patch.annotations.is_empty()) {
-        return Ok(patch.outcome);
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), &r.namespace, &scaled_object::resource());
+    let display = format!("{}/{owner}", r.namespace);
+    let so = api
+        .get(owner)
+        .await
+        .map_err(|e| from_kube("get", "ScaledObject", &display, e))?;
+    let on = FloorOn {
+        kind: "ScaledObject",
+        object: format!("scaledobject {display}"),
+        display,
+        field: scaled_object::FIELD,
+    };
+    let view = scaled_object::floor_view(&so);
+    write_floor(&api, owner, &view, &so.metadata, on, when).await
+}
+
+/// The tick's (or the restore's) ask.
+#[derive(Clone, Copy)]
+struct When {
+    intent: FloorIntent,
+    now: f64,
+    lease_s: f64,
+    dry_run: bool,
+}
+
+/// The object the floor is on: an HPA, or the KEDA ScaledObject that owns one.
+struct FloorOn {
+    kind: &'static str,
+    display: String,
+    object: String,
+    field: &'static str,
+}
+
+/// Plans the floor on the object read and writes it unless dry or nothing changes.
+async fn write_floor<K>(
+    api: &Api<K>,
+    name: &str,
+    view: &FloorView,
+    meta: &kube::api::ObjectMeta,
+    on: FloorOn,
+    when: When,
+) -> Result<FloorChange>
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let patch =
+        plan_floor(view, when.intent, when.now, when.lease_s).map_err(|message| Error::Kube {
+            operation: "plan the replica floor".into(),
+            object: format!("{} {}", on.kind, on.display),
+            message,
+            retryable: false,
+        })?;
+    if when.dry_run || (patch.min_replicas.is_none() && patch.annotations.is_empty()) {
+        return Ok(FloorChange {
+            patch,
+            object: on.object,
+        });
     }
-    let version = hpa.metadata.resource_version.clone().unwrap_or_default();
+    let version = meta.resource_version.clone().unwrap_or_default();
+    let params = PatchParams {
+        field_manager: Some(FIELD_MANAGER.into()),
+        ..PatchParams::default()
+    };
     api.patch(
-        &r.name,
-        &PatchParams {
-            field_manager: Some(FIELD_MANAGER.into()),
-            ..PatchParams::default()
-        },
-        &Patch::Merge(floor_patch_body(&patch, &version)),
+        name,
+        &params,
+        &Patch::Merge(floor_patch_body(&patch, &version, on.field)),
     )
     .await
-    .map_err(|e| from_kube("patch", "HorizontalPodAutoscaler", &display, e))?;
-    Ok(patch.outcome)
+    .map_err(|e| from_kube("patch", on.kind, &on.display, e))?;
+    Ok(FloorChange {
+        patch,
+        object: on.object,
+    })
 }
 
 /// `prewarm restore` for HPA floors: give the user's `minReplicas` back now, whatever the
-/// lease says (a user's own edit is kept). For the `deploy` work's restore command.
+/// lease says (a user's own edit is kept).
 pub async fn restore_hpa_floor(
     client: &kube::Client,
     r: &HpaRef,
@@ -498,16 +593,41 @@ mod tests {
     }
 
     #[test]
-    fn keda_and_malformed_annotations_are_refused() {
-        let keda = FloorView {
-            keda_owner: Some("llama-so".into()),
-            ..view(2, 10, &[])
+    fn a_keda_owner_is_found_by_its_owner_reference() {
+        let hpa = |owners: serde_json::Value| -> HorizontalPodAutoscaler {
+            serde_json::from_value(json!({
+                "metadata": {"name": "keda-hpa-llama", "namespace": "ml", "ownerReferences": owners},
+                "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "llama"},
+                         "minReplicas": 1, "maxReplicas": 8}
+            }))
+            .unwrap()
         };
-        let e = plan_floor(&keda, FloorIntent::AtLeast(5), NOW, LEASE).unwrap_err();
-        assert!(
-            e.contains("KEDA ScaledObject llama-so") && e.contains("minReplicaCount"),
-            "{e}"
-        );
+        let owner = |api: &str, kind: &str| json!({"apiVersion": api, "kind": kind, "name": "llama-so", "uid": "u1"});
+        // (owner references, KEDA owner) - by hand.
+        let cases = [
+            (
+                json!([owner("keda.sh/v1alpha1", "ScaledObject")]),
+                Some("llama-so"),
+            ),
+            (
+                json!([
+                    owner("apps/v1", "Deployment"),
+                    owner("keda.sh/v1alpha1", "ScaledObject")
+                ]),
+                Some("llama-so"),
+            ),
+            (json!([owner("example.com/v1", "ScaledObject")]), None),
+            (json!([]), None),
+        ];
+        for (owners, want) in cases {
+            let v = floor_view(&hpa(owners.clone()));
+            assert_eq!(v.keda_owner.as_deref(), want, "{owners}");
+            assert_eq!((v.min_replicas, v.max_replicas), (1, 8));
+        }
+    }
+
+    #[test]
+    fn malformed_annotations_are_refused() {
         let bad = view(5, 10, &[(USER_MIN, "two"), (RAISED_MIN, "5")]);
         let e = plan_floor(&bad, FloorIntent::Restore, NOW, LEASE).unwrap_err();
         assert!(e.contains(USER_MIN), "{e}");
@@ -521,9 +641,13 @@ mod tests {
             outcome: "restored",
         };
         assert_eq!(
-            floor_patch_body(&p, "42"),
+            floor_patch_body(&p, "42", "minReplicas"),
             json!({"metadata": {"resourceVersion": "42", "annotations": {
                 USER_MIN: null, LEASE_UNTIL: "x"}}, "spec": {"minReplicas": 2}})
+        );
+        assert_eq!(
+            floor_patch_body(&p, "42", "minReplicaCount")["spec"],
+            json!({"minReplicaCount": 2})
         );
     }
 }

@@ -17,6 +17,7 @@ pub mod nodepool_limits;
 pub mod pods;
 pub mod resources;
 pub mod restore;
+pub mod scaled_object;
 pub mod targets;
 
 pub use client::{client, ClientCache};

@@ -7,8 +7,12 @@
 //! older than the saved-limits annotation, and a nodePoolReplicas target's `spec.replicas` (its
 //! earlier count is not kept).
 //!
-//! Each kind of change is one step (`RESTORE_STEPS`): the HPA floors of the policy work add a
-//! step of their own there.
+//! The HPA floor of a target that names its HPA (`hpa.raiseMinReplicas`, also when the option
+//! has been turned off since): the user's `minReplicas` (or, for an HPA owned by a KEDA
+//! ScaledObject, the ScaledObject's `minReplicaCount`) from prewarm.io/user-min-replicas, unless
+//! the user edited it while it was raised (then the edit stays; only prewarm's annotations go).
+//!
+//! Each kind of change is one step (`RESTORE_STEPS`).
 
 use std::collections::BTreeMap;
 
@@ -16,6 +20,7 @@ use serde_json::{json, Map, Value};
 
 use super::api_error::from_kube;
 use super::headroom::ApplyOutcome;
+use super::hpa_floor;
 use super::nodepool::{self, NodePoolView};
 use super::nodepool_limits::{self, SAVED_LIMITS};
 use super::resources::HeadroomRef;
@@ -114,10 +119,11 @@ type Step = for<'a> fn(
 ) -> futures::future::BoxFuture<'a, Result<Vec<Restored>>>;
 
 /// The kinds of change `prewarm restore` undoes, in order. Add a step for a new kind of change.
-pub const RESTORE_STEPS: [Step; 3] = [
+pub const RESTORE_STEPS: [Step; 4] = [
     |c, t, dry| Box::pin(restore_node_pool_limits(c, t, dry)),
     |c, t, dry| Box::pin(restore_node_pool(c, t, dry)),
     |c, t, dry| Box::pin(restore_headroom(c, t, dry)),
+    |c, t, dry| Box::pin(restore_hpa_floor(c, t, dry)),
 ];
 
 /// Runs every step for every target; an error on one target does not stop the others.
@@ -264,6 +270,57 @@ async fn restore_headroom(
     Ok(out)
 }
 
+/// The HPA floor step: nothing for a target without an HPA; a read (and no write) for an HPA
+/// prewarm never raised.
+async fn restore_hpa_floor(
+    client: &kube::Client,
+    target: &TargetSpec,
+    dry_run: bool,
+) -> Result<Vec<Restored>> {
+    let Some(r) = &target.hpa else {
+        return Ok(Vec::new());
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    let change = hpa_floor::plan_and_apply(
+        client,
+        r,
+        hpa_floor::FloorIntent::Restore,
+        now,
+        0.0,
+        dry_run,
+    )
+    .await?;
+    Ok(vec![floor_outcome(target, &change.object, &change.patch)])
+}
+
+/// How `prewarm restore` reports one HPA floor change.
+fn floor_outcome(target: &TargetSpec, object: &str, patch: &hpa_floor::FloorPatch) -> Restored {
+    match (patch.outcome, patch.min_replicas) {
+        ("restored", Some(min)) => outcome(
+            target,
+            object,
+            "restored",
+            format!("the floor back to the user's {min}; prewarm.io/ annotations removed"),
+        ),
+        ("user_edit_kept", _) => outcome(
+            target,
+            object,
+            "kept",
+            "the floor was edited while raised: the edit stays; prewarm.io/ annotations removed"
+                .into(),
+        ),
+        _ if !patch.annotations.is_empty() => outcome(
+            target,
+            object,
+            "restored",
+            "not raised; stray prewarm.io/ floor annotations removed".into(),
+        ),
+        _ => outcome(target, object, "unchanged", "nothing of prewarm's".into()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -346,5 +403,37 @@ mod tests {
             ..view
         };
         assert_eq!(node_pool_patch(&untouched).unwrap(), None);
+    }
+
+    #[test]
+    fn hpa_floor_outcomes_read_as_restore_lines() {
+        use hpa_floor::{FloorPatch, LEASE_UNTIL};
+        let t = TargetSpec::new("t", "gpu", HeadroomKind::NodePoolReplicas, 4);
+        let removed: BTreeMap<String, Option<String>> = [(LEASE_UNTIL.to_string(), None)].into();
+        let patch = |min, annotations: &BTreeMap<String, Option<String>>, outcome| FloorPatch {
+            min_replicas: min,
+            annotations: annotations.clone(),
+            outcome,
+        };
+        // (patch, expected outcome, a piece of the detail) - by hand.
+        let cases = [
+            (patch(Some(2), &removed, "restored"), "restored", "user's 2"),
+            (
+                patch(None, &removed, "user_edit_kept"),
+                "kept",
+                "edit stays",
+            ),
+            (patch(None, &removed, "unchanged"), "restored", "stray"),
+            (
+                patch(None, &BTreeMap::new(), "unchanged"),
+                "unchanged",
+                "nothing",
+            ),
+        ];
+        for (p, want, piece) in cases {
+            let r = floor_outcome(&t, "hpa ml/llama", &p);
+            assert_eq!(r.outcome, want, "{p:?}");
+            assert!(r.detail.contains(piece), "{p:?}: {}", r.detail);
+        }
     }
 }

@@ -415,6 +415,25 @@ mod tests {
     }
 
     #[test]
+    fn history_is_read_at_the_resolution_cloudwatch_still_keeps() {
+        let day = 86_400.0;
+        // (step, age of the window's start, period) - CloudWatch's retention by hand: 1-minute
+        // data 15 days, then 5-minute data.
+        let cases = [
+            (15.0, 1_200.0, 60),
+            (15.0, day, 60),
+            (60.0, 7.0 * day, 60),
+            (300.0, day, 300),
+            (15.0, 15.0 * day, 60),
+            (15.0, 15.0 * day + 1.0, 300),
+            (600.0, 20.0 * day, 600),
+        ];
+        for (step, age, want) in cases {
+            assert_eq!(history_period(step, age), want, "step {step} age {age}");
+        }
+    }
+
+    #[test]
     fn dimensions_from_name_or_selector() {
         let s = |a: &str, b: &str| (a.to_string(), b.to_string());
         assert_eq!(
