@@ -892,6 +892,27 @@ async fn fault_report(client: &kube::Client, node: &str) -> String {
     )
 }
 
+/// One run of the tick's drain collection now, handing drains over on `queue`.
+async fn tick_now(
+    tick: &kube::Client,
+    sqs: &aws_sdk_sqs::Client,
+    queue: &str,
+    targets: &[prewarm::core::spec::TargetSpec],
+    settings: &prewarm::core::interruption::DrainSettings,
+) -> Vec<prewarm::adapters::kube::drain::collect::Collected> {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let handover = prewarm::adapters::kube::drain::collect::Handover {
+        sqs,
+        queue_url: queue,
+    };
+    prewarm::adapters::kube::drain::collect::collect(tick, &handover, targets, settings, now)
+        .await
+        .unwrap()
+}
+
 /// Prints how a fault case ended (run with --nocapture to see it), so that every case's outcome
 /// is known even when a later one fails.
 fn case_outcome(case: usize, name: &str, failed: &[String], started: std::time::Instant) {
@@ -961,7 +982,6 @@ fn spot_body(instance: &str, age_s: i64) -> String {
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
 async fn fault_matrix_every_drain_ends_and_nothing_is_left_behind() {
-    use prewarm::adapters::kube::drain::collect;
     let admin = admin().await;
     ensure_namespace(&admin).await;
     ensure_balloon(&admin).await;
@@ -1069,17 +1089,7 @@ async fn fault_matrix_every_drain_ends_and_nothing_is_left_behind() {
             ],
         )
         .await;
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap()
-            .as_secs_f64();
-        let handover = collect::Handover {
-            sqs: &sqs,
-            queue_url: &q,
-        };
-        let collected = collect::collect(&tick, &handover, &tick_targets, &settings, now)
-            .await
-            .unwrap();
+        let collected = tick_now(&tick, &sqs, &q, &tick_targets, &settings).await;
         let handed = collected.iter().any(|c| {
             c.node.as_deref() == Some(node.as_str())
                 && c.outcome.as_ref().is_ok_and(|o| o.contains("enqueued"))
@@ -1248,17 +1258,8 @@ async fn fault_matrix_every_drain_ends_and_nothing_is_left_behind() {
                 .unwrap_or_default();
             if !ticked && std::time::Instant::now() >= expires {
                 ticked = true;
-                let now = SystemTime::now()
-                    .duration_since(UNIX_EPOCH)
-                    .unwrap()
-                    .as_secs_f64();
-                let handover = collect::Handover {
-                    sqs: &sqs,
-                    queue_url: &q,
-                };
-                handed = collect::collect(&tick, &handover, &tick_targets, &settings, now)
+                handed = tick_now(&tick, &sqs, &q, &tick_targets, &settings)
                     .await
-                    .unwrap()
                     .into_iter()
                     .filter(|c| c.node.as_deref() == Some(node.as_str()))
                     .map(|c| format!("{:?}", c.outcome))
