@@ -203,8 +203,9 @@ DENIED = {
         ("get", "secrets", None, "prewarm"), ("list", "secrets", None, None),
         ("get", "configmaps/other", None, "prewarm"),
         ("create", "clusterrolebindings.rbac.authorization.k8s.io", None, None),
+        # (It may patch HPAs in the podNamespaces, inference included: a drain's surge raises the
+        # HPA floor of a Deployment an HPA targets; permissions.yaml, interruption rows.)
         ("patch", "scaledobjects.keda.sh", None, "inference"),
-        ("patch", "horizontalpodautoscalers.autoscaling", None, "inference"),
     ],
     "restore": [
         # Puts back what the tick wrote: no drain rights, nothing of other owners.
