@@ -20,6 +20,11 @@ use serde_json::json;
 
 const NS: &str = "prewarm-h6-stack";
 
+/// The fault matrix stops the apiserver for 60 s. The other tests of this binary run in
+/// parallel with it and hold this lock shared for their whole run, so the stop (which takes it
+/// exclusively) waits for them and none of them meets a frozen apiserver on a slow machine.
+static APISERVER: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
+
 fn env(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set: source tests/stack/.run/env"))
 }
@@ -176,6 +181,7 @@ async fn run_until_done(h: &Interruption, record: &SqsMessage, max: usize) -> Ve
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
 async fn a_spot_warning_past_its_deadline_cordons_taints_evicts_and_finishes() {
+    let _apiserver_up = APISERVER.read().await;
     let admin = admin().await;
     ensure_namespace(&admin).await;
     let (node, instance) = (unique("h6-drain-"), unique("i-0abcd"));
@@ -220,6 +226,7 @@ async fn a_spot_warning_past_its_deadline_cordons_taints_evicts_and_finishes() {
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
 async fn a_pdb_that_allows_nothing_keeps_the_record_and_names_the_pod_and_budget_in_an_event() {
+    let _apiserver_up = APISERVER.read().await;
     let admin = admin().await;
     ensure_namespace(&admin).await;
     let (node, instance) = (unique("h6-pdb-"), unique("i-0abcd"));
@@ -274,6 +281,7 @@ async fn a_pdb_that_allows_nothing_keeps_the_record_and_names_the_pod_and_budget
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
 async fn a_foreign_instance_is_acknowledged_and_duplicates_are_harmless() {
+    let _apiserver_up = APISERVER.read().await;
     let admin = admin().await;
     ensure_namespace(&admin).await;
     let h = handler(&[]).await;
@@ -348,6 +356,7 @@ fn failed_ids(r: &aws_lambda_events::event::sqs::SqsBatchResponse) -> Vec<String
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
 async fn handle_batch_continues_a_claimed_drain_with_its_own_message_and_keeps_poison() {
+    let _apiserver_up = APISERVER.read().await;
     let admin = admin().await;
     ensure_namespace(&admin).await;
     let (node, instance) = (unique("h6-batch-"), unique("i-0abcd"));
@@ -430,6 +439,7 @@ fn ago(seconds: i64) -> String {
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
 async fn the_tick_hands_orphaned_and_expired_drains_to_the_interruption_function() {
+    let _apiserver_up = APISERVER.read().await;
     use prewarm::adapters::kube::drain::collect;
     use prewarm::core::interruption::{DrainSettings, LeaseVerdict};
     let admin = admin().await;
@@ -1136,6 +1146,8 @@ async fn fault_matrix_every_drain_ends_and_nothing_is_left_behind() {
                 .status()
                 .unwrap()
         };
+        // Exclusive: waits for the other tests of this binary to finish (see APISERVER).
+        let _frozen = APISERVER.write().await;
         assert!(signal("-STOP").success());
         let stopped = std::time::Instant::now();
         let mut kept_while_down = 0;
@@ -1362,6 +1374,7 @@ async fn placeholders_of(client: &kube::Client, instance: &str) -> Vec<Pod> {
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
 async fn each_drain_is_ready_only_on_its_own_placeholder_and_the_tick_collects_orphans() {
+    let _apiserver_up = APISERVER.read().await;
     use prewarm::adapters::kube::drain::collect;
     use prewarm::core::interruption::{DrainSettings, LeaseVerdict};
     let admin = admin().await;
