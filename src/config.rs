@@ -241,7 +241,15 @@ impl Config {
         let vars = Vars(lookup);
         let mut config = Self::shared(&vars)?;
         match kind {
-            HandlerKind::Tick => config.read_tick_settings(&vars)?,
+            HandlerKind::Tick => {
+                config.read_tick_settings(&vars)?;
+                // The tick's drain-lease collection needs two drain settings: when a silent drain
+                // counts as orphaned (RECHECK_SECONDS) and where to hand it over
+                // (INTERRUPTION_QUEUE_URL). The rest of the drain settings are not its business.
+                let drain = interruption_settings(&vars)?;
+                config.interruption.recheck_s = drain.recheck_s;
+                config.interruption.queue_url = drain.queue_url;
+            }
             HandlerKind::Interruption => config.interruption = interruption_settings(&vars)?,
         }
         Ok(config)
@@ -697,17 +705,45 @@ mod tests {
     }
 
     #[test]
-    fn the_tick_function_ignores_interruption_settings() {
-        let c = Config::for_handler(HandlerKind::Tick, |k| {
-            (k == "RECHECK_SECONDS").then(|| "0".to_string())
-        })
+    fn the_tick_function_reads_only_the_drain_settings_of_its_handover() {
+        let vars = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let c = Config::for_handler(
+            HandlerKind::Tick,
+            vars(&[
+                ("RECHECK_SECONDS", "20"),
+                ("INTERRUPTION_QUEUE_URL", "http://127.0.0.1:5000/1/q"),
+                ("EVICTION_BUDGET_SECONDS", "45"),
+            ]),
+        )
         .unwrap();
-        assert_eq!(c.interruption, InterruptionSettings::default());
-        // ... which the command line (both paths) still refuses.
+        // Read: the orphan threshold and the queue. Not read: the eviction budget (default 30).
+        assert_eq!(c.interruption.recheck_s, 20.0);
         assert_eq!(
-            error_var(config(&[("RECHECK_SECONDS", "0")])),
-            "RECHECK_SECONDS"
+            c.interruption.queue_url.as_deref(),
+            Some("http://127.0.0.1:5000/1/q")
         );
+        assert_eq!(c.interruption.eviction_budget_s, 30.0);
+        // A bad value of either stops the tick at Init, naming it.
+        for (bad, var) in [
+            (&[("RECHECK_SECONDS", "0")][..], "RECHECK_SECONDS"),
+            (
+                &[("INTERRUPTION_QUEUE_URL", "prewarm-interruptions")][..],
+                "INTERRUPTION_QUEUE_URL",
+            ),
+        ] {
+            let map: HashMap<&str, &str> = bad.iter().copied().collect();
+            match Config::for_handler(HandlerKind::Tick, |k| map.get(k).map(|v| v.to_string())) {
+                Err(Error::Config { var: got, .. }) => assert_eq!(got, var),
+                other => panic!("{var}: {other:?}"),
+            }
+        }
     }
 
     #[test]
