@@ -54,6 +54,10 @@ pub struct InterruptionSettings {
     /// eviction a PodDisruptionBudget refuses (opt-in; needs the chart's
     /// `interruption.deletePastPdb` for the pods/delete permission).
     pub delete_past_pdb: bool,
+    /// BALLOON_PRIORITY_CLASS (prewarm-balloon) and PAUSE_IMAGE (registry.k8s.io/pause:3.10):
+    /// the replacement placeholders' PriorityClass and image; the same as the chart's
+    /// `balloon.priorityClassName` and `balloon.image`.
+    pub placeholder: crate::adapters::kube::drain::placeholder::PlaceholderSettings,
 }
 
 impl Default for InterruptionSettings {
@@ -67,6 +71,7 @@ impl Default for InterruptionSettings {
             instance_ids: crate::adapters::events::InstanceIdRule::Ec2,
             surge: true,
             delete_past_pdb: false,
+            placeholder: Default::default(),
         }
     }
 }
@@ -457,7 +462,48 @@ fn interruption_settings<F: Fn(&str) -> Option<String>>(
             crate::adapters::events::InstanceIdRule::Ec2
         },
         surge: vars.bool_or("DRAIN_SURGE", true)?,
+        placeholder: placeholder_settings(vars)?,
     })
+}
+
+/// BALLOON_PRIORITY_CLASS must be a PriorityClass name (a DNS-1123 subdomain) and PAUSE_IMAGE an
+/// image reference without spaces: the apiserver would refuse every placeholder otherwise, and
+/// that must show at start-up, not as drains that wait for their deadline.
+fn placeholder_settings<F: Fn(&str) -> Option<String>>(
+    vars: &Vars<F>,
+) -> Result<crate::adapters::kube::drain::placeholder::PlaceholderSettings> {
+    let mut settings = crate::adapters::kube::drain::placeholder::PlaceholderSettings::default();
+    if let Some(class) = vars.get("BALLOON_PRIORITY_CLASS") {
+        let valid = !class.is_empty()
+            && class.len() <= 253
+            && class.split('.').all(|part| {
+                !part.is_empty()
+                    && part
+                        .chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                    && !part.starts_with('-')
+                    && !part.ends_with('-')
+            });
+        if !valid {
+            return Err(Error::config(
+                "BALLOON_PRIORITY_CLASS",
+                format!(
+                    "must be a PriorityClass name (lowercase DNS-1123 subdomain), got {class:?}"
+                ),
+            ));
+        }
+        settings.priority_class = class;
+    }
+    if let Some(image) = vars.get("PAUSE_IMAGE") {
+        if image.is_empty() || image.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(Error::config(
+                "PAUSE_IMAGE",
+                format!("must be an image reference without spaces, got {image:?}"),
+            ));
+        }
+        settings.image = image;
+    }
+    Ok(settings)
 }
 
 fn require<F: Fn(&str) -> Option<String>>(
@@ -542,6 +588,29 @@ mod tests {
         assert!(!c.dry_run);
         assert_eq!(c.emf_namespace, "Prewarm");
         assert_eq!(c.interruption.eviction_budget_s, 30.0);
+        // The chart's balloon defaults (infra/helm/prewarm/values.yaml `balloon`).
+        assert_eq!(c.interruption.placeholder.priority_class, "prewarm-balloon");
+        assert_eq!(
+            c.interruption.placeholder.image,
+            "registry.k8s.io/pause:3.10"
+        );
+    }
+
+    #[test]
+    fn placeholder_settings_are_read() {
+        let c = config(&[
+            ("BALLOON_PRIORITY_CLASS", "team-a.spare"),
+            (
+                "PAUSE_IMAGE",
+                "123456789012.dkr.ecr.us-east-1.amazonaws.com/pause:3.10",
+            ),
+        ])
+        .unwrap();
+        assert_eq!(c.interruption.placeholder.priority_class, "team-a.spare");
+        assert_eq!(
+            c.interruption.placeholder.image,
+            "123456789012.dkr.ecr.us-east-1.amazonaws.com/pause:3.10"
+        );
     }
 
     #[test]
@@ -599,6 +668,19 @@ mod tests {
             (&[("ACTIONS", "rebalance=nap")], "ACTIONS"),
             (&[("ACTIONS", "spot")], "ACTIONS"),
             (&[("DRAIN_SURGE", "sometimes")], "DRAIN_SURGE"),
+            (
+                &[("BALLOON_PRIORITY_CLASS", "Prewarm_Balloon")],
+                "BALLOON_PRIORITY_CLASS",
+            ),
+            (
+                &[("BALLOON_PRIORITY_CLASS", "-balloon")],
+                "BALLOON_PRIORITY_CLASS",
+            ),
+            (
+                &[("BALLOON_PRIORITY_CLASS", "a..b")],
+                "BALLOON_PRIORITY_CLASS",
+            ),
+            (&[("PAUSE_IMAGE", "pause 3.10")], "PAUSE_IMAGE"),
         ];
         for (pairs, var) in cases {
             assert_eq!(error_var(config(pairs)), *var, "{pairs:?}");

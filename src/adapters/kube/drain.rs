@@ -23,6 +23,7 @@ use crate::core::interruption::{
 use crate::error::{Error, Result};
 
 pub mod collect;
+pub mod constraints;
 pub mod execute;
 pub mod placeholder;
 pub mod replacement;
@@ -35,8 +36,6 @@ pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
 pub const NODEPOOL_LABEL: &str = "karpenter.sh/nodepool";
 pub const DO_NOT_DISRUPT: &str = "karpenter.sh/do-not-disrupt";
 const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
-/// Balloon pods hold warm capacity for real pods and yield to them (negative priority).
-pub(crate) const BALLOON_PRIORITY_CLASS: &str = "prewarm-balloon";
 /// Priorities from here up are the system's critical classes.
 const CRITICAL_PRIORITY: i32 = 2_000_000_000;
 const FIELD_MANAGER: &str = "prewarm-interruption";
@@ -150,11 +149,13 @@ fn pod_finished(pod: &Pod) -> bool {
     )
 }
 
-pub(crate) fn is_balloon(pod: &Pod) -> bool {
+/// Balloon pods (of the balloon PriorityClass, `priority_class`) hold warm capacity for real
+/// pods and yield to them: nothing to stand in for.
+pub(crate) fn is_balloon(pod: &Pod, priority_class: &str) -> bool {
     pod.spec
         .as_ref()
         .and_then(|s| s.priority_class_name.as_deref())
-        == Some(BALLOON_PRIORITY_CLASS)
+        == Some(priority_class)
 }
 
 /// What the planner needs to know about a pod.

@@ -24,6 +24,7 @@ use crate::adapters::events::{
     parse_record_with, InstanceIdRule, Parsed, ParsedRecord, ResumeDrain,
 };
 use crate::adapters::kube::drain::execute::StepReport;
+use crate::adapters::kube::drain::placeholder::PlaceholderSettings;
 use crate::adapters::kube::drain::step::{step, Planned, Stepped};
 use crate::adapters::kube::drain::{event_recorder, is_ready, surge};
 use crate::adapters::kube::ClientCache;
@@ -53,6 +54,8 @@ pub struct Interruption {
     pub settings: DrainSettings,
     /// DRAIN_SURGE: raise a Deployment (or its HPA floor) before evicting its pods.
     pub surge: bool,
+    /// BALLOON_PRIORITY_CLASS, PAUSE_IMAGE: what replacement placeholders are made of.
+    pub placeholder: PlaceholderSettings,
     pub targets: Vec<TargetSpec>,
     /// PREWARM_TARGETS_CONFIGMAP: the targets are re-read from it for every record.
     pub targets_configmap: Option<crate::config::TargetsConfigMap>,
@@ -138,6 +141,7 @@ impl Interruption {
             queue_url: config.interruption.queue_url.clone(),
             settings: drain_settings(config),
             surge: config.interruption.surge,
+            placeholder: config.interruption.placeholder.clone(),
             targets: config.targets.clone(),
             targets_configmap: config.targets_configmap.clone(),
             emf_namespace: config.emf_namespace.clone(),
@@ -405,6 +409,7 @@ impl Interruption {
             &targets,
             &instance,
             self.surge,
+            &self.placeholder,
             |o, now| {
                 if let Some(e) = &o.state_error {
                     tracing::warn!(event_id = %notice.event_id, node = %o.view.name, error = %e,
@@ -465,6 +470,7 @@ impl Interruption {
             &targets,
             &resume.instance,
             self.surge,
+            &self.placeholder,
             |o, now| {
                 if o.view.name != resume.node {
                     tracing::warn!(message_id = %record.message_id, instance = %resume.instance,

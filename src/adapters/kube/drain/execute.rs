@@ -10,6 +10,7 @@
 use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::events::Recorder;
 
+use super::placeholder::PlaceholderSettings;
 use super::replacement::{self, Requested};
 use super::{
     delete_pod, evict, node_patch, node_pool_of, patch_node, pdbs_covering, record_event,
@@ -51,6 +52,7 @@ pub struct StepReport {
     pub undrained: bool,
 }
 
+#[allow(clippy::too_many_arguments)]
 pub async fn execute(
     client: &kube::Client,
     recorder: &Recorder,
@@ -59,6 +61,7 @@ pub async fn execute(
     step: &DrainStep,
     drain_id: &str,
     event_id: &str,
+    placeholder: &PlaceholderSettings,
 ) -> Result<StepReport> {
     let mut report = StepReport::default();
     let node = &observed.node;
@@ -111,6 +114,7 @@ pub async fn execute(
                 event_id,
                 expires_at,
                 *gpus,
+                placeholder,
             )
             .await
             {

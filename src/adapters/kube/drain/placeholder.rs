@@ -5,10 +5,14 @@
 //! hand-over or after a real pod preempted it. A drain that finds it preempted makes it again.
 //!
 //! Shape: the summed requests of the pods the drain will move (they all fit on the draining
-//! node, so the sum fits a node of its kind), their common nodeSelector entries and their
+//! node, so the sum fits a node of its kind), their scheduling constraints joined so that the
+//! node it gets is one every one of them may use (nodeSelector, required node affinity, and the
+//! required pod (anti-)affinity that is not about themselves: see `constraints`), their
 //! tolerations (minus any that would let it onto the cordoned, tainted node), pinned to the
 //! node's NodePool (`karpenter.sh/nodepool`), at the balloon PriorityClass (negative: every real
-//! pod preempts it). It is kept off the reclaimed instance type and zone by *preferred* node
+//! pod preempts it) with the balloon's pause image (both configurable: `PlaceholderSettings`).
+//! The copied required terms sit next to its own preferred ones; the avoidance is never made
+//! required. It is kept off the reclaimed instance type and zone by *preferred* node
 //! affinity only: Karpenter treats the heaviest preferred term as required and, when nothing
 //! fits, removes it and tries the next (sigs.k8s.io/karpenter v1.14.1
 //! `pkg/scheduling/requirements.go` NewPodRequirements, and
@@ -17,9 +21,10 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Node, Pod, Toleration};
+use k8s_openapi::api::core::v1::{Node, NodeSelectorTerm, Pod, PodAffinityTerm, Toleration};
 use serde_json::{json, Value};
 
+use super::constraints::copied_constraints;
 use super::{DRAINING_TAINT, NODEPOOL_LABEL};
 use crate::adapters::kube::hpa::parse_quantity;
 use crate::core::interruption::state::format_time;
@@ -34,7 +39,30 @@ pub const REPLACEMENT_OF_NODE: &str = "prewarm.io/replacement-of-node";
 pub const LEASE_EXPIRES_AT: &str = "prewarm.io/lease-expires-at";
 pub const INSTANCE_TYPE_LABEL: &str = "node.kubernetes.io/instance-type";
 pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
-const PAUSE_IMAGE: &str = "registry.k8s.io/pause:3.10";
+/// The chart's `balloon.image` default.
+pub const DEFAULT_PAUSE_IMAGE: &str = "registry.k8s.io/pause:3.10";
+/// The chart's `balloon.priorityClassName` default.
+pub const DEFAULT_BALLOON_PRIORITY_CLASS: &str = "prewarm-balloon";
+
+/// What the placeholders are made of that is the deployment's choice, not the drain's: the same
+/// as the chart's balloon (`balloon.priorityClassName`, `balloon.image`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlaceholderSettings {
+    /// BALLOON_PRIORITY_CLASS: the placeholder's PriorityClass (negative, so every real pod
+    /// preempts it); pods of this class on a draining node are not counted as pods to move.
+    pub priority_class: String,
+    /// PAUSE_IMAGE: the placeholder's container image.
+    pub image: String,
+}
+
+impl Default for PlaceholderSettings {
+    fn default() -> Self {
+        PlaceholderSettings {
+            priority_class: DEFAULT_BALLOON_PRIORITY_CLASS.into(),
+            image: DEFAULT_PAUSE_IMAGE.into(),
+        }
+    }
+}
 const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
 
 /// What one drain's placeholder is made of.
@@ -46,9 +74,15 @@ pub struct Placeholder {
     pub node_pool: String,
     pub namespace: String,
     pub priority_class: String,
+    pub image: String,
     /// Resource name -> summed request (cpu in cores, memory in bytes, others in units).
     pub requests: BTreeMap<String, f64>,
     pub node_selector: BTreeMap<String, String>,
+    /// Copied from the pods (`constraints`): ORed required node terms, required pod
+    /// (anti-)affinity terms.
+    pub required_node_terms: Vec<NodeSelectorTerm>,
+    pub pod_affinity: Vec<PodAffinityTerm>,
+    pub pod_anti_affinity: Vec<PodAffinityTerm>,
     pub tolerations: Vec<Toleration>,
     pub avoid_instance_type: Option<String>,
     pub avoid_zone: Option<String>,
@@ -132,7 +166,7 @@ pub fn placeholder_for(
     drain_id: &str,
     owner_event: &str,
     namespace: &str,
-    priority_class: &str,
+    settings: &PlaceholderSettings,
     expires_at: f64,
 ) -> Placeholder {
     let mut requests: BTreeMap<String, f64> = BTreeMap::new();
@@ -141,21 +175,8 @@ pub fn placeholder_for(
             *requests.entry(k).or_insert(0.0) += v;
         }
     }
-    // nodeSelector entries every pod agrees on (a pod without one constrains nothing).
-    let selectors: Vec<BTreeMap<String, String>> = pods
-        .iter()
-        .filter_map(|p| p.spec.as_ref().and_then(|s| s.node_selector.clone()))
-        .collect();
-    let mut node_selector: BTreeMap<String, String> = selectors
-        .first()
-        .map(|first| {
-            first
-                .iter()
-                .filter(|(k, v)| selectors.iter().all(|s| s.get(*k) == Some(v)))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect()
-        })
-        .unwrap_or_default();
+    let copied = copied_constraints(node, pods);
+    let mut node_selector = copied.node_selector;
     node_selector.insert(NODEPOOL_LABEL.into(), node_pool.into());
     let mut tolerations: Vec<Toleration> = Vec::new();
     for t in pods
@@ -172,9 +193,13 @@ pub fn placeholder_for(
         node: node.metadata.name.clone().unwrap_or_default(),
         node_pool: node_pool.into(),
         namespace: namespace.into(),
-        priority_class: priority_class.into(),
+        priority_class: settings.priority_class.clone(),
+        image: settings.image.clone(),
         requests,
         node_selector,
+        required_node_terms: copied.required_node_terms,
+        pod_affinity: copied.pod_affinity,
+        pod_anti_affinity: copied.pod_anti_affinity,
         tolerations,
         avoid_instance_type: node_label(node, INSTANCE_TYPE_LABEL).map(str::to_string),
         avoid_zone: node_label(node, ZONE_LABEL).map(str::to_string),
@@ -238,14 +263,41 @@ pub fn placeholder_pod(p: &Placeholder) -> Value {
         "tolerations": p.tolerations,
         "containers": [{
             "name": "pause",
-            "image": PAUSE_IMAGE,
+            "image": p.image,
             "resources": {"requests": requests, "limits": limits},
         }],
     });
-    let terms = avoid_reclaimed(p);
-    if !terms.is_empty() {
-        spec["affinity"] =
-            json!({"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": terms}});
+    let mut node_affinity = serde_json::Map::new();
+    if !p.required_node_terms.is_empty() {
+        node_affinity.insert(
+            "requiredDuringSchedulingIgnoredDuringExecution".into(),
+            json!({"nodeSelectorTerms": p.required_node_terms}),
+        );
+    }
+    let preferred = avoid_reclaimed(p);
+    if !preferred.is_empty() {
+        node_affinity.insert(
+            "preferredDuringSchedulingIgnoredDuringExecution".into(),
+            Value::Array(preferred),
+        );
+    }
+    let mut affinity = serde_json::Map::new();
+    if !node_affinity.is_empty() {
+        affinity.insert("nodeAffinity".into(), Value::Object(node_affinity));
+    }
+    for (field, terms) in [
+        ("podAffinity", &p.pod_affinity),
+        ("podAntiAffinity", &p.pod_anti_affinity),
+    ] {
+        if !terms.is_empty() {
+            affinity.insert(
+                field.into(),
+                json!({"requiredDuringSchedulingIgnoredDuringExecution": terms}),
+            );
+        }
+    }
+    if !affinity.is_empty() {
+        spec["affinity"] = Value::Object(affinity);
     }
     json!({
         "apiVersion": "v1",
@@ -309,7 +361,7 @@ mod tests {
             "i-0abc",
             "ev-1",
             "prewarm",
-            "prewarm-balloon",
+            &PlaceholderSettings::default(),
             1_795_954_320.0,
         );
         let got = placeholder_pod(&p);
@@ -330,7 +382,8 @@ mod tests {
             "spec": {
                 "priorityClassName": "prewarm-balloon",
                 "terminationGracePeriodSeconds": 0,
-                // Only what both pods agree on, plus the draining node's pool.
+                // Both pods' entries; "team" (x against y) is not a label of the node: dropped.
+                // Plus the draining node's pool.
                 "nodeSelector": {"gpu": "a10g", "karpenter.sh/nodepool": "gpu"},
                 // The wildcard and the draining-taint tolerations would let it onto the node.
                 "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
@@ -358,9 +411,72 @@ mod tests {
     }
 
     #[test]
+    fn required_node_affinity_is_copied_next_to_the_preferred_avoidance() {
+        let a = pod(
+            json!({"metadata": {"name": "llama-0", "namespace": "inference"}, "spec": {
+            "affinity": {"nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "node.kubernetes.io/instance-type", "operator": "In",
+                                           "values": ["g5.12xlarge", "g6e.12xlarge"]}]}]},
+                // The pod's own preference is not copied.
+                "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "preference":
+                    {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["a"]}]}}]}},
+            "containers": [{"name": "vllm", "resources": {"limits": {"nvidia.com/gpu": "4"}}}]}}),
+        );
+        let settings = PlaceholderSettings {
+            priority_class: "team-spare".into(),
+            image: "mirror.example/pause:3.10".into(),
+        };
+        let p = placeholder_for(
+            &node(),
+            "gpu",
+            &[&a],
+            "i-0abc",
+            "ev-1",
+            "prewarm",
+            &settings,
+            0.0,
+        );
+        let got = placeholder_pod(&p);
+        assert_eq!(got["spec"]["priorityClassName"], "team-spare");
+        assert_eq!(
+            got["spec"]["containers"][0]["image"],
+            "mirror.example/pause:3.10"
+        );
+        let node_affinity = &got["spec"]["affinity"]["nodeAffinity"];
+        assert_eq!(
+            node_affinity["requiredDuringSchedulingIgnoredDuringExecution"],
+            json!({"nodeSelectorTerms": [{"matchExpressions": [{"key": "node.kubernetes.io/instance-type",
+                "operator": "In", "values": ["g5.12xlarge", "g6e.12xlarge"]}]}]})
+        );
+        // The avoidance stays preferred, three terms, and no pod preference joins them.
+        let preferred = node_affinity["preferredDuringSchedulingIgnoredDuringExecution"]
+            .as_array()
+            .unwrap();
+        assert_eq!(
+            preferred
+                .iter()
+                .map(|t| t["weight"].clone())
+                .collect::<Vec<_>>(),
+            vec![json!(100), json!(50), json!(10)]
+        );
+        assert!(got["spec"]["affinity"].get("podAntiAffinity").is_none());
+        let _: Pod = serde_json::from_value(got).unwrap();
+    }
+
+    #[test]
     fn a_node_without_type_or_zone_labels_gets_no_affinity() {
         let bare: Node = serde_json::from_value(json!({"metadata": {"name": "n"}})).unwrap();
-        let p = placeholder_for(&bare, "gpu", &[], "kwok-node-1", "ev", "prewarm", "pc", 0.0);
+        let p = placeholder_for(
+            &bare,
+            "gpu",
+            &[],
+            "kwok-node-1",
+            "ev",
+            "prewarm",
+            &PlaceholderSettings::default(),
+            0.0,
+        );
         let got = placeholder_pod(&p);
         assert!(got["spec"].get("affinity").is_none());
         assert_eq!(

@@ -17,12 +17,12 @@ use kube::api::{Api, DeleteParams, ListParams, PostParams};
 
 use super::collect::Collected;
 use super::placeholder::{
-    drain_label, placeholder_for, placeholder_name, placeholder_pod, LEASE_EXPIRES_AT,
-    REPLACEMENT_FOR,
+    drain_label, placeholder_for, placeholder_name, placeholder_pod, PlaceholderSettings,
+    LEASE_EXPIRES_AT, REPLACEMENT_FOR,
 };
 use super::{
     has_draining_taint, instance_of_provider_id, is_balloon, is_ready, kube_error, node_pool_of,
-    pod_view, BALLOON_PRIORITY_CLASS,
+    pod_view,
 };
 use crate::adapters::kube::headroom::release_replacement;
 use crate::core::interruption::state::parse_time;
@@ -73,6 +73,7 @@ pub async fn request(
     owner_event: &str,
     expires_at: f64,
     gpus: u32,
+    settings: &PlaceholderSettings,
 ) -> Result<Requested> {
     let pool = node_pool_of(node);
     let Some((pool, namespace)) = pool.and_then(|p| {
@@ -86,7 +87,9 @@ pub async fn request(
     };
     let moving: Vec<&Pod> = pods
         .iter()
-        .filter(|p| p.metadata.deletion_timestamp.is_none() && !is_balloon(p))
+        .filter(|p| {
+            p.metadata.deletion_timestamp.is_none() && !is_balloon(p, &settings.priority_class)
+        })
         .filter(|p| {
             let v = pod_view(p);
             v.owner == PodOwner::Other && !v.finished
@@ -99,7 +102,7 @@ pub async fn request(
         drain_id,
         owner_event,
         namespace,
-        BALLOON_PRIORITY_CLASS,
+        settings,
         expires_at,
     );
     let object: Pod = serde_json::from_value(placeholder_pod(&placeholder))

@@ -5,6 +5,7 @@
 //! resume-drain messages both come through here; they differ only in how they plan.
 
 use super::execute::{execute, StepReport};
+use super::placeholder::PlaceholderSettings;
 use super::surge::{self, SurgeReport};
 use super::{find_node, observe, replacement, Observation};
 use crate::core::interruption::DrainStep;
@@ -41,12 +42,14 @@ pub enum Stepped {
 /// Steps the drain of `instance` once. `plan` decides from the observation and the clock; it is
 /// called again after a conflict, with what is then observed. With `surge` on, the planned
 /// evictions pass the surge gate (`drain::surge`) before they are executed, whoever planned them.
+#[allow(clippy::too_many_arguments)]
 pub async fn step(
     client: &kube::Client,
     recorder: &Recorder,
     targets: &[TargetSpec],
     instance: &str,
     surge: bool,
+    placeholder: &PlaceholderSettings,
     plan: impl Fn(&Observation, f64) -> Planned,
     clock: impl Fn() -> f64,
 ) -> Result<Stepped> {
@@ -76,6 +79,7 @@ pub async fn step(
             &planned.step,
             instance,
             &planned.event_id,
+            placeholder,
         )
         .await?;
         if report.conflict {
