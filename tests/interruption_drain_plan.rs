@@ -6,7 +6,7 @@ use prewarm::core::interruption::{
     plan_drain, ActionTable, Command, DrainSettings, DrainState, Finish, NodeView, Notice,
     NoticeKind, NoticeStatus, Phase, PodOwner, PodRef, PodView, ReplacementSeen,
 };
-use ReplacementSeen::{Absent, Pending, Running};
+use ReplacementSeen::{Absent, NoTarget, Pending, Running};
 
 const T0: f64 = 1_795_953_600.0; // notice time: 2026-11-29T12:00:00Z
 
@@ -49,7 +49,17 @@ fn pod(name: &str, gpus: u32) -> PodView {
         deletion_at: None,
         finished: false,
         gpus,
+        // Only GPU pods request anything here; CPU pods: `cpu_pod`.
+        requests_room: gpus > 0,
         grace_s: 0.0,
+    }
+}
+
+/// A pod that requests CPU and memory but no GPU.
+fn cpu_pod(name: &str) -> PodView {
+    PodView {
+        requests_room: true,
+        ..pod(name, 0)
     }
 }
 
@@ -514,6 +524,81 @@ fn a_node_without_gpus_asks_for_no_replacement_and_drains_at_once() {
         .iter()
         .any(|c| matches!(c, Command::RequestReplacement { .. })));
     assert_eq!(evicted(&step), ["web-0"]);
+}
+
+/// CPU/memory-only pods: a placeholder where one can be made (their requests may fit no other
+/// node), at once where none can; GPU pods wait either way; pods without requests go at once.
+#[test]
+fn cpu_pods_wait_for_a_placeholder_only_where_one_can_be_made() {
+    // (situation, node's placeholder, pods, expected: placeholder asked for, pods evicted now)
+    type Case = (
+        &'static str,
+        ReplacementSeen,
+        Vec<PodView>,
+        bool,
+        Vec<&'static str>,
+    );
+    let cases: Vec<Case> = vec![
+        (
+            "cpu pods, target pool, none yet: ask and wait",
+            Absent,
+            vec![cpu_pod("api-0")],
+            true,
+            vec![],
+        ),
+        (
+            "cpu pods, placeholder pending: wait",
+            Pending,
+            vec![cpu_pod("api-0")],
+            false,
+            vec![],
+        ),
+        (
+            "cpu pods, placeholder running: evict",
+            Running,
+            vec![cpu_pod("api-0")],
+            false,
+            vec!["api-0"],
+        ),
+        (
+            "cpu pods, no target for the pool: evict at once",
+            NoTarget,
+            vec![cpu_pod("api-0")],
+            false,
+            vec!["api-0"],
+        ),
+        (
+            "gpu pod, no target for the pool: ask (logged as no target) and wait",
+            NoTarget,
+            vec![pod("llama-0", 4), cpu_pod("api-0")],
+            true,
+            vec![],
+        ),
+        (
+            "pods without requests, target pool: evict at once",
+            Absent,
+            vec![pod("web-0", 0)],
+            false,
+            vec!["web-0"],
+        ),
+    ];
+    for (what, seen, pods, asked, evicts) in cases {
+        let mut n = node(seen);
+        n.gpus = 0;
+        let step = plan_drain(
+            &n,
+            &pods,
+            &notice(NoticeKind::SpotInterruption),
+            T0,
+            &settings(),
+        );
+        let requested = step
+            .commands
+            .iter()
+            .any(|c| matches!(c, Command::RequestReplacement { .. }));
+        assert_eq!(requested, asked, "{what}");
+        assert_eq!(evicted(&step), evicts, "{what}");
+    }
 }
 
 /// A rebalance drain (no deadline) owned by `ev-1`, last stepped at `last_step`.

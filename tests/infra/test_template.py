@@ -160,7 +160,8 @@ FUNCTION_SETTINGS = {
         # drain-lease collection: when a silent drain is orphaned (the interruption's recheck)
         "RECHECK_SECONDS"],
     "InterruptionFunction": SHARED_SETTINGS + ["ACTIONS", "EVICTION_BUDGET_SECONDS", "RECHECK_SECONDS",
-                                               "DRAIN_SURGE", "DELETE_PAST_PDB_AT_DEADLINE"],
+                                               "DRAIN_SURGE", "DELETE_PAST_PDB_AT_DEADLINE",
+                                               "BALLOON_PRIORITY_CLASS", "PAUSE_IMAGE"],
 }
 SETTINGS = sorted({s for v in FUNCTION_SETTINGS.values() for s in v})
 

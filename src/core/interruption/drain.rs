@@ -129,6 +129,9 @@ pub struct PodView {
     pub finished: bool,
     /// GPUs the pod requests.
     pub gpus: u32,
+    /// The pod requests some resource (CPU, memory, GPUs...): it needs room on another node.
+    /// A pod without requests fits anywhere the scheduler lets it.
+    pub requests_room: bool,
     /// terminationGracePeriodSeconds (Kubernetes' default 30 when unset).
     pub grace_s: f64,
 }
@@ -383,11 +386,18 @@ pub fn plan_drain(
 
     let holding = holding_pods(pods, now);
     let to_move = holding.iter().filter(|p| !p.terminating());
-    // Ready: this drain's own placeholder runs elsewhere — capacity no other drain counts. Pods
-    // without GPUs find room anywhere at once (prewarm keeps GPU capacity warm), so a drain
-    // with no GPUs to move needs no placeholder.
-    let gpus_to_move: u32 = to_move.map(|p| p.gpus).sum();
-    let ready = gpus_to_move == 0 || node.replacement == ReplacementSeen::Running;
+    // Ready: this drain's own placeholder runs elsewhere — capacity no other drain counts. A
+    // drain with pods that request room waits for one: GPU pods always (where no placeholder can
+    // be made, until their deadline, as before), CPU/memory-only pods where a placeholder can be
+    // made (their requests may fit no other node; the placeholder finds out, and makes Karpenter
+    // launch one while they still serve). Where none can be made, CPU/memory-only pods go at once:
+    // nothing would come of waiting, and Karpenter gets the whole notice as lead time. Pods with
+    // no requests fit anywhere.
+    let gpus_to_move: u32 = to_move.clone().map(|p| p.gpus).sum();
+    let room_to_move = to_move.clone().any(|p| p.requests_room);
+    let needs_placeholder =
+        gpus_to_move > 0 || (room_to_move && node.replacement != ReplacementSeen::NoTarget);
+    let ready = !needs_placeholder || node.replacement == ReplacementSeen::Running;
     if ready && state.replacement_ready_at.is_none() {
         state.replacement_ready_at = Some(now);
     }
@@ -425,8 +435,11 @@ pub fn plan_drain(
     // Until eviction starts (a step that starts it needs none: the evicted pods ask for
     // their own room), the placeholder is (re)made whenever it is missing: the first step, or
     // after a real pod preempted it (it has the balloon priority).
-    if gpus_to_move > 0
-        && node.replacement == ReplacementSeen::Absent
+    if needs_placeholder
+        && matches!(
+            node.replacement,
+            ReplacementSeen::Absent | ReplacementSeen::NoTarget
+        )
         && state.evicting_since.is_none()
     {
         commands.push(Command::RequestReplacement { gpus: gpus_to_move });
@@ -531,7 +544,12 @@ pub fn plan_drain(
     );
     // Hand-over: the placeholder goes in the same step, right before the evictions it stands in
     // for, so the evicted pods' successors land in the room it held.
-    if everyone && node.replacement != ReplacementSeen::Absent {
+    if everyone
+        && !matches!(
+            node.replacement,
+            ReplacementSeen::Absent | ReplacementSeen::NoTarget
+        )
+    {
         commands.push(Command::ReleaseReplacement);
     }
     commands.extend(evict);

@@ -92,6 +92,7 @@ mod tests {
             deletion_at: None,
             finished: false,
             gpus: 1,
+            requests_room: true,
             grace_s,
         }
     }

@@ -25,6 +25,10 @@ pub enum ReplacementSeen {
     /// Running on a Ready node other than the draining node: capacity for the drain's pods is
     /// there, held by this drain alone.
     Running,
+    /// None exists and none can be made: no prewarm target with a balloon namespace manages the
+    /// node's NodePool (no namespace and no permission to make one in; a `nodePoolReplicas`
+    /// target's static pool, or a pool prewarm does not manage).
+    NoTarget,
 }
 
 /// When a drain's lease ends at the latest: the instance's announced end (or, without one, the

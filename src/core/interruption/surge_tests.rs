@@ -340,6 +340,7 @@ fn pod(name: &str, grace_s: f64) -> PodView {
         deletion_at: None,
         finished: false,
         gpus: 1,
+        requests_room: true,
         grace_s,
     }
 }

@@ -121,7 +121,7 @@ pub fn placeholder_name(drain_id: &str) -> String {
 
 /// A pod's requests per resource: containers summed (a request missing where a limit is set
 /// counts as the limit, as the apiserver defaults it).
-fn pod_requests(pod: &Pod) -> BTreeMap<String, f64> {
+pub(crate) fn pod_requests(pod: &Pod) -> BTreeMap<String, f64> {
     let mut out = BTreeMap::new();
     for c in pod.spec.iter().flat_map(|s| s.containers.iter()) {
         let r = c.resources.as_ref();

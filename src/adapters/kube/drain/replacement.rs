@@ -48,6 +48,18 @@ fn balloon_namespace(target: &TargetSpec) -> Option<&str> {
     }
 }
 
+/// The NodePool of `node` and the namespace its drain's placeholder goes to; None when no
+/// target with a balloon namespace manages the pool (no placeholder can be made).
+pub fn placeholder_home<'a>(
+    targets: &'a [TargetSpec],
+    node: &'a Node,
+) -> Option<(&'a str, &'a str)> {
+    let pool = node_pool_of(node)?;
+    target_for_pool(targets, pool)
+        .and_then(balloon_namespace)
+        .map(|ns| (pool, ns))
+}
+
 /// What a request for a replacement did, for the step's log line.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Requested {
@@ -75,14 +87,9 @@ pub async fn request(
     gpus: u32,
     settings: &PlaceholderSettings,
 ) -> Result<Requested> {
-    let pool = node_pool_of(node);
-    let Some((pool, namespace)) = pool.and_then(|p| {
-        target_for_pool(targets, p)
-            .and_then(balloon_namespace)
-            .map(|ns| (p, ns))
-    }) else {
+    let Some((pool, namespace)) = placeholder_home(targets, node) else {
         return Ok(Requested::NoTarget {
-            node_pool: pool.map(str::to_string),
+            node_pool: node_pool_of(node).map(str::to_string),
         });
     };
     let moving: Vec<&Pod> = pods

@@ -8,7 +8,7 @@ use super::execute::{execute, StepReport};
 use super::placeholder::PlaceholderSettings;
 use super::surge::{self, SurgeReport};
 use super::{find_node, observe, replacement, Observation};
-use crate::core::interruption::DrainStep;
+use crate::core::interruption::{DrainStep, ReplacementSeen};
 use crate::core::TargetSpec;
 use crate::error::{Error, Result};
 use kube::runtime::events::Recorder;
@@ -63,7 +63,13 @@ pub async fn step(
                 .collect();
             return Ok(Stepped::NodeGone { released });
         };
-        let observed = observe(client, node).await?;
+        let mut observed = observe(client, node).await?;
+        // Planning tells a placeholder not made yet from one that cannot be made.
+        if observed.view.replacement == ReplacementSeen::Absent
+            && replacement::placeholder_home(targets, &observed.node).is_none()
+        {
+            observed.view.replacement = ReplacementSeen::NoTarget;
+        }
         let now = clock();
         let mut planned = plan(&observed, now);
         let surged = if surge {
