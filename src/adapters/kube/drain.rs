@@ -27,6 +27,7 @@ pub mod constraints;
 pub mod execute;
 pub mod placeholder;
 pub mod replacement;
+pub mod requests;
 pub mod step;
 pub mod surge;
 
@@ -195,7 +196,7 @@ pub fn pod_view(pod: &Pod) -> PodView {
             .map(|t| t.0.as_millisecond() as f64 / 1000.0),
         finished: pod_finished(pod),
         gpus: pod_gpus(pod),
-        requests_room: placeholder::pod_requests(pod).values().any(|v| *v > 0.0),
+        requests_room: requests::pod_requests(pod).values().any(|v| *v > 0.0),
         grace_s: spec
             .and_then(|s| s.termination_grace_period_seconds)
             .unwrap_or(DEFAULT_GRACE_S) as f64,
