@@ -13,13 +13,16 @@
 
 use std::time::Duration;
 
+use aws_lambda_events::event::sqs::SqsMessage;
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::api::Api;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use prewarm::adapters::events::parse_record;
 use prewarm::adapters::kube::client;
 use prewarm::adapters::kube::drain::placeholder::{placeholder_name, PlaceholderSettings};
 use prewarm::adapters::kube::drain::replacement::{release, request, Requested};
-use prewarm::config::ClusterAccess;
+use prewarm::config::{ClusterAccess, Config};
 use prewarm::core::TargetSpec;
+use prewarm::handlers::interruption::{Continuation, Interruption};
 use serde_json::json;
 
 /// The balloon namespace of the stack fixtures.
@@ -158,5 +161,144 @@ async fn karpenter_launches_a_node_every_moved_pod_may_use() {
         matches!(zone, Some("us-east-1b" | "us-east-1c")),
         "{labels:?}"
     );
+    assert!(released.iter().all(Result::is_ok), "{released:?}");
+}
+
+/// A kwok-managed node of `pool` whose providerID names `instance`, with one CPU/memory-only pod
+/// (4 cores, 8 GiB) on it.
+async fn cpu_node(admin: &kube::Client, name: &str, instance: &str, pool: &str) {
+    let resources = json!({"cpu": "16", "memory": "64Gi", "pods": "110"});
+    let node: Node = serde_json::from_value(json!({
+        "metadata": {"name": name, "annotations": {"kwok.x-k8s.io/node": "fake"},
+                     "labels": {"kubernetes.io/hostname": name, "type": "kwok",
+                                "karpenter.sh/nodepool": pool, "prewarm-test": "placeholder"}},
+        "spec": {"providerID": format!("aws:///us-east-1a/{instance}")}
+    }))
+    .unwrap();
+    let nodes = Api::<Node>::all(admin.clone());
+    nodes.create(&PostParams::default(), &node).await.unwrap();
+    nodes
+        .patch_status(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"capacity": resources, "allocatable": resources}})),
+        )
+        .await
+        .unwrap();
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": format!("{name}-api"), "namespace": "inference"},
+        "spec": {"nodeName": name, "terminationGracePeriodSeconds": 0,
+                 "tolerations": [{"operator": "Exists"}],
+                 "containers": [{"name": "api", "image": "registry.k8s.io/pause:3.10",
+                     "resources": {"requests": {"cpu": "4", "memory": "8Gi"}}}]}
+    }))
+    .unwrap();
+    Api::<Pod>::namespaced(admin.clone(), "inference")
+        .create(&PostParams::default(), &pod)
+        .await
+        .unwrap();
+}
+
+fn spot_record(instance: &str) -> SqsMessage {
+    let body = json!({
+        "version": "0", "id": format!("ev-{instance}"), "source": "aws.ec2",
+        "detail-type": "EC2 Spot Instance Interruption Warning", "account": "123456789012",
+        "time": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        "region": "us-east-1", "resources": [format!("arn:aws:ec2:us-east-1a:instance/{instance}")],
+        "detail": {"instance-id": instance, "instance-action": "terminate"}
+    });
+    serde_json::from_value(json!({
+        "messageId": format!("m-{instance}"), "receiptHandle": "rh", "body": body.to_string(),
+        "attributes": {"ApproximateReceiveCount": "1"}, "messageAttributes": {},
+        "eventSource": "aws:sqs", "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:q",
+        "awsRegion": "us-east-1"
+    }))
+    .unwrap()
+}
+
+/// The pod is still on its node and not terminating.
+async fn still_serving(admin: &kube::Client, pod: &str) -> bool {
+    Api::<Pod>::namespaced(admin.clone(), "inference")
+        .get_opt(pod)
+        .await
+        .unwrap()
+        .is_some_and(|p| p.metadata.deletion_timestamp.is_none())
+}
+
+/// A fresh spot warning for two nodes whose only pod requests CPU and memory: in a pool a target
+/// manages, the drain makes a placeholder of the pod's size and keeps the pod serving while it
+/// waits; in a pool no target manages, no placeholder can be made and the pod is evicted at once.
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn a_cpu_only_drain_waits_for_a_placeholder_only_where_one_can_be_made() {
+    let admin = as_user("KUBECONFIG").await;
+    let suffix = std::process::id();
+    let (managed_pool, other_pool) = (format!("ph-cpu-{suffix}"), format!("ph-none-{suffix}"));
+    let (managed, other) = (format!("ph-cpu-a-{suffix}"), format!("ph-cpu-b-{suffix}"));
+    let (managed_i, other_i) = (format!("i-0c{suffix:014x}a"), format!("i-0c{suffix:014x}b"));
+    cpu_node(&admin, &managed, &managed_i, &managed_pool).await;
+    cpu_node(&admin, &other, &other_i, &other_pool).await;
+    let targets = json!([{"name": "cpu", "nodePool": managed_pool, "maxSpare": 1,
+        "headroom": {"kind": "balloon", "namespace": NS, "name": "none"}}])
+    .to_string();
+    let vars: std::collections::HashMap<&str, String> = [
+        ("KUBECONFIG", env("PREWARM_LAMBDA_KUBECONFIG")),
+        ("PREWARM_TARGETS", targets),
+    ]
+    .into();
+    let config = Config::from_lookup(|k| vars.get(k).cloned()).unwrap();
+    let h = Interruption::from_config(&config).await.unwrap();
+
+    let mut outcomes = Vec::new();
+    for instance in [&managed_i, &other_i] {
+        let parsed = parse_record(&spot_record(instance));
+        outcomes.push(h.handle_record(&parsed, &Continuation::default()).await);
+    }
+    let managed_serving = still_serving(&admin, &format!("{managed}-api")).await;
+    let other_serving = still_serving(&admin, &format!("{other}-api")).await;
+    let placeholder = Api::<Pod>::namespaced(admin.clone(), NS)
+        .get_opt(&placeholder_name(&managed_i))
+        .await
+        .unwrap();
+    let none_for_other = Api::<Pod>::namespaced(admin.clone(), NS)
+        .get_opt(&placeholder_name(&other_i))
+        .await
+        .unwrap()
+        .is_none();
+
+    // Clean up before asserting.
+    let lambda = as_user("PREWARM_LAMBDA_KUBECONFIG").await;
+    let released = release(&lambda, &[], None, &managed_i).await;
+    let gone = DeleteParams {
+        grace_period_seconds: Some(0),
+        ..Default::default()
+    };
+    for n in [&managed, &other] {
+        let _ = Api::<Pod>::namespaced(admin.clone(), "inference")
+            .delete(&format!("{n}-api"), &gone)
+            .await;
+        let _ = Api::<Node>::all(admin.clone()).delete(n, &gone).await;
+    }
+
+    assert!(
+        managed_serving,
+        "the managed pool's pod waits for its placeholder: {outcomes:?}"
+    );
+    let placeholder = placeholder.expect("a placeholder for the managed pool's drain");
+    let requests = placeholder.spec.unwrap().containers[0]
+        .resources
+        .clone()
+        .unwrap()
+        .requests
+        .unwrap();
+    // The pod's size (the apiserver canonicalises the quantities' spelling).
+    let value = |k: &str| prewarm::adapters::kube::hpa::parse_quantity(&requests[k].0);
+    assert_eq!(value("cpu"), Some(4.0));
+    assert_eq!(value("memory"), Some((8u64 << 30) as f64));
+    assert!(
+        !other_serving,
+        "no placeholder can be made: evicted at once: {outcomes:?}"
+    );
+    assert!(none_for_other);
     assert!(released.iter().all(Result::is_ok), "{released:?}");
 }
