@@ -40,6 +40,8 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
+use super::selector_matches;
+
 /// At most this many ORed terms in the joined required node affinity. Beyond it, each pod keeps
 /// only the terms its draining node satisfies (the combinations stay satisfiable: that node meets
 /// them all), and if that is still too many, the first of those.
@@ -194,27 +196,10 @@ fn required_node_terms(node: &Node, pods: &[&Pod]) -> Vec<NodeSelectorTerm> {
     join(&per_pod)
 }
 
-/// Whether a label selector selects `labels` (a null selector selects nothing, an empty one
-/// everything).
+/// Whether a term's label selector selects `labels` (a null selector selects nothing, an empty
+/// one everything).
 fn selects(selector: Option<&LabelSelector>, labels: &BTreeMap<String, String>) -> bool {
-    let Some(s) = selector else { return false };
-    let by_label = s
-        .match_labels
-        .iter()
-        .flatten()
-        .all(|(k, v)| labels.get(k) == Some(v));
-    let by_expr = s.match_expressions.iter().flatten().all(|r| {
-        let value = labels.get(&r.key);
-        let values = r.values.as_deref().unwrap_or_default();
-        match r.operator.as_str() {
-            "In" => value.is_some_and(|v| values.contains(v)),
-            "NotIn" => value.is_none_or(|v| !values.contains(v)),
-            "Exists" => value.is_some(),
-            "DoesNotExist" => value.is_none(),
-            _ => false,
-        }
-    });
-    by_label && by_expr
+    selector.is_some_and(|s| selector_matches(s, labels))
 }
 
 /// The required pod (anti-)affinity terms of `pods` that select none of them, pinned to the
