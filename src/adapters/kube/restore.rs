@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use serde_json::{json, Map, Value};
 
 use super::api_error::from_kube;
-use super::headroom::ApplyOutcome;
+use super::conflict::retry_on_conflict;
 use super::hpa_floor;
 use super::nodepool::{self, NodePoolView};
 use super::nodepool_limits::{self, SAVED_LIMITS};
@@ -161,8 +161,8 @@ async fn restore_node_pool_with(
     plan: fn(&NodePoolView) -> std::result::Result<Option<Value>, String>,
     nothing: &str,
 ) -> Result<Restored> {
-    let object = format!("nodepool {}", target.node_pool);
-    for _ in 0..nodepool::WRITE_ATTEMPTS {
+    let object = &format!("nodepool {}", target.node_pool);
+    retry_on_conflict(nodepool::WRITE_ATTEMPTS, |_| async move {
         let view = nodepool::read_node_pool(client, &target.node_pool).await?;
         let patch = plan(&view).map_err(|message| Error::Kube {
             operation: "restore".into(),
@@ -171,24 +171,14 @@ async fn restore_node_pool_with(
             retryable: false,
         })?;
         let Some(p) = patch else {
-            return Ok(outcome(target, &object, "unchanged", nothing.into()));
+            return Ok(outcome(target, object, "unchanged", nothing.into()));
         };
-        if dry_run
-            || nodepool::send_node_pool_patch(client, &target.node_pool, &p).await?
-                != ApplyOutcome::Conflict
-        {
-            return Ok(outcome(target, &object, "restored", p.to_string()));
+        if !dry_run {
+            nodepool::send_node_pool_patch(client, &target.node_pool, &p).await?;
         }
-    }
-    Err(Error::Kube {
-        operation: "restore".into(),
-        object,
-        message: format!(
-            "changed by someone else at each of {} attempts (409)",
-            nodepool::WRITE_ATTEMPTS
-        ),
-        retryable: true,
+        Ok(outcome(target, object, "restored", p.to_string()))
     })
+    .await
 }
 
 async fn restore_node_pool_limits(

@@ -21,6 +21,7 @@ use serde_json::{json, Value};
 
 use super::collect::Collected;
 use super::{instance_of_provider_id, kube_error, Observation};
+use crate::adapters::kube::conflict::retry_on_conflict;
 use crate::adapters::kube::hpa_floor::{self, floor_view, plan_floor, FloorIntent};
 use crate::core::interruption::surge::{
     hold_evictions, orphaned_drains, plan_deployment_surge, plan_surge, surge_ready, wants_surge,
@@ -158,16 +159,14 @@ pub async fn surge_workload(
 ) -> Result<(String, Option<u32>, u32)> {
     // A write that conflicts (the Deployment controller or the HPA controller wrote status
     // since the read) is re-read and re-planned: every write carries the resourceVersion read.
-    let mut attempt = 1;
-    loop {
-        match surge_once(client, ns, name, intent, now).await {
-            Err(Error::Kube { message, .. }) if message.starts_with("409") && attempt < 3 => {
-                attempt += 1;
-            }
-            other => return other,
-        }
-    }
+    retry_on_conflict(SURGE_ATTEMPTS, |_| {
+        surge_once(client, ns, name, intent, now)
+    })
+    .await
 }
+
+/// Conflicting surge writes are re-read and re-planned this often within one step.
+const SURGE_ATTEMPTS: usize = 3;
 
 async fn surge_once(
     client: &kube::Client,
