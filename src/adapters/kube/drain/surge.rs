@@ -462,20 +462,55 @@ async fn surged_scaled_objects(
         .collect())
 }
 
+/// `prewarm restore`: gives back every drain's surge in `targets`' podNamespaces, exactly (the
+/// user's value back, a user's edit made while surged kept), whether or not the drain still
+/// runs. `dry_run`: only says which would be given back.
+pub async fn release_all(
+    client: &kube::Client,
+    targets: &[TargetSpec],
+    now: f64,
+    dry_run: bool,
+) -> Vec<Result<String>> {
+    if !dry_run {
+        return release_where(client, targets, now, |record| {
+            Some(record.drains.keys().cloned().collect())
+        })
+        .await;
+    }
+    let (workloads, mut out) = surged_in(client, targets).await;
+    for (ns, name, record) in workloads {
+        for drain in record.drains.keys() {
+            out.push(Ok(format!(
+                "{ns}/{name} (drain {drain}): would be given back"
+            )));
+        }
+    }
+    out
+}
+
+/// Every surged workload of `targets`' podNamespaces, and the listings that failed.
+async fn surged_in(
+    client: &kube::Client,
+    targets: &[TargetSpec],
+) -> (Vec<(String, String, SurgeRecord)>, Vec<Result<String>>) {
+    let mut failed = Vec::new();
+    let mut workloads = Vec::new();
+    for ns in surge_namespaces(targets) {
+        match surged_workloads(client, &ns).await {
+            Ok(w) => workloads.extend(w),
+            Err(e) => failed.push(Err(e)),
+        }
+    }
+    (workloads, failed)
+}
+
 async fn release_where(
     client: &kube::Client,
     targets: &[TargetSpec],
     now: f64,
     which: impl Fn(&SurgeRecord) -> Option<Vec<String>>,
 ) -> Vec<Result<String>> {
-    let mut out = Vec::new();
-    let mut workloads = Vec::new();
-    for ns in surge_namespaces(targets) {
-        match surged_workloads(client, &ns).await {
-            Ok(w) => workloads.extend(w),
-            Err(e) => out.push(Err(e)),
-        }
-    }
+    let (workloads, mut out) = surged_in(client, targets).await;
     for (ns, name, record) in workloads {
         for drain in which(&record).unwrap_or_default() {
             let intent = SurgeIntent::Release {
