@@ -98,23 +98,19 @@ mod tests {
 
     #[tokio::test]
     async fn other_errors_end_the_loop_at_once() {
-        let rejected = Error::Kube {
-            operation: "patch".into(),
+        let kube = |operation: &str, message: &str, retryable| Error::Kube {
+            operation: operation.into(),
             object: "nodepool gpu".into(),
-            message: "422 Invalid".into(),
-            retryable: false,
+            message: message.into(),
+            retryable,
         };
+        let rejected = kube("patch", "422 Invalid", false);
         let (got, seen) = run(5, 1, Err(rejected)).await;
         assert_eq!(seen, vec![0, 1]);
         let e = got.unwrap_err();
         assert!(!e.is_conflict() && !e.retryable(), "{e}");
         // A 503 is retryable but not a conflict: re-planning cannot help, the caller retries.
-        let unavailable = Error::Kube {
-            operation: "get".into(),
-            object: "nodepool gpu".into(),
-            message: "503".into(),
-            retryable: true,
-        };
+        let unavailable = kube("get", "503", true);
         let (got, seen) = run(5, 0, Err(unavailable)).await;
         assert_eq!(seen, vec![0]);
         assert_eq!(
