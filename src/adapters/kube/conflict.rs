@@ -5,8 +5,20 @@
 //! to the next tick; a drain cannot wait a minute).
 
 use std::future::Future;
+use std::time::Duration;
 
 use crate::error::Result;
+
+/// The pause before re-observing after the n-th conflict (n >= 1): 25 ms doubling, at most
+/// 400 ms. Controllers write status in bursts (a new Deployment's status changes several times in
+/// its first second, observed as three 409s in a row on the stack); re-reading at once can land
+/// inside the same burst, a short pause lets it settle. Small against a drain's check interval.
+pub fn conflict_backoff(n: usize) -> Duration {
+    let shift = u32::try_from(n.saturating_sub(1))
+        .unwrap_or(u32::MAX)
+        .min(4);
+    Duration::from_millis(25 << shift)
+}
 
 /// Runs `attempt(n)` for n = 0, 1, ... while it fails with a write conflict
 /// (`Error::Conflict`), at most `attempts` times (at least once). Any other outcome, success or
@@ -23,7 +35,10 @@ where
     let mut n = 0;
     loop {
         match attempt(n).await {
-            Err(e) if e.is_conflict() && n + 1 < attempts => n += 1,
+            Err(e) if e.is_conflict() && n + 1 < attempts => {
+                n += 1;
+                tokio::time::sleep(conflict_backoff(n)).await;
+            }
             other => return other,
         }
     }
@@ -32,6 +47,12 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_backoff_doubles_from_25_ms_and_stops_at_400_ms() {
+        let ms: Vec<u128> = (1..=7).map(|n| conflict_backoff(n).as_millis()).collect();
+        assert_eq!(ms, vec![25, 50, 100, 200, 400, 400, 400]);
+    }
     use crate::error::Error;
     use std::cell::RefCell;
 

@@ -179,8 +179,10 @@ pub async fn surge_workload(
     .await
 }
 
-/// Conflicting surge writes are re-read and re-planned this often within one step.
-const SURGE_ATTEMPTS: usize = 3;
+/// Conflicting surge writes are re-read and re-planned this often within one step (with the
+/// conflict backoff, about 0.4 s in all): a Deployment's controllers write its status several
+/// times in a row while it rolls out, and 3 attempts were seen to lose to that on the stack.
+const SURGE_ATTEMPTS: usize = 5;
 
 async fn surge_once(
     client: &kube::Client,
