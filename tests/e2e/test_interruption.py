@@ -151,6 +151,14 @@ class DrainDebug:
         print(f"\nfunction serving after {time.monotonic() - started:.1f} s (warm-up invocation)")
         return self.watch
 
+    def restart(self, lambda_watch, env: dict) -> LambdaWatch:
+        """Starts the function again (after it was killed), keeping the log from the first start
+        in the failure report."""
+        offset = self.log_offset
+        watch = self.start(lambda_watch, env)
+        self.log_offset = offset
+        return watch
+
     def drain_log(self) -> list[str]:
         if not self.watch:
             return []
