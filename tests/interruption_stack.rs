@@ -1544,6 +1544,136 @@ async fn fault_matrix_every_drain_ends_and_nothing_is_left_behind() {
         case_start,
     );
 
+    // ---- 8. Three nodes reclaimed at once with room for one replacement at a time (a pool of
+    // its own whose one spare node has a single free GPU; each drain's placeholder asks for the
+    // GPU of its node's one pod): never two placeholders run at once; each drain evicts only
+    // after its own placeholder ran, hands it over, and that frees the room for the next one;
+    // all three end before their deadlines and nothing stays leased.
+    let (case_start, failed_before) = (std::time::Instant::now(), failures.len());
+    {
+        let pool = unique("h6-three-");
+        let three_targets = json!([{
+            "name": "three", "nodePool": pool, "maxSpare": 4, "gpusPerReplica": 1,
+            "headroom": {"kind": "balloon", "namespace": BALLOON_NS, "name": "h6-no-balloon"},
+            "selector": "model_name=\"three\"",
+        }])
+        .to_string();
+        let q3 = queue(&sqs, "h6-three-").await;
+        // A warning's own 120 s with the default 30 s budget: deadlines 90 s after the notice.
+        let h3 = handler(&[
+            ("INTERRUPTION_QUEUE_URL", q3.as_str()),
+            ("PREWARM_TARGETS", three_targets.as_str()),
+        ])
+        .await;
+        // Every node has one GPU: the reclaimed ones are full (no placeholder lands on a node
+        // whose claim comes a moment later), the spare one is the room for one replacement.
+        let one_gpu_node = |node: String, inst: String| {
+            let admin = admin.clone();
+            let pool = pool.clone();
+            async move {
+                make_node(&admin, &node, &inst).await;
+                label(&admin, &node, json!({"karpenter.sh/nodepool": pool})).await;
+                let one =
+                    json!({"cpu": "32", "memory": "128Gi", "pods": "110", "nvidia.com/gpu": "1"});
+                Api::<Node>::all(admin.clone())
+                    .patch_status(
+                        &node,
+                        &PatchParams::default(),
+                        &Patch::Merge(json!({"status": {"capacity": one, "allocatable": one}})),
+                    )
+                    .await
+                    .unwrap();
+            }
+        };
+        let mut reclaimed = Vec::new();
+        for k in 0..3 {
+            let (node, inst) = (format!("{pool}-{k}"), unique("i-0abcd"));
+            one_gpu_node(node.clone(), inst.clone()).await;
+            let pod = format!("{node}-a");
+            make_pod(&admin, &pod, &node, "h6-three").await;
+            cleanups.push((node.clone(), vec![pod]));
+            reclaimed.push((node, inst));
+        }
+        let spare = format!("{pool}-spare");
+        one_gpu_node(spare.clone(), unique("i-0cccc")).await;
+        cleanups.push((spare.clone(), Vec::new()));
+        for (_, inst) in &reclaimed {
+            send(&sqs, &q3, &spot_body(inst, 0)).await;
+        }
+        let running_placeholders = || async {
+            Api::<Pod>::all(admin.clone())
+                .list(&ListParams::default().labels("prewarm.io/replacement-for"))
+                .await
+                .unwrap()
+                .items
+                .into_iter()
+                .filter(|p| p.metadata.deletion_timestamp.is_none())
+                .filter(|p| {
+                    p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(spare.as_str())
+                })
+                .count()
+        };
+        let mut most_at_once = 0;
+        let until = std::time::Instant::now() + Duration::from_secs(80);
+        let mut all_done = false;
+        while std::time::Instant::now() < until {
+            most_at_once = most_at_once.max(running_placeholders().await);
+            let mut done = true;
+            for (node, inst) in &reclaimed {
+                let a = after(&admin, node).await;
+                done &= drained(&a) && !a.leases.contains(inst);
+            }
+            if done {
+                all_done = true;
+                break;
+            }
+            pump(&h3, &sqs, &q3).await;
+        }
+        // (ready, first eviction, deadline) of each drain, in the order they became ready.
+        let mut milestones: Vec<(String, f64, f64, f64)> = Vec::new();
+        for (node, _) in &reclaimed {
+            let a = after(&admin, node).await.annotations;
+            let at = |k: &str| {
+                a.get(k)
+                    .and_then(|v| chrono::DateTime::parse_from_rfc3339(v).ok())
+                    .map_or(f64::NAN, |t| t.timestamp_millis() as f64 / 1000.0)
+            };
+            milestones.push((
+                node.clone(),
+                at("prewarm.io/drain-replacement-ready-at"),
+                at("prewarm.io/drain-evicting-since"),
+                at("prewarm.io/drain-deadline"),
+            ));
+        }
+        milestones.sort_by(|x, y| x.1.total_cmp(&y.1));
+        let each_before = milestones
+            .iter()
+            .all(|(_, ready, evict, deadline)| ready <= evict && evict < deadline);
+        // The next drain's placeholder could run only once the previous one was handed over.
+        let one_at_a_time = milestones.windows(2).all(|w| w[1].1 >= w[0].2);
+        eprintln!("fault case 8: milestones {milestones:?}; most placeholders running at once {most_at_once}");
+        let left = queue_total(&sqs, &q3).await;
+        if !(all_done && each_before && one_at_a_time && most_at_once <= 1 && left == 0) {
+            let mut reports = Vec::new();
+            for (node, _) in &reclaimed {
+                reports.push(fault_report(&admin, node).await);
+            }
+            failures.push(format!(
+                "three at once: all drained={all_done} messages left {left} each ready<=evict<deadline={each_before} \
+                 one at a time={one_at_a_time} most running at once={most_at_once} \
+                 {milestones:?}\n{}",
+                reports.join("\n")
+            ));
+        }
+        let _ = sqs.delete_queue().queue_url(&q3).send().await;
+    }
+    case_outcome(
+        8,
+        "three at once, room for one",
+        &failures[failed_before..],
+        case_start,
+    );
+
     // Deliveries still queued (a closed notice's continuation, a resume message) are handled and
     // must leave every node as the cases left it: nothing drains again.
     let (case_start, failed_before) = (std::time::Instant::now(), failures.len());
@@ -1570,7 +1700,7 @@ async fn fault_matrix_every_drain_ends_and_nothing_is_left_behind() {
         }
     }
     case_outcome(
-        8,
+        9,
         "nothing drains again",
         &failures[failed_before..],
         case_start,
