@@ -1547,8 +1547,10 @@ async fn fault_matrix_every_drain_ends_and_nothing_is_left_behind() {
     // ---- 8. Three nodes reclaimed at once with room for one replacement at a time (a pool of
     // its own whose one spare node has a single free GPU; each drain's placeholder asks for the
     // GPU of its node's one pod): never two placeholders run at once; each drain evicts only
-    // after its own placeholder ran, hands it over, and that frees the room for the next one;
-    // all three end before their deadlines and nothing stays leased.
+    // after its own placeholder ran, and the next one's runs only after that hand-over (the
+    // evicted pods here have no controller, so no successor takes the freed room; with one, the
+    // others wait for Karpenter or their deadlines); all three end before their deadlines and
+    // nothing stays leased.
     let (case_start, failed_before) = (std::time::Instant::now(), failures.len());
     {
         let pool = unique("h6-three-");
