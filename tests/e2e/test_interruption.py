@@ -31,6 +31,14 @@ TARGETS = json.dumps([{
 }])
 
 
+def surge_targets(app: str) -> str:
+    """TARGETS with the drain surge's scope: the surge acts on workloads of the targets'
+    podNamespaces only (its RBAC is granted there), here the Deployment of `app`."""
+    t = json.loads(TARGETS)
+    t[0].update({"podNamespace": "inference", "podSelector": f"app.kubernetes.io/name={app}"})
+    return json.dumps(t)
+
+
 def iso(ts: float) -> str:
     return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
