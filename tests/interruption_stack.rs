@@ -989,6 +989,86 @@ fn spot_body(instance: &str, age_s: i64) -> String {
     spot_record(instance, &unique("ev-"), age_s).body.unwrap()
 }
 
+/// A node of the pool that no kubelet runs (kwok does not manage it: no `kwok.x-k8s.io/node`
+/// annotation): a dead kubelet. Pods deleted on it with a finalizer stay Terminating.
+async fn dead_node(client: &kube::Client, name: &str, instance: &str) {
+    let node: Node = serde_json::from_value(json!({
+        "metadata": {"name": name,
+                     "labels": {"kubernetes.io/hostname": name, "prewarm-test": "h6",
+                                "karpenter.sh/nodepool": POOL}},
+        "spec": {"providerID": format!("aws:///us-east-1a/{instance}")}
+    }))
+    .unwrap();
+    Api::<Node>::all(client.clone())
+        .create(&PostParams::default(), &node)
+        .await
+        .unwrap();
+}
+
+/// Puts a finalizer nobody removes on pod `name` (or takes it off again: `on` false).
+async fn hold_pod(client: &kube::Client, name: &str, on: bool) {
+    let finalizers = if on {
+        json!(["prewarm.io/test-stuck"])
+    } else {
+        json!(null)
+    };
+    let _ = Api::<Pod>::namespaced(client.clone(), NS)
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": finalizers}})),
+        )
+        .await;
+}
+
+/// A queue whose messages go to `dlq` after `max_receives` receives (the template's redrive).
+async fn redrive_queue(
+    sqs: &aws_sdk_sqs::Client,
+    prefix: &str,
+    dlq: &str,
+    max_receives: u32,
+) -> String {
+    use aws_sdk_sqs::types::QueueAttributeName as A;
+    let arn = sqs
+        .get_queue_attributes()
+        .queue_url(dlq)
+        .attribute_names(A::QueueArn)
+        .send()
+        .await
+        .unwrap()
+        .attributes
+        .unwrap()
+        .remove(&A::QueueArn)
+        .unwrap();
+    let policy = json!({"deadLetterTargetArn": arn, "maxReceiveCount": max_receives.to_string()});
+    sqs.create_queue()
+        .queue_name(unique(prefix))
+        .attributes(A::VisibilityTimeout, "2")
+        .attributes(A::RedrivePolicy, policy.to_string())
+        .send()
+        .await
+        .unwrap()
+        .queue_url
+        .unwrap()
+}
+
+/// Messages on `queue`: visible, in flight and delayed (continuations).
+async fn queue_total(sqs: &aws_sdk_sqs::Client, queue: &str) -> usize {
+    use aws_sdk_sqs::types::QueueAttributeName as A;
+    let attrs = sqs
+        .get_queue_attributes()
+        .queue_url(queue)
+        .attribute_names(A::ApproximateNumberOfMessages)
+        .attribute_names(A::ApproximateNumberOfMessagesNotVisible)
+        .attribute_names(A::ApproximateNumberOfMessagesDelayed)
+        .send()
+        .await
+        .unwrap()
+        .attributes
+        .unwrap_or_default();
+    attrs.values().filter_map(|v| v.parse::<usize>().ok()).sum()
+}
+
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
 async fn fault_matrix_every_drain_ends_and_nothing_is_left_behind() {
@@ -1031,6 +1111,38 @@ async fn fault_matrix_every_drain_ends_and_nothing_is_left_behind() {
                 == Some("drained")
     };
     let untouched = |a: &After| a.annotations.is_empty() && !a.cordoned && !a.tainted;
+
+    // The stuck-terminating case (6) starts here so that the minute after which a Terminating
+    // pod counts as stuck (a fixed rule, STUCK_TERMINATING_S; the apiserver sets
+    // deletionTimestamp, so it cannot be dated back) passes during cases 1-5. A node whose
+    // kubelet is dead, with an ordinary pod and a pod that a finalizer keeps Terminating; its
+    // drain has its own queue, so the other cases' polls do not move it on meanwhile.
+    let q_stuck = queue(&sqs, "h6-stuck-").await;
+    let (stuck_node, stuck_inst) = (unique("h6-stuck-"), unique("i-0abcd"));
+    let (stuck_plain, stuck_held) = (format!("{stuck_node}-a"), format!("{stuck_node}-held"));
+    dead_node(&admin, &stuck_node, &stuck_inst).await;
+    make_pod(&admin, &stuck_plain, &stuck_node, "h6-faults").await;
+    make_pod(&admin, &stuck_held, &stuck_node, "h6-faults").await;
+    hold_pod(&admin, &stuck_held, true).await;
+    cleanups.push((
+        stuck_node.clone(),
+        vec![stuck_plain.clone(), stuck_held.clone()],
+    ));
+    let mut stuck_env = base.clone();
+    stuck_env.retain(|(k, _)| *k != "INTERRUPTION_QUEUE_URL");
+    stuck_env.push(("INTERRUPTION_QUEUE_URL", &q_stuck));
+    let h_stuck = handler(&stuck_env).await;
+    // Issued 100 s ago: past its deadline, the drain evicts at once; the held pod goes
+    // Terminating and stays so, holding the drain open until it counts as stuck.
+    send(&sqs, &q_stuck, &spot_body(&stuck_inst, 100)).await;
+    pump(&h_stuck, &sqs, &q_stuck).await;
+    let stuck_since = std::time::Instant::now();
+    let stuck_first = after(&admin, &stuck_node).await;
+    let held_terminating = Api::<Pod>::namespaced(admin.clone(), NS)
+        .get_opt(&stuck_held)
+        .await
+        .unwrap()
+        .is_some_and(|p| p.metadata.deletion_timestamp.is_some());
 
     // ---- 1. The Lambda killed mid-drain: the claimed drain's continuation is received by an
     // invocation that dies (never answers, never deletes); the queue delivers it again after
@@ -1298,6 +1410,272 @@ async fn fault_matrix_every_drain_ends_and_nothing_is_left_behind() {
         case_start,
     );
 
+    // ---- 6. A pod stuck in Terminating (dead kubelet, a finalizer nobody removes), set up
+    // before case 1: it held the drain open at first; a minute past its deletionTimestamp it no
+    // longer does, and the drain ends with the ordinary pod evicted and the stuck one left.
+    let (case_start, failed_before) = (std::time::Instant::now(), failures.len());
+    {
+        let stuck_after =
+            Duration::from_secs_f64(prewarm::core::interruption::pods::STUCK_TERMINATING_S + 2.0);
+        if let Some(left) = stuck_after.checked_sub(stuck_since.elapsed()) {
+            tokio::time::sleep(left).await;
+        }
+        let held_open = stuck_first.cordoned
+            && stuck_first
+                .annotations
+                .get("prewarm.io/drain-phase")
+                .map(String::as_str)
+                != Some("drained")
+            && held_terminating;
+        let ok = pump_until(
+            &h_stuck,
+            &sqs,
+            &q_stuck,
+            Duration::from_secs(30),
+            || async {
+                let a = after(&admin, &stuck_node).await;
+                drained(&a) && !a.leases.contains(&stuck_inst)
+            },
+        )
+        .await;
+        let still_held = Api::<Pod>::namespaced(admin.clone(), NS)
+            .get_opt(&stuck_held)
+            .await
+            .unwrap()
+            .is_some();
+        if !(ok && held_open && still_held) {
+            failures.push(format!(
+                "stuck terminating: held the drain open at first={held_open} (phase {:?}, \
+                 terminating={held_terminating}); stuck pod still there={still_held}; {}",
+                stuck_first.annotations.get("prewarm.io/drain-phase"),
+                fault_report(&admin, &stuck_node).await
+            ));
+        }
+    }
+    case_outcome(
+        6,
+        "stuck-terminating pod",
+        &failures[failed_before..],
+        case_start,
+    );
+
+    // ---- 7. A PDB that blocks for longer than the queue's whole receive budget
+    // (maxReceiveCount 2, visibility 2 s): the drain keeps going on its own continuations (each
+    // delivery's receive count stays 1), none reaches the DLQ; the node stays cordoned and the
+    // pod running while blocked (a drain legitimately running). Once the budget allows, the
+    // drain evicts and ends, and its lease is given back.
+    let (case_start, failed_before) = (std::time::Instant::now(), failures.len());
+    {
+        let pdb_dlq = queue(&sqs, "h6-pdb-dlq-").await;
+        let q_pdb = redrive_queue(&sqs, "h6-pdb-", &pdb_dlq, 2).await;
+        let (node, inst) = (unique("h6-pdb-"), unique("i-0abcd"));
+        pool_node(&admin, &node, &inst).await;
+        let (pod, app) = (format!("{node}-a"), unique("h6-guarded-"));
+        make_pod(&admin, &pod, &node, &app).await;
+        cleanups.push((node.clone(), vec![pod]));
+        let pdb_name = format!("{node}-pdb");
+        let pdb: PodDisruptionBudget = serde_json::from_value(json!({
+            "metadata": {"name": pdb_name, "namespace": NS},
+            "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": app}}}
+        }))
+        .unwrap();
+        let pdbs = Api::<PodDisruptionBudget>::namespaced(admin.clone(), NS);
+        pdbs.create(&PostParams::default(), &pdb).await.unwrap();
+        let mut pdb_env = base.clone();
+        pdb_env.retain(|(k, _)| *k != "INTERRUPTION_QUEUE_URL");
+        pdb_env.push(("INTERRUPTION_QUEUE_URL", &q_pdb));
+        let h_pdb = handler(&pdb_env).await;
+        send(&sqs, &q_pdb, &spot_body(&inst, 100)).await;
+        // Three times the receive budget in deliveries.
+        let mut delivered = 0;
+        let until = std::time::Instant::now() + Duration::from_secs(40);
+        while delivered < 6 && std::time::Instant::now() < until {
+            delivered += pump(&h_pdb, &sqs, &q_pdb).await;
+        }
+        let blocked = after(&admin, &node).await;
+        let (in_dlq, carried) = (
+            queue_total(&sqs, &pdb_dlq).await,
+            queue_total(&sqs, &q_pdb).await,
+        );
+        let blocked_events = Api::<CoreEvent>::all(admin.clone())
+            .list(&ListParams::default().fields(&format!(
+                "involvedObject.name={node},reason=DrainBlockedByPDB"
+            )))
+            .await
+            .map(|l| l.items.len())
+            .unwrap_or(0);
+        eprintln!(
+            "fault case 7: {delivered} deliveries while blocked; lease held {}",
+            blocked.leases.contains(&inst)
+        );
+        pdbs.delete(&pdb_name, &DeleteParams::default())
+            .await
+            .unwrap();
+        let ok = pump_until(&h_pdb, &sqs, &q_pdb, Duration::from_secs(30), || async {
+            let a = after(&admin, &node).await;
+            drained(&a) && !a.leases.contains(&inst)
+        })
+        .await;
+        let in_dlq_after = queue_total(&sqs, &pdb_dlq).await;
+        if !(ok
+            && delivered >= 6
+            && in_dlq + in_dlq_after == 0
+            && carried == 1
+            && blocked.cordoned
+            && blocked.pods.len() == 1
+            && blocked_events > 0)
+        {
+            failures.push(format!(
+                "PDB past the receive budget: {delivered} deliveries, DLQ {in_dlq}+{in_dlq_after}, \
+                 carried on by {carried} message(s), cordoned={} pods {:?}, \
+                 DrainBlockedByPDB Events {blocked_events}; {}",
+                blocked.cordoned,
+                blocked.pods,
+                fault_report(&admin, &node).await
+            ));
+        }
+        let _ = sqs.delete_queue().queue_url(&q_pdb).send().await;
+        let _ = sqs.delete_queue().queue_url(&pdb_dlq).send().await;
+    }
+    case_outcome(
+        7,
+        "PDB past the receive budget",
+        &failures[failed_before..],
+        case_start,
+    );
+
+    // ---- 8. Three nodes reclaimed at once with room for one replacement at a time (a pool of
+    // its own whose one spare node has a single free GPU; each drain's placeholder asks for the
+    // GPU of its node's one pod): never two placeholders run at once; each drain evicts only
+    // after its own placeholder ran, and the next one's runs only after that hand-over (the
+    // evicted pods here have no controller, so no successor takes the freed room; with one, the
+    // others wait for Karpenter or their deadlines); all three end before their deadlines and
+    // nothing stays leased.
+    let (case_start, failed_before) = (std::time::Instant::now(), failures.len());
+    {
+        let pool = unique("h6-three-");
+        let three_targets = json!([{
+            "name": "three", "nodePool": pool, "maxSpare": 4, "gpusPerReplica": 1,
+            "headroom": {"kind": "balloon", "namespace": BALLOON_NS, "name": "h6-no-balloon"},
+            "selector": "model_name=\"three\"",
+        }])
+        .to_string();
+        let q3 = queue(&sqs, "h6-three-").await;
+        // A warning's own 120 s with the default 30 s budget: deadlines 90 s after the notice.
+        let h3 = handler(&[
+            ("INTERRUPTION_QUEUE_URL", q3.as_str()),
+            ("PREWARM_TARGETS", three_targets.as_str()),
+        ])
+        .await;
+        // Every node has one GPU: the reclaimed ones are full (no placeholder lands on a node
+        // whose claim comes a moment later), the spare one is the room for one replacement.
+        let one_gpu_node = |node: String, inst: String| {
+            let admin = admin.clone();
+            let pool = pool.clone();
+            async move {
+                make_node(&admin, &node, &inst).await;
+                label(&admin, &node, json!({"karpenter.sh/nodepool": pool})).await;
+                let one =
+                    json!({"cpu": "32", "memory": "128Gi", "pods": "110", "nvidia.com/gpu": "1"});
+                Api::<Node>::all(admin.clone())
+                    .patch_status(
+                        &node,
+                        &PatchParams::default(),
+                        &Patch::Merge(json!({"status": {"capacity": one, "allocatable": one}})),
+                    )
+                    .await
+                    .unwrap();
+            }
+        };
+        let mut reclaimed = Vec::new();
+        for k in 0..3 {
+            let (node, inst) = (format!("{pool}-{k}"), unique("i-0abcd"));
+            one_gpu_node(node.clone(), inst.clone()).await;
+            let pod = format!("{node}-a");
+            make_pod(&admin, &pod, &node, "h6-three").await;
+            cleanups.push((node.clone(), vec![pod]));
+            reclaimed.push((node, inst));
+        }
+        let spare = format!("{pool}-spare");
+        one_gpu_node(spare.clone(), unique("i-0cccc")).await;
+        cleanups.push((spare.clone(), Vec::new()));
+        for (_, inst) in &reclaimed {
+            send(&sqs, &q3, &spot_body(inst, 0)).await;
+        }
+        let running_placeholders = || async {
+            Api::<Pod>::all(admin.clone())
+                .list(&ListParams::default().labels("prewarm.io/replacement-for"))
+                .await
+                .unwrap()
+                .items
+                .into_iter()
+                .filter(|p| p.metadata.deletion_timestamp.is_none())
+                .filter(|p| {
+                    p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(spare.as_str())
+                })
+                .count()
+        };
+        let mut most_at_once = 0;
+        let until = std::time::Instant::now() + Duration::from_secs(80);
+        let mut all_done = false;
+        while std::time::Instant::now() < until {
+            most_at_once = most_at_once.max(running_placeholders().await);
+            let mut done = true;
+            for (node, inst) in &reclaimed {
+                let a = after(&admin, node).await;
+                done &= drained(&a) && !a.leases.contains(inst);
+            }
+            if done {
+                all_done = true;
+                break;
+            }
+            pump(&h3, &sqs, &q3).await;
+        }
+        // (ready, first eviction, deadline) of each drain, in the order they became ready.
+        let mut milestones: Vec<(String, f64, f64, f64)> = Vec::new();
+        for (node, _) in &reclaimed {
+            let a = after(&admin, node).await.annotations;
+            let at = |k: &str| {
+                a.get(k)
+                    .and_then(|v| chrono::DateTime::parse_from_rfc3339(v).ok())
+                    .map_or(f64::NAN, |t| t.timestamp_millis() as f64 / 1000.0)
+            };
+            milestones.push((
+                node.clone(),
+                at("prewarm.io/drain-replacement-ready-at"),
+                at("prewarm.io/drain-evicting-since"),
+                at("prewarm.io/drain-deadline"),
+            ));
+        }
+        milestones.sort_by(|x, y| x.1.total_cmp(&y.1));
+        let each_before = milestones
+            .iter()
+            .all(|(_, ready, evict, deadline)| ready <= evict && evict < deadline);
+        // The next drain's placeholder could run only once the previous one was handed over.
+        let one_at_a_time = milestones.windows(2).all(|w| w[1].1 >= w[0].2);
+        eprintln!("fault case 8: milestones {milestones:?}; most placeholders running at once {most_at_once}");
+        let left = queue_total(&sqs, &q3).await;
+        if !(all_done && each_before && one_at_a_time && most_at_once <= 1 && left == 0) {
+            let mut reports = Vec::new();
+            for (node, _) in &reclaimed {
+                reports.push(fault_report(&admin, node).await);
+            }
+            failures.push(format!(
+                "three at once: all drained={all_done} messages left {left} each ready<=evict<deadline={each_before} \
+                 one at a time={one_at_a_time} most running at once={most_at_once} \
+                 {milestones:?}\n{}",
+                reports.join("\n")
+            ));
+        }
+        let _ = sqs.delete_queue().queue_url(&q3).send().await;
+    }
+    case_outcome(
+        8,
+        "three at once, room for one",
+        &failures[failed_before..],
+        case_start,
+    );
+
     // Deliveries still queued (a closed notice's continuation, a resume message) are handled and
     // must leave every node as the cases left it: nothing drains again.
     let (case_start, failed_before) = (std::time::Instant::now(), failures.len());
@@ -1324,18 +1702,20 @@ async fn fault_matrix_every_drain_ends_and_nothing_is_left_behind() {
         }
     }
     case_outcome(
-        6,
+        9,
         "nothing drains again",
         &failures[failed_before..],
         case_start,
     );
-    let leftover = receive(&sqs, &q).await.len();
+    let leftover = receive(&sqs, &q).await.len() + receive(&sqs, &q_stuck).await.len();
+    hold_pod(&admin, &stuck_held, false).await;
     for (node, pods) in &cleanups {
         let pods: Vec<&str> = pods.iter().map(String::as_str).collect();
         cleanup(&admin, node, &pods, None).await;
     }
     let _ = sqs.delete_queue().queue_url(&q).send().await;
     let _ = sqs.delete_queue().queue_url(&dlq).send().await;
+    let _ = sqs.delete_queue().queue_url(&q_stuck).send().await;
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
     assert_eq!(
         leftover, 0,

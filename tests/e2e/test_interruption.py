@@ -31,6 +31,14 @@ TARGETS = json.dumps([{
 }])
 
 
+def surge_targets(app: str) -> str:
+    """TARGETS with the drain surge's scope: the surge acts on workloads of the targets'
+    podNamespaces only (its RBAC is granted there), here the Deployment of `app`."""
+    t = json.loads(TARGETS)
+    t[0].update({"podNamespace": "inference", "podSelector": f"app.kubernetes.io/name={app}"})
+    return json.dumps(t)
+
+
 def iso(ts: float) -> str:
     return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -150,6 +158,14 @@ class DrainDebug:
         assert self.watch.invoke({"Records": []}, timeout=900) == {"batchItemFailures": []}
         print(f"\nfunction serving after {time.monotonic() - started:.1f} s (warm-up invocation)")
         return self.watch
+
+    def restart(self, lambda_watch, env: dict) -> LambdaWatch:
+        """Starts the function again (after it was killed), keeping the log from the first start
+        in the failure report."""
+        offset = self.log_offset
+        watch = self.start(lambda_watch, env)
+        self.log_offset = offset
+        return watch
 
     def drain_log(self) -> list[str]:
         if not self.watch:

@@ -32,18 +32,12 @@ import uuid
 import pytest
 from test_interruption import (BALLOON, RECHECK_S, VISIBILITY_S, balloon_deployment, drain_debug,  # noqa: F401
                                handler_env, inference,
-                               instance_of, parse_iso, queue_total, spot_warning)
+                               instance_of, parse_iso, queue_total, spot_warning, surge_targets)
 
 MODEL_LOAD_S = float(os.environ.get("MODEL_LOAD_S", "20"))
 REPLICAS = 2
 APP = "llm-gap"
-GAP_TARGETS = json.dumps([{
-    "name": "gpu", "nodePool": "gpu", "maxSpare": 8, "gpusPerReplica": 1,
-    "headroom": {"kind": "balloon", "namespace": "prewarm", "name": BALLOON},
-    "selector": "model_name=\"llama\"",
-    # The surge acts on workloads of the targets' podNamespaces only (its RBAC is granted there).
-    "podNamespace": "inference", "podSelector": f"app.kubernetes.io/name={APP}",
-}])
+GAP_TARGETS = surge_targets(APP)
 
 
 def inference_with_load(replicas: int) -> dict:

@@ -58,12 +58,28 @@ pub async fn step(
     let clock = &clock;
     retry_on_conflict(PLAN_ATTEMPTS, |_| async move {
         let Some(node) = find_node(client, instance).await? else {
-            let released = replacement::release(client, targets, None, instance)
-                .await
-                .into_iter()
-                .flatten()
-                .filter(|t| !t.ends_with("(nothing held)"))
-                .collect();
+            // The drain is over with its node (Karpenter's own interruption handling, or the
+            // instance went): its surges end with it, as its placeholder does. A failed release
+            // is left to the tick's collection (orphaned surges, placeholders of gone nodes).
+            let mut results: Vec<Result<String>> = Vec::new();
+            if surge {
+                results.extend(
+                    surge::release(client, targets, instance, clock())
+                        .await
+                        .into_iter()
+                        .map(|r| r.map(|t| format!("surge {t}"))),
+                );
+            }
+            results.extend(replacement::release(client, targets, None, instance).await);
+            let mut released = Vec::new();
+            for r in results {
+                match r {
+                    Ok(t) if t.ends_with("(nothing held)") => {}
+                    Ok(t) => released.push(t),
+                    Err(e) => tracing::warn!(instance, error = %e,
+                        "node gone: release failed; the tick's collection gives it back"),
+                }
+            }
             return Ok(Stepped::NodeGone { released });
         };
         let mut observed = observe(client, node).await?;
