@@ -4,14 +4,14 @@
 //! StateNode's capacity, `Node.status.capacity`, plus 1 for `nodes`), and refuses to launch a
 //! node that would take the usage past a limit. A draining node is still there, so at the cap
 //! its replacement would never launch and the drain would evict at its deadline with no warm
-//! capacity. While a drain's lease lasts, the limits to write are therefore the cap plus the
+//! capacity. While a drain's lease lasts (`room_needed`), the limits to write are therefore the cap plus the
 //! capacity of every draining node of the pool, per resource the cap names; when the lease ends
 //! the room goes with it. The tick and the interruption function both compute this from what
 //! the cluster shows, so they agree and never undo each other.
 
 use std::collections::BTreeMap;
 
-use super::interruption::{placeholder_verdict, DrainState, NodeSeen, PlaceholderVerdict};
+use super::interruption::{lease_expiry, DrainState};
 use super::quantity::Quantity;
 
 /// Karpenter's count of nodes in `spec.limits`.
@@ -37,18 +37,18 @@ pub struct Room {
     pub draining: Vec<String>,
 }
 
-/// Whether `drain` still holds its lease at `now`: exactly while its replacement placeholder is
-/// kept (not over, not expired), so the room and the placeholder end together.
-pub fn lease_live(drain: &DrainState, now: f64) -> bool {
-    let seen = NodeSeen::Present {
-        state: Some(drain),
-        ready: true,
-    };
-    placeholder_verdict(seen, None, now) == PlaceholderVerdict::Keep
+/// Whether a node carrying `drain` needs room at `now`: from the claim until the drain's lease
+/// expires (`lease_expiry`: the instance's end plus the survivor grace), in every phase. A
+/// drained node counts too: Karpenter still counts it until it is gone, and the pods it evicted
+/// (for which the placeholder stood in) may still wait for a node; room only ever covers nodes
+/// that are still there, so it ends when the node goes, when an un-drain removes the drain, or
+/// at the lease's expiry, whichever comes first.
+pub fn room_needed(drain: &DrainState, now: f64) -> bool {
+    now < lease_expiry(drain)
 }
 
 /// The limits for `pool`: `cap` plus, per resource `cap` names, the capacity of every node of
-/// the pool under a live drain lease (`nodes`: one per such node). With no such node the cap is
+/// the pool under a drain lease (`nodes`: one per such node). With no such node the cap is
 /// returned as written. Errors name a quantity that cannot be read.
 pub fn limits_with_room(
     cap: &BTreeMap<String, String>,
@@ -59,7 +59,7 @@ pub fn limits_with_room(
     let draining: Vec<&PoolNode> = nodes
         .iter()
         .filter(|n| n.node_pool.as_deref() == Some(pool))
-        .filter(|n| n.drain.as_ref().is_some_and(|d| lease_live(d, now)))
+        .filter(|n| n.drain.as_ref().is_some_and(|d| room_needed(d, now)))
         .collect();
     if draining.is_empty() {
         return Ok(Room {
@@ -196,12 +196,12 @@ mod tests {
                 vec!["a", "b"],
             ),
             (
-                "a drained node gave its lease back",
+                "a drained node still counts (Karpenter counts it until it is gone; its evicted pods may wait for a node)",
                 gpu64.clone(),
                 vec![node("a", "gpu", Some(Phase::Drained))],
-                T0 + 10.0,
-                gpu64.clone(),
-                vec![],
+                T0 + 100.0,
+                limits(&[("nvidia.com/gpu", "72")]),
+                vec!["a"],
             ),
             (
                 "a lease past its expiry (T0+720) counts no more",
