@@ -88,8 +88,10 @@ impl Quantity {
         self.0.checked_add(other.0).map(Quantity)
     }
 
-    /// The quantity as text: in `like`'s suffix when it is exact in it (a cap of `512Gi` raised
-    /// by a node's `768Gi` reads `1280Gi`), else whole units, else milli-units, else nano-units.
+    /// The quantity as text, readable next to `like` (the cap it was added to): in `like`'s
+    /// suffix when exact in it (`512Gi` + `768Gi` reads `1280Gi`), else for a binary cap the
+    /// largest binary suffix that is exact (`1Ti` + `128Gi` reads `1152Gi`), else whole units,
+    /// else milli-units, else nano-units.
     pub fn format_like(self, like: &str) -> String {
         let like = like.trim();
         let suffix = like.trim_start_matches(|c: char| c.is_ascii_digit() || "+-.".contains(c));
@@ -97,6 +99,9 @@ impl Quantity {
         let mut candidates: Vec<&str> = Vec::new();
         if !exponent_form {
             candidates.push(suffix);
+        }
+        if suffix.ends_with('i') {
+            candidates.extend(["Ei", "Pi", "Ti", "Gi", "Mi", "Ki"]);
         }
         candidates.extend(["", "m", "n"]);
         for s in candidates {
@@ -148,8 +153,10 @@ mod tests {
     /// (nano-units, written like, text) - by hand.
     #[test]
     fn formats_in_the_suffix_of_the_cap_when_exact() {
-        let cases: [(i128, &str, &str); 7] = [
+        let cases: [(i128, &str, &str); 8] = [
             (72 * G, "64", "72"),
+            // 1Ti + 128Gi: not whole Ti, whole Gi.
+            (1152 * (1 << 30) * G, "1Ti", "1152Gi"),
             (1280 * (1 << 30) * G, "512Gi", "1280Gi"),
             // 512Gi + 1000 bytes is not whole Gi: plain bytes.
             ((512 * (1 << 30) + 1000) * G, "512Gi", "549755814888"),
