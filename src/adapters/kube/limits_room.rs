@@ -31,7 +31,7 @@ pub fn pool_node(node: &Node) -> PoolNode {
             .as_ref()
             .and_then(|s| s.capacity.as_ref())
             .map(|c| c.iter().map(|(k, q)| (k.clone(), q.0.clone())).collect())
-            .unwrap_or_else(BTreeMap::new),
+            .unwrap_or_default(),
     }
 }
 

@@ -288,6 +288,22 @@ mod tests {
         Option<Value>,
     );
 
+    /// (situation, spec.limits, annotation, the user's limits).
+    type UserCase = (
+        &'static str,
+        Option<Value>,
+        Option<&'static str>,
+        BTreeMap<String, String>,
+    );
+    /// (situation, intent, spec.limits, annotation, resolved intent).
+    type RoomCase = (
+        &'static str,
+        LimitsIntent,
+        Option<Value>,
+        Option<&'static str>,
+        LimitsIntent,
+    );
+
     fn parsed(annotation: &str) -> Value {
         serde_json::from_str(annotation).unwrap()
     }
@@ -425,7 +441,7 @@ mod tests {
     /// (situation, current spec.limits, annotation, the user's limits) - by hand.
     #[test]
     fn the_users_limits_are_spec_limits_with_prewarms_writes_taken_back() {
-        let cases: [(&str, Option<Value>, Option<&str>, BTreeMap<String, String>); 5] = [
+        let cases: [UserCase; 5] = [
             (
                 "never written by prewarm: spec.limits as text (a number too)",
                 Some(json!({"cpu": 1000, "nvidia.com/gpu": "32"})),
@@ -503,13 +519,7 @@ mod tests {
         };
         let raised =
             r#"{"hadLimits":true,"limits":{"nvidia.com/gpu":{"before":16,"written":"24"}}}"#;
-        let cases: [(
-            &str,
-            LimitsIntent,
-            Option<Value>,
-            Option<&str>,
-            LimitsIntent,
-        ); 5] = [
+        let cases: [RoomCase; 5] = [
             (
                 "target cap 64, a node draining: 72",
                 room(Some(&[("nvidia.com/gpu", "64")]), true),
