@@ -15,6 +15,7 @@ use prewarm::adapters::kube::headroom::{
 use prewarm::adapters::kube::nodepool::{
     apply_node_pool, freeze_budget, read_node_pool, send_node_pool_patch, SAVED_BUDGETS,
 };
+use prewarm::adapters::kube::nodepool_limits::LimitsIntent;
 use prewarm::adapters::kube::{client, resources};
 use prewarm::config::ClusterAccess;
 use prewarm::core::plan::ForecastSummary;
@@ -416,7 +417,7 @@ async fn budgets_freeze_and_restore_round_trip_exactly_and_never_touch_the_templ
 
     let view = read_node_pool(&lambda, &name).await.unwrap();
     assert!(!view.consolidation_frozen());
-    let frozen = apply_node_pool(&lambda, &view, None, Some(true), false)
+    let frozen = apply_node_pool(&lambda, &view, &LimitsIntent::Leave, Some(true), false)
         .await
         .unwrap();
     assert!(matches!(frozen, ApplyOutcome::Written { .. }), "{frozen:?}");
@@ -437,13 +438,13 @@ async fn budgets_freeze_and_restore_round_trip_exactly_and_never_touch_the_templ
     let view = read_node_pool(&lambda, &name).await.unwrap();
     assert!(view.consolidation_frozen());
     assert_eq!(
-        apply_node_pool(&lambda, &view, None, Some(true), false)
+        apply_node_pool(&lambda, &view, &LimitsIntent::Leave, Some(true), false)
             .await
             .unwrap(),
         ApplyOutcome::Unchanged
     );
 
-    let restored = apply_node_pool(&lambda, &view, None, Some(false), false)
+    let restored = apply_node_pool(&lambda, &view, &LimitsIntent::Leave, Some(false), false)
         .await
         .unwrap();
     assert!(
@@ -471,9 +472,15 @@ async fn limits_patch_changes_only_the_named_limit() {
     let view = read_node_pool(&lambda, &name).await.unwrap();
     let wanted: BTreeMap<String, String> =
         [("nvidia.com/gpu".to_string(), "16".to_string())].into();
-    let outcome = apply_node_pool(&lambda, &view, Some(&wanted), None, false)
-        .await
-        .unwrap();
+    let outcome = apply_node_pool(
+        &lambda,
+        &view,
+        &LimitsIntent::Write(wanted.clone()),
+        None,
+        false,
+    )
+    .await
+    .unwrap();
     assert!(
         matches!(outcome, ApplyOutcome::Written { .. }),
         "{outcome:?}"
@@ -494,9 +501,15 @@ async fn limits_patch_changes_only_the_named_limit() {
 
     let again = read_node_pool(&lambda, &name).await.unwrap();
     assert_eq!(
-        apply_node_pool(&lambda, &again, Some(&wanted), None, false)
-            .await
-            .unwrap(),
+        apply_node_pool(
+            &lambda,
+            &again,
+            &LimitsIntent::Write(wanted.clone()),
+            None,
+            false
+        )
+        .await
+        .unwrap(),
         ApplyOutcome::Unchanged
     );
 
@@ -566,14 +579,26 @@ async fn restore_puts_back_the_users_limits_exactly_and_keeps_their_edits() {
         }));
 
         let view = read_node_pool(&lambda, &name).await.unwrap();
-        apply_node_pool(&lambda, &view, Some(&wanted), None, false)
-            .await
-            .unwrap();
+        apply_node_pool(
+            &lambda,
+            &view,
+            &LimitsIntent::Write(wanted.clone()),
+            None,
+            false,
+        )
+        .await
+        .unwrap();
         let view = read_node_pool(&lambda, &name).await.unwrap();
         assert!(view.annotations.contains_key(SAVED_LIMITS), "{situation}");
-        apply_node_pool(&lambda, &view, Some(&fewer), Some(true), false)
-            .await
-            .unwrap();
+        apply_node_pool(
+            &lambda,
+            &view,
+            &LimitsIntent::Write(fewer.clone()),
+            Some(true),
+            false,
+        )
+        .await
+        .unwrap();
         let during = pools.get(&name).await.unwrap();
         assert_eq!(
             during.data["spec"]["limits"]["nvidia.com/gpu"], "8",

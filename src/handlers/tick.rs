@@ -15,7 +15,8 @@ use serde_json::Value;
 
 use crate::adapters::kube::headroom::{self, ApplyOutcome, HeadroomRead};
 use crate::adapters::kube::nodepool::{self, NodePoolView};
-use crate::adapters::kube::{annotations, hpa, hpa_floor, pods, targets, ClientCache};
+use crate::adapters::kube::nodepool_limits::LimitsIntent;
+use crate::adapters::kube::{annotations, hpa, hpa_floor, limits_room, pods, targets, ClientCache};
 use crate::adapters::metrics::{self, MetricSource, Window};
 use crate::config::Config;
 use crate::core::band;
@@ -404,7 +405,8 @@ pub async fn tick_target(
         pool
     };
     let freeze = freeze_intent(target, &plan, &pool);
-    match nodepool::apply_node_pool(client, &pool, target.limits.as_ref(), freeze, dry_run).await {
+    let limits = limits_intent(client, target, now).await;
+    match nodepool::apply_node_pool(client, &pool, &limits, freeze, dry_run).await {
         Ok(o) => report.node_pool = Some(o.as_str().into()),
         Err(e) => return report.failed(&e),
     }
@@ -426,6 +428,25 @@ pub async fn tick_target(
         }
     }
     report
+}
+
+/// The NodePool's limits this tick: the target's cap (or the user's own limits) with room for
+/// the replacements of the pool's draining nodes (`adapters::kube::limits_room`). When the nodes
+/// cannot be read the limits are left as they are: a room in use is never taken away on missing
+/// data, and a cap change waits for the next tick.
+async fn limits_intent(client: &kube::Client, target: &TargetSpec, now: f64) -> LimitsIntent {
+    match limits_room::pool_nodes(client, &target.node_pool).await {
+        Ok(nodes) => LimitsIntent::Room {
+            cap: target.limits.clone(),
+            nodes,
+            now,
+        },
+        Err(e) => {
+            tracing::warn!(target = %target.name, error = %e,
+                "nodes of the NodePool not read: its limits are left as they are this tick");
+            LimitsIntent::Leave
+        }
+    }
 }
 
 /// The HPA floor this tick: the replicas forecast for the horizon, or hold as is when failing

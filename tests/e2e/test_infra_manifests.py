@@ -181,8 +181,9 @@ DENIED = {
         ("delete", "scaledobjects.keda.sh", None, "inference"),
     ],
     "interruption": [
-        # The default target's headroom is a balloon: no NodePool write at all.
-        ("patch", "nodepools.karpenter.sh/gpu", None, None),
+        # NodePools: only the targets' (room in spec.limits for a drain's replacement).
+        ("patch", "nodepools.karpenter.sh/default", None, None),
+        ("update", "nodepools.karpenter.sh/gpu", None, None),
         ("patch", "deployments.apps", None, "kube-system"),
         ("patch", "deployments.apps/someone-else", None, "prewarm"),
         ("delete", "nodes", None, None), ("update", "nodes", None, None),
@@ -257,7 +258,7 @@ def test_function_may_not(stack_env, fn, check):
 
 
 def test_each_function_lacks_the_others_writes(stack_env):
-    """The interruption function cannot patch NodePools (default values: balloon headroom); the
+    """The interruption function patches only the targets' NodePools (room in spec.limits); the
     tick cannot evict or patch nodes (it hands orphaned drains over as resume-drain messages)."""
     tick, intr = function_user(stack_env, "tick"), function_user(stack_env, "interruption")
     assert can_i(intr, "create", "pods", "eviction", "inference")
@@ -266,4 +267,4 @@ def test_each_function_lacks_the_others_writes(stack_env):
     for fn in (intr, tick):
         assert can_i(fn, "create", "pods", None, "prewarm") and can_i(fn, "delete", "pods", None, "prewarm")
     assert can_i(tick, "patch", "nodepools.karpenter.sh/gpu", None, None)
-    assert not can_i(intr, "patch", "nodepools.karpenter.sh/gpu", None, None)
+    assert can_i(intr, "patch", "nodepools.karpenter.sh/gpu", None, None)

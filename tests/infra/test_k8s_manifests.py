@@ -203,6 +203,8 @@ EXPECTED_RULES = {
         ("events.k8s.io", "events"): {"create", "patch"},
         ("policy", "poddisruptionbudgets"): {"get", "list"},
         ("karpenter.sh", "nodeclaims"): {"get", "list", "watch"},
+        # The targets' NodePools by name: room in spec.limits for a drain's replacement.
+        ("karpenter.sh", "nodepools"): {"get", "patch"},
         # Balloon headroom by name; the drain surge in the podNamespaces.
         ("apps", "deployments"): {"get", "list", "patch"},
         ("apps", "replicasets"): {"get"},

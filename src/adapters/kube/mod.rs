@@ -13,6 +13,7 @@ pub mod eks_token;
 pub mod headroom;
 pub mod hpa;
 pub mod hpa_floor;
+pub mod limits_room;
 pub mod nodepool;
 pub mod nodepool_limits;
 pub mod pods;

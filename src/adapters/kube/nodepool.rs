@@ -17,7 +17,7 @@ use serde_json::{json, Map, Value};
 use super::api_error::from_kube;
 use super::conflict::retry_on_conflict;
 use super::headroom::ApplyOutcome;
-use super::nodepool_limits::{limits_write, SAVED_LIMITS};
+use super::nodepool_limits::{limits_restore, limits_write, LimitsIntent, SAVED_LIMITS};
 use super::resources::node_pool_api;
 use crate::error::{Error, Result};
 
@@ -120,14 +120,26 @@ pub fn restore_changes(view: &NodePoolView) -> std::result::Result<Option<Value>
 /// `freeze`: Some(true) freeze, Some(false) restore, None leave as it is.
 pub fn node_pool_patch(
     view: &NodePoolView,
-    limits: Option<&BTreeMap<String, String>>,
+    limits: &LimitsIntent,
     freeze: Option<bool>,
 ) -> std::result::Result<Option<Value>, String> {
     let mut spec = Map::new();
     let mut annotations = Map::new();
-    if let Some((changed, saved)) = limits.map(|l| limits_write(view, l)).transpose()?.flatten() {
-        spec.insert("limits".into(), changed);
-        annotations.insert(SAVED_LIMITS.into(), Value::String(saved));
+    match limits.resolve(view)? {
+        LimitsIntent::Leave | LimitsIntent::Room { .. } => {}
+        LimitsIntent::Write(wanted) => {
+            if let Some((changed, saved)) = limits_write(view, &wanted)? {
+                spec.insert("limits".into(), changed);
+                annotations.insert(SAVED_LIMITS.into(), Value::String(saved));
+            }
+        }
+        LimitsIntent::Restore if view.annotations.contains_key(SAVED_LIMITS) => {
+            if let Some(restored) = limits_restore(view)? {
+                spec.insert("limits".into(), restored);
+            }
+            annotations.insert(SAVED_LIMITS.into(), Value::Null);
+        }
+        LimitsIntent::Restore => {}
     }
     match freeze {
         Some(true) => {
@@ -144,14 +156,18 @@ pub fn node_pool_patch(
         }
         None => {}
     }
-    if spec.is_empty() {
+    if spec.is_empty() && annotations.is_empty() {
         return Ok(None);
     }
     let mut metadata = json!({"resourceVersion": view.resource_version});
     if !annotations.is_empty() {
         metadata["annotations"] = Value::Object(annotations);
     }
-    Ok(Some(json!({"metadata": metadata, "spec": spec})))
+    let mut patch = json!({ "metadata": metadata });
+    if !spec.is_empty() {
+        patch["spec"] = Value::Object(spec);
+    }
+    Ok(Some(patch))
 }
 
 /// Reads a NodePool; a missing one is `Error::NotFound` naming it.
@@ -176,7 +192,7 @@ pub async fn read_node_pool(client: &kube::Client, name: &str) -> Result<NodePoo
 pub async fn apply_node_pool(
     client: &kube::Client,
     view: &NodePoolView,
-    limits: Option<&BTreeMap<String, String>>,
+    limits: &LimitsIntent,
     freeze: Option<bool>,
     dry_run: bool,
 ) -> Result<ApplyOutcome> {
@@ -292,7 +308,9 @@ mod tests {
     #[test]
     fn freezing_appends_the_freeze_budget_and_saves_the_users_list() {
         let v = view(user_budgets(), &[]);
-        let patch = node_pool_patch(&v, None, Some(true)).unwrap().unwrap();
+        let patch = node_pool_patch(&v, &LimitsIntent::Leave, Some(true))
+            .unwrap()
+            .unwrap();
         let saved: Value = serde_json::from_str(
             patch["metadata"]["annotations"][SAVED_BUDGETS]
                 .as_str()
@@ -319,21 +337,27 @@ mod tests {
         let original = view(user_budgets(), &[]);
         let frozen = applied(
             &original,
-            &node_pool_patch(&original, None, Some(true))
+            &node_pool_patch(&original, &LimitsIntent::Leave, Some(true))
                 .unwrap()
                 .unwrap(),
         );
         assert!(frozen.consolidation_frozen());
-        assert_eq!(node_pool_patch(&frozen, None, Some(true)).unwrap(), None);
+        assert_eq!(
+            node_pool_patch(&frozen, &LimitsIntent::Leave, Some(true)).unwrap(),
+            None
+        );
         let restored = applied(
             &frozen,
-            &node_pool_patch(&frozen, None, Some(false))
+            &node_pool_patch(&frozen, &LimitsIntent::Leave, Some(false))
                 .unwrap()
                 .unwrap(),
         );
         assert_eq!(restored.spec, original.spec);
         assert_eq!(restored.annotations, original.annotations);
-        assert_eq!(node_pool_patch(&restored, None, Some(false)).unwrap(), None);
+        assert_eq!(
+            node_pool_patch(&restored, &LimitsIntent::Leave, Some(false)).unwrap(),
+            None
+        );
     }
 
     #[test]
@@ -341,7 +365,9 @@ mod tests {
         let saved = serde_json::to_string(&json!([{"nodes": "1"}])).unwrap();
         let edited = json!([{"nodes": "2"}, {"nodes": "0", "reasons": ["Underutilized", "Empty"]}]);
         let v = view(edited, &[(SAVED_BUDGETS, &saved)]);
-        let patch = node_pool_patch(&v, None, Some(false)).unwrap().unwrap();
+        let patch = node_pool_patch(&v, &LimitsIntent::Leave, Some(false))
+            .unwrap()
+            .unwrap();
         assert_eq!(
             patch["spec"]["disruption"]["budgets"],
             json!([{"nodes": "2"}])
@@ -352,7 +378,7 @@ mod tests {
     #[test]
     fn a_broken_saved_annotation_is_reported_not_guessed() {
         let v = view(user_budgets(), &[(SAVED_BUDGETS, "{oops")]);
-        let err = node_pool_patch(&v, None, Some(false)).unwrap_err();
+        let err = node_pool_patch(&v, &LimitsIntent::Leave, Some(false)).unwrap_err();
         assert!(err.contains(SAVED_BUDGETS), "{err}");
     }
 
@@ -363,7 +389,7 @@ mod tests {
             .as_object_mut()
             .unwrap()
             .remove("consolidateAfter");
-        let err = node_pool_patch(&v, None, Some(true)).unwrap_err();
+        let err = node_pool_patch(&v, &LimitsIntent::Leave, Some(true)).unwrap_err();
         assert!(err.contains("consolidateAfter"), "{err}");
     }
 
@@ -373,17 +399,25 @@ mod tests {
         let wanted: BTreeMap<String, String> =
             [("nvidia.com/gpu".to_string(), "16".to_string())].into();
         assert_eq!(
-            node_pool_patch(&v, Some(&wanted), None).unwrap().unwrap(),
+            node_pool_patch(&v, &LimitsIntent::Write(wanted.clone()), None)
+                .unwrap()
+                .unwrap(),
             json!({"metadata": {"resourceVersion": "100", "annotations": {
                 "prewarm.io/saved-limits":
                     r#"{"hadLimits":true,"limits":{"nvidia.com/gpu":{"before":"32","written":"16"}}}"#}},
                 "spec": {"limits": {"nvidia.com/gpu": "16"}}})
         );
         let same: BTreeMap<String, String> = [("cpu".to_string(), "1000".to_string())].into();
-        assert_eq!(node_pool_patch(&v, Some(&same), None).unwrap(), None);
+        assert_eq!(
+            node_pool_patch(&v, &LimitsIntent::Write(same.clone()), None).unwrap(),
+            None
+        );
         let mut numeric = v.clone();
         numeric.spec["limits"]["cpu"] = json!(1000);
-        assert_eq!(node_pool_patch(&numeric, Some(&same), None).unwrap(), None);
+        assert_eq!(
+            node_pool_patch(&numeric, &LimitsIntent::Write(same.clone()), None).unwrap(),
+            None
+        );
     }
 
     /// Tick writes limits (and freezes), then `prewarm restore`'s two NodePool steps: the spec
@@ -413,12 +447,12 @@ mod tests {
                 }
             }
             // Two ticks: the second writes a different gpu limit and freezes.
-            let first = node_pool_patch(&original, Some(&wanted), None)
+            let first = node_pool_patch(&original, &LimitsIntent::Write(wanted.clone()), None)
                 .unwrap()
                 .unwrap();
             let once = applied(&original, &first);
             assert!(once.annotations.contains_key(SAVED_LIMITS), "{limits:?}");
-            let second = node_pool_patch(&once, Some(&fewer), Some(true))
+            let second = node_pool_patch(&once, &LimitsIntent::Write(fewer.clone()), Some(true))
                 .unwrap()
                 .unwrap();
             let twice = applied(&once, &second);
@@ -476,6 +510,33 @@ mod tests {
         }
     }
 
+    /// A raise over the user's own limits given back: their value verbatim (a number stays a
+    /// number) and the saved-limits annotation removed, in the tick's one patch.
+    #[test]
+    fn restore_intent_puts_the_users_limits_back_and_drops_the_annotation() {
+        let mut v = view(
+            user_budgets(),
+            &[(
+                SAVED_LIMITS,
+                r#"{"hadLimits":true,"limits":{"nvidia.com/gpu":{"before":32,"written":"40"}}}"#,
+            )],
+        );
+        v.spec["limits"] = json!({"cpu": "1000", "nvidia.com/gpu": "40"});
+        assert_eq!(
+            node_pool_patch(&v, &LimitsIntent::Restore, None).unwrap(),
+            Some(json!({
+                "metadata": {"resourceVersion": "100", "annotations": {SAVED_LIMITS: null}},
+                "spec": {"limits": {"nvidia.com/gpu": 32}}
+            }))
+        );
+        // Nothing held: nothing written.
+        let untouched = view(user_budgets(), &[]);
+        assert_eq!(
+            node_pool_patch(&untouched, &LimitsIntent::Restore, None).unwrap(),
+            None
+        );
+    }
+
     /// Every patch prewarm can build, over NodePools in every state, has no `template` key
     /// anywhere and touches only limits, disruption and metadata.
     #[test]
@@ -491,10 +552,22 @@ mod tests {
                 &[(SAVED_BUDGETS, "[{\"nodes\":\"10%\"}]")],
             ),
             view(json!([{"nodes": "3"}]), &[(SAVED_BUDGETS, &saved)]),
+            view(
+                json!([{"nodes": "3"}]),
+                &[(
+                    SAVED_LIMITS,
+                    r#"{"hadLimits":true,"limits":{"nvidia.com/gpu":{"before":"16","written":"32"}}}"#,
+                )],
+            ),
         ];
         let mut patches = Vec::new();
         for v in &views {
-            for limits in [None, Some(&wanted)] {
+            let intents = [
+                LimitsIntent::Leave,
+                LimitsIntent::Write(wanted.clone()),
+                LimitsIntent::Restore,
+            ];
+            for limits in &intents {
                 for freeze in [None, Some(true), Some(false)] {
                     if let Some(p) = node_pool_patch(v, limits, freeze).unwrap() {
                         patches.push(p);

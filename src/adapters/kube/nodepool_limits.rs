@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::nodepool::NodePoolView;
+use crate::core::limits_room::{limits_with_room, PoolNode};
 
 pub const SAVED_LIMITS: &str = "prewarm.io/saved-limits";
 
@@ -118,13 +119,13 @@ pub fn limits_write(
     Ok(Some((changed, annotation)))
 }
 
-/// What restoring the limits writes: Some(value) for `spec.limits` in a merge patch (an object
-/// of the keys to put back, null per key to remove; or null to remove `spec.limits` the user
-/// never had), None when nothing changes. Errors on a broken annotation.
-pub fn limits_restore(view: &NodePoolView) -> std::result::Result<Option<Value>, String> {
-    let Some(saved) = saved_limits(view)? else {
-        return Ok(None);
-    };
+/// What the NodePool's `spec.limits` would be after a restore (key -> verbatim value), and the
+/// merge patch per key that gets there: every limit that still holds prewarm's value goes back
+/// to the user's (or away when the user had none).
+fn restored(
+    view: &NodePoolView,
+    saved: &SavedLimits,
+) -> (BTreeMap<String, Value>, Map<String, Value>) {
     let mut patch = Map::new();
     let mut after: BTreeMap<String, Value> = view
         .spec
@@ -152,6 +153,89 @@ pub fn limits_restore(view: &NodePoolView) -> std::result::Result<Option<Value>,
             }
         }
     }
+    after.retain(|_, v| !v.is_null());
+    (after, patch)
+}
+
+/// The user's own limits, as text: `spec.limits` with prewarm's writes taken back (what
+/// `prewarm restore` would leave). A value that is not a quantity is an error naming it.
+pub fn user_limits(view: &NodePoolView) -> std::result::Result<BTreeMap<String, String>, String> {
+    let after = match saved_limits(view)? {
+        Some(saved) => restored(view, &saved).0,
+        None => view
+            .spec
+            .get("limits")
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.clone()
+                    .into_iter()
+                    .filter(|(_, v)| !v.is_null())
+                    .collect()
+            })
+            .unwrap_or_default(),
+    };
+    after
+        .into_iter()
+        .map(|(k, v)| match quantity_text(&v) {
+            Some(text) => Ok((k, text)),
+            None => Err(format!(
+                "limit {k} of NodePool {} is not a quantity: {v}",
+                view.name
+            )),
+        })
+        .collect()
+}
+
+/// What this tick (or a drain's claim) does with a NodePool's `spec.limits`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LimitsIntent {
+    /// Nothing.
+    Leave,
+    /// These limits (other keys left alone), the user's values saved before the first write.
+    Write(BTreeMap<String, String>),
+    /// The user's values back exactly and `prewarm.io/saved-limits` removed (nothing when
+    /// prewarm holds no limit).
+    Restore,
+    /// Room for the replacements of the pool's draining nodes (`core::limits_room`) over a cap:
+    /// the target's `limits`, or, when it sets none, the user's own `spec.limits` (raised only
+    /// while a drain's lease lasts, then restored exactly). Resolved against the NodePool as
+    /// read at each write attempt (`resolve`), so a retry after a conflict sees the user's
+    /// latest values.
+    Room {
+        cap: Option<BTreeMap<String, String>>,
+        nodes: Vec<PoolNode>,
+        now: f64,
+    },
+}
+
+impl LimitsIntent {
+    /// `Room` as `Write` or `Restore` for the NodePool as it is now; the others as they are.
+    pub fn resolve(&self, view: &NodePoolView) -> std::result::Result<LimitsIntent, String> {
+        let LimitsIntent::Room { cap, nodes, now } = self else {
+            return Ok(self.clone());
+        };
+        if let Some(cap) = cap {
+            let room = limits_with_room(cap, &view.name, nodes, *now)?;
+            return Ok(LimitsIntent::Write(room.limits));
+        }
+        let user = user_limits(view)?;
+        let room = limits_with_room(&user, &view.name, nodes, *now)?;
+        Ok(if room.draining.is_empty() || room.limits == user {
+            LimitsIntent::Restore
+        } else {
+            LimitsIntent::Write(room.limits)
+        })
+    }
+}
+
+/// What restoring the limits writes: Some(value) for `spec.limits` in a merge patch (an object
+/// of the keys to put back, null per key to remove; or null to remove `spec.limits` the user
+/// never had), None when nothing changes. Errors on a broken annotation.
+pub fn limits_restore(view: &NodePoolView) -> std::result::Result<Option<Value>, String> {
+    let Some(saved) = saved_limits(view)? else {
+        return Ok(None);
+    };
+    let (after, patch) = restored(view, &saved);
     let limits_present = view.spec.get("limits").is_some_and(|l| !l.is_null());
     if !saved.had_limits && after.is_empty() && limits_present {
         return Ok(Some(Value::Null));
@@ -202,6 +286,22 @@ mod tests {
         Option<Value>,
         Option<&'static str>,
         Option<Value>,
+    );
+
+    /// (situation, spec.limits, annotation, the user's limits).
+    type UserCase = (
+        &'static str,
+        Option<Value>,
+        Option<&'static str>,
+        BTreeMap<String, String>,
+    );
+    /// (situation, intent, spec.limits, annotation, resolved intent).
+    type RoomCase = (
+        &'static str,
+        LimitsIntent,
+        Option<Value>,
+        Option<&'static str>,
+        LimitsIntent,
     );
 
     fn parsed(annotation: &str) -> Value {
@@ -332,6 +432,133 @@ mod tests {
         for (situation, limits, saved, want) in cases {
             assert_eq!(
                 limits_restore(&view(limits, saved)).unwrap(),
+                want,
+                "{situation}"
+            );
+        }
+    }
+
+    /// (situation, current spec.limits, annotation, the user's limits) - by hand.
+    #[test]
+    fn the_users_limits_are_spec_limits_with_prewarms_writes_taken_back() {
+        let cases: [UserCase; 5] = [
+            (
+                "never written by prewarm: spec.limits as text (a number too)",
+                Some(json!({"cpu": 1000, "nvidia.com/gpu": "32"})),
+                None,
+                wanted(&[("cpu", "1000"), ("nvidia.com/gpu", "32")]),
+            ),
+            (
+                "raised by prewarm from 32 to 40: 32",
+                Some(json!({"cpu": "1000", "nvidia.com/gpu": "40"})),
+                Some(
+                    r#"{"hadLimits":true,"limits":{"nvidia.com/gpu":{"before":"32","written":"40"}}}"#,
+                ),
+                wanted(&[("cpu", "1000"), ("nvidia.com/gpu", "32")]),
+            ),
+            (
+                "a key only prewarm wrote is not the user's",
+                Some(json!({"cpu": "1000", "nvidia.com/gpu": "40"})),
+                Some(r#"{"hadLimits":true,"limits":{"nvidia.com/gpu":{"written":"40"}}}"#),
+                wanted(&[("cpu", "1000")]),
+            ),
+            (
+                "the user changed it since prewarm wrote: their value",
+                Some(json!({"nvidia.com/gpu": "48"})),
+                Some(
+                    r#"{"hadLimits":true,"limits":{"nvidia.com/gpu":{"before":"32","written":"40"}}}"#,
+                ),
+                wanted(&[("nvidia.com/gpu", "48")]),
+            ),
+            ("no spec.limits", None, None, wanted(&[])),
+        ];
+        for (situation, limits, saved, want) in cases {
+            assert_eq!(
+                user_limits(&view(limits, saved)).unwrap(),
+                want,
+                "{situation}"
+            );
+        }
+        let odd = view(Some(json!({"cpu": {"a": 1}})), None);
+        assert!(user_limits(&odd).unwrap_err().contains("cpu"));
+    }
+
+    /// A node of NodePool "gpu" (the test view's name) with 8 GPUs, draining or not.
+    fn gpu_node(draining: bool) -> PoolNode {
+        use crate::core::interruption::{DrainState, NoticeKind, Phase};
+        PoolNode {
+            name: "n1".into(),
+            node_pool: Some("gpu".into()),
+            drain: draining.then(|| DrainState {
+                event_id: "ev".into(),
+                kind: NoticeKind::SpotInterruption,
+                phase: Phase::WaitingForReplacement,
+                notice_time: 1000.0,
+                deadline: Some(1090.0),
+                started_at: 1000.0,
+                replacement_requested_at: Some(1000.0),
+                replacement_ready_at: None,
+                evicting_since: None,
+                finished_at: None,
+                replacement_gpus: 8,
+                instance_end: Some(1120.0),
+                last_step_at: Some(1000.0),
+                user_cordoned: false,
+            }),
+            capacity: [("nvidia.com/gpu".to_string(), "8".to_string())].into(),
+        }
+    }
+
+    /// (situation, target cap, spec.limits, annotation, draining, expected intent) - by hand.
+    #[test]
+    fn room_resolves_over_the_targets_cap_or_the_users_own_limits() {
+        let room = |cap: Option<&[(&str, &str)]>, draining: bool| LimitsIntent::Room {
+            cap: cap.map(wanted),
+            nodes: vec![gpu_node(draining)],
+            now: 1010.0,
+        };
+        let raised =
+            r#"{"hadLimits":true,"limits":{"nvidia.com/gpu":{"before":16,"written":"24"}}}"#;
+        let cases: [RoomCase; 5] = [
+            (
+                "target cap 64, a node draining: 72",
+                room(Some(&[("nvidia.com/gpu", "64")]), true),
+                Some(json!({"nvidia.com/gpu": "64"})),
+                None,
+                LimitsIntent::Write(wanted(&[("nvidia.com/gpu", "72")])),
+            ),
+            (
+                "target cap 64, nothing draining: 64",
+                room(Some(&[("nvidia.com/gpu", "64")]), false),
+                Some(json!({"nvidia.com/gpu": "72"})),
+                None,
+                LimitsIntent::Write(wanted(&[("nvidia.com/gpu", "64")])),
+            ),
+            (
+                "no target cap, the user's 16 (a number), a node draining: 24",
+                room(None, true),
+                Some(json!({"nvidia.com/gpu": 16})),
+                None,
+                LimitsIntent::Write(wanted(&[("nvidia.com/gpu", "24")])),
+            ),
+            (
+                "no target cap, raised to 24 and still draining: the user's 16 + 8 again",
+                room(None, true),
+                Some(json!({"nvidia.com/gpu": "24"})),
+                Some(raised),
+                LimitsIntent::Write(wanted(&[("nvidia.com/gpu", "24")])),
+            ),
+            (
+                "no target cap, the drain is over: the user's value back",
+                room(None, false),
+                Some(json!({"nvidia.com/gpu": "24"})),
+                Some(raised),
+                LimitsIntent::Restore,
+            ),
+        ];
+        for (situation, intent, limits, saved, want) in cases {
+            assert_eq!(
+                intent.resolve(&view(limits, saved)).unwrap(),
                 want,
                 "{situation}"
             );

@@ -28,7 +28,7 @@ use super::conflict::retry_on_conflict;
 use super::drain::{replacement, surge};
 use super::hpa_floor;
 use super::nodepool::{self, NodePoolView};
-use super::nodepool_limits::{self, SAVED_LIMITS};
+use super::nodepool_limits::{self, LimitsIntent, SAVED_LIMITS};
 use super::resources::HeadroomRef;
 use crate::core::{HeadroomKind, TargetSpec};
 use crate::error::{Error, Result};
@@ -100,8 +100,8 @@ pub fn node_pool_limits_patch(view: &NodePoolView) -> std::result::Result<Option
 /// The merge patch that restores a NodePool: the user's budgets back (nodepool::restore_changes)
 /// and every prewarm.io/ annotation but saved-limits removed; None when there is nothing to undo.
 pub fn node_pool_patch(view: &NodePoolView) -> std::result::Result<Option<Value>, String> {
-    let mut patch =
-        nodepool::node_pool_patch(view, None, Some(false))?.unwrap_or_else(|| json!({}));
+    let mut patch = nodepool::node_pool_patch(view, &LimitsIntent::Leave, Some(false))?
+        .unwrap_or_else(|| json!({}));
     let removed = removed_annotations_but(&view.annotations, &[SAVED_LIMITS]);
     if removed.is_empty() && patch.get("spec").is_none() {
         return Ok(None);

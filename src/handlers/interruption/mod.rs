@@ -687,6 +687,7 @@ impl Interruption {
             cordoned = report.cordoned,
             replacement = ?report.requested,
             replacement_error = report.request_error.as_deref().unwrap_or(""),
+            limits_room = report.room.as_deref().unwrap_or(""),
             pods_evicted = report.evicted.len(),
             pods_blocked = report.blocked.len(),
             pods_deleted_past_pdb = report.deleted_past_pdb.len(),

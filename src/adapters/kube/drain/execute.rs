@@ -16,6 +16,7 @@ use super::{
     delete_pod, evict, node_patch, node_pool_of, patch_node, pdbs_covering, record_event,
     undrain_patch, EvictionOutcome, Observation,
 };
+use crate::adapters::kube::limits_room::sync_room;
 use crate::core::interruption::state::format_time;
 use crate::core::interruption::{lease_expiry, Command, DrainStep, Finish, PodRef};
 use crate::core::TargetSpec;
@@ -50,6 +51,9 @@ pub struct StepReport {
     /// Releases that failed: the drain is not finished until the reservation is given back.
     pub release_errors: Vec<String>,
     pub undrained: bool,
+    /// The room made in the NodePool's limits at a replacement request (`written`,
+    /// `unchanged`, or the error; the tick tries again). None: no request this step.
+    pub room: Option<String>,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -122,6 +126,27 @@ pub async fn execute(
                 // The next check sees no placeholder and asks again.
                 Err(e) => report.request_error = Some(e.to_string()),
             }
+        }
+    }
+
+    // Room in the NodePool's limits for the replacement, now: the draining node still counts
+    // against them, and at the cap Karpenter would not launch the placeholder's node. The tick
+    // keeps the same room (same function of the same cluster state) and gives it back.
+    let requests = step
+        .commands
+        .iter()
+        .any(|c| matches!(c, Command::RequestReplacement { .. }));
+    if let (true, Some(pool)) = (requests, pool) {
+        if let Some(target) = replacement::target_for_pool(targets, pool) {
+            report.room = Some(
+                match sync_room(client, pool, target.limits.as_ref(), now_s()).await {
+                    Ok(outcome) => outcome.as_str().to_string(),
+                    Err(e) => {
+                        tracing::warn!(error = %e, drain_id, pool, "no room made in the NodePool's limits");
+                        format!("error: {e}")
+                    }
+                },
+            );
         }
     }
 

@@ -1,0 +1,493 @@
+//! Room in a NodePool's `spec.limits` for a drain's replacement, on the real apiserver of the
+//! local stack (tests/stack) with the real Karpenter (kwok provider): a NodePool at its cap
+//! cannot launch the replacement of a draining node, since Karpenter still counts that node.
+//!
+//! - `a_pool_at_its_cap_launches_the_replacement_and_gets_the_users_limits_back`: the whole
+//!   path. A NodePool whose own `spec.limits` hold exactly its one node (no `limits` in the
+//!   target); a spot warning for that node; at the claim the interruption function raises the
+//!   limits by the node's capacity, Karpenter launches a node for the drain's placeholder (the
+//!   proof that it became admissible), the drain hands over and evicts; once the node is gone the
+//!   tick's computation gives the user's limits back exactly (a number stays a number).
+//! - `a_targets_cap_grows_for_the_lease_only_and_restore_gives_the_users_value_back`: a target
+//!   with its own cap; the room at the claim, kept by the tick while the lease lasts, gone when
+//!   it expires; `prewarm restore` then puts the user's value back exactly.
+//!
+//! The handler runs as the `prewarm-lambda` user (both functions' groups plus the stack-tests
+//! grant for objects of any name, as these NodePools are the test's own); the admin makes the
+//! NodePools, nodes and pods.
+
+use std::collections::HashMap;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use aws_lambda_events::event::sqs::SqsMessage;
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use prewarm::adapters::events::{parse_record_with, InstanceIdRule, ParsedRecord};
+use prewarm::adapters::kube::limits_room::sync_room;
+use prewarm::adapters::kube::nodepool_limits::SAVED_LIMITS;
+use prewarm::adapters::kube::resources::node_pool;
+use prewarm::adapters::kube::restore::restore_all;
+use prewarm::config::{ClusterAccess, Config};
+use prewarm::handlers::interruption::{Continuation, Interruption, RecordOutcome};
+use serde_json::{json, Value};
+
+const NS: &str = "prewarm-room-stack";
+
+fn env(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set: source tests/stack/.run/env"))
+}
+
+async fn client_of(kubeconfig: &str) -> kube::Client {
+    prewarm::adapters::kube::client(&ClusterAccess::Kubeconfig {
+        path: env(kubeconfig),
+    })
+    .await
+    .unwrap()
+}
+
+fn unique(prefix: &str) -> String {
+    let n = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("{prefix}{:08x}", n & 0xffff_ffff)
+}
+
+fn now_s() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+/// The target of `pool`: placeholders in the balloon namespace `prewarm`; `limits` as given.
+fn targets(pool: &str, limits: Option<Value>) -> String {
+    let mut t = json!({"name": pool, "nodePool": pool, "maxSpare": 8, "gpusPerReplica": 1,
+        "headroom": {"kind": "balloon", "namespace": "prewarm", "name": format!("{pool}-balloon")},
+        "selector": "model_name=\"room\""});
+    if let Some(l) = limits {
+        t["limits"] = l;
+    }
+    json!([t]).to_string()
+}
+
+async fn handler(targets: &str) -> Interruption {
+    let vars: HashMap<&str, String> = [
+        ("KUBECONFIG", env("PREWARM_LAMBDA_KUBECONFIG")),
+        ("RECHECK_SECONDS", "2".into()),
+        ("ACCEPT_KWOK_INSTANCE_IDS", "true".into()),
+        ("PREWARM_TARGETS", targets.to_string()),
+    ]
+    .into();
+    let config = Config::from_lookup(|k| vars.get(k).cloned()).unwrap();
+    Interruption::from_config(&config).await.unwrap()
+}
+
+/// A spot warning for `instance`, issued now (instance end in 120 s, eviction deadline in 90 s).
+fn spot_warning(instance: &str) -> ParsedRecord {
+    let body = json!({
+        "version": "0", "id": unique("ev-"), "detail-type": "EC2 Spot Instance Interruption Warning",
+        "source": "aws.ec2", "account": "123456789012",
+        "time": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        "region": "us-east-1", "resources": [format!("arn:aws:ec2:us-east-1a:instance/{instance}")],
+        "detail": {"instance-id": instance, "instance-action": "terminate"}
+    });
+    let message: SqsMessage = serde_json::from_value(json!({
+        "messageId": unique("m-"), "receiptHandle": "rh", "body": body.to_string(),
+        "attributes": {"ApproximateReceiveCount": "1"}, "messageAttributes": {},
+        "eventSource": "aws:sqs", "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:q",
+        "awsRegion": "us-east-1"
+    }))
+    .unwrap();
+    parse_record_with(&message, InstanceIdRule::Ec2OrKwok)
+}
+
+/// A NodePool of the kwok provider: g5.12xlarge only (4 GPUs, 48 cpu, 192Gi), on-demand, never
+/// consolidated (nodes go only when the test says), with the user's `limits`.
+fn test_pool(name: &str, limits: Value) -> Value {
+    json!({
+        "apiVersion": "karpenter.sh/v1", "kind": "NodePool",
+        "metadata": {"name": name},
+        "spec": {
+            "template": {
+                "spec": {
+                    "nodeClassRef": {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "default"},
+                    "requirements": [
+                        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["g5.12xlarge"]},
+                        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}
+                    ],
+                    "taints": [{"key": "prewarm.io/room-test", "value": "true", "effect": "NoSchedule"}],
+                    "expireAfter": "Never"
+                }
+            },
+            "limits": limits,
+            "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "Never"}
+        }
+    })
+}
+
+fn pools(client: &kube::Client) -> Api<DynamicObject> {
+    Api::all_with(client.clone(), &node_pool())
+}
+
+async fn make_pool(admin: &kube::Client, name: &str, limits: Value) {
+    let object: DynamicObject = serde_json::from_value(test_pool(name, limits)).unwrap();
+    pools(admin)
+        .patch(
+            name,
+            &PatchParams::apply("prewarm-room-tests").force(),
+            &Patch::Apply(&object),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("creating NodePool {name}: {e}"));
+}
+
+/// The NodePool's `spec.limits` and its saved-limits annotation, as the admin reads them.
+async fn limits_of(admin: &kube::Client, pool: &str) -> (Value, Option<String>) {
+    let p = pools(admin).get(pool).await.unwrap();
+    let saved = p
+        .metadata
+        .annotations
+        .unwrap_or_default()
+        .get(SAVED_LIMITS)
+        .cloned();
+    (p.data["spec"]["limits"].clone(), saved)
+}
+
+async fn ensure_namespace(client: &kube::Client) {
+    let api = Api::<Namespace>::all(client.clone());
+    if api.get_opt(NS).await.unwrap().is_none() {
+        let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": NS}})).unwrap();
+        let _ = api.create(&PostParams::default(), &ns).await;
+    }
+}
+
+/// A workload pod of `pool` asking for `gpus` (it tolerates the pool's taint; the drain's
+/// placeholder copies that toleration). `node`: bound to it; None: for the scheduler.
+async fn make_pod(client: &kube::Client, name: &str, pool: &str, gpus: u32, node: Option<&str>) {
+    let mut pod = json!({
+        "metadata": {"name": name, "namespace": NS, "labels": {"app": "room"}},
+        "spec": {
+            "nodeSelector": {"karpenter.sh/nodepool": pool},
+            "terminationGracePeriodSeconds": 0,
+            "tolerations": [{"key": "prewarm.io/room-test", "operator": "Exists", "effect": "NoSchedule"}],
+            "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
+                "resources": {"requests": {"nvidia.com/gpu": gpus.to_string()},
+                              "limits": {"nvidia.com/gpu": gpus.to_string()}}}]
+        }
+    });
+    if let Some(n) = node {
+        pod["spec"]["nodeName"] = json!(n);
+    }
+    Api::<Pod>::namespaced(client.clone(), NS)
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(pod).unwrap(),
+        )
+        .await
+        .unwrap();
+}
+
+/// Waits up to `timeout` for `check` to give Some.
+async fn wait_for<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(
+            start.elapsed() < timeout,
+            "gave up waiting for {what} after {timeout:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(1_000)).await;
+    }
+}
+
+/// The node a pod runs on, once it is Running.
+async fn running_on(client: &kube::Client, namespace: &str, pod: &str) -> Option<String> {
+    let p = Api::<Pod>::namespaced(client.clone(), namespace)
+        .get_opt(pod)
+        .await
+        .ok()
+        .flatten()?;
+    let running = p.status.as_ref()?.phase.as_deref() == Some("Running");
+    running.then(|| p.spec?.node_name).flatten()
+}
+
+/// The drain's placeholder pods (balloon namespace `prewarm`).
+async fn placeholders(client: &kube::Client, instance: &str) -> Vec<Pod> {
+    Api::<Pod>::namespaced(client.clone(), "prewarm")
+        .list(&ListParams::default().labels(&format!("prewarm.io/replacement-for={instance}")))
+        .await
+        .unwrap()
+        .items
+}
+
+fn instance_of(node: &Node) -> String {
+    let id = node.spec.as_ref().and_then(|s| s.provider_id.clone());
+    id.unwrap_or_default()
+        .rsplit('/')
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// What the drain left on the node, for a failure message.
+async fn node_report(client: &kube::Client, node: &str) -> String {
+    match Api::<Node>::all(client.clone()).get_opt(node).await {
+        Ok(Some(n)) => format!(
+            "node {node}: annotations {:?}, taints {:?}",
+            n.metadata.annotations.unwrap_or_default(),
+            n.spec.and_then(|s| s.taints)
+        ),
+        other => format!("node {node}: {other:?}"),
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn a_pool_at_its_cap_launches_the_replacement_and_gets_the_users_limits_back() {
+    let admin = client_of("KUBECONFIG").await;
+    let lambda = client_of("PREWARM_LAMBDA_KUBECONFIG").await;
+    ensure_namespace(&admin).await;
+    // A short name: the kwok provider's node names (the drain id, a label value of at most 63
+    // characters) grow with the NodePool's.
+    let pool = unique("re-");
+    // The user's own limits: exactly one g5.12xlarge (48 cpu, 4 GPUs); the GPU limit a number.
+    let users = json!({"cpu": "48", "nvidia.com/gpu": 4});
+    make_pool(&admin, &pool, users.clone()).await;
+    let workload = format!("{pool}-w");
+    make_pod(&admin, &workload, &pool, 4, None).await;
+    let node = wait_for(
+        "the workload on a node Karpenter launched",
+        Duration::from_secs(180),
+        || running_on(&admin, NS, &workload),
+    )
+    .await;
+    let nodes = Api::<Node>::all(admin.clone());
+    let instance = instance_of(&nodes.get(&node).await.unwrap());
+    let claims = Api::<DynamicObject>::all_with(
+        admin.clone(),
+        &kube::api::ApiResource::from_gvk_with_plural(
+            &kube::api::GroupVersionKind::gvk("karpenter.sh", "v1", "NodeClaim"),
+            "nodeclaims",
+        ),
+    );
+    let claims_of_pool = || async {
+        let selector = format!("karpenter.sh/nodepool={pool}");
+        claims
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .unwrap()
+            .items
+    };
+    // The control: at the cap, Karpenter launches nothing for another 4-GPU pod of the pool.
+    let probe = format!("{pool}-probe");
+    make_pod(&admin, &probe, &pool, 4, None).await;
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    let probe_node = running_on(&admin, NS, &probe).await;
+    let claims_at_cap = claims_of_pool().await.len();
+    let _ = Api::<Pod>::namespaced(admin.clone(), NS)
+        .delete(
+            &probe,
+            &DeleteParams {
+                grace_period_seconds: Some(0),
+                ..Default::default()
+            },
+        )
+        .await;
+
+    let h = handler(&targets(&pool, None)).await;
+    let record = spot_warning(&instance);
+    let claim_at = now_s();
+    let first = h.handle_record(&record, &Continuation::default()).await;
+    // Right after the claim, before any tick: room for one more node of that size.
+    let (at_claim, saved_at_claim) = limits_of(&admin, &pool).await;
+
+    // The placeholder gets a node Karpenter launched: the replacement was admissible.
+    let placeholder = wait_for(
+        "the drain's placeholder",
+        Duration::from_secs(10),
+        || async {
+            placeholders(&admin, &instance)
+                .await
+                .into_iter()
+                .find_map(|p| p.metadata.name)
+        },
+    )
+    .await;
+    let replacement_node = wait_for(
+        "the placeholder Running on a node Karpenter launched",
+        Duration::from_secs(80),
+        || running_on(&admin, "prewarm", &placeholder),
+    )
+    .await;
+    let launched_in = now_s() - claim_at;
+
+    // Drive the drain to its end (hand-over, eviction).
+    let mut outcomes = vec![first];
+    for _ in 0..60 {
+        if matches!(outcomes.last(), Some(RecordOutcome::Delete { .. })) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(1_200)).await;
+        outcomes.push(h.handle_record(&record, &Continuation::default()).await);
+    }
+    let report = node_report(&admin, &node).await;
+    // Drained, the node still there: Karpenter still counts it, so the room stays.
+    let tick = sync_room(&lambda, &pool, None, now_s()).await.unwrap();
+    let (while_there, _) = limits_of(&admin, &pool).await;
+
+    // The instance goes (the NodeClaim deleted, as when EC2 takes it back): the tick's room
+    // computation gives the user's limits back exactly and drops the annotation.
+    for c in claims_of_pool().await {
+        if c.data["status"]["nodeName"].as_str() == Some(node.as_str()) {
+            let _ = claims
+                .delete(
+                    c.metadata.name.as_deref().unwrap(),
+                    &DeleteParams::default(),
+                )
+                .await;
+        }
+    }
+    wait_for("the drained node gone", Duration::from_secs(90), || async {
+        nodes.get_opt(&node).await.unwrap().is_none().then_some(())
+    })
+    .await;
+    sync_room(&lambda, &pool, None, now_s()).await.unwrap();
+    let (after, saved_after) = limits_of(&admin, &pool).await;
+
+    let _ = Api::<Pod>::namespaced(admin.clone(), NS)
+        .delete(&workload, &DeleteParams::default())
+        .await;
+    let _ = pools(&admin).delete(&pool, &DeleteParams::default()).await;
+
+    eprintln!("replacement node Running {launched_in:.1} s after the claim; {report}");
+    assert_eq!(probe_node, None, "a pod got a node past the cap");
+    assert_eq!(claims_at_cap, 1, "Karpenter launched past the cap");
+    // By hand: 4 GPUs + the node's 4. The kwok provider gives its nodes the capacity of the
+    // pods they were launched for (its cloudprovider.go: Capacity = the NodeClaim's requests),
+    // here 4 GPUs and no cpu, so Karpenter counts no cpu for it and the cpu limit gets nothing:
+    // on EC2 a node's capacity is its instance's (48 cpu) and the cpu limit would grow by 48.
+    assert_eq!(
+        at_claim,
+        json!({"cpu": "48", "nvidia.com/gpu": "8"}),
+        "room at the claim; {report}"
+    );
+    assert!(saved_at_claim.is_some(), "the user's limits were not saved");
+    assert_ne!(replacement_node, node);
+    assert!(
+        matches!(outcomes.last(), Some(RecordOutcome::Delete { .. })),
+        "the drain did not finish: {outcomes:?}; {report}"
+    );
+    assert_eq!(
+        tick.as_str(),
+        "unchanged",
+        "the tick fought the claim's room"
+    );
+    assert_eq!(while_there, json!({"cpu": "48", "nvidia.com/gpu": "8"}));
+    assert_eq!(after, users, "the user's limits exactly");
+    assert_eq!(saved_after, None);
+}
+
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn a_targets_cap_grows_for_the_lease_only_and_restore_gives_the_users_value_back() {
+    let admin = client_of("KUBECONFIG").await;
+    let lambda = client_of("PREWARM_LAMBDA_KUBECONFIG").await;
+    ensure_namespace(&admin).await;
+    let pool = unique("room-cap-");
+    let users = json!({"cpu": "1000", "memory": "4Ti", "nvidia.com/gpu": 100});
+    make_pool(&admin, &pool, users.clone()).await;
+    // A node of the pool made by hand (kwok runs it): 4 GPUs, 32 cpu, 128Gi.
+    let node = unique("room-n-");
+    let instance = unique("kwok-room-");
+    let nodes = Api::<Node>::all(admin.clone());
+    let n: Node = serde_json::from_value(json!({
+        "metadata": {"name": node, "annotations": {"kwok.x-k8s.io/node": "fake"},
+                     "labels": {"kubernetes.io/hostname": node, "type": "kwok",
+                                "karpenter.sh/nodepool": pool}},
+        "spec": {"providerID": format!("kwok://{instance}")}
+    }))
+    .unwrap();
+    nodes.create(&PostParams::default(), &n).await.unwrap();
+    let capacity = json!({"cpu": "32", "memory": "128Gi", "pods": "110", "nvidia.com/gpu": "4"});
+    nodes
+        .patch_status(
+            &node,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"capacity": capacity, "allocatable": capacity}})),
+        )
+        .await
+        .unwrap();
+    let pod = format!("{node}-p");
+    make_pod(&admin, &pod, &pool, 1, Some(&node)).await;
+
+    let cap = json!({"nvidia.com/gpu": "64", "memory": "1Ti"});
+    let targets_json = targets(&pool, Some(cap.clone()));
+    let target_cap = serde_json::from_value(cap.clone()).unwrap();
+    // The tick first writes the cap (the user's values saved).
+    sync_room(&lambda, &pool, Some(&target_cap), now_s())
+        .await
+        .unwrap();
+    let (capped, _) = limits_of(&admin, &pool).await;
+
+    let h = handler(&targets_json).await;
+    h.handle_record(&spot_warning(&instance), &Continuation::default())
+        .await;
+    let (at_claim, _) = limits_of(&admin, &pool).await;
+    // The tick while the lease lasts keeps the room (the same computation: nothing to write).
+    let kept = sync_room(&lambda, &pool, Some(&target_cap), now_s())
+        .await
+        .unwrap();
+    // 800 s on, past the lease's expiry (instance end + 600 s): the room is given back.
+    sync_room(&lambda, &pool, Some(&target_cap), now_s() + 800.0)
+        .await
+        .unwrap();
+    let (expired, _) = limits_of(&admin, &pool).await;
+
+    // `prewarm restore` as its own user would: the user's values exactly.
+    let config =
+        Config::from_lookup(|k| (k == "PREWARM_TARGETS").then(|| targets_json.clone())).unwrap();
+    let restored = restore_all(&lambda, &config.targets, false).await;
+    let (after_restore, saved_after) = limits_of(&admin, &pool).await;
+
+    for p in placeholders(&admin, &instance).await {
+        let _ = Api::<Pod>::namespaced(admin.clone(), "prewarm")
+            .delete(
+                p.metadata.name.as_deref().unwrap(),
+                &DeleteParams::default(),
+            )
+            .await;
+    }
+    let _ = Api::<Pod>::namespaced(admin.clone(), NS)
+        .delete(&pod, &DeleteParams::default())
+        .await;
+    let _ = nodes.delete(&node, &DeleteParams::default()).await;
+    let _ = pools(&admin).delete(&pool, &DeleteParams::default()).await;
+
+    // By hand: the cap 64 GPUs / 1Ti; the node adds 4 GPUs and 128Gi (1Ti + 128Gi = 1152Gi);
+    // cpu is not in the cap and stays the user's.
+    assert_eq!(
+        capped,
+        json!({"cpu": "1000", "memory": "1Ti", "nvidia.com/gpu": "64"})
+    );
+    assert_eq!(
+        at_claim,
+        json!({"cpu": "1000", "memory": "1152Gi", "nvidia.com/gpu": "68"})
+    );
+    assert_eq!(kept.as_str(), "unchanged");
+    assert_eq!(expired, capped);
+    // The limits step put them back (the other steps find no balloon: the test made none).
+    let limits_step = restored.first().and_then(|r| r.as_ref().ok());
+    assert!(
+        limits_step.is_some_and(|r| r.iter().any(|x| x.outcome == "restored")),
+        "{restored:?}"
+    );
+    assert_eq!(after_restore, users);
+    assert_eq!(saved_after, None);
+}
