@@ -25,6 +25,12 @@ const NS: &str = "prewarm-h6-stack";
 /// exclusively) waits for them and none of them meets a frozen apiserver on a slow machine.
 static APISERVER: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
 
+/// The tick's drain collection is cluster-wide: run in parallel, one test's collection hands
+/// over (or un-drains) another test's drains, which are orphaned on purpose (seen once: the
+/// tick test stepped the fault matrix's DLQ drain). The tests that collect or leave drains
+/// orphaned take this lock for their whole run, always before APISERVER (no lock cycle).
+static CLUSTER_WIDE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 fn env(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set: source tests/stack/.run/env"))
 }
@@ -439,6 +445,7 @@ fn ago(seconds: i64) -> String {
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
 async fn the_tick_hands_orphaned_and_expired_drains_to_the_interruption_function() {
+    let _alone = CLUSTER_WIDE.lock().await;
     let _apiserver_up = APISERVER.read().await;
     use prewarm::adapters::kube::drain::collect;
     use prewarm::core::interruption::{DrainSettings, LeaseVerdict};
@@ -1072,6 +1079,7 @@ async fn queue_total(sqs: &aws_sdk_sqs::Client, queue: &str) -> usize {
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
 async fn fault_matrix_every_drain_ends_and_nothing_is_left_behind() {
+    let _alone = CLUSTER_WIDE.lock().await;
     let admin = admin().await;
     ensure_namespace(&admin).await;
     ensure_balloon(&admin).await;
@@ -1754,6 +1762,7 @@ async fn placeholders_of(client: &kube::Client, instance: &str) -> Vec<Pod> {
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
 async fn each_drain_is_ready_only_on_its_own_placeholder_and_the_tick_collects_orphans() {
+    let _alone = CLUSTER_WIDE.lock().await;
     let _apiserver_up = APISERVER.read().await;
     use prewarm::adapters::kube::drain::collect;
     use prewarm::core::interruption::{DrainSettings, LeaseVerdict};
@@ -1829,13 +1838,16 @@ async fn each_drain_is_ready_only_on_its_own_placeholder_and_the_tick_collects_o
     let winner_pods_left = pods_left(&admin, &winner).await;
     let loser_placeholders = placeholders_of(&admin, loser_i).await;
 
-    // The waiting drain's node goes away (instance reclaimed): the tick collects its lease.
+    // The waiting drain's node goes away (instance reclaimed): the tick collects its lease, as
+    // its own user (its RBAC lists pods in the balloon namespaces only) with the targets.
     nodes.delete(loser, &DeleteParams::default()).await.unwrap();
-    let lambda = prewarm::adapters::kube::client(&ClusterAccess::Kubeconfig {
-        path: env("PREWARM_LAMBDA_KUBECONFIG"),
+    let tick = prewarm::adapters::kube::client(&ClusterAccess::Kubeconfig {
+        path: env("PREWARM_TICK_KUBECONFIG"),
     })
     .await
     .unwrap();
+    let target_specs: Vec<prewarm::core::spec::TargetSpec> =
+        serde_json::from_str(&targets).unwrap();
     let settings = DrainSettings {
         recheck_s: 2.0,
         ..DrainSettings::default()
@@ -1850,7 +1862,7 @@ async fn each_drain_is_ready_only_on_its_own_placeholder_and_the_tick_collects_o
         sqs: &sqs_client,
         queue_url: "http://127.0.0.1:9/unused",
     };
-    let collected = collect::collect(&lambda, &handover, &[], &settings, now)
+    let collected = collect::collect(&tick, &handover, &target_specs, &settings, now)
         .await
         .unwrap();
     let loser_after = placeholders_of(&admin, loser_i).await;
@@ -1904,6 +1916,13 @@ async fn each_drain_is_ready_only_on_its_own_placeholder_and_the_tick_collects_o
     assert!(
         winner_pods_left.len() < 3,
         "no eviction after ready: {winner_pods_left:?}"
+    );
+    // The tick could list the placeholders (a 403 here once left every placeholder to its lease).
+    assert!(
+        !collected
+            .iter()
+            .any(|c| matches!(&c.outcome, Err(e) if e.contains("placeholders"))),
+        "{collected:?}"
     );
     // The waiting drain's placeholder held on until its node went, then the tick collected it.
     assert_eq!(loser_placeholders.len(), 1);

@@ -69,7 +69,7 @@ def test_the_tick_gets_its_rows_by_name(sample):
         ("", "nodes", (), ("get", "list"))}
     # Replacement placeholders (lease collection, an orphaned drain's step): pods of any name,
     # in each balloon / buffer namespace only.
-    placeholders = ("", "pods", (), ("create", "delete"))
+    placeholders = ("", "pods", (), ("create", "delete", "list"))
     assert rules(tick[("Role", "prewarm")]) == {
         ("", "configmaps", ("prewarm-targets",), ("get",)),
         ("apps", "deployments", ("balloon-llama",), ("get", "patch")), placeholders}

@@ -178,7 +178,7 @@ def test_balloon_follows_the_conventions():
 EXPECTED_RULES = {
     "tick": {
         ("", "configmaps"): {"get"},
-        # list in podNamespaces; create/delete (replacement placeholders) in the balloon namespace.
+        # list in podNamespaces; create/delete/list (replacement placeholders) in the balloon namespace.
         ("", "pods"): {"list", "create", "delete"},
         ("karpenter.sh", "nodepools"): {"get", "patch"},
         # Balloon headroom by name; surges given back in the podNamespaces (list by label).

@@ -122,7 +122,7 @@ pub async fn collect(
             outcome,
         });
     }
-    out.extend(replacement::collect_placeholders(client, now).await);
+    out.extend(replacement::collect_placeholders(client, targets, now).await);
     Ok(out)
 }
 

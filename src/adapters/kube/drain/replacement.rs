@@ -12,6 +12,8 @@
 //! - `collect_placeholders` is the tick's garbage collection of placeholders whose drain is
 //!   gone, over or expired.
 
+use std::collections::BTreeSet;
+
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 
@@ -262,35 +264,55 @@ pub async fn delete_placeholders_of(
     Ok(out)
 }
 
-/// The tick's collection of placeholders: each one whose drain is gone, over or past its
+/// The tick's collection of placeholders (in the targets' balloon namespaces): each one whose drain is gone, over or past its
 /// expiry is deleted (`core::interruption::placeholder_verdict`). One failure never stops the
 /// others; a listing that fails is one reported item.
 ///
 /// Placeholders are listed before nodes, and a drain writes its claim on the node before it
 /// makes its placeholder: so every placeholder seen here has its drain on the node listed after
 /// it, and a drain being claimed right now never loses its new placeholder to this collection.
-pub async fn collect_placeholders(client: &kube::Client, now: f64) -> Vec<Collected> {
-    let failed = |e: crate::error::Error| {
-        vec![Collected {
-            instance: String::new(),
-            node: None,
-            verdict: LeaseVerdict::Keep,
-            outcome: Err(e.to_string()),
-        }]
+pub async fn collect_placeholders(
+    client: &kube::Client,
+    targets: &[TargetSpec],
+    now: f64,
+) -> Vec<Collected> {
+    let failed = |e: crate::error::Error| Collected {
+        instance: String::new(),
+        node: None,
+        verdict: LeaseVerdict::Keep,
+        outcome: Err(e.to_string()),
     };
-    let pods = match placeholders(client, None).await {
-        Ok(p) if p.is_empty() => return Vec::new(),
-        Ok(p) => p,
-        Err(e) => return failed(e),
-    };
+    // Per balloon namespace of the targets, where drains make them: the tick may list pods
+    // there and nowhere else (its RBAC has no cluster-wide pod list).
+    let namespaces: BTreeSet<&str> = targets.iter().filter_map(balloon_namespace).collect();
+    let mut pods = Vec::new();
+    let mut out = Vec::new();
+    for ns in namespaces {
+        match Api::<Pod>::namespaced(client.clone(), ns)
+            .list(&selector(None))
+            .await
+        {
+            Ok(l) => pods.extend(l.items),
+            Err(e) => out.push(failed(kube_error(
+                "list",
+                &format!("replacement placeholders in {ns}"),
+                e,
+            ))),
+        }
+    }
+    if pods.is_empty() {
+        return out;
+    }
     let nodes = match Api::<Node>::all(client.clone())
         .list(&ListParams::default())
         .await
     {
         Ok(l) => l.items,
-        Err(e) => return failed(kube_error("list", "nodes", e)),
+        Err(e) => {
+            out.push(failed(kube_error("list", "nodes", e)));
+            return out;
+        }
     };
-    let mut out = Vec::new();
     for pod in pods
         .iter()
         .filter(|p| p.metadata.deletion_timestamp.is_none())
