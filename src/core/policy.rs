@@ -475,18 +475,6 @@ mod tests {
                 ..steady()
             },
             Row {
-                // A queue inflates the end-to-end latency: 1, 1, then 4 s (the newest). Sizing
-                // takes the window's shortest, 1 s: 5 req/s × 1 s → 6 replicas, 6 serve →
-                // nothing, as steady. (The newest, 4 s, would size 20 busy slots → 21 replicas,
-                // a raw spare of 15.)
-                name: "queue inflates the latency",
-                observed: Observation {
-                    service_time_s: series_ending(NOW, &[1.0, 1.0, 4.0]),
-                    ..observe(&[5.0; 8], Some(6))
-                },
-                ..steady()
-            },
-            Row {
                 // α=β=φ=1, lead 3 steps, rates 2,3,4,5: level 5, trend 1, one-step errors
                 // [1,0,0] → ⌈0.9·3⌉ = 3rd smallest = 1; upper 5 + 3·1 + 1 = 9 → 10 replicas.
                 // 6 serve now → raw spare 4, exactly the step-up limit. Point forecast 8 needs

@@ -61,19 +61,14 @@ pub fn assess(
     summary.error_quantile = forecast.error_quantile;
     summary.rate_at_horizon = forecast.upper_over_horizon.max(observed_rate);
 
-    // The service time is the shortest request latency of the window: the latency series is
-    // end-to-end (vLLM's e2e histogram), so a queue adds its wait to it, and sizing with that
-    // would count the queue twice (Erlang C models the wait itself; the HPA's in-system count
-    // at the horizon is for after the spare has drained the queue). Queueing only ever adds,
-    // so the window's minimum is the nearest to the time a request takes on a free slot.
-    // 0 or NaN means no request completed in that step (sum/count of an idle histogram), not
-    // that requests became free.
+    // The newest usable service time: 0 or NaN means no request completed in that step
+    // (sum/count of an idle histogram), not that requests became free.
     let service = observed
         .service_time_s
         .iter()
         .filter(|s| s.t.is_finite() && s.v.is_finite() && s.v > 0.0)
-        .map(|s| s.v)
-        .reduce(f64::min);
+        .max_by(|a, b| a.t.total_cmp(&b.t))
+        .map(|s| s.v);
     let service_time_s = match service {
         Some(s) => s,
         // No completed request in the window and no demand: nothing to size, and zero demand
