@@ -10,13 +10,13 @@ TRACES ?= $(abspath $(CURDIR)/../shared/traces)
 OUT ?= out
 ARCH ?= arm64
 
-.PHONY: help build test unit infra-test sam-build lint e2e serving-gap stack-up stack-down demo goals bench fuzz invoke-local lambda-figures deploy
+.PHONY: help build test unit infra-test sam-build lint e2e serving-gap drain-repeat stack-up stack-down demo goals bench fuzz invoke-local lambda-figures deploy
 
 help:
 	@echo "make demo    every policy and its frontier on 14 days of ServeGen, a superposed Azure trace and burst-180 (no cloud needed)"
 	@echo "make test    everything CI runs: lint, unit tests, infra tests, end-to-end on the local stack"
 	@echo "make goals   issue 10's goals measured on the simulator (slow; not part of make test)"
-	@echo "make lint | unit | infra-test | sam-build | e2e | serving-gap | bench | fuzz | build | invoke-local | lambda-figures | deploy"
+	@echo "make lint | unit | infra-test | sam-build | e2e | serving-gap | drain-repeat | bench | fuzz | build | invoke-local | lambda-figures | deploy"
 
 ## Lambda artifacts (cargo-lambda + zig from PyPI, installed on first use).
 LAMBDA_VENV := $(HOME)/.cache/prewarm/venv/lambda/bin
@@ -59,6 +59,12 @@ e2e:
 BOOTS ?= 30s 90s
 serving-gap:
 	tests/stack/serving-gap $(BOOTS)
+
+## The interruption scenarios N times in a row on one stack (Rust fault matrix and surge tests,
+## the pytest drain scenarios); a line per round and a summary. Not part of `make test`.
+N ?= 10
+drain-repeat:
+	tests/stack/drain-repeat $(N)
 
 stack-up:
 	tests/stack/up

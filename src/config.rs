@@ -245,10 +245,10 @@ impl Config {
                 config.read_tick_settings(&vars)?;
                 // The tick's drain-lease collection needs two drain settings: when a silent drain
                 // counts as orphaned (RECHECK_SECONDS) and where to hand it over
-                // (INTERRUPTION_QUEUE_URL). The rest of the drain settings are not its business.
-                let drain = interruption_settings(&vars)?;
-                config.interruption.recheck_s = drain.recheck_s;
-                config.interruption.queue_url = drain.queue_url;
+                // (INTERRUPTION_QUEUE_URL). Only those two are read: a bad value of a drain-only
+                // setting (ACTIONS, DRAIN_SURGE, ...) is the interruption function's to refuse.
+                config.interruption.recheck_s = recheck_s(&vars)?;
+                config.interruption.queue_url = queue_url(&vars)?;
             }
             HandlerKind::Interruption => config.interruption = interruption_settings(&vars)?,
         }
@@ -416,40 +416,55 @@ fn metric_source<F: Fn(&str) -> Option<String>>(
     Ok(source)
 }
 
+/// A bounded interruption setting (`INTERRUPTION_BOUNDS`), `default` when unset.
+fn bounded_interruption<F: Fn(&str) -> Option<String>>(
+    vars: &Vars<F>,
+    name: &str,
+    default: f64,
+) -> Result<f64> {
+    let value = vars.f64_or(name, default)?;
+    let (_, lo, hi) = INTERRUPTION_BOUNDS
+        .iter()
+        .find(|(n, _, _)| *n == name)
+        .expect("every bounded interruption setting is in INTERRUPTION_BOUNDS");
+    if (*lo..=*hi).contains(&value) {
+        Ok(value)
+    } else {
+        Err(Error::config(
+            name,
+            format!("must be between {lo} and {hi}, got {value}"),
+        ))
+    }
+}
+
+/// RECHECK_SECONDS (15): read by both functions.
+fn recheck_s<F: Fn(&str) -> Option<String>>(vars: &Vars<F>) -> Result<f64> {
+    bounded_interruption(vars, "RECHECK_SECONDS", 15.0)
+}
+
+/// INTERRUPTION_QUEUE_URL (optional here; the tick requires it in `require_tick_ready`): read by
+/// both functions.
+fn queue_url<F: Fn(&str) -> Option<String>>(vars: &Vars<F>) -> Result<Option<String>> {
+    match vars.get("INTERRUPTION_QUEUE_URL") {
+        Some(u) if !(u.starts_with("https://") || u.starts_with("http://")) => Err(Error::config(
+            "INTERRUPTION_QUEUE_URL",
+            format!("must be the queue's http(s) URL, got {u:?}"),
+        )),
+        other => Ok(other),
+    }
+}
+
 fn interruption_settings<F: Fn(&str) -> Option<String>>(
     vars: &Vars<F>,
 ) -> Result<InterruptionSettings> {
-    let bounded = |name: &str, default: f64| -> Result<f64> {
-        let value = vars.f64_or(name, default)?;
-        let (_, lo, hi) = INTERRUPTION_BOUNDS
-            .iter()
-            .find(|(n, _, _)| *n == name)
-            .expect("every bounded interruption setting is in INTERRUPTION_BOUNDS");
-        if (*lo..=*hi).contains(&value) {
-            Ok(value)
-        } else {
-            Err(Error::config(
-                name,
-                format!("must be between {lo} and {hi}, got {value}"),
-            ))
-        }
-    };
     Ok(InterruptionSettings {
         actions: crate::core::interruption::ActionTable::parse(
             &vars.get("ACTIONS").unwrap_or_default(),
         )
         .map_err(|message| Error::config("ACTIONS", message))?,
-        eviction_budget_s: bounded("EVICTION_BUDGET_SECONDS", 30.0)?,
-        recheck_s: bounded("RECHECK_SECONDS", 15.0)?,
-        queue_url: match vars.get("INTERRUPTION_QUEUE_URL") {
-            Some(u) if !(u.starts_with("https://") || u.starts_with("http://")) => {
-                return Err(Error::config(
-                    "INTERRUPTION_QUEUE_URL",
-                    format!("must be the queue's http(s) URL, got {u:?}"),
-                ))
-            }
-            other => other,
-        },
+        eviction_budget_s: bounded_interruption(vars, "EVICTION_BUDGET_SECONDS", 30.0)?,
+        recheck_s: recheck_s(vars)?,
+        queue_url: queue_url(vars)?,
         delete_past_pdb: vars.bool_or("DELETE_PAST_PDB_AT_DEADLINE", false)?,
         instance_ids: if vars.bool_or("ACCEPT_KWOK_INSTANCE_IDS", false)? {
             crate::adapters::events::InstanceIdRule::Ec2OrKwok
@@ -706,44 +721,89 @@ mod tests {
 
     #[test]
     fn the_tick_function_reads_only_the_drain_settings_of_its_handover() {
-        let vars = |pairs: &'static [(&'static str, &'static str)]| {
-            move |k: &str| {
-                pairs
-                    .iter()
-                    .find(|(n, _)| *n == k)
-                    .map(|(_, v)| v.to_string())
-            }
-        };
-        let c = Config::for_handler(
-            HandlerKind::Tick,
-            vars(&[
-                ("RECHECK_SECONDS", "20"),
-                ("INTERRUPTION_QUEUE_URL", "http://127.0.0.1:5000/1/q"),
-                ("EVICTION_BUDGET_SECONDS", "45"),
-            ]),
-        )
-        .unwrap();
-        // Read: the orphan threshold and the queue. Not read: the eviction budget (default 30).
-        assert_eq!(c.interruption.recheck_s, 20.0);
-        assert_eq!(
-            c.interruption.queue_url.as_deref(),
-            Some("http://127.0.0.1:5000/1/q")
+        const Q: &str = "http://127.0.0.1:5000/1/q";
+        // (situation, environment, expected (RECHECK_SECONDS, INTERRUPTION_QUEUE_URL) or the
+        // variable the start-up error names) - by hand; defaults: 15 s, no queue.
+        type Row = (
+            &'static str,
+            &'static [(&'static str, &'static str)],
+            std::result::Result<(f64, Option<&'static str>), &'static str>,
         );
-        assert_eq!(c.interruption.eviction_budget_s, 30.0);
-        // A bad value of either stops the tick at Init, naming it.
-        for (bad, var) in [
-            (&[("RECHECK_SECONDS", "0")][..], "RECHECK_SECONDS"),
+        let rows: [Row; 9] = [
+            ("nothing set: defaults", &[], Ok((15.0, None))),
             (
-                &[("INTERRUPTION_QUEUE_URL", "prewarm-interruptions")][..],
-                "INTERRUPTION_QUEUE_URL",
+                "both read",
+                &[("RECHECK_SECONDS", "20"), ("INTERRUPTION_QUEUE_URL", Q)],
+                Ok((20.0, Some(Q))),
             ),
-        ] {
-            let map: HashMap<&str, &str> = bad.iter().copied().collect();
-            match Config::for_handler(HandlerKind::Tick, |k| map.get(k).map(|v| v.to_string())) {
-                Err(Error::Config { var: got, .. }) => assert_eq!(got, var),
-                other => panic!("{var}: {other:?}"),
+            (
+                "bad ACTIONS is not the tick's business",
+                &[("ACTIONS", "spot=explode"), ("INTERRUPTION_QUEUE_URL", Q)],
+                Ok((15.0, Some(Q))),
+            ),
+            (
+                "bad eviction budget ignored",
+                &[
+                    ("EVICTION_BUDGET_SECONDS", "999"),
+                    ("RECHECK_SECONDS", "30"),
+                ],
+                Ok((30.0, None)),
+            ),
+            (
+                "bad drain switches ignored",
+                &[
+                    ("DRAIN_SURGE", "maybe"),
+                    ("DELETE_PAST_PDB_AT_DEADLINE", "x"),
+                    ("ACCEPT_KWOK_INSTANCE_IDS", "y"),
+                ],
+                Ok((15.0, None)),
+            ),
+            (
+                "recheck below 1 s",
+                &[("RECHECK_SECONDS", "0")],
+                Err("RECHECK_SECONDS"),
+            ),
+            (
+                "recheck not a number",
+                &[("RECHECK_SECONDS", "soon")],
+                Err("RECHECK_SECONDS"),
+            ),
+            (
+                "queue name instead of URL",
+                &[("INTERRUPTION_QUEUE_URL", "prewarm-interruptions")],
+                Err("INTERRUPTION_QUEUE_URL"),
+            ),
+            (
+                "bad ACTIONS does not hide a bad recheck",
+                &[("ACTIONS", "spot=explode"), ("RECHECK_SECONDS", "901")],
+                Err("RECHECK_SECONDS"),
+            ),
+        ];
+        for (situation, env, want) in rows {
+            let map: HashMap<&str, &str> = env.iter().copied().collect();
+            let got = Config::for_handler(HandlerKind::Tick, |k| map.get(k).map(|v| v.to_string()));
+            match (got, want) {
+                (Ok(c), Ok((recheck, queue))) => {
+                    assert_eq!(c.interruption.recheck_s, recheck, "{situation}");
+                    assert_eq!(c.interruption.queue_url.as_deref(), queue, "{situation}");
+                    // The drain-only settings stay at their defaults, whatever was set.
+                    let d = InterruptionSettings::default();
+                    assert_eq!(c.interruption.eviction_budget_s, d.eviction_budget_s);
+                    assert_eq!(c.interruption.actions, d.actions, "{situation}");
+                    assert_eq!(c.interruption.surge, d.surge, "{situation}");
+                }
+                (Err(Error::Config { var, .. }), Err(want_var)) => {
+                    assert_eq!(var, want_var, "{situation}")
+                }
+                (got, want) => panic!("{situation}: got {got:?}, want {want:?}"),
             }
         }
+        // The interruption function refuses the same bad ACTIONS at its start-up.
+        let bad = |k: &str| (k == "ACTIONS").then(|| "spot=explode".to_string());
+        assert!(matches!(
+            Config::for_handler(HandlerKind::Interruption, bad),
+            Err(Error::Config { var, .. }) if var == "ACTIONS"
+        ));
     }
 
     #[test]

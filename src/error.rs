@@ -27,6 +27,17 @@ pub enum Error {
         retryable: bool,
     },
 
+    /// A Kubernetes write lost an optimistic-concurrency race (HTTP 409: the object changed
+    /// since it was read). Always retryable: read again and re-plan
+    /// (`adapters::kube::retry_on_conflict`). Its own variant so callers decide on the kind of
+    /// error, never on its message.
+    #[error("kubernetes {operation} {object}: {message}")]
+    Conflict {
+        operation: String,
+        object: String,
+        message: String,
+    },
+
     /// An AWS API call failed (SQS, EKS, STS, CloudWatch).
     #[error("aws {service} {operation}: {message}")]
     Aws {
@@ -51,6 +62,7 @@ impl Error {
     pub fn retryable(&self) -> bool {
         match self {
             Error::Config { .. } | Error::Malformed { .. } | Error::NotFound { .. } => false,
+            Error::Conflict { .. } => true,
             Error::Metrics { retryable, .. }
             | Error::Kube { retryable, .. }
             | Error::Aws { retryable, .. } => *retryable,
@@ -63,6 +75,7 @@ impl Error {
             Error::Config { .. } => "config",
             Error::Metrics { .. } => "metrics",
             Error::Kube { .. } => "kube",
+            Error::Conflict { .. } => "conflict",
             Error::Aws { .. } => "aws",
             Error::Malformed { .. } => "malformed",
             Error::NotFound { .. } => "not_found",
@@ -72,6 +85,23 @@ impl Error {
     pub fn config(var: impl Into<String>, message: impl Into<String>) -> Self {
         Error::Config {
             var: var.into(),
+            message: message.into(),
+        }
+    }
+
+    /// Whether this is a write conflict (409), the one error a re-read and re-plan can cure.
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, Error::Conflict { .. })
+    }
+
+    pub fn conflict(
+        operation: impl Into<String>,
+        object: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
+        Error::Conflict {
+            operation: operation.into(),
+            object: object.into(),
             message: message.into(),
         }
     }
@@ -97,9 +127,13 @@ mod tests {
                 Error::Kube {
                     operation: "patch".into(),
                     object: "nodepool/gpu".into(),
-                    message: "conflict".into(),
+                    message: "503 ServiceUnavailable".into(),
                     retryable: true,
                 },
+                true,
+            ),
+            (
+                Error::conflict("patch", "nodepool/gpu", "409 Conflict"),
                 true,
             ),
             (

@@ -225,3 +225,303 @@ async fn a_deployment_surge_keeps_a_users_edit() {
         .await
         .unwrap();
 }
+
+/// The tests in the `inference` namespace (the chart's default podNamespace, where the
+/// per-function users have their rights) run one at a time: `prewarm restore` gives back every
+/// surge there.
+static INFERENCE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+const INFERENCE_NS: &str = "inference";
+
+/// The chart's default target (values.yaml): podNamespace inference, balloon prewarm/balloon-gpu.
+fn chart_target() -> TargetSpec {
+    serde_json::from_value(json!({
+        "name": "llama", "nodePool": "gpu", "maxSpare": 4, "podNamespace": INFERENCE_NS,
+        "headroom": {"kind": "balloon", "namespace": NS, "name": "balloon-gpu"}}))
+    .unwrap()
+}
+
+fn in_namespace<T: serde::Serialize + serde::de::DeserializeOwned>(object: T, ns: &str) -> T {
+    let mut v = serde_json::to_value(object).unwrap();
+    v["metadata"]["namespace"] = json!(ns);
+    serde_json::from_value(v).unwrap()
+}
+
+fn cpu_hpa(name: &str, target: &str, min: i32, max: i32) -> HorizontalPodAutoscaler {
+    serde_json::from_value(json!({
+        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": name, "namespace": INFERENCE_NS},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target},
+                 "minReplicas": min, "maxReplicas": max,
+                 "metrics": [{"type": "Resource", "resource": {"name": "cpu",
+                     "target": {"type": "Utilization", "averageUtilization": 80}}}]}
+    }))
+    .unwrap()
+}
+
+/// A Deployment whose HPA a KEDA ScaledObject owns (KEDA's CRD v2.21.0 on the stack; no KEDA
+/// operator runs, so nothing rewrites the HPA here: the test checks where prewarm writes). The
+/// surge, as the interruption function's own user, goes to the ScaledObject's minReplicaCount
+/// with its record there, never to the HPA; the tick's forecast floor (as the tick's user) does
+/// not lower it; the tick's user gives it back exactly once the drain is over.
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn a_keda_owned_hpa_is_surged_on_its_scaled_object() {
+    use kube::api::DynamicObject;
+    use prewarm::adapters::kube::hpa_floor::{plan_and_apply, FloorIntent};
+    use prewarm::adapters::kube::scaled_object;
+    use prewarm::core::spec::HpaRef;
+
+    let _one = INFERENCE.lock().await;
+    let admin = as_user("KUBECONFIG").await;
+    let intr = as_user("PREWARM_INTERRUPTION_KUBECONFIG").await;
+    let tick = as_user("PREWARM_TICK_KUBECONFIG").await;
+    let name = unique("surge-keda");
+    let drain = format!("{name}-a");
+    let deployments: Api<Deployment> = Api::namespaced(admin.clone(), INFERENCE_NS);
+    let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(admin.clone(), INFERENCE_NS);
+    let sos: Api<DynamicObject> =
+        Api::namespaced_with(admin.clone(), INFERENCE_NS, &scaled_object::resource());
+    deployments
+        .create(
+            &PostParams::default(),
+            &in_namespace(deployment(&name, 2), INFERENCE_NS),
+        )
+        .await
+        .unwrap();
+    let so: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
+        "metadata": {"name": name, "namespace": INFERENCE_NS},
+        "spec": {"scaleTargetRef": {"name": name}, "minReplicaCount": 1, "maxReplicaCount": 5,
+                 "triggers": [{"type": "prometheus", "metadata": {
+                     "serverAddress": "http://127.0.0.1:9", "query": "sum(x)", "threshold": "4"}}]}
+    }))
+    .unwrap();
+    let so = sos.create(&PostParams::default(), &so).await.unwrap();
+    let hpa_name = format!("keda-hpa-{name}");
+    let mut hpa = cpu_hpa(&hpa_name, &name, 1, 5);
+    hpa.metadata.owner_references = Some(vec![
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+            api_version: "keda.sh/v1alpha1".into(),
+            kind: "ScaledObject".into(),
+            name: name.clone(),
+            uid: so.metadata.uid.clone().unwrap(),
+            controller: Some(true),
+            ..Default::default()
+        },
+    ]);
+    hpas.create(&PostParams::default(), &hpa).await.unwrap();
+    let min_count = |o: &DynamicObject| o.data["spec"]["minReplicaCount"].as_u64();
+
+    let result = async {
+        // 2 pods of the drain: floor = 2 replicas + 2 = 4 (under maxReplicaCount 5).
+        let (outcome, want, _) =
+            surge_workload(&intr, INFERENCE_NS, &name, &hold(&drain, 2), now())
+                .await
+                .expect("the interruption user may surge through the ScaledObject");
+        assert_eq!(want, Some(4), "{outcome}");
+        assert!(outcome.starts_with("scaledobject "), "{outcome}");
+        let s = sos.get(&name).await.unwrap();
+        assert_eq!(min_count(&s), Some(4));
+        let ann = prewarm_annotations(&s.metadata);
+        assert_eq!(ann["prewarm.io/user-min-replicas"], "1");
+        assert_eq!(ann["prewarm.io/raised-min-replicas"], "4");
+        assert_eq!(
+            ann["prewarm.io/surge-drains"],
+            format!(r#"{{"{drain}":2}}"#)
+        );
+        assert_eq!(ann["prewarm.io/surge-base"], "2");
+        assert!(surging(&s.metadata));
+        // Not the HPA (KEDA rewrites it from the ScaledObject) nor the Deployment.
+        let h = hpas.get(&hpa_name).await.unwrap();
+        assert_eq!(h.spec.as_ref().unwrap().min_replicas, Some(1));
+        assert!(prewarm_annotations(&h.metadata).is_empty() && !surging(&h.metadata));
+        let d = deployments.get(&name).await.unwrap();
+        assert_eq!(d.spec.as_ref().unwrap().replicas, Some(2));
+        assert!(prewarm_annotations(&d.metadata).is_empty());
+
+        // The tick's forecast asks for 2: the drain's floor of 4 holds.
+        let r = HpaRef {
+            namespace: INFERENCE_NS.into(),
+            name: hpa_name.clone(),
+            raise_min_replicas: true,
+            in_system_metric: None,
+        };
+        let change = plan_and_apply(&tick, &r, FloorIntent::AtLeast(2), now(), 300.0, false)
+            .await
+            .unwrap();
+        assert_eq!(change.patch.outcome, "renewed", "{change:?}");
+        assert_eq!(min_count(&sos.get(&name).await.unwrap()), Some(4));
+
+        // The drain is over: the tick's user finds the surge by its label on the ScaledObject
+        // and gives it back: the user's 1 exactly, no record, no label.
+        let target = chart_target();
+        let released = release(&tick, std::slice::from_ref(&target), &drain, now()).await;
+        assert_eq!(released.len(), 1, "{released:?}");
+        assert!(released[0].is_ok(), "{released:?}");
+        let s = sos.get(&name).await.unwrap();
+        assert_eq!(min_count(&s), Some(1));
+        assert!(
+            prewarm_annotations(&s.metadata).is_empty(),
+            "{:?}",
+            s.metadata.annotations
+        );
+        assert!(!surging(&s.metadata));
+    }
+    .await;
+    let dp = DeleteParams::default();
+    let _ = hpas.delete(&hpa_name, &dp).await;
+    let _ = sos.delete(&name, &dp).await;
+    let _ = deployments.delete(&name, &dp).await;
+    result
+}
+
+/// `prewarm restore`'s drain-lease step as the restore user, on what drains left: a surged
+/// Deployment (given back exactly), a Deployment surged through its HPA whose floor the user then
+/// edited (the edit kept), and a replacement placeholder (deleted; an unlabelled pod beside it
+/// stays). A dry run first changes nothing.
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn restore_deletes_placeholders_and_gives_surges_back() {
+    use k8s_openapi::api::core::v1::Pod;
+    use prewarm::adapters::kube::drain::placeholder::REPLACEMENT_FOR;
+    use prewarm::adapters::kube::restore::restore_drain_leases;
+
+    let _one = INFERENCE.lock().await;
+    let admin = as_user("KUBECONFIG").await;
+    let intr = as_user("PREWARM_INTERRUPTION_KUBECONFIG").await;
+    let restorer = as_user("PREWARM_RESTORE_KUBECONFIG").await;
+    let name = unique("restore-surge");
+    let (plain, floored) = (format!("{name}-d"), format!("{name}-h"));
+    let deployments: Api<Deployment> = Api::namespaced(admin.clone(), INFERENCE_NS);
+    let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(admin.clone(), INFERENCE_NS);
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), NS);
+    for d in [&plain, &floored] {
+        deployments
+            .create(
+                &PostParams::default(),
+                &in_namespace(deployment(d, 2), INFERENCE_NS),
+            )
+            .await
+            .unwrap();
+    }
+    hpas.create(&PostParams::default(), &cpu_hpa(&floored, &floored, 1, 6))
+        .await
+        .unwrap();
+    let pod = |pod_name: &str, labels: serde_json::Value| -> Pod {
+        serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": pod_name, "namespace": NS, "labels": labels},
+            "spec": {"nodeSelector": {"prewarm.io/no-such-node": "true"},
+                     "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}
+        }))
+        .unwrap()
+    };
+    let placeholder = format!("prewarm-replacement-{name}");
+    let bystander = format!("{name}-bystander");
+    pods.create(
+        &PostParams::default(),
+        &pod(&placeholder, json!({ REPLACEMENT_FOR: name })),
+    )
+    .await
+    .unwrap();
+    pods.create(
+        &PostParams::default(),
+        &pod(&bystander, json!({"app": name})),
+    )
+    .await
+    .unwrap();
+
+    let result = async {
+        // Drains surge both workloads (as the interruption function).
+        surge_workload(
+            &intr,
+            INFERENCE_NS,
+            &plain,
+            &hold(&format!("{name}-a"), 1),
+            now(),
+        )
+        .await
+        .unwrap();
+        surge_workload(
+            &intr,
+            INFERENCE_NS,
+            &floored,
+            &hold(&format!("{name}-b"), 2),
+            now(),
+        )
+        .await
+        .unwrap();
+        let replicas = |d: &Deployment| d.spec.as_ref().unwrap().replicas;
+        assert_eq!(replicas(&deployments.get(&plain).await.unwrap()), Some(3));
+        let min = |h: &HorizontalPodAutoscaler| h.spec.as_ref().unwrap().min_replicas;
+        assert_eq!(min(&hpas.get(&floored).await.unwrap()), Some(4));
+        // The user edits the surged floor to 5.
+        hpas.patch(
+            &floored,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"minReplicas": 5}})),
+        )
+        .await
+        .unwrap();
+
+        let target = chart_target();
+        let dry = restore_drain_leases(&restorer, &target, true)
+            .await
+            .unwrap();
+        let mentions = |out: &[prewarm::adapters::kube::restore::Restored], what: &str| {
+            out.iter().any(|r| r.detail.contains(what))
+        };
+        assert!(mentions(&dry, &placeholder), "{dry:?}");
+        assert!(
+            mentions(&dry, &plain) && mentions(&dry, &floored),
+            "{dry:?}"
+        );
+        assert_eq!(replicas(&deployments.get(&plain).await.unwrap()), Some(3));
+        assert!(pods.get_opt(&placeholder).await.unwrap().is_some());
+
+        let done = restore_drain_leases(&restorer, &target, false)
+            .await
+            .expect("the restore user may give drain leases back");
+        let line = |what: &str| {
+            done.iter()
+                .find(|r| r.detail.contains(what))
+                .unwrap_or_else(|| panic!("{what} not in {done:?}"))
+        };
+        assert_eq!(line(&placeholder).outcome, "restored");
+        assert_eq!(line(&plain).outcome, "restored");
+        assert_eq!(line(&floored).outcome, "kept");
+
+        // The Deployment: the user's 2 exactly, nothing of prewarm's left.
+        let d = deployments.get(&plain).await.unwrap();
+        assert_eq!(replicas(&d), Some(2));
+        assert!(prewarm_annotations(&d.metadata).is_empty() && !surging(&d.metadata));
+        // The HPA: the user's edit (5) kept, nothing of prewarm's left.
+        let h = hpas.get(&floored).await.unwrap();
+        assert_eq!(min(&h), Some(5));
+        assert!(
+            prewarm_annotations(&h.metadata).is_empty(),
+            "{:?}",
+            h.metadata.annotations
+        );
+        assert!(!surging(&h.metadata));
+        // The placeholder is gone (or going); the unlabelled pod stays.
+        let left = pods.get_opt(&placeholder).await.unwrap();
+        assert!(left.is_none_or(|p| p.metadata.deletion_timestamp.is_some()));
+        let b = pods
+            .get_opt(&bystander)
+            .await
+            .unwrap()
+            .expect("bystander kept");
+        assert!(b.metadata.deletion_timestamp.is_none());
+    }
+    .await;
+    let dp = DeleteParams::default();
+    let _ = hpas.delete(&floored, &dp).await;
+    for d in [&plain, &floored] {
+        let _ = deployments.delete(d, &dp).await;
+    }
+    for p in [&placeholder, &bystander] {
+        let _ = pods.delete(p, &dp).await;
+    }
+    result
+}

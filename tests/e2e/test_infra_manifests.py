@@ -203,9 +203,12 @@ DENIED = {
         ("get", "secrets", None, "prewarm"), ("list", "secrets", None, None),
         ("get", "configmaps/other", None, "prewarm"),
         ("create", "clusterrolebindings.rbac.authorization.k8s.io", None, None),
-        # (It may patch HPAs in the podNamespaces, inference included: a drain's surge raises the
-        # HPA floor of a Deployment an HPA targets; permissions.yaml, interruption rows.)
-        ("patch", "scaledobjects.keda.sh", None, "inference"),
+        # (It may patch HPAs and KEDA ScaledObjects in the podNamespaces, inference included: a
+        # drain's surge raises the floor of a Deployment an HPA targets, on the ScaledObject when
+        # KEDA owns the HPA; permissions.yaml, interruption rows.) Elsewhere, or other verbs: no.
+        ("patch", "scaledobjects.keda.sh", None, "kube-system"),
+        ("delete", "scaledobjects.keda.sh", None, "inference"),
+        ("create", "scaledobjects.keda.sh", None, "inference"),
     ],
     "restore": [
         # Puts back what the tick wrote: no drain rights, nothing of other owners.
@@ -218,6 +221,12 @@ DENIED = {
         ("patch", "deployments.apps", None, "kube-system"),
         ("get", "configmaps/other", None, "prewarm"),
         ("get", "secrets", None, "prewarm"),
+        # Drain leftovers: it deletes placeholders in the balloon namespace and gives surges back
+        # in the podNamespaces; it never makes a placeholder, deletes a workload's pods or
+        # Deployments, or evicts.
+        ("create", "pods", None, "prewarm"), ("patch", "pods", None, "prewarm"),
+        ("delete", "pods", None, "inference"), ("delete", "deployments.apps", None, "inference"),
+        ("delete", "scaledobjects.keda.sh", None, "inference"),
     ],
 }
 

@@ -82,7 +82,7 @@ def test_the_tick_gets_its_rows_by_name(sample):
             ("", "pods", (), ("list",)),
             ("autoscaling", "horizontalpodautoscalers", (), ("get", "list", "patch")),
             ("apps", "deployments", (), ("get", "list", "patch")),
-            ("keda.sh", "scaledobjects", (), ("get", "patch"))}
+            ("keda.sh", "scaledobjects", (), ("get", "list", "patch"))}
     assert set(tick) == {("ClusterRole", None), ("ClusterRoleBinding", None)} | {
         (k, ns) for ns in ("prewarm", "buffers", "inference", "models") for k in ("Role", "RoleBinding")}
 
@@ -106,7 +106,8 @@ def test_the_interruption_function_gets_its_rows_and_patches_only_named_headroom
         assert rules(intr[("Role", ns)]) == {
             ("apps", "replicasets", (), ("get",)),
             ("apps", "deployments", (), ("get", "list", "patch")),
-            ("autoscaling", "horizontalpodautoscalers", (), ("get", "list", "patch"))}
+            ("autoscaling", "horizontalpodautoscalers", (), ("get", "list", "patch")),
+            ("keda.sh", "scaledobjects", (), ("get", "list", "patch"))}
 
 
 def test_each_binding_names_only_its_functions_group(sample):
@@ -190,16 +191,20 @@ def test_restore_gets_only_what_it_puts_back_by_name(sample):
     restore = rbac_of(sample, "restore")
     assert rules(restore[("ClusterRole", None)]) == {
         ("karpenter.sh", "nodepools", ("gpu", "gpu-big", "gpu-static"), ("get", "patch"))}
+    # Drains' placeholders deleted where they live (the balloon / buffer namespaces).
+    placeholders = ("", "pods", (), ("list", "delete"))
     assert rules(restore[("Role", "prewarm")]) == {
         ("", "configmaps", ("prewarm-targets",), ("get",)),
-        ("apps", "deployments", ("balloon-llama",), ("get", "patch"))}
+        ("apps", "deployments", ("balloon-llama",), ("get", "patch")), placeholders}
     assert rules(restore[("Role", "buffers")]) == {
-        ("autoscaling.x-k8s.io", "capacitybuffers", ("mistral",), ("get", "patch"))}
-    # The HPA floors (and a KEDA ScaledObject's) in the workload namespaces: no pods there.
+        ("autoscaling.x-k8s.io", "capacitybuffers", ("mistral",), ("get", "patch")), placeholders}
+    # The HPA floors (and a KEDA ScaledObject's) and drain surges in the workload namespaces: no
+    # pods there.
     for ns in ("inference", "models"):
         assert rules(restore[("Role", ns)]) == {
-            ("autoscaling", "horizontalpodautoscalers", (), ("get", "patch")),
-            ("keda.sh", "scaledobjects", (), ("get", "patch"))}
+            ("autoscaling", "horizontalpodautoscalers", (), ("get", "list", "patch")),
+            ("keda.sh", "scaledobjects", (), ("get", "list", "patch")),
+            ("apps", "deployments", (), ("get", "list", "patch"))}
     assert set(restore) == {(k, ns) for k, ns in [("ClusterRole", None), ("ClusterRoleBinding", None)]} | {
         (k, ns) for ns in ("prewarm", "buffers", "inference", "models") for k in ("Role", "RoleBinding")}, \
         "no drain rights, no pods"

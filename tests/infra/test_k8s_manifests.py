@@ -190,8 +190,9 @@ EXPECTED_RULES = {
         # targets with hpa.raiseMinReplicas (issue 10).
         # ... and list the surged ones to give a dead drain's surge back.
         ("autoscaling", "horizontalpodautoscalers"): {"get", "list", "patch"},
-        # The same floor on the KEDA ScaledObject that owns a workload's HPA (minReplicaCount).
-        ("keda.sh", "scaledobjects"): {"get", "patch"},
+        # The same floor on the KEDA ScaledObject that owns a workload's HPA (minReplicaCount);
+        # list the surged ones to give a dead drain's surge back.
+        ("keda.sh", "scaledobjects"): {"get", "list", "patch"},
     },
     "interruption": {
         ("", "configmaps"): {"get"},
@@ -206,6 +207,8 @@ EXPECTED_RULES = {
         ("apps", "deployments"): {"get", "list", "patch"},
         ("apps", "replicasets"): {"get"},
         ("autoscaling", "horizontalpodautoscalers"): {"get", "list", "patch"},
+        # The surge of a Deployment whose HPA KEDA owns: on the ScaledObject.
+        ("keda.sh", "scaledobjects"): {"get", "list", "patch"},
     },
 }
 

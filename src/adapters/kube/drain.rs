@@ -44,19 +44,7 @@ const FIELD_MANAGER: &str = "prewarm-interruption";
 const DEFAULT_GRACE_S: i64 = 30;
 
 pub(crate) fn kube_error(operation: &str, object: &str, error: kube::Error) -> Error {
-    let (message, retryable) = match &error {
-        kube::Error::Api(s) => (
-            format!("{} {}: {}", s.code, s.reason, s.message),
-            s.code == 409 || s.code == 429 || s.code >= 500,
-        ),
-        other => (other.to_string(), true),
-    };
-    Error::Kube {
-        operation: operation.into(),
-        object: object.into(),
-        message,
-        retryable,
-    }
+    crate::adapters::kube::api_error::api_failure(operation, object, error)
 }
 
 /// The instance id at the end of a providerID: `aws:///us-east-1a/i-0abc` -> `i-0abc`
@@ -334,7 +322,7 @@ pub async fn patch_node(client: &kube::Client, node: &Node, patch: &Value) -> Re
         .await
     {
         Ok(_) => Ok(true),
-        Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
+        Err(e) if crate::adapters::kube::api_error::is_conflict(&e) => Ok(false),
         Err(e) => Err(kube_error("patch", &format!("node/{name}"), e)),
     }
 }

@@ -13,7 +13,8 @@ use kube::api::{Patch, PatchParams};
 use serde_json::{json, Map, Value};
 
 use super::annotations::{self, ParsedHeadroom};
-use super::api_error::{from_kube, is_conflict};
+use super::api_error::from_kube;
+use super::conflict::retry_on_conflict;
 use super::resources::HeadroomRef;
 use crate::core::{Action, HeadroomState, Plan, TargetSpec};
 use crate::error::{Error, Result};
@@ -165,16 +166,14 @@ pub fn plan_patch(
     ))
 }
 
-async fn send_patch(client: &kube::Client, object: &HeadroomRef, patch: &Value) -> Result<bool> {
-    match object
+/// Sends a merge patch; a 409 is `Error::Conflict`.
+async fn send_patch(client: &kube::Client, object: &HeadroomRef, patch: &Value) -> Result<()> {
+    object
         .api(client)
         .patch(&object.name, &PatchParams::default(), &Patch::Merge(patch))
         .await
-    {
-        Ok(_) => Ok(true),
-        Err(e) if is_conflict(&e) => Ok(false),
-        Err(e) => Err(from_kube("patch", object.kind, &object.display, e)),
-    }
+        .map_err(|e| from_kube("patch", object.kind, &object.display, e))?;
+    Ok(())
 }
 
 /// Writes are retried this often when the object changed only outside prewarm's part of it.
@@ -197,24 +196,30 @@ pub async fn apply_plan(
 ) -> Result<ApplyOutcome> {
     let before = read.parsed.size;
     let after = planned_size(&read.parsed, plan);
-    let mut version = read.resource_version.clone();
-    for _ in 0..WRITE_ATTEMPTS {
+    let outcome = retry_on_conflict(WRITE_ATTEMPTS, |attempt| async move {
+        let version = if attempt == 0 {
+            read.resource_version.clone()
+        } else {
+            let again = read_ref(client, read.object.clone()).await?;
+            if again.parsed != read.parsed {
+                return Ok(ApplyOutcome::Conflict);
+            }
+            again.resource_version
+        };
         let Some(patch) = plan_patch(&read.parsed, &version, plan, now) else {
             return Ok(ApplyOutcome::Unchanged);
         };
         if dry_run {
             return Ok(ApplyOutcome::DryRun { before, after });
         }
-        if send_patch(client, &read.object, &patch).await? {
-            return Ok(ApplyOutcome::Written { before, after });
-        }
-        let again = read_ref(client, read.object.clone()).await?;
-        if again.parsed != read.parsed {
-            return Ok(ApplyOutcome::Conflict);
-        }
-        version = again.resource_version;
+        send_patch(client, &read.object, &patch).await?;
+        Ok(ApplyOutcome::Written { before, after })
+    })
+    .await;
+    match outcome {
+        Err(e) if e.is_conflict() => Ok(ApplyOutcome::Conflict),
+        other => other,
     }
-    Ok(ApplyOutcome::Conflict)
 }
 
 /// The patch releasing `drain_id`'s reservation, or None if it holds none (already released).
@@ -268,8 +273,9 @@ async fn change_reservation(
     target: &TargetSpec,
     build: impl Fn(&ParsedHeadroom, &str) -> Option<Value>,
 ) -> Result<Reservation> {
-    let object = HeadroomRef::of(target);
-    for _ in 0..RESERVATION_ATTEMPTS {
+    let object = &HeadroomRef::of(target);
+    let build = &build;
+    retry_on_conflict(RESERVATION_ATTEMPTS, |_| async move {
         let read = read_ref(client, object.clone()).await?;
         let Some(patch) = build(&read.parsed, &read.resource_version) else {
             return Ok(Reservation {
@@ -278,16 +284,10 @@ async fn change_reservation(
                 changed: false,
             });
         };
-        if send_patch(client, &object, &patch).await? {
-            return Ok(reservation_after(&patch, &read.parsed));
-        }
-    }
-    Err(Error::Kube {
-        operation: "patch".into(),
-        object: object.display,
-        message: format!("still conflicting after {RESERVATION_ATTEMPTS} attempts"),
-        retryable: true,
+        send_patch(client, object, &patch).await?;
+        Ok(reservation_after(&patch, &read.parsed))
     })
+    .await
 }
 
 /// Gives back what `drain_id` reserved on the headroom under the earlier design (a drain's

@@ -20,6 +20,8 @@
 //!   driven through the ScaledObject's `spec.minReplicaCount` instead (`scaled_object`), with the
 //!   same lease and annotations on the ScaledObject: KEDA rewrites the HPA from it, so a raise
 //!   written on the HPA would be undone.
+//! - a drain's surge (`drain::surge`) raises the same floor through the same object
+//!   (`FloorObject`), its record beside the lease; the forecast's floor never lowers it.
 //!
 //! Writes are JSON merge patches with the `resourceVersion` read (409 on a concurrent change)
 //! under the field manager `prewarm-hpa-floor`. GitOps: Argo CD needs an `ignoreDifferences`
@@ -30,7 +32,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use serde_json::{json, Value};
 
 use super::annotations::{format_time, parse_time};
@@ -280,112 +282,131 @@ pub async fn plan_and_apply(
     lease_s: f64,
     dry_run: bool,
 ) -> Result<FloorChange> {
-    let when = When {
-        intent,
-        now,
-        lease_s,
-        dry_run,
+    let on = read_floor_object(client, &r.namespace, &r.name).await?;
+    // A drain's surge (`drain::surge`) holds this floor too, its record on the same object: the
+    // forecast's floor never lowers it.
+    let intent = match (intent, surge_floor(&on.view)) {
+        (FloorIntent::AtLeast(want), Some(surge)) => FloorIntent::AtLeast(want.max(surge)),
+        (other, _) => other,
     };
-    let api: Api<HorizontalPodAutoscaler> = Api::namespaced(client.clone(), &r.namespace);
-    let display = format!("{}/{}", r.namespace, r.name);
-    let hpa = api
-        .get(&r.name)
-        .await
-        .map_err(|e| from_kube("get", "HorizontalPodAutoscaler", &display, e))?;
-    let view = floor_view(&hpa);
-    let Some(owner) = &view.keda_owner else {
-        // A drain's surge (`drain::surge`) holds this floor too: the forecast's floor never
-        // lowers it.
-        let when = When {
-            intent: match (when.intent, surge_floor(&view)) {
-                (FloorIntent::AtLeast(want), Some(surge)) => FloorIntent::AtLeast(want.max(surge)),
-                (other, _) => other,
-            },
-            ..when
-        };
-        let on = FloorOn {
-            kind: "HorizontalPodAutoscaler",
-            object: format!("hpa {display}"),
-            display,
-            field: "minReplicas",
-        };
-        return write_floor(&api, &r.name, &view, &hpa.metadata, on, when).await;
-    };
-    let api: Api<DynamicObject> =
-        Api::namespaced_with(client.clone(), &r.namespace, &scaled_object::resource());
-    let display = format!("{}/{owner}", r.namespace);
-    let so = api
-        .get(owner)
-        .await
-        .map_err(|e| from_kube("get", "ScaledObject", &display, e))?;
-    let on = FloorOn {
-        kind: "ScaledObject",
-        object: format!("scaledobject {display}"),
-        display,
-        field: scaled_object::FIELD,
-    };
-    let view = scaled_object::floor_view(&so);
-    write_floor(&api, owner, &view, &so.metadata, on, when).await
-}
-
-/// The tick's (or the restore's) ask.
-#[derive(Clone, Copy)]
-struct When {
-    intent: FloorIntent,
-    now: f64,
-    lease_s: f64,
-    dry_run: bool,
-}
-
-/// The object the floor is on: an HPA, or the KEDA ScaledObject that owns one.
-struct FloorOn {
-    kind: &'static str,
-    display: String,
-    object: String,
-    field: &'static str,
-}
-
-/// Plans the floor on the object read and writes it unless dry or nothing changes.
-async fn write_floor<K>(
-    api: &Api<K>,
-    name: &str,
-    view: &FloorView,
-    meta: &kube::api::ObjectMeta,
-    on: FloorOn,
-    when: When,
-) -> Result<FloorChange>
-where
-    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    let patch =
-        plan_floor(view, when.intent, when.now, when.lease_s).map_err(|message| Error::Kube {
-            operation: "plan the replica floor".into(),
-            object: format!("{} {}", on.kind, on.display),
-            message,
-            retryable: false,
-        })?;
-    if when.dry_run || (patch.min_replicas.is_none() && patch.annotations.is_empty()) {
-        return Ok(FloorChange {
-            patch,
-            object: on.object,
-        });
+    let patch = on.plan(intent, now, lease_s)?;
+    if !dry_run && (patch.min_replicas.is_some() || !patch.annotations.is_empty()) {
+        on.write(&on.patch_body(&patch)).await?;
     }
-    let version = meta.resource_version.clone().unwrap_or_default();
-    let params = PatchParams {
-        field_manager: Some(FIELD_MANAGER.into()),
-        ..PatchParams::default()
-    };
-    api.patch(
-        name,
-        &params,
-        &Patch::Merge(floor_patch_body(&patch, &version, on.field)),
-    )
-    .await
-    .map_err(|e| from_kube("patch", on.kind, &on.display, e))?;
     Ok(FloorChange {
         patch,
         object: on.object,
     })
+}
+
+/// The object a workload's floor is written on, as read: the HPA itself, or the KEDA
+/// ScaledObject that owns it (KEDA rewrites the HPA from it). The tick's floor, `prewarm
+/// restore` and a drain's surge all go through here, so none of them writes an HPA that KEDA
+/// would overwrite.
+pub struct FloorObject {
+    api: Api<DynamicObject>,
+    /// The object's name (the HPA's, or the ScaledObject's).
+    pub name: String,
+    pub view: FloorView,
+    pub resource_version: String,
+    /// `HorizontalPodAutoscaler` or `ScaledObject`.
+    pub kind: &'static str,
+    /// `namespace/name`.
+    pub display: String,
+    /// `hpa ns/name` or `scaledobject ns/name`, for reports.
+    pub object: String,
+    /// The floor field: `minReplicas` or `minReplicaCount`.
+    pub field: &'static str,
+}
+
+/// Reads HPA `namespace/name` and, when a KEDA ScaledObject owns it, that ScaledObject.
+pub async fn read_floor_object(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+) -> Result<FloorObject> {
+    let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(client.clone(), namespace);
+    let display = format!("{namespace}/{name}");
+    let hpa = hpas
+        .get(name)
+        .await
+        .map_err(|e| from_kube("get", "HorizontalPodAutoscaler", &display, e))?;
+    floor_object_of(client, hpa).await
+}
+
+/// The floor object of an HPA already read (its ScaledObject read when KEDA owns it).
+pub async fn floor_object_of(
+    client: &kube::Client,
+    hpa: HorizontalPodAutoscaler,
+) -> Result<FloorObject> {
+    let namespace = hpa.metadata.namespace.clone().unwrap_or_default();
+    let name = hpa.metadata.name.clone().unwrap_or_default();
+    let display = format!("{namespace}/{name}");
+    let view = floor_view(&hpa);
+    let Some(owner) = view.keda_owner.clone() else {
+        return Ok(FloorObject {
+            api: Api::namespaced_with(
+                client.clone(),
+                &namespace,
+                &ApiResource::erase::<HorizontalPodAutoscaler>(&()),
+            ),
+            name,
+            view,
+            resource_version: hpa.metadata.resource_version.unwrap_or_default(),
+            kind: "HorizontalPodAutoscaler",
+            object: format!("hpa {display}"),
+            display,
+            field: "minReplicas",
+        });
+    };
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), &namespace, &scaled_object::resource());
+    let display = format!("{namespace}/{owner}");
+    let so = api
+        .get(&owner)
+        .await
+        .map_err(|e| from_kube("get", "ScaledObject", &display, e))?;
+    Ok(FloorObject {
+        api,
+        name: owner,
+        view: scaled_object::floor_view(&so),
+        resource_version: so.metadata.resource_version.unwrap_or_default(),
+        kind: "ScaledObject",
+        object: format!("scaledobject {display}"),
+        display,
+        field: scaled_object::FIELD,
+    })
+}
+
+impl FloorObject {
+    /// `plan_floor` on the object read; malformed annotations are a non-retryable error.
+    pub fn plan(&self, intent: FloorIntent, now: f64, lease_s: f64) -> Result<FloorPatch> {
+        plan_floor(&self.view, intent, now, lease_s).map_err(|message| Error::Kube {
+            operation: "plan the replica floor".into(),
+            object: format!("{} {}", self.kind, self.display),
+            message,
+            retryable: false,
+        })
+    }
+
+    /// The merge patch of `patch` on this object, conditional on the version read.
+    pub fn patch_body(&self, patch: &FloorPatch) -> Value {
+        floor_patch_body(patch, &self.resource_version, self.field)
+    }
+
+    /// Sends a merge patch (built from `patch_body`, possibly with more in it) under the floor's
+    /// field manager. A concurrent change is `Error::Conflict`.
+    pub async fn write(&self, body: &Value) -> Result<()> {
+        let params = PatchParams {
+            field_manager: Some(FIELD_MANAGER.into()),
+            ..PatchParams::default()
+        };
+        self.api
+            .patch(&self.name, &params, &Patch::Merge(body))
+            .await
+            .map_err(|e| from_kube("patch", self.kind, &self.display, e))?;
+        Ok(())
+    }
 }
 
 /// `prewarm restore` for HPA floors: give the user's `minReplicas` back now, whatever the

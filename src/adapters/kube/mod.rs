@@ -7,6 +7,7 @@
 pub mod annotations;
 pub mod api_error;
 pub mod client;
+pub mod conflict;
 pub mod drain;
 pub mod eks_token;
 pub mod headroom;
@@ -21,4 +22,5 @@ pub mod scaled_object;
 pub mod targets;
 
 pub use client::{client, ClientCache};
+pub use conflict::retry_on_conflict;
 pub use headroom::{apply_plan, read_headroom, release_replacement, ApplyOutcome, HeadroomRead};

@@ -14,7 +14,8 @@ use std::collections::BTreeMap;
 use kube::api::{Patch, PatchParams};
 use serde_json::{json, Map, Value};
 
-use super::api_error::{from_kube, is_conflict};
+use super::api_error::from_kube;
+use super::conflict::retry_on_conflict;
 use super::headroom::ApplyOutcome;
 use super::nodepool_limits::{limits_write, SAVED_LIMITS};
 use super::resources::node_pool_api;
@@ -179,8 +180,12 @@ pub async fn apply_node_pool(
     freeze: Option<bool>,
     dry_run: bool,
 ) -> Result<ApplyOutcome> {
-    let mut current = view.clone();
-    for _ in 0..WRITE_ATTEMPTS {
+    let outcome = retry_on_conflict(WRITE_ATTEMPTS, |attempt| async move {
+        let current = if attempt == 0 {
+            view.clone()
+        } else {
+            read_node_pool(client, &view.name).await?
+        };
         let patch = node_pool_patch(&current, limits, freeze).map_err(|message| Error::Kube {
             operation: "plan patch".into(),
             object: format!("nodepool {}", view.name),
@@ -196,39 +201,30 @@ pub async fn apply_node_pool(
                 after: 0,
             });
         }
-        match send_node_pool_patch(client, &view.name, &patch).await? {
-            ApplyOutcome::Conflict => current = read_node_pool(client, &view.name).await?,
-            done => return Ok(done),
-        }
+        send_node_pool_patch(client, &view.name, &patch).await?;
+        Ok(ApplyOutcome::Written {
+            before: 0,
+            after: 0,
+        })
+    })
+    .await;
+    match outcome {
+        Err(e) if e.is_conflict() => Ok(ApplyOutcome::Conflict),
+        other => other,
     }
-    Ok(ApplyOutcome::Conflict)
 }
 
 /// Conflicting writes are retried this often before the tick gives up until the next one.
 pub const WRITE_ATTEMPTS: usize = 5;
 
 /// Sends a NodePool merge patch (public so stack tests can send patches the apiserver rejects).
-pub async fn send_node_pool_patch(
-    client: &kube::Client,
-    name: &str,
-    patch: &Value,
-) -> Result<ApplyOutcome> {
-    match node_pool_api(client)
+/// A 409 is `Error::Conflict`.
+pub async fn send_node_pool_patch(client: &kube::Client, name: &str, patch: &Value) -> Result<()> {
+    node_pool_api(client)
         .patch(name, &PatchParams::default(), &Patch::Merge(patch))
         .await
-    {
-        Ok(_) => Ok(ApplyOutcome::Written {
-            before: 0,
-            after: 0,
-        }),
-        Err(e) if is_conflict(&e) => Ok(ApplyOutcome::Conflict),
-        Err(e) => Err(from_kube(
-            "patch",
-            "NodePool",
-            &format!("nodepool {name}"),
-            e,
-        )),
-    }
+        .map_err(|e| from_kube("patch", "NodePool", &format!("nodepool {name}"), e))?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -12,6 +12,11 @@
 //! ScaledObject, the ScaledObject's `minReplicaCount`) from prewarm.io/user-min-replicas, unless
 //! the user edited it while it was raised (then the edit stays; only prewarm's annotations go).
 //!
+//! Drain leases (`restore_drain_leases`): every drain's replacement placeholder pod in the
+//! target's balloon namespace is deleted, and every drain surge in its podNamespace given back
+//! (Deployment replicas or the HPA / ScaledObject floor back to the user's value exactly, a
+//! user's edit made while surged kept).
+//!
 //! Each kind of change is one step (`RESTORE_STEPS`).
 
 use std::collections::BTreeMap;
@@ -19,7 +24,8 @@ use std::collections::BTreeMap;
 use serde_json::{json, Map, Value};
 
 use super::api_error::from_kube;
-use super::headroom::ApplyOutcome;
+use super::conflict::retry_on_conflict;
+use super::drain::{replacement, surge};
 use super::hpa_floor;
 use super::nodepool::{self, NodePoolView};
 use super::nodepool_limits::{self, SAVED_LIMITS};
@@ -119,10 +125,11 @@ type Step = for<'a> fn(
 ) -> futures::future::BoxFuture<'a, Result<Vec<Restored>>>;
 
 /// The kinds of change `prewarm restore` undoes, in order. Add a step for a new kind of change.
-pub const RESTORE_STEPS: [Step; 4] = [
+pub const RESTORE_STEPS: [Step; 5] = [
     |c, t, dry| Box::pin(restore_node_pool_limits(c, t, dry)),
     |c, t, dry| Box::pin(restore_node_pool(c, t, dry)),
     |c, t, dry| Box::pin(restore_headroom(c, t, dry)),
+    |c, t, dry| Box::pin(restore_drain_leases(c, t, dry)),
     |c, t, dry| Box::pin(restore_hpa_floor(c, t, dry)),
 ];
 
@@ -161,8 +168,8 @@ async fn restore_node_pool_with(
     plan: fn(&NodePoolView) -> std::result::Result<Option<Value>, String>,
     nothing: &str,
 ) -> Result<Restored> {
-    let object = format!("nodepool {}", target.node_pool);
-    for _ in 0..nodepool::WRITE_ATTEMPTS {
+    let object = &format!("nodepool {}", target.node_pool);
+    retry_on_conflict(nodepool::WRITE_ATTEMPTS, |_| async move {
         let view = nodepool::read_node_pool(client, &target.node_pool).await?;
         let patch = plan(&view).map_err(|message| Error::Kube {
             operation: "restore".into(),
@@ -171,24 +178,14 @@ async fn restore_node_pool_with(
             retryable: false,
         })?;
         let Some(p) = patch else {
-            return Ok(outcome(target, &object, "unchanged", nothing.into()));
+            return Ok(outcome(target, object, "unchanged", nothing.into()));
         };
-        if dry_run
-            || nodepool::send_node_pool_patch(client, &target.node_pool, &p).await?
-                != ApplyOutcome::Conflict
-        {
-            return Ok(outcome(target, &object, "restored", p.to_string()));
+        if !dry_run {
+            nodepool::send_node_pool_patch(client, &target.node_pool, &p).await?;
         }
-    }
-    Err(Error::Kube {
-        operation: "restore".into(),
-        object,
-        message: format!(
-            "changed by someone else at each of {} attempts (409)",
-            nodepool::WRITE_ATTEMPTS
-        ),
-        retryable: true,
+        Ok(outcome(target, object, "restored", p.to_string()))
     })
+    .await
 }
 
 async fn restore_node_pool_limits(
@@ -270,6 +267,46 @@ async fn restore_headroom(
     Ok(out)
 }
 
+/// The drain leases step: the drains' replacement placeholders in the target's balloon
+/// namespace deleted, and every drain surge in its podNamespace given back exactly (the user's
+/// replicas or floor back; a user's edit made while surged kept). Running drains' too: the tick
+/// would otherwise collect them only while it runs, and it is being uninstalled.
+pub async fn restore_drain_leases(
+    client: &kube::Client,
+    target: &TargetSpec,
+    dry_run: bool,
+) -> Result<Vec<Restored>> {
+    let mut out = Vec::new();
+    for line in replacement::delete_placeholders_of(client, target, dry_run).await? {
+        out.push(outcome(target, "drain placeholder", "restored", line));
+    }
+    let now = unix_now();
+    for line in surge::release_all(client, std::slice::from_ref(target), now, dry_run).await {
+        let line = line?;
+        let what = if line.ends_with("user_edit_kept") {
+            "kept"
+        } else {
+            "restored"
+        };
+        out.push(outcome(target, "drain surge", what, line));
+    }
+    if out.is_empty() {
+        out.push(outcome(
+            target,
+            "drain leases",
+            "unchanged",
+            "no drain placeholder or surge".into(),
+        ));
+    }
+    Ok(out)
+}
+
+fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
 /// The HPA floor step: nothing for a target without an HPA; a read (and no write) for an HPA
 /// prewarm never raised.
 async fn restore_hpa_floor(
@@ -280,9 +317,7 @@ async fn restore_hpa_floor(
     let Some(r) = &target.hpa else {
         return Ok(Vec::new());
     };
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64());
+    let now = unix_now();
     let change = hpa_floor::plan_and_apply(
         client,
         r,

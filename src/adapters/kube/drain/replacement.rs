@@ -222,6 +222,36 @@ pub async fn release(
     out
 }
 
+/// `prewarm restore`: deletes every drain's placeholder in `target`'s balloon (or buffer)
+/// namespace, running drains' included (the user is uninstalling). Returns one line per
+/// placeholder; `dry_run` deletes nothing.
+pub async fn delete_placeholders_of(
+    client: &kube::Client,
+    target: &TargetSpec,
+    dry_run: bool,
+) -> Result<Vec<String>> {
+    let Some(ns) = balloon_namespace(target) else {
+        return Ok(Vec::new());
+    };
+    let pods = Api::<Pod>::namespaced(client.clone(), ns)
+        .list(&selector(None))
+        .await
+        .map_err(|e| kube_error("list", &format!("replacement placeholders in {ns}"), e))?
+        .items;
+    let mut out = Vec::new();
+    for pod in &pods {
+        out.push(if dry_run {
+            format!(
+                "placeholder {ns}/{} would be deleted",
+                pod.metadata.name.as_deref().unwrap_or_default()
+            )
+        } else {
+            delete_placeholder(client, pod).await?
+        });
+    }
+    Ok(out)
+}
+
 /// The tick's collection of placeholders: each one whose drain is gone, over or past its
 /// expiry is deleted (`core::interruption::placeholder_verdict`). One failure never stops the
 /// others; a listing that fails is one reported item.

@@ -7,6 +7,7 @@
 use super::execute::{execute, StepReport};
 use super::surge::{self, SurgeReport};
 use super::{find_node, observe, replacement, Observation};
+use crate::adapters::kube::conflict::retry_on_conflict;
 use crate::core::interruption::DrainStep;
 use crate::core::TargetSpec;
 use crate::error::{Error, Result};
@@ -50,7 +51,9 @@ pub async fn step(
     plan: impl Fn(&Observation, f64) -> Planned,
     clock: impl Fn() -> f64,
 ) -> Result<Stepped> {
-    for _ in 0..PLAN_ATTEMPTS {
+    let plan = &plan;
+    let clock = &clock;
+    retry_on_conflict(PLAN_ATTEMPTS, |_| async move {
         let Some(node) = find_node(client, instance).await? else {
             let released = replacement::release(client, targets, None, instance)
                 .await
@@ -79,20 +82,19 @@ pub async fn step(
         )
         .await?;
         if report.conflict {
-            continue;
+            return Err(Error::conflict(
+                "patch",
+                format!("node of {instance}"),
+                format!("the node changed since it was observed (within {PLAN_ATTEMPTS} attempts)"),
+            ));
         }
-        return Ok(Stepped::Done {
+        Ok(Stepped::Done {
             observed,
             planned,
             report,
             surge: surged,
             now,
-        });
-    }
-    Err(Error::Kube {
-        operation: "patch".into(),
-        object: format!("node of {instance}"),
-        message: format!("the node kept changing under {PLAN_ATTEMPTS} attempts"),
-        retryable: true,
+        })
     })
+    .await
 }

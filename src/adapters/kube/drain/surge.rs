@@ -8,20 +8,26 @@
 //!
 //! Surged objects carry the label `prewarm.io/surging=true` so releases list only them. Writes
 //! are JSON merge patches guarded by the resourceVersion read; the HPA's floor goes through the
-//! HPA floor lease (`hpa_floor::plan_floor`: the user's value saved, restored exactly, a user's
-//! edit kept) under its field manager `prewarm-hpa-floor`.
+//! same floor code as the tick's (`hpa_floor::floor_object_of` + `FloorObject::plan`: the user's
+//! value saved, restored exactly, a user's edit kept) under its field manager
+//! `prewarm-hpa-floor`. An HPA owned by a KEDA ScaledObject is surged on the ScaledObject's
+//! `minReplicaCount`, the surge record beside the floor lease there: KEDA rewrites the HPA from
+//! its ScaledObject, so a surge written on the HPA would be undone at KEDA's next reconcile (and
+//! a Deployment's replicas would be undone by the HPA), leaving the drain without its surge.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
 use serde_json::{json, Value};
 
 use super::collect::Collected;
 use super::{instance_of_provider_id, kube_error, Observation};
-use crate::adapters::kube::hpa_floor::{self, floor_view, plan_floor, FloorIntent};
+use crate::adapters::kube::conflict::retry_on_conflict;
+use crate::adapters::kube::hpa_floor::{self, FloorIntent};
+use crate::adapters::kube::scaled_object;
 use crate::core::interruption::surge::{
     hold_evictions, orphaned_drains, plan_deployment_surge, plan_surge, surge_ready, wants_surge,
     SurgeDecision, SurgeIntent, SurgeRecord, SURGE_BASE, SURGE_DRAINS, SURGE_WRITTEN_REPLICAS,
@@ -119,6 +125,15 @@ fn annotation_values(a: &BTreeMap<String, Option<String>>) -> serde_json::Map<St
         .collect()
 }
 
+/// The surge record's annotations set to null (merge-patch removal).
+fn record_removed() -> BTreeMap<String, Option<String>> {
+    [
+        (SURGE_DRAINS.to_string(), None),
+        (SURGE_BASE.to_string(), None),
+    ]
+    .into()
+}
+
 /// The surge label follows the record: present while any drain holds one.
 fn label_value(a: &BTreeMap<String, Option<String>>) -> Option<Value> {
     match a.get(SURGE_DRAINS) {
@@ -158,16 +173,16 @@ pub async fn surge_workload(
 ) -> Result<(String, Option<u32>, u32)> {
     // A write that conflicts (the Deployment controller or the HPA controller wrote status
     // since the read) is re-read and re-planned: every write carries the resourceVersion read.
-    let mut attempt = 1;
-    loop {
-        match surge_once(client, ns, name, intent, now).await {
-            Err(Error::Kube { message, .. }) if message.starts_with("409") && attempt < 3 => {
-                attempt += 1;
-            }
-            other => return other,
-        }
-    }
+    retry_on_conflict(SURGE_ATTEMPTS, |_| {
+        surge_once(client, ns, name, intent, now)
+    })
+    .await
 }
+
+/// Conflicting surge writes are re-read and re-planned this often within one step (with the
+/// conflict backoff, about 0.4 s in all): a Deployment's controllers write its status several
+/// times in a row while it rolls out, and 3 attempts were seen to lose to that on the stack.
+const SURGE_ATTEMPTS: usize = 5;
 
 async fn surge_once(
     client: &kube::Client,
@@ -199,13 +214,14 @@ async fn surge_once(
         retryable: false,
     };
     if let Some(hpa) = hpa_for(client, ns, name).await? {
-        let hpa_name = hpa.metadata.name.clone().unwrap_or_default();
-        let hpa_display = format!("horizontalpodautoscaler/{ns}/{hpa_name}");
-        let view = floor_view(&hpa);
-        let annotations = annotations_of(&hpa.metadata);
-        let record = SurgeRecord::from_annotations(&annotations)
-            .map_err(|m| plan_error(hpa_display.clone(), m))?;
-        let decision = plan_surge(record.as_ref(), replicas, Some(view.max_replicas), intent);
+        // The floor and the surge's record live on the object the floor is on: the HPA, or the
+        // KEDA ScaledObject that owns it (KEDA rewrites the HPA from it). One conditional write
+        // carries both, so the tick's forecast floor sees the surge (`hpa_floor::surge_floor`).
+        let on = hpa_floor::floor_object_of(client, hpa).await?;
+        let record = SurgeRecord::from_annotations(&on.view.annotations)
+            .map_err(|m| plan_error(on.object.clone(), m))?;
+        let max = on.view.max_replicas;
+        let decision = plan_surge(record.as_ref(), replicas, Some(max), intent);
         let (floor_intent, mut surge_annotations, want) = match &decision {
             SurgeDecision::Set { want, record } => (
                 FloorIntent::AtLeast(*want),
@@ -219,36 +235,23 @@ async fn surge_once(
                 .into(),
                 Some(*want),
             ),
-            SurgeDecision::Restore => (
-                FloorIntent::Restore,
-                [
-                    (SURGE_DRAINS.to_string(), None),
-                    (SURGE_BASE.to_string(), None),
-                ]
-                .into(),
-                None,
-            ),
+            SurgeDecision::Restore => (FloorIntent::Restore, record_removed(), None),
             SurgeDecision::Unchanged => {
                 let want = record
                     .as_ref()
                     .filter(|_| matches!(intent, SurgeIntent::Hold { .. }))
-                    .map(|r| r.want(Some(view.max_replicas)));
+                    .map(|r| r.want(Some(max)));
                 match want {
                     // A live surge renews its floor lease.
                     Some(w) => (FloorIntent::AtLeast(w), BTreeMap::new(), Some(w)),
-                    None => return Ok(("HPA unchanged".into(), None, ready)),
+                    None => return Ok((format!("{} unchanged", on.object), None, ready)),
                 }
             }
         };
-        let floor = plan_floor(&view, floor_intent, now, HPA_LEASE_S)
-            .map_err(|m| plan_error(hpa_display.clone(), m))?;
-        // The user changed minReplicas while it was raised: the edit is theirs; the surge ends.
+        let floor = on.plan(floor_intent, now, HPA_LEASE_S)?;
+        // The user changed the floor while it was raised: the edit is theirs; the surge ends.
         let want = if floor.outcome == "user_edit_kept" {
-            surge_annotations = [
-                (SURGE_DRAINS.to_string(), None),
-                (SURGE_BASE.to_string(), None),
-            ]
-            .into();
+            surge_annotations = record_removed();
             None
         } else {
             want
@@ -256,25 +259,12 @@ async fn surge_once(
         let mut all = floor.annotations.clone();
         all.extend(surge_annotations);
         if floor.min_replicas.is_some() || !all.is_empty() {
-            let spec = floor.min_replicas.map(|m| json!({ "minReplicas": m }));
-            Api::<HorizontalPodAutoscaler>::namespaced(client.clone(), ns)
-                .patch(
-                    &hpa_name,
-                    &PatchParams {
-                        field_manager: Some(hpa_floor::FIELD_MANAGER.into()),
-                        ..PatchParams::default()
-                    },
-                    &Patch::Merge(merge_body(
-                        hpa.metadata.resource_version.as_ref(),
-                        &all,
-                        spec,
-                    )),
-                )
-                .await
-                .map_err(|e| kube_error("patch", &hpa_display, e))?;
+            let spec = floor.min_replicas.map(|m| json!({ on.field: m }));
+            on.write(&merge_body(Some(&on.resource_version), &all, spec))
+                .await?;
         }
         return Ok((
-            format!("HPA {hpa_name} minReplicas {}", floor.outcome),
+            format!("{} {} {}", on.object, on.field, floor.outcome),
             want,
             ready,
         ));
@@ -438,7 +428,82 @@ async fn surged_workloads(
             out.push((h.metadata.namespace.unwrap_or_default(), target, r));
         }
     }
+    out.extend(surged_scaled_objects(client, ns, &params).await?);
     Ok(out)
+}
+
+/// Surged KEDA ScaledObjects (the floor of a KEDA-owned HPA is raised there). A cluster without
+/// KEDA has no such resource (404): none.
+async fn surged_scaled_objects(
+    client: &kube::Client,
+    ns: &str,
+    params: &ListParams,
+) -> Result<Vec<(String, String, SurgeRecord)>> {
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), ns, &scaled_object::resource());
+    let listed = match api.list(params).await {
+        Ok(l) => l.items,
+        Err(kube::Error::Api(s)) if s.code == 404 => Vec::new(),
+        Err(e) => {
+            return Err(kube_error(
+                "list",
+                &format!("surged scaledobjects in {ns}"),
+                e,
+            ))
+        }
+    };
+    Ok(listed
+        .into_iter()
+        .filter_map(|so| {
+            let target = so.data["spec"]["scaleTargetRef"]["name"]
+                .as_str()?
+                .to_string();
+            let record = SurgeRecord::from_annotations(&annotations_of(&so.metadata)).ok()??;
+            Some((so.metadata.namespace.unwrap_or_default(), target, record))
+        })
+        .collect())
+}
+
+/// `prewarm restore`: gives back every drain's surge in `targets`' podNamespaces, exactly (the
+/// user's value back, a user's edit made while surged kept), whether or not the drain still
+/// runs. `dry_run`: only says which would be given back.
+pub async fn release_all(
+    client: &kube::Client,
+    targets: &[TargetSpec],
+    now: f64,
+    dry_run: bool,
+) -> Vec<Result<String>> {
+    if !dry_run {
+        return release_where(client, targets, now, |record| {
+            Some(record.drains.keys().cloned().collect())
+        })
+        .await;
+    }
+    let (workloads, mut out) = surged_in(client, targets).await;
+    for (ns, name, record) in workloads {
+        for drain in record.drains.keys() {
+            out.push(Ok(format!(
+                "{ns}/{name} (drain {drain}): would be given back"
+            )));
+        }
+    }
+    out
+}
+
+/// Every surged workload of `targets`' podNamespaces, and the listings that failed.
+async fn surged_in(
+    client: &kube::Client,
+    targets: &[TargetSpec],
+) -> (Vec<(String, String, SurgeRecord)>, Vec<Result<String>>) {
+    let mut failed = Vec::new();
+    let mut workloads = Vec::new();
+    for ns in surge_namespaces(targets) {
+        match surged_workloads(client, &ns).await {
+            Ok(w) => workloads.extend(w),
+            Err(e) => failed.push(Err(e)),
+        }
+    }
+    (workloads, failed)
 }
 
 async fn release_where(
@@ -447,14 +512,7 @@ async fn release_where(
     now: f64,
     which: impl Fn(&SurgeRecord) -> Option<Vec<String>>,
 ) -> Vec<Result<String>> {
-    let mut out = Vec::new();
-    let mut workloads = Vec::new();
-    for ns in surge_namespaces(targets) {
-        match surged_workloads(client, &ns).await {
-            Ok(w) => workloads.extend(w),
-            Err(e) => out.push(Err(e)),
-        }
-    }
+    let (workloads, mut out) = surged_in(client, targets).await;
     for (ns, name, record) in workloads {
         for drain in which(&record).unwrap_or_default() {
             let intent = SurgeIntent::Release {
