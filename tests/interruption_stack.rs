@@ -1577,35 +1577,69 @@ async fn fault_matrix_every_drain_ends_and_nothing_is_left_behind() {
         .await;
         // Every node has one GPU: the reclaimed ones are full (no placeholder lands on a node
         // whose claim comes a moment later), the spare one is the room for one replacement.
-        let one_gpu_node = |node: String, inst: String| {
-            let admin = admin.clone();
-            let pool = pool.clone();
-            async move {
-                make_node(&admin, &node, &inst).await;
-                label(&admin, &node, json!({"karpenter.sh/nodepool": pool})).await;
-                let one =
-                    json!({"cpu": "32", "memory": "128Gi", "pods": "110", "nvidia.com/gpu": "1"});
-                Api::<Node>::all(admin.clone())
-                    .patch_status(
-                        &node,
-                        &PatchParams::default(),
-                        &Patch::Merge(json!({"status": {"capacity": one, "allocatable": one}})),
-                    )
-                    .await
-                    .unwrap();
-            }
-        };
         let mut reclaimed = Vec::new();
         for k in 0..3 {
             let (node, inst) = (format!("{pool}-{k}"), unique("i-0abcd"));
-            one_gpu_node(node.clone(), inst.clone()).await;
-            let pod = format!("{node}-a");
-            make_pod(&admin, &pod, &node, "h6-three").await;
-            cleanups.push((node.clone(), vec![pod]));
+            make_node(&admin, &node, &inst).await;
+            label(&admin, &node, json!({"karpenter.sh/nodepool": pool})).await;
             reclaimed.push((node, inst));
         }
         let spare = format!("{pool}-spare");
-        one_gpu_node(spare.clone(), unique("i-0cccc")).await;
+        make_node(&admin, &spare, &unique("i-0cccc")).await;
+        label(&admin, &spare, json!({"karpenter.sh/nodepool": pool})).await;
+        // kwok's node-ready stage (NODE_READY_DELAY after the node appears) writes the status
+        // from the copy it saw then: a single GPU patched before it ran was once overwritten with
+        // make_node's 4 (all three placeholders then fit the spare at once). So the one GPU is
+        // written once every node is Ready, and read back.
+        let nodes_api = Api::<Node>::all(admin.clone());
+        let one = json!({"cpu": "32", "memory": "128Gi", "pods": "110", "nvidia.com/gpu": "1"});
+        let all: Vec<String> = reclaimed
+            .iter()
+            .map(|(n, _)| n.clone())
+            .chain([spare.clone()])
+            .collect();
+        for node in &all {
+            let ready_by = std::time::Instant::now() + Duration::from_secs(90);
+            loop {
+                let n = nodes_api.get(node).await.unwrap();
+                let ready = n
+                    .status
+                    .and_then(|s| s.conditions)
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|c| c.type_ == "Ready" && c.status == "True");
+                if ready {
+                    break;
+                }
+                assert!(
+                    std::time::Instant::now() < ready_by,
+                    "kwok never made {node} Ready"
+                );
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            nodes_api
+                .patch_status(
+                    node,
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"status": {"capacity": one, "allocatable": one}})),
+                )
+                .await
+                .unwrap();
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        for node in &all {
+            let n = nodes_api.get(node).await.unwrap();
+            let gpus = n
+                .status
+                .and_then(|s| s.allocatable)
+                .and_then(|a| a.get("nvidia.com/gpu").map(|q| q.0.clone()));
+            assert_eq!(gpus.as_deref(), Some("1"), "{node} kept one GPU");
+        }
+        for (node, _) in &reclaimed {
+            let pod = format!("{node}-a");
+            make_pod(&admin, &pod, node, "h6-three").await;
+            cleanups.push((node.clone(), vec![pod]));
+        }
         cleanups.push((spare.clone(), Vec::new()));
         for (_, inst) in &reclaimed {
             send(&sqs, &q3, &spot_body(inst, 0)).await;
