@@ -53,6 +53,9 @@ stop() {
     pid=$(cat "$RUN_DIR/$name.pid")
     if kill -0 "$pid" 2>/dev/null; then
       log "stopping $name (pid $pid)"
+      # A process stopped with SIGSTOP (the fault matrix's apiserver outage, if its test was
+      # killed mid-case) acts on TERM only once continued.
+      kill -CONT -- "-$pid" 2>/dev/null || kill -CONT "$pid" 2>/dev/null || true
       kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
       pids+=("$pid"); names+=("$name")
     fi
