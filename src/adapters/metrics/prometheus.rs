@@ -271,9 +271,12 @@ fn parse_value(raw: &str) -> Result<f64, String> {
     }
 }
 
-/// Seconds with millisecond precision, the resolution Prometheus keeps.
+/// Seconds with millisecond precision, the resolution Prometheus keeps, rounded down: a query
+/// `end` rounded up lies after the tick's clock, so its newest point (the sample that just
+/// became visible) is stamped in the decision's future and left out (the e2e fast-path test saw
+/// the spike one tick late about half the time).
 fn fmt_seconds(s: f64) -> String {
-    format!("{:.3}", s)
+    format!("{:.3}", (s * 1000.0).floor() / 1000.0)
 }
 
 /// Percent-encodes everything but RFC 3986 unreserved characters.
@@ -403,5 +406,18 @@ mod tests {
             src.range_url(r#"sum(a{b="c d"}) + 1"#, &w),
             "http://127.0.0.1:19090/api/v1/query_range?query=sum%28a%7Bb%3D%22c%20d%22%7D%29%20%2B%201&start=100.000&end=1000.500&step=15.000"
         );
+    }
+
+    #[test]
+    fn query_times_are_rounded_down_to_the_millisecond() {
+        // (seconds, as sent): never later than the clock it came from.
+        for (t, want) in [
+            (1796068178.5356, "1796068178.535"),
+            (1796068178.5354, "1796068178.535"),
+            (100.0, "100.000"),
+            (1000.5, "1000.500"),
+        ] {
+            assert_eq!(fmt_seconds(t), want, "{t}");
+        }
     }
 }
