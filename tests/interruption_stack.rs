@@ -1560,7 +1560,9 @@ async fn fault_matrix_every_drain_ends_and_nothing_is_left_behind() {
     // others wait for Karpenter or their deadlines); all three end before their deadlines and
     // nothing stays leased.
     let (case_start, failed_before) = (std::time::Instant::now(), failures.len());
-    {
+    // Boxed: this case's state is the largest of the matrix, and inline it overflowed the
+    // test thread's 2 MiB stack in a debug build.
+    Box::pin(async {
         let pool = unique("h6-three-");
         let three_targets = json!([{
             "name": "three", "nodePool": pool, "maxSpare": 4, "gpusPerReplica": 1,
@@ -1710,7 +1712,8 @@ async fn fault_matrix_every_drain_ends_and_nothing_is_left_behind() {
             ));
         }
         let _ = sqs.delete_queue().queue_url(&q3).send().await;
-    }
+    })
+    .await;
     case_outcome(
         8,
         "three at once, room for one",

@@ -415,6 +415,30 @@ async fn a_targets_cap_grows_for_the_lease_only_and_restore_gives_the_users_valu
     }))
     .unwrap();
     nodes.create(&PostParams::default(), &n).await.unwrap();
+    // kwok's node-ready stage (NODE_READY_DELAY after the node appears) merges a default
+    // capacity (4 cpu, 16Gi) from the copy it saw then: patched before it ran, the memory was
+    // once 16Gi (the room 1040Gi, not 1152Gi). So the capacity is written once kwok made the
+    // node Ready.
+    let ready_by = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    loop {
+        let ready = nodes
+            .get(&node)
+            .await
+            .unwrap()
+            .status
+            .and_then(|s| s.conditions)
+            .unwrap_or_default()
+            .iter()
+            .any(|c| c.type_ == "Ready" && c.status == "True");
+        if ready {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < ready_by,
+            "kwok never made {node} Ready"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
     let capacity = json!({"cpu": "32", "memory": "128Gi", "pods": "110", "nvidia.com/gpu": "4"});
     nodes
         .patch_status(
