@@ -489,17 +489,7 @@ fn placeholder_settings<F: Fn(&str) -> Option<String>>(
 ) -> Result<crate::adapters::kube::drain::placeholder::PlaceholderSettings> {
     let mut settings = crate::adapters::kube::drain::placeholder::PlaceholderSettings::default();
     if let Some(class) = vars.get("BALLOON_PRIORITY_CLASS") {
-        let valid = !class.is_empty()
-            && class.len() <= 253
-            && class.split('.').all(|part| {
-                !part.is_empty()
-                    && part
-                        .chars()
-                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-                    && !part.starts_with('-')
-                    && !part.ends_with('-')
-            });
-        if !valid {
+        if !crate::adapters::kube::names::is_dns1123_subdomain(&class) {
             return Err(Error::config(
                 "BALLOON_PRIORITY_CLASS",
                 format!(

@@ -14,6 +14,7 @@ use serde_json::{json, Map, Value};
 
 use super::detail::shorten;
 use super::instance_id::{self, InstanceIdRule};
+use crate::adapters::kube::names::is_dns1123_subdomain;
 
 /// The value of the `prewarm` key that marks a resume-drain body.
 pub const KIND: &str = "resume-drain";
@@ -77,7 +78,7 @@ pub(super) fn parse(
             .ok_or_else(|| format!("resume-drain message has no {name} string"))
     };
     let node = field("node")?;
-    if !is_node_name(&node) {
+    if !is_dns1123_subdomain(&node) {
         return Err(format!(
             "resume-drain node {:?} is not a node name",
             shorten(&node)
@@ -86,20 +87,6 @@ pub(super) fn parse(
     let instance = field("instance")?;
     instance_id::check(&instance, rule).map_err(|e| format!("resume-drain instance {e}"))?;
     Ok(ResumeDrain { node, instance })
-}
-
-/// A DNS-1123 subdomain, as Kubernetes names nodes.
-fn is_node_name(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 253
-        && s.split('.').all(|label| {
-            !label.is_empty()
-                && label
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-                && !label.starts_with('-')
-                && !label.ends_with('-')
-        })
 }
 
 #[cfg(test)]
