@@ -95,8 +95,11 @@ pub fn decide(
         inputs.service_time_s,
         now,
     );
+    let fast_spare = fast
+        .as_ref()
+        .map_or(0, |f| f.replicas_wanted.saturating_sub(sized.in_place));
     if let Some(f) = &fast {
-        raw = raw.max(f.replicas_wanted.saturating_sub(sized.in_place));
+        raw = raw.max(fast_spare);
         reasons.push(Reason::FastPath {
             in_system: f.in_system,
             ready_slots: f.ready_slots,
@@ -107,7 +110,7 @@ pub fn decide(
     let scheduled = scheduled_floor(&target.schedules, &policy.zone(), now, policy.lead_time_s);
     let rails = Rails::new(target, prior, sized.in_place)
         .with_scheduled_floor(scheduled)
-        .urgent(fast.is_some())
+        .urgent(fast_spare)
         .remember_at_most(forecast_raw);
     let spare = rails.apply(raw, observed.pending_pods, policy, now, &mut reasons);
 
@@ -736,21 +739,19 @@ mod tests {
             },
             Row {
                 // 5 req/s needs 6; 3 serve and 2 are pending → need now 5, raw 1. From 4 the
-                // step would give 3, pending pods forbid scale-down.
+                // 2 pending pods take 2, so 2 are kept: the step from 2 gives 1 = raw (no step
+                // reason), the pending pods keep 2.
                 name: "pending pods",
                 observed: Observation {
                     pending_pods: 2,
                     ..observe(&[5.0; 8], Some(3))
                 },
                 prior: prior(4),
-                action: Action::None,
-                desired: 4,
-                reasons: vec![
-                    Reason::Forecast,
-                    Reason::StepDownLimited { max_step_down: 1 },
-                    Reason::PendingPods { count: 2 },
-                ],
+                action: Action::ScaleDown,
+                desired: 2,
+                reasons: vec![Reason::Forecast, Reason::PendingPods { count: 2 }],
                 hold: hold(1, NOW + 300.0),
+                cooldown: Some(NOW + 60.0),
                 ..steady()
             },
             Row {
@@ -1342,11 +1343,16 @@ mod tests {
         }
 
         #[test]
-        fn pending_pods_never_scale_down((observed, target, prior) in arb_case()) {
+        fn pending_pods_release_only_what_they_take((observed, target, prior) in arb_case()) {
+            // While pods are pending the spare falls by at most the pods pending (they take
+            // the room of the spare they replace), unless the ceiling cuts it.
             let plan = decide(&observed, &target, &PolicySpec::default(), &prior, NOW);
             let ceiling_cut = prior.spare - prior.replacement_reserved > target.max_spare;
             if observed.pending_pods > 0 && !ceiling_cut {
-                prop_assert!(plan.desired_spare >= prior.spare, "{plan:?}");
+                prop_assert!(
+                    plan.desired_spare + observed.pending_pods >= prior.spare,
+                    "{plan:?}"
+                );
             }
         }
     }

@@ -21,8 +21,9 @@ pub struct Rails {
     cooldown_until: Option<f64>,
     /// A scheduled window's minimum spare and its index, a floor like `min_spare`.
     scheduled: Option<(u32, usize)>,
-    /// The fast path fired: the step-up limit does not apply this tick.
-    urgent: bool,
+    /// The fast path's own spare: the step-up limit does not hold the spare below it (0: the
+    /// fast path did not fire).
+    urgent_up_to: u32,
     /// The spare the forecast alone wants (without the fast path): the most the scale-down
     /// delay remembers.
     remembered_at_most: Option<u32>,
@@ -54,7 +55,7 @@ impl Rails {
             hold: prior.hold,
             cooldown_until: prior.cooldown_until,
             scheduled: None,
-            urgent: false,
+            urgent_up_to: 0,
             remembered_at_most: None,
         }
     }
@@ -72,9 +73,10 @@ impl Rails {
         self
     }
 
-    /// Lifts the step-up limit for this tick (the fast path provisions in one step).
-    pub fn urgent(mut self, urgent: bool) -> Self {
-        self.urgent = urgent;
+    /// The fast path's spare this tick (0: it did not fire): provisioned in one step, past the
+    /// step-up limit.
+    pub fn urgent(mut self, fast_path_spare: u32) -> Self {
+        self.urgent_up_to = fast_path_spare;
         self
     }
 
@@ -128,13 +130,24 @@ impl Rails {
             .remembered_at_most
             .map_or(v, |m| v.min(m.max(self.floor().0)));
 
+        // What the rails that slow a decrease (3–6) protect: the current spare less what the
+        // pending pods take. Sizing counts a pending pod of the workload as in place, and a pod
+        // pending while spare is on order means the spare's placeholders have no node either:
+        // each pending pod takes the node one of them waits for. Handing that part of the
+        // spare to the pods releases no capacity; holding it would launch a second node for
+        // each (the fast path's spare, ordered for the pods the HPA is creating, did exactly
+        // that in the simulator).
+        let kept = self.base.saturating_sub(pending_pods);
+
         // 3. Step limits, relative to the tick's share of the current spare.
-        let up_limit = if self.urgent {
-            u32::MAX
-        } else {
-            self.base.saturating_add(self.max_step_up)
-        };
-        let down_limit = self.base.saturating_sub(self.max_step_down);
+        // The fast path lifts the limit for its own spare only: the forecast's spare keeps its
+        // steps (a queue inflates the latency the forecast sizes with, and it would otherwise
+        // ride the fast path's tick to a jump of its own).
+        let up_limit = self
+            .base
+            .saturating_add(self.max_step_up)
+            .max(self.urgent_up_to);
+        let down_limit = kept.saturating_sub(self.max_step_down);
         if v > up_limit {
             v = up_limit;
             reasons.push(Reason::StepUpLimited {
@@ -146,9 +159,10 @@ impl Rails {
                 max_step_down: self.max_step_down,
             });
         }
-        // 4. Pending pods: the spare ran out, so it is not too large; never scale down now.
+        // 4. Pending pods: the spare ran out, so it is not too large; no scale-down now beyond
+        //    what the pending pods take.
         if pending_pods > 0 {
-            v = v.max(self.base);
+            v = v.max(kept);
             reasons.push(Reason::PendingPods {
                 count: pending_pods,
             });
@@ -157,7 +171,7 @@ impl Rails {
         //    blocks decreases only; it never raises the spare above the current one).
         let active_hold = self.hold.filter(|h| h.until > now);
         if let Some(h) = active_hold {
-            let keep = h.spare.min(self.base);
+            let keep = h.spare.min(kept);
             if v < keep {
                 v = keep;
                 reasons.push(Reason::ScaleDownDelay {
@@ -176,8 +190,8 @@ impl Rails {
         };
         // 6. Cooldown gates scale-down only: fast up, slow down (Knative/HPA convention).
         if let Some(until) = self.cooldown_until.filter(|u| *u > now) {
-            if v < self.base {
-                v = self.base;
+            if v < kept {
+                v = kept;
                 reasons.push(Reason::Cooldown { until });
             }
         }
@@ -471,12 +485,13 @@ mod tests {
                 ..base()
             },
             Row {
-                // Pending pods forbid the step down from 3 (raw 0 → step 2 → kept at 3).
+                // Pending pods forbid a step down of what they do not take: from 3 with 1
+                // pending, 2 are kept (raw 0 → step from 2 to 1 → back to 2).
                 name: "pending pods",
                 prior: spare(3),
                 raw: 0,
                 pending: 1,
-                want: 3,
+                want: 2,
                 hold: Some(Hold {
                     spare: 0,
                     until: NOW + 300.0,
@@ -485,6 +500,46 @@ mod tests {
                     Reason::StepDownLimited { max_step_down: 1 },
                     Reason::PendingPods { count: 1 },
                 ],
+                ..base()
+            },
+            Row {
+                // The spare the HPA's own pods take is handed over at once, past the cooldown
+                // and the hold: spare 6, 4 pods pending → 2 kept; raw 0 steps from 2 to 1, the
+                // pending pods keep 2; the hold of 6 and the cooldown keep no more than 2.
+                name: "pending pods take the spare past hold and cooldown",
+                prior: HeadroomState {
+                    cooldown_until: Some(NOW + 30.0),
+                    hold: Some(Hold {
+                        spare: 6,
+                        until: NOW + 100.0,
+                    }),
+                    ..spare(6)
+                },
+                raw: 0,
+                pending: 4,
+                want: 2,
+                hold: Some(Hold {
+                    spare: 6,
+                    until: NOW + 100.0,
+                }),
+                reasons: vec![
+                    Reason::StepDownLimited { max_step_down: 1 },
+                    Reason::PendingPods { count: 4 },
+                ],
+                ..base()
+            },
+            Row {
+                // More pods pending (8) than spare (6): all of it goes to them.
+                name: "pending pods take all the spare",
+                prior: spare(6),
+                raw: 0,
+                pending: 8,
+                want: 0,
+                hold: Some(Hold {
+                    spare: 0,
+                    until: NOW + 300.0,
+                }),
+                reasons: vec![Reason::PendingPods { count: 8 }],
                 ..base()
             },
             Row {
@@ -511,6 +566,30 @@ mod tests {
             );
             assert_eq!(got.hold, row.hold, "{}: hold", row.name);
             assert_eq!(reasons, row.reasons, "{}: reasons", row.name);
+        }
+    }
+
+    /// The fast path lifts the step-up limit for its own spare only. From a spare of 2 with
+    /// maxStepUp 4 (limit 6; ceiling 10): without it raw 9 gives 6; a fast-path spare of 8
+    /// lifts the limit to 8, so raw 9 gives 8 (still limited, logged); a fast-path spare of 9
+    /// lets raw 9 through; raw 5 is within the plain limit whatever the fast path wants.
+    #[test]
+    fn fast_path_lifts_the_step_limit_for_its_own_spare() {
+        // (fast-path spare, raw, want, step limit logged)
+        let rows = [
+            (0, 9, 6, true),
+            (8, 9, 8, true),
+            (9, 9, 9, false),
+            (3, 5, 5, false),
+        ];
+        let prior = spare(2);
+        for (fast, raw, want, limited) in rows {
+            let rails = Rails::new(&target(), &prior, 0).urgent(fast);
+            let mut reasons = vec![];
+            let got = rails.apply(raw, 0, &PolicySpec::default(), NOW, &mut reasons);
+            assert_eq!(got.value, want, "fast {fast}, raw {raw}");
+            let logged = reasons.contains(&Reason::StepUpLimited { max_step_up: 4 });
+            assert_eq!(logged, limited, "fast {fast}, raw {raw}: {reasons:?}");
         }
     }
 }
