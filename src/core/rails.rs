@@ -21,9 +21,9 @@ pub struct Rails {
     cooldown_until: Option<f64>,
     /// A scheduled window's minimum spare and its index, a floor like `min_spare`.
     scheduled: Option<(u32, usize)>,
-    /// The fast path's own spare: the step-up limit does not hold the spare below it (0: the
-    /// fast path did not fire).
-    urgent_up_to: u32,
+    /// The fast path's own spare when it fired this tick (the step-up limit does not hold the
+    /// spare below it); None: it did not fire.
+    urgent: Option<u32>,
     /// The spare the forecast alone wants (without the fast path): the most the scale-down
     /// delay remembers.
     remembered_at_most: Option<u32>,
@@ -55,7 +55,7 @@ impl Rails {
             hold: prior.hold,
             cooldown_until: prior.cooldown_until,
             scheduled: None,
-            urgent_up_to: 0,
+            urgent: None,
             remembered_at_most: None,
         }
     }
@@ -73,10 +73,11 @@ impl Rails {
         self
     }
 
-    /// The fast path's spare this tick (0: it did not fire): provisioned in one step, past the
-    /// step-up limit.
-    pub fn urgent(mut self, fast_path_spare: u32) -> Self {
-        self.urgent_up_to = fast_path_spare;
+    /// Whether the fast path fired this tick, and the spare of its own it wants (0 once the
+    /// HPA's pods it ordered for are in place): provisioned in one step, past the step-up
+    /// limit.
+    pub fn urgent(mut self, fast_path_spare: Option<u32>) -> Self {
+        self.urgent = fast_path_spare;
         self
     }
 
@@ -130,14 +131,18 @@ impl Rails {
             .remembered_at_most
             .map_or(v, |m| v.min(m.max(self.floor().0)));
 
-        // What the rails that slow a decrease (3–6) protect: the current spare less what the
-        // pending pods take. Sizing counts a pending pod of the workload as in place, and a pod
-        // pending while spare is on order means the spare's placeholders have no node either:
-        // each pending pod takes the node one of them waits for. Handing that part of the
-        // spare to the pods releases no capacity; holding it would launch a second node for
-        // each (the fast path's spare, ordered for the pods the HPA is creating, did exactly
-        // that in the simulator).
-        let kept = self.base.saturating_sub(pending_pods);
+        // What the rails that slow a decrease (3–6) protect. Without the fast path: the whole
+        // current spare (a pod pending means the spare ran out, so it is not too large; on a
+        // ramp the forecast's spare is what keeps nodes warm ahead of the HPA). While the fast
+        // path acts: the current spare less what the pending pods take. Its spare was ordered
+        // for exactly the pods the HPA is now creating (sizing counts them in place), and each
+        // pending pod takes the node one of the spare's placeholders waits for; holding that
+        // part of the spare would launch a second node for each (296 ready GPUs for an HPA
+        // capped at 200 on burst-180 in the simulator).
+        let kept = match self.urgent {
+            Some(_) => self.base.saturating_sub(pending_pods),
+            None => self.base,
+        };
 
         // 3. Step limits, relative to the tick's share of the current spare.
         // The fast path lifts the limit for its own spare only: the forecast's spare keeps its
@@ -146,7 +151,7 @@ impl Rails {
         let up_limit = self
             .base
             .saturating_add(self.max_step_up)
-            .max(self.urgent_up_to);
+            .max(self.urgent.unwrap_or(0));
         let down_limit = kept.saturating_sub(self.max_step_down);
         if v > up_limit {
             v = up_limit;
@@ -245,6 +250,8 @@ mod tests {
         need: u32,
         raw: u32,
         pending: u32,
+        /// The fast path's own spare when it fired this tick.
+        fast: Option<u32>,
         want: u32,
         hold: Option<Hold>,
         reasons: Vec<Reason>,
@@ -263,6 +270,7 @@ mod tests {
             need: 0,
             raw: 2,
             pending: 0,
+            fast: None,
             want: 2,
             hold: Some(Hold {
                 spare: 2,
@@ -485,12 +493,32 @@ mod tests {
                 ..base()
             },
             Row {
-                // Pending pods forbid a step down of what they do not take: from 3 with 1
-                // pending, 2 are kept (raw 0 → step from 2 to 1 → back to 2).
+                // Pending pods forbid the step down from 3 (raw 0 → step 2 → kept at 3): the
+                // spare ran out, and on a ramp it is what keeps nodes warm ahead of the HPA.
                 name: "pending pods",
                 prior: spare(3),
                 raw: 0,
                 pending: 1,
+                want: 3,
+                hold: Some(Hold {
+                    spare: 0,
+                    until: NOW + 300.0,
+                }),
+                reasons: vec![
+                    Reason::StepDownLimited { max_step_down: 1 },
+                    Reason::PendingPods { count: 1 },
+                ],
+                ..base()
+            },
+            Row {
+                // While the fast path acts (its own spare now 0: the HPA's pods are in place),
+                // pending pods forbid a step down of what they do not take: from 3 with 1
+                // pending, 2 are kept (raw 0 → step from 2 to 1 → back to 2).
+                name: "pending pods while the fast path acts",
+                prior: spare(3),
+                raw: 0,
+                pending: 1,
+                fast: Some(0),
                 want: 2,
                 hold: Some(Hold {
                     spare: 0,
@@ -503,10 +531,12 @@ mod tests {
                 ..base()
             },
             Row {
-                // The spare the HPA's own pods take is handed over at once, past the cooldown
+                // While the fast path acts, the spare the HPA's own pods take is handed over at
+                // once, past the cooldown
                 // and the hold: spare 6, 4 pods pending → 2 kept; raw 0 steps from 2 to 1, the
                 // pending pods keep 2; the hold of 6 and the cooldown keep no more than 2.
                 name: "pending pods take the spare past hold and cooldown",
+                fast: Some(0),
                 prior: HeadroomState {
                     cooldown_until: Some(NOW + 30.0),
                     hold: Some(Hold {
@@ -529,8 +559,10 @@ mod tests {
                 ..base()
             },
             Row {
-                // More pods pending (8) than spare (6): all of it goes to them.
+                // While the fast path acts, more pods pending (8) than spare (6): all of it goes
+                // to them.
                 name: "pending pods take all the spare",
+                fast: Some(0),
                 prior: spare(6),
                 raw: 0,
                 pending: 8,
@@ -556,7 +588,7 @@ mod tests {
             },
         ];
         for row in rows {
-            let rails = Rails::new(&row.target, &row.prior, row.need);
+            let rails = Rails::new(&row.target, &row.prior, row.need).urgent(row.fast);
             let mut reasons = vec![];
             let got = rails.apply(row.raw, row.pending, &row.policy, NOW, &mut reasons);
             assert_eq!(
@@ -575,21 +607,22 @@ mod tests {
     /// lets raw 9 through; raw 5 is within the plain limit whatever the fast path wants.
     #[test]
     fn fast_path_lifts_the_step_limit_for_its_own_spare() {
-        // (fast-path spare, raw, want, step limit logged)
+        // (fast-path spare when it fired, raw, want, step limit logged)
         let rows = [
-            (0, 9, 6, true),
-            (8, 9, 8, true),
-            (9, 9, 9, false),
-            (3, 5, 5, false),
+            (None, 9, 6, true),
+            (Some(0), 9, 6, true),
+            (Some(8), 9, 8, true),
+            (Some(9), 9, 9, false),
+            (Some(3), 5, 5, false),
         ];
         let prior = spare(2);
         for (fast, raw, want, limited) in rows {
             let rails = Rails::new(&target(), &prior, 0).urgent(fast);
             let mut reasons = vec![];
             let got = rails.apply(raw, 0, &PolicySpec::default(), NOW, &mut reasons);
-            assert_eq!(got.value, want, "fast {fast}, raw {raw}");
+            assert_eq!(got.value, want, "fast {fast:?}, raw {raw}");
             let logged = reasons.contains(&Reason::StepUpLimited { max_step_up: 4 });
-            assert_eq!(logged, limited, "fast {fast}, raw {raw}: {reasons:?}");
+            assert_eq!(logged, limited, "fast {fast:?}, raw {raw}: {reasons:?}");
         }
     }
 }
