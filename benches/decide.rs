@@ -32,6 +32,7 @@ fn target(i: usize) -> TargetSpec {
         limits: None,
         hpa: None,
         schedules: Vec::new(),
+        next_step_spare: 0,
     }
 }
 

@@ -280,6 +280,10 @@ pub struct PrewarmArgs {
     /// TargetSpec maxSpare.
     #[arg(long, default_value_t = 256)]
     pub max_spare: u32,
+    /// TargetSpec nextStepSpare: spare replicas for the HPA's next scale-out step while demand
+    /// may grow (0: off).
+    #[arg(long, default_value_t = 0)]
+    pub next_step_spare: u32,
     /// TargetSpec maxStepUp.
     #[arg(long, default_value_t = 4)]
     pub max_step_up: u32,
@@ -492,6 +496,7 @@ impl CommonArgs {
                 in_system_metric: None,
             }),
             schedules: Vec::new(),
+            next_step_spare: p.next_step_spare,
         };
         prewarm_target
             .validate()

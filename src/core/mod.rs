@@ -7,6 +7,7 @@ pub mod forecast;
 pub mod hpa_sizing;
 pub mod interruption;
 pub mod limits_room;
+pub mod next_step;
 pub mod plan;
 pub mod policy;
 pub mod quantity;

@@ -67,6 +67,10 @@ pub enum Reason {
         min_spare: u32,
         window: usize,
     },
+    /// The spare for the HPA's next scale-out step raised the forecast's spare to `replicas`.
+    NextStep {
+        replicas: u32,
+    },
     /// Sized with Erlang C instead of the HPA's units, and why.
     QueueSizing {
         why: String,

@@ -12,6 +12,7 @@
 use super::band::{self, Calibration};
 use super::fast_path::fast_path;
 use super::hpa_sizing::hpa_replicas;
+use super::next_step::next_step_spare;
 use super::plan::{Action, ForecastSummary, Plan, Reason};
 use super::rails::Rails;
 use super::schedule::scheduled_floor;
@@ -81,7 +82,18 @@ pub fn decide(
     if let Some(why) = sized.fallback {
         reasons.push(Reason::QueueSizing { why });
     }
-    let forecast_raw = sized.at_horizon.saturating_sub(sized.in_place);
+    let mut forecast_raw = sized.at_horizon.saturating_sub(sized.in_place);
+    // The HPA's next scale-out step, which the mean forecast cannot see (next_step.rs).
+    let step = next_step_spare(
+        target.next_step_spare,
+        observed.hpa.as_ref().filter(|_| sized.units == "hpa"),
+        inputs.observed_rate,
+        summary.rate_at_horizon,
+    );
+    if step > forecast_raw {
+        forecast_raw = step;
+        reasons.push(Reason::NextStep { replicas: step });
+    }
     let mut raw = forecast_raw;
 
     // Fast path: a queue building now provisions the end of the HPA's ramp in one step.
@@ -1033,6 +1045,51 @@ mod tests {
                 ..steady()
             },
             Row {
+                // The HPA runs 7 (its noise overshoot) for 5 req/s; the calibrated band 2 makes
+                // the upper 7 req/s → the HPA wants 7, 7 ready → the forecast's spare 0. The
+                // upper band is above the 5 observed, the HPA is below its max 50: one step.
+                name: "next step: the HPA's next scale-out lands warm",
+                target: TargetSpec {
+                    next_step_spare: 1,
+                    ..test_target()
+                },
+                observed: next_step_observation(7, 50),
+                prior: HeadroomState {
+                    calibration: Some(calibrated(2.0, 0.5)),
+                    ..prior(0)
+                },
+                action: Action::ScaleUp,
+                desired: 1,
+                reasons: vec![Reason::Forecast, Reason::NextStep { replicas: 1 }],
+                hold: hold(1, NOW + 300.0),
+                cooldown: Some(NOW + 60.0),
+                ..steady()
+            },
+            Row {
+                // The same with nextStepSpare 0 (the default): the forecast's 0.
+                name: "next step off",
+                observed: next_step_observation(7, 50),
+                prior: HeadroomState {
+                    calibration: Some(calibrated(2.0, 0.5)),
+                    ..prior(0)
+                },
+                ..steady()
+            },
+            Row {
+                // The HPA at its max 7 cannot scale out: no step.
+                name: "next step at the HPA's max",
+                target: TargetSpec {
+                    next_step_spare: 1,
+                    ..test_target()
+                },
+                observed: next_step_observation(7, 7),
+                prior: HeadroomState {
+                    calibration: Some(calibrated(2.0, 0.5)),
+                    ..prior(0)
+                },
+                ..steady()
+            },
+            Row {
                 // An HPA on CPU: Erlang C (6 for 5 req/s, 6 serve → 0), and the log says why.
                 name: "HPA metric not predictable",
                 observed: Observation {
@@ -1110,6 +1167,22 @@ mod tests {
             current_replicas: 3,
             desired_replicas: 3,
             metric,
+        }
+    }
+
+    /// Flat 5 req/s, an HPA on one request in the system per replica running `current` of
+    /// `max` replicas, all ready.
+    fn next_step_observation(current: u32, max: u32) -> Observation {
+        Observation {
+            hpa: Some(HpaStatus {
+                current_replicas: current,
+                desired_replicas: current,
+                max_replicas: max,
+                ..hpa(HpaMetric::InSystemPerReplica {
+                    target_average: 1.0,
+                })
+            }),
+            ..observe(&[5.0; 8], Some(current))
         }
     }
 

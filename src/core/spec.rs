@@ -373,6 +373,10 @@ pub struct TargetSpec {
     /// Scheduled windows of minimum spare.
     #[serde(default)]
     pub schedules: Vec<ScheduleWindow>,
+    /// Spare replicas kept for the HPA's next scale-out step while demand may grow (see
+    /// `next_step`); 0 turns it off. Needs a predictable `hpa`.
+    #[serde(default)]
+    pub next_step_spare: u32,
 }
 
 impl TargetSpec {
@@ -404,6 +408,7 @@ impl TargetSpec {
             limits: None,
             hpa: None,
             schedules: Vec::new(),
+            next_step_spare: 0,
         }
     }
 
@@ -429,6 +434,15 @@ impl TargetSpec {
             return Err((
                 field("minSpare"),
                 format!("{} is above maxSpare {}", self.min_spare, self.max_spare),
+            ));
+        }
+        if self.next_step_spare > self.max_spare {
+            return Err((
+                field("nextStepSpare"),
+                format!(
+                    "{} is above maxSpare {}",
+                    self.next_step_spare, self.max_spare
+                ),
             ));
         }
         if self.max_step_up == 0 {
@@ -620,6 +634,22 @@ mod tests {
         let rows: Vec<(&str, TargetSpec, Option<&str>)> = vec![
             ("defaults", base(), None),
             (
+                "next step at maxSpare",
+                TargetSpec {
+                    next_step_spare: 4,
+                    ..base()
+                },
+                None,
+            ),
+            (
+                "next step above maxSpare",
+                TargetSpec {
+                    next_step_spare: 5,
+                    ..base()
+                },
+                Some("PREWARM_TARGETS[t].nextStepSpare"),
+            ),
+            (
                 "empty node pool",
                 TargetSpec {
                     node_pool: " ".into(),
@@ -771,5 +801,10 @@ mod tests {
             TargetSpec::new("t", "gpu", HeadroomKind::NodePoolReplicas, 4),
             parsed
         );
+        let step: TargetSpec = serde_json::from_str(
+            r#"{"name":"t","nodePool":"gpu","maxSpare":4,"headroom":{"kind":"nodePoolReplicas"},"nextStepSpare":1}"#,
+        )
+        .unwrap();
+        assert_eq!(step.next_step_spare, 1);
     }
 }

@@ -183,6 +183,7 @@ pub fn reason_text(reason: &Reason) -> String {
         Reason::Scheduled { min_spare, window } => {
             format!("scheduled(window {window}: min {min_spare})")
         }
+        Reason::NextStep { replicas } => format!("next_step({replicas})"),
         Reason::QueueSizing { why } => format!("queue_sizing({why})"),
     }
 }
