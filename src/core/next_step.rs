@@ -29,8 +29,9 @@ pub fn next_step_spare(
     rate_at_horizon: f64,
 ) -> u32 {
     let Some(hpa) = hpa else { return 0 };
-    // NaN compares false: no evidence of growth, no spare.
-    if !(rate_at_horizon > observed_rate) {
+    // NaN is not greater: no evidence of growth, no spare.
+    let rising = rate_at_horizon > observed_rate;
+    if !rising {
         return 0;
     }
     step.min(hpa.max_replicas.saturating_sub(hpa.current_replicas))
