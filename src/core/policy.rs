@@ -1054,10 +1054,7 @@ mod tests {
                     ..test_target()
                 },
                 observed: next_step_observation(7, 50),
-                prior: HeadroomState {
-                    calibration: Some(calibrated(2.0, 0.5)),
-                    ..prior(0)
-                },
+                prior: band_of_two(),
                 action: Action::ScaleUp,
                 desired: 1,
                 reasons: vec![Reason::Forecast, Reason::NextStep { replicas: 1 }],
@@ -1069,10 +1066,7 @@ mod tests {
                 // The same with nextStepSpare 0 (the default): the forecast's 0.
                 name: "next step off",
                 observed: next_step_observation(7, 50),
-                prior: HeadroomState {
-                    calibration: Some(calibrated(2.0, 0.5)),
-                    ..prior(0)
-                },
+                prior: band_of_two(),
                 ..steady()
             },
             Row {
@@ -1083,10 +1077,7 @@ mod tests {
                     ..test_target()
                 },
                 observed: next_step_observation(7, 7),
-                prior: HeadroomState {
-                    calibration: Some(calibrated(2.0, 0.5)),
-                    ..prior(0)
-                },
+                prior: band_of_two(),
                 ..steady()
             },
             Row {
@@ -1183,6 +1174,14 @@ mod tests {
                 })
             }),
             ..observe(&[5.0; 8], Some(current))
+        }
+    }
+
+    /// No spare yet, a cached calibration with a lead-time band of 2 req/s.
+    fn band_of_two() -> HeadroomState {
+        HeadroomState {
+            calibration: Some(calibrated(2.0, 0.5)),
+            ..prior(0)
         }
     }
 
