@@ -17,7 +17,9 @@ lasts long enough for --train-days, else in hindsight, and the table says which)
   GPU-hours; and <= 1.15x the oracle's GPU-hours while meeting the SLO.
 - G4 memoryless bursts: prewarm's GPU-hours within 5 % of the best buffer point (either
   buffer's frontier) with at most prewarm's delay.
-- G5 multi-day workloads: achieved band coverage within 5 points of its nominal quantile.
+- G5 multi-day workloads: achieved band coverage within 5 points of its nominal quantile (the
+  verdict is on the point estimate; the interval shown is the simulator's moving-block
+  bootstrap over the scored decisions, blocks of one hour).
 """
 
 import argparse

@@ -9,7 +9,9 @@
 //! metric store has no 6 s resolution) is at least FAST_PATH_RATIO (2) times the ready slots
 //! (ready replicas × replicaConcurrency), and requests are waiting. With no ready replica any
 //! waiting request triggers it. "Within one tick" counts from when the sample is visible in the
-//! metric store (AMP ingests with ~30 s lag).
+//! metric store (AMP ingests with ~30 s lag): the window ends at the newest visible sample (one
+//! newer than STALE_AFTER_SECONDS), not at the tick's clock, or a lag as long as the window would
+//! leave it empty.
 //!
 //! End of the ramp: the requests in the system once served without queueing, the larger of
 //! what is in the system now and arrival rate × service time (Little's law), divided by the
@@ -51,9 +53,22 @@ pub fn fast_path(
     service_time_s: f64,
     now: f64,
 ) -> Option<FastPath> {
-    let from = now - policy.fast_path_window_s;
-    let waiting = window_mean(&observed.waiting, from, now)?;
-    let running = window_mean(&observed.running, from, now).unwrap_or(0.0);
+    // The window ends at the newest visible queue sample, not at `now`: a metric store shows a
+    // sample only after its ingestion lag (AMP: ~30 s), which is as long as the window, so a
+    // window ending at `now` would hold no sample and the fast path would never fire. A
+    // newest sample older than STALE_AFTER_SECONDS leaves it off.
+    let newest = observed
+        .waiting
+        .iter()
+        .filter(|s| s.t.is_finite() && s.v.is_finite() && s.t <= now)
+        .map(|s| s.t)
+        .fold(f64::NEG_INFINITY, f64::max);
+    if newest < now - policy.stale_after_s {
+        return None;
+    }
+    let from = newest - policy.fast_path_window_s;
+    let waiting = window_mean(&observed.waiting, from, newest)?;
+    let running = window_mean(&observed.running, from, newest).unwrap_or(0.0);
     let in_system = waiting + running;
     let slots = f64::from(target.replica_concurrency.max(1));
     let ready_slots = f64::from(ready) * slots;
@@ -173,11 +188,47 @@ mod tests {
                 4.0,
                 Some((1.0, 0.0, 1)),
             ),
-            // Stale queue samples (older than the window): off.
+            // Ingestion lag: the newest visible samples are 30 s old (AMP), the window is the
+            // last two of them (NOW − 45, NOW − 30): (8 + 8) waiting + 8 running = 16 ≥ 2 × 8
+            // fires as at the threshold. (The sample at NOW − 60 is outside that window.)
+            (
+                "30 s ingestion lag",
+                Observation {
+                    waiting: vec![
+                        Sample::new(NOW - 60.0, 0.0),
+                        Sample::new(NOW - 45.0, 8.0),
+                        Sample::new(NOW - 30.0, 8.0),
+                    ],
+                    running: vec![
+                        Sample::new(NOW - 60.0, 0.0),
+                        Sample::new(NOW - 45.0, 8.0),
+                        Sample::new(NOW - 30.0, 8.0),
+                    ],
+                    ..Observation::default()
+                },
+                2,
+                1.0,
+                4.0,
+                Some((16.0, 8.0, 4)),
+            ),
+            // A newest sample at exactly STALE_AFTER_SECONDS (120 s) is still fresh: 50
+            // waiting, no ready replica → fires, ⌈50 / 4⌉ = 13.
+            (
+                "newest at the stale bound",
+                Observation {
+                    waiting: vec![Sample::new(NOW - 120.0, 50.0)],
+                    ..Observation::default()
+                },
+                0,
+                0.0,
+                4.0,
+                Some((50.0, 0.0, 13)),
+            ),
+            // Stale queue samples (newest older than STALE_AFTER_SECONDS, 120 s): off.
             (
                 "stale",
                 Observation {
-                    waiting: vec![Sample::new(NOW - 60.0, 50.0)],
+                    waiting: vec![Sample::new(NOW - 121.0, 50.0)],
                     ..Observation::default()
                 },
                 0,

@@ -95,8 +95,11 @@ pub fn decide(
         inputs.service_time_s,
         now,
     );
+    let fast_spare = fast
+        .as_ref()
+        .map_or(0, |f| f.replicas_wanted.saturating_sub(sized.in_place));
     if let Some(f) = &fast {
-        raw = raw.max(f.replicas_wanted.saturating_sub(sized.in_place));
+        raw = raw.max(fast_spare);
         reasons.push(Reason::FastPath {
             in_system: f.in_system,
             ready_slots: f.ready_slots,
@@ -107,7 +110,7 @@ pub fn decide(
     let scheduled = scheduled_floor(&target.schedules, &policy.zone(), now, policy.lead_time_s);
     let rails = Rails::new(target, prior, sized.in_place)
         .with_scheduled_floor(scheduled)
-        .urgent(fast.is_some())
+        .urgent(fast.as_ref().map(|_| fast_spare))
         .remember_at_most(forecast_raw);
     let spare = rails.apply(raw, observed.pending_pods, policy, now, &mut reasons);
 
@@ -736,7 +739,7 @@ mod tests {
             },
             Row {
                 // 5 req/s needs 6; 3 serve and 2 are pending → need now 5, raw 1. From 4 the
-                // step would give 3, pending pods forbid scale-down.
+                // step would give 3; pending pods (no fast path) forbid scale-down.
                 name: "pending pods",
                 observed: Observation {
                     pending_pods: 2,
@@ -996,6 +999,35 @@ mod tests {
                         ready_slots: 6.0,
                         replicas: 18,
                     },
+                ],
+                hold: hold(0, NOW + 300.0),
+                cooldown: Some(NOW + 60.0),
+                ..steady()
+            },
+            Row {
+                // The tick after "fast path": its 12 are ordered, and the HPA's 12 new pods
+                // are pending on the nodes they launched (the queue still triggers it). In
+                // place 6 + 12 pending = the 18 it wants → its own spare 0, the forecast's 0.
+                // The pending pods take the 12 placeholders' nodes, so the spare is handed to
+                // them at once (holding it would launch a second node for each pod).
+                name: "fast path hands its spare to the pods it was for",
+                observed: Observation {
+                    waiting: series_ending(NOW, &[12.0, 12.0]),
+                    running: series_ending(NOW, &[6.0, 6.0]),
+                    pending_pods: 12,
+                    ..observe(&[5.0; 8], Some(6))
+                },
+                prior: prior(12),
+                action: Action::ScaleDown,
+                desired: 0,
+                reasons: vec![
+                    Reason::Forecast,
+                    Reason::FastPath {
+                        in_system: 18.0,
+                        ready_slots: 6.0,
+                        replicas: 18,
+                    },
+                    Reason::PendingPods { count: 12 },
                 ],
                 hold: hold(0, NOW + 300.0),
                 cooldown: Some(NOW + 60.0),
@@ -1342,11 +1374,16 @@ mod tests {
         }
 
         #[test]
-        fn pending_pods_never_scale_down((observed, target, prior) in arb_case()) {
+        fn pending_pods_release_only_what_they_take((observed, target, prior) in arb_case()) {
+            // While pods are pending the spare never falls, unless the ceiling cuts it; while
+            // the fast path acts it falls by at most the pods pending (they take the room of
+            // the spare it ordered for them).
             let plan = decide(&observed, &target, &PolicySpec::default(), &prior, NOW);
             let ceiling_cut = prior.spare - prior.replacement_reserved > target.max_spare;
+            let fast = plan.reasons.iter().any(|r| matches!(r, Reason::FastPath { .. }));
             if observed.pending_pods > 0 && !ceiling_cut {
-                prop_assert!(plan.desired_spare >= prior.spare, "{plan:?}");
+                let released = if fast { observed.pending_pods } else { 0 };
+                prop_assert!(plan.desired_spare + released >= prior.spare, "{plan:?}");
             }
         }
     }

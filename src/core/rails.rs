@@ -21,8 +21,9 @@ pub struct Rails {
     cooldown_until: Option<f64>,
     /// A scheduled window's minimum spare and its index, a floor like `min_spare`.
     scheduled: Option<(u32, usize)>,
-    /// The fast path fired: the step-up limit does not apply this tick.
-    urgent: bool,
+    /// The fast path's own spare when it fired this tick (the step-up limit does not hold the
+    /// spare below it); None: it did not fire.
+    urgent: Option<u32>,
     /// The spare the forecast alone wants (without the fast path): the most the scale-down
     /// delay remembers.
     remembered_at_most: Option<u32>,
@@ -54,7 +55,7 @@ impl Rails {
             hold: prior.hold,
             cooldown_until: prior.cooldown_until,
             scheduled: None,
-            urgent: false,
+            urgent: None,
             remembered_at_most: None,
         }
     }
@@ -72,9 +73,11 @@ impl Rails {
         self
     }
 
-    /// Lifts the step-up limit for this tick (the fast path provisions in one step).
-    pub fn urgent(mut self, urgent: bool) -> Self {
-        self.urgent = urgent;
+    /// Whether the fast path fired this tick, and the spare of its own it wants (0 once the
+    /// HPA's pods it ordered for are in place): provisioned in one step, past the step-up
+    /// limit.
+    pub fn urgent(mut self, fast_path_spare: Option<u32>) -> Self {
+        self.urgent = fast_path_spare;
         self
     }
 
@@ -128,13 +131,28 @@ impl Rails {
             .remembered_at_most
             .map_or(v, |m| v.min(m.max(self.floor().0)));
 
-        // 3. Step limits, relative to the tick's share of the current spare.
-        let up_limit = if self.urgent {
-            u32::MAX
-        } else {
-            self.base.saturating_add(self.max_step_up)
+        // What the rails that slow a decrease (3–6) protect. Without the fast path: the whole
+        // current spare (a pod pending means the spare ran out, so it is not too large; on a
+        // ramp the forecast's spare is what keeps nodes warm ahead of the HPA). While the fast
+        // path acts: the current spare less what the pending pods take. Its spare was ordered
+        // for exactly the pods the HPA is now creating (sizing counts them in place), and each
+        // pending pod takes the node one of the spare's placeholders waits for; holding that
+        // part of the spare would launch a second node for each (296 ready GPUs for an HPA
+        // capped at 200 on burst-180 in the simulator).
+        let kept = match self.urgent {
+            Some(_) => self.base.saturating_sub(pending_pods),
+            None => self.base,
         };
-        let down_limit = self.base.saturating_sub(self.max_step_down);
+
+        // 3. Step limits, relative to the tick's share of the current spare.
+        // The fast path lifts the limit for its own spare only: the forecast's spare keeps its
+        // steps (a queue inflates the latency the forecast sizes with, and it would otherwise
+        // ride the fast path's tick to a jump of its own).
+        let up_limit = self
+            .base
+            .saturating_add(self.max_step_up)
+            .max(self.urgent.unwrap_or(0));
+        let down_limit = kept.saturating_sub(self.max_step_down);
         if v > up_limit {
             v = up_limit;
             reasons.push(Reason::StepUpLimited {
@@ -146,9 +164,10 @@ impl Rails {
                 max_step_down: self.max_step_down,
             });
         }
-        // 4. Pending pods: the spare ran out, so it is not too large; never scale down now.
+        // 4. Pending pods: the spare ran out, so it is not too large; no scale-down now beyond
+        //    what the pending pods take.
         if pending_pods > 0 {
-            v = v.max(self.base);
+            v = v.max(kept);
             reasons.push(Reason::PendingPods {
                 count: pending_pods,
             });
@@ -157,7 +176,7 @@ impl Rails {
         //    blocks decreases only; it never raises the spare above the current one).
         let active_hold = self.hold.filter(|h| h.until > now);
         if let Some(h) = active_hold {
-            let keep = h.spare.min(self.base);
+            let keep = h.spare.min(kept);
             if v < keep {
                 v = keep;
                 reasons.push(Reason::ScaleDownDelay {
@@ -176,8 +195,8 @@ impl Rails {
         };
         // 6. Cooldown gates scale-down only: fast up, slow down (Knative/HPA convention).
         if let Some(until) = self.cooldown_until.filter(|u| *u > now) {
-            if v < self.base {
-                v = self.base;
+            if v < kept {
+                v = kept;
                 reasons.push(Reason::Cooldown { until });
             }
         }
@@ -231,6 +250,8 @@ mod tests {
         need: u32,
         raw: u32,
         pending: u32,
+        /// The fast path's own spare when it fired this tick.
+        fast: Option<u32>,
         want: u32,
         hold: Option<Hold>,
         reasons: Vec<Reason>,
@@ -249,6 +270,7 @@ mod tests {
             need: 0,
             raw: 2,
             pending: 0,
+            fast: None,
             want: 2,
             hold: Some(Hold {
                 spare: 2,
@@ -471,7 +493,8 @@ mod tests {
                 ..base()
             },
             Row {
-                // Pending pods forbid the step down from 3 (raw 0 → step 2 → kept at 3).
+                // Pending pods forbid the step down from 3 (raw 0 → step 2 → kept at 3): the
+                // spare ran out, and on a ramp it is what keeps nodes warm ahead of the HPA.
                 name: "pending pods",
                 prior: spare(3),
                 raw: 0,
@@ -488,6 +511,70 @@ mod tests {
                 ..base()
             },
             Row {
+                // While the fast path acts (its own spare now 0: the HPA's pods are in place),
+                // pending pods forbid a step down of what they do not take: from 3 with 1
+                // pending, 2 are kept (raw 0 → step from 2 to 1 → back to 2).
+                name: "pending pods while the fast path acts",
+                prior: spare(3),
+                raw: 0,
+                pending: 1,
+                fast: Some(0),
+                want: 2,
+                hold: Some(Hold {
+                    spare: 0,
+                    until: NOW + 300.0,
+                }),
+                reasons: vec![
+                    Reason::StepDownLimited { max_step_down: 1 },
+                    Reason::PendingPods { count: 1 },
+                ],
+                ..base()
+            },
+            Row {
+                // While the fast path acts, the spare the HPA's own pods take is handed over at
+                // once, past the cooldown
+                // and the hold: spare 6, 4 pods pending → 2 kept; raw 0 steps from 2 to 1, the
+                // pending pods keep 2; the hold of 6 and the cooldown keep no more than 2.
+                name: "pending pods take the spare past hold and cooldown",
+                fast: Some(0),
+                prior: HeadroomState {
+                    cooldown_until: Some(NOW + 30.0),
+                    hold: Some(Hold {
+                        spare: 6,
+                        until: NOW + 100.0,
+                    }),
+                    ..spare(6)
+                },
+                raw: 0,
+                pending: 4,
+                want: 2,
+                hold: Some(Hold {
+                    spare: 6,
+                    until: NOW + 100.0,
+                }),
+                reasons: vec![
+                    Reason::StepDownLimited { max_step_down: 1 },
+                    Reason::PendingPods { count: 4 },
+                ],
+                ..base()
+            },
+            Row {
+                // While the fast path acts, more pods pending (8) than spare (6): all of it goes
+                // to them.
+                name: "pending pods take all the spare",
+                fast: Some(0),
+                prior: spare(6),
+                raw: 0,
+                pending: 8,
+                want: 0,
+                hold: Some(Hold {
+                    spare: 0,
+                    until: NOW + 300.0,
+                }),
+                reasons: vec![Reason::PendingPods { count: 8 }],
+                ..base()
+            },
+            Row {
                 // Step-up limit: from 2, raw 9 → 6; the hold remembers the wanted 9.
                 name: "step up limit",
                 raw: 9,
@@ -501,7 +588,7 @@ mod tests {
             },
         ];
         for row in rows {
-            let rails = Rails::new(&row.target, &row.prior, row.need);
+            let rails = Rails::new(&row.target, &row.prior, row.need).urgent(row.fast);
             let mut reasons = vec![];
             let got = rails.apply(row.raw, row.pending, &row.policy, NOW, &mut reasons);
             assert_eq!(
@@ -511,6 +598,31 @@ mod tests {
             );
             assert_eq!(got.hold, row.hold, "{}: hold", row.name);
             assert_eq!(reasons, row.reasons, "{}: reasons", row.name);
+        }
+    }
+
+    /// The fast path lifts the step-up limit for its own spare only. From a spare of 2 with
+    /// maxStepUp 4 (limit 6; ceiling 10): without it raw 9 gives 6; a fast-path spare of 8
+    /// lifts the limit to 8, so raw 9 gives 8 (still limited, logged); a fast-path spare of 9
+    /// lets raw 9 through; raw 5 is within the plain limit whatever the fast path wants.
+    #[test]
+    fn fast_path_lifts_the_step_limit_for_its_own_spare() {
+        // (fast-path spare when it fired, raw, want, step limit logged)
+        let rows = [
+            (None, 9, 6, true),
+            (Some(0), 9, 6, true),
+            (Some(8), 9, 8, true),
+            (Some(9), 9, 9, false),
+            (Some(3), 5, 5, false),
+        ];
+        let prior = spare(2);
+        for (fast, raw, want, limited) in rows {
+            let rails = Rails::new(&target(), &prior, 0).urgent(fast);
+            let mut reasons = vec![];
+            let got = rails.apply(raw, 0, &PolicySpec::default(), NOW, &mut reasons);
+            assert_eq!(got.value, want, "fast {fast:?}, raw {raw}");
+            let logged = reasons.contains(&Reason::StepUpLimited { max_step_up: 4 });
+            assert_eq!(logged, limited, "fast {fast:?}, raw {raw}: {reasons:?}");
         }
     }
 }

@@ -6,7 +6,10 @@ use serde::Serialize;
 
 use super::engine::RunResult;
 use super::oracle::OracleResult;
-use super::stats::{interval95, GpuSplit, DAY_S};
+use super::stats::{block_bootstrap95, interval95, GpuSplit, DAY_S};
+
+/// Resamples of the band coverage's block bootstrap.
+const BOOTSTRAP_RESAMPLES: usize = 1000;
 
 /// One row of the comparison: figures over the scored requests and time only.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -46,7 +49,7 @@ pub struct PolicyReport {
     pub gpu_hours_per_day_ci95: Option<(f64, f64)>,
     /// prewarm: share of scored decisions whose lead-time band (blended forecast plus band)
     /// covered the highest arrival rate seen within the next lead time, its nominal quantile,
-    /// and a 95 % interval over days (each day one block).
+    /// and a 95 % interval by the moving-block bootstrap (blocks of one hour of decisions).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub band_coverage: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -137,13 +140,12 @@ impl PolicyReport {
         if total > 0 {
             self.band_coverage = Some(covered as f64 / total as f64);
             self.band_nominal_quantile = Some(b.nominal);
-            let per_day: Vec<f64> = b
-                .days
-                .iter()
-                .filter(|d| d.1 > 0)
-                .map(|d| d.0 as f64 / d.1 as f64)
-                .collect();
-            self.band_coverage_ci95 = interval95(&per_day);
+            // Moving-block bootstrap over the scored decisions in time order, blocks of one
+            // hour of decisions: long enough to hold the dependence of neighbouring decisions
+            // (their lead times overlap; a burst is missed by every decision before it), short
+            // enough for dozens of blocks over a few scored days.
+            let block = (3600.0 / b.tick_s.max(1.0)).round() as usize;
+            self.band_coverage_ci95 = block_bootstrap95(&b.hits, block, BOOTSTRAP_RESAMPLES);
         }
         self
     }

@@ -188,9 +188,70 @@ pub fn interval95(values: &[f64]) -> Option<(f64, f64)> {
     Some((mean - half, mean + half))
 }
 
+/// 95 % interval of the share of `true` in `hits` by the moving-block bootstrap: `resamples`
+/// series of the same length are glued from blocks of `block` consecutive outcomes starting at
+/// uniformly drawn positions (a fixed seed: the same input gives the same interval), and the
+/// 2.5 % and 97.5 % quantiles of their shares are returned. Consecutive outcomes are not
+/// independent (a band that misses a burst misses it for every decision whose lead time
+/// covers the burst), so resampling single outcomes would give too narrow an interval;
+/// blocks keep that dependence within them. None with fewer than two blocks of outcomes.
+pub fn block_bootstrap95(hits: &[bool], block: usize, resamples: usize) -> Option<(f64, f64)> {
+    use rand::{Rng, SeedableRng};
+    let n = hits.len();
+    let block = block.max(1);
+    if n < 2 * block || resamples == 0 {
+        return None;
+    }
+    // Prefix sums: the hits of any block in O(1).
+    let mut prefix = Vec::with_capacity(n + 1);
+    prefix.push(0u32);
+    for &h in hits {
+        prefix.push(prefix.last().copied().unwrap_or(0) + u32::from(h));
+    }
+    let blocks = n.div_ceil(block);
+    let starts = n - block + 1;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0x5eed);
+    let mut shares: Vec<f64> = (0..resamples)
+        .map(|_| {
+            let covered: u64 = (0..blocks)
+                .map(|_| {
+                    let s = rng.random_range(0..starts);
+                    u64::from(prefix[s + block] - prefix[s])
+                })
+                .sum();
+            covered as f64 / (blocks * block) as f64
+        })
+        .collect();
+    shares.sort_by(f64::total_cmp);
+    let at = |q: f64| shares[((q * (resamples - 1) as f64).round() as usize).min(resamples - 1)];
+    Some((at(0.025), at(0.975)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn block_bootstrap_interval() {
+        // All covered or none covered: every resample has the same share.
+        assert_eq!(block_bootstrap95(&[true; 100], 10, 200), Some((1.0, 1.0)));
+        assert_eq!(block_bootstrap95(&[false; 100], 10, 200), Some((0.0, 0.0)));
+        // Fewer than two blocks: no interval.
+        assert_eq!(block_bootstrap95(&[true; 19], 10, 200), None);
+        assert_eq!(block_bootstrap95(&[], 10, 200), None);
+        // Half covered, in long runs (50 hits then 50 misses, blocks of 10): the interval
+        // holds 0.5 and is wider than the independent-outcomes interval of the same data
+        // (binomial: 0.5 ± 1.96·√(0.25/100) = ±0.098), because a block is all hits or all
+        // misses except the few that straddle the switch (10 blocks of 10 per resample,
+        // so the share moves in steps of about 0.1 and its spread is ±1.96·√(0.25/10)).
+        let runs: Vec<bool> = (0..100).map(|i| i < 50).collect();
+        let (lo, hi) = block_bootstrap95(&runs, 10, 2000).unwrap();
+        assert!(lo < 0.5 && hi > 0.5, "{lo} {hi}");
+        assert!(hi - lo > 2.0 * 0.098, "{lo} {hi}");
+        // Alternating outcomes: every block of 10 holds exactly 5 hits, so no spread at all.
+        let alternating: Vec<bool> = (0..100).map(|i| i % 2 == 0).collect();
+        assert_eq!(block_bootstrap95(&alternating, 10, 500), Some((0.5, 0.5)));
+    }
 
     #[test]
     fn histogram_quantiles_are_upper_bucket_edges() {

@@ -129,6 +129,7 @@ impl Sim<'_> {
             &self.headroom_state,
             self.cfg.base_epoch + self.now,
         );
+        self.result.band.tick_s = policy.tick_s;
         self.record_band(&plan.forecast);
         plan
     }

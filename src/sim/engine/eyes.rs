@@ -267,18 +267,24 @@ impl Sim<'_> {
                 days.resize(day + 1, (0, 0));
             }
             days[day].1 += 1;
-            if actual <= upper {
+            let covered = actual <= upper;
+            if covered {
                 days[day].0 += 1;
             }
+            self.result.band.hits.push(covered);
         }
     }
 }
 
-/// How honest prewarm's lead-time band was: per day, (covered, decisions).
+/// How honest prewarm's lead-time band was: per day, (covered, decisions), and every scored
+/// decision's outcome in time order (for the block bootstrap of the coverage's interval).
 #[derive(Clone, Debug, Default)]
 pub struct BandCoverage {
     pub nominal: f64,
     pub days: Vec<(u64, u64)>,
+    pub hits: Vec<bool>,
+    /// Seconds between two decisions (TICK_SECONDS).
+    pub tick_s: f64,
 }
 
 /// Least-squares slope of the points (PromQL `deriv`).
