@@ -1017,6 +1017,35 @@ mod tests {
                 ..steady()
             },
             Row {
+                // The tick after "fast path": its 12 are ordered, and the HPA's 12 new pods
+                // are pending on the nodes they launched (the queue still triggers it). In
+                // place 6 + 12 pending = the 18 it wants → its own spare 0, the forecast's 0.
+                // The pending pods take the 12 placeholders' nodes, so the spare is handed to
+                // them at once (holding it would launch a second node for each pod).
+                name: "fast path hands its spare to the pods it was for",
+                observed: Observation {
+                    waiting: series_ending(NOW, &[12.0, 12.0]),
+                    running: series_ending(NOW, &[6.0, 6.0]),
+                    pending_pods: 12,
+                    ..observe(&[5.0; 8], Some(6))
+                },
+                prior: prior(12),
+                action: Action::ScaleDown,
+                desired: 0,
+                reasons: vec![
+                    Reason::Forecast,
+                    Reason::FastPath {
+                        in_system: 18.0,
+                        ready_slots: 6.0,
+                        replicas: 18,
+                    },
+                    Reason::PendingPods { count: 12 },
+                ],
+                hold: hold(0, NOW + 300.0),
+                cooldown: Some(NOW + 60.0),
+                ..steady()
+            },
+            Row {
                 // Below the trigger (waiting 5 + running 6 = 11 < 12): nothing.
                 name: "fast path below its trigger",
                 observed: Observation {

@@ -54,6 +54,12 @@ def serving(pod: dict) -> bool:
                     for c in pod["status"].get("conditions", [])))
 
 
+def ready_transition(pod: dict) -> float | None:
+    """When a Ready pod turned Ready (whole seconds: the apiserver's resolution), if recorded."""
+    c = next((c for c in pod["status"].get("conditions", []) if c["type"] == "Ready"), {})
+    return parse_iso(c["lastTransitionTime"]) if c.get("lastTransitionTime") else None
+
+
 class Sampler(threading.Thread):
     """Samples the serving pods of the workload every `interval` seconds: (time, ready names,
     ready names on the reclaimed node, names of pods on that node not yet terminating)."""
@@ -62,6 +68,12 @@ class Sampler(threading.Thread):
         super().__init__(daemon=True)
         self.k8s, self.node, self.interval = k8s, node, interval
         self.samples: list[tuple[float, set[str], set[str], set[str]]] = []
+        # Per pod, when it turned Ready (its Ready condition's lastTransitionTime, whole
+        # seconds as the apiserver keeps it) and the first sample it was seen gone or
+        # terminating: the samples' 0.5 s resolution stretches on a loaded machine, and the
+        # make-before-break check must not depend on it.
+        self.ready_since: dict[str, float] = {}
+        self.gone_seen_at: dict[str, float] = {}
         self.stop = threading.Event()
 
     def run(self) -> None:
@@ -77,6 +89,15 @@ class Sampler(threading.Thread):
                 alive_on_node = {p["metadata"]["name"] for p in pods if p["spec"].get("nodeName") == self.node
                                  and not p["metadata"].get("deletionTimestamp")}
                 self.samples.append((t, ready, ready & on_node, alive_on_node))
+                for p in pods:
+                    name = p["metadata"]["name"]
+                    if serving(p):
+                        self.ready_since.setdefault(name, ready_transition(p) or t)
+                    elif p["metadata"].get("deletionTimestamp") and name in self.ready_since:
+                        self.gone_seen_at.setdefault(name, t)
+                present = {p["metadata"]["name"] for p in pods}
+                for name in self.ready_since.keys() - present:
+                    self.gone_seen_at.setdefault(name, t)
             self.stop.wait(max(0.0, self.interval - (time.time() - t)))
 
     def recovered_at(self, since: float, want: int) -> float | None:
@@ -177,10 +198,17 @@ def test_serving_gap_with_prewarm(k8s, aws, wait_until, lambda_watch, poll_sqs, 
         assert ready <= evict < deadline, (ready, evict, deadline)
         # The surge: the workload was raised by its pods on the node ...
         assert surge_seen["replicas"] >= REPLICAS + len(on_node), surge_seen
-        # ... and the surge pods were Ready before the old pods went: at the last sample before
-        # an old pod was gone or terminating, as many replicas served off the node as were on it.
-        before = [s for s in sampler.samples if s[0] < first_gone[0]][-1]
-        assert len(before[1] - before[2]) >= len(on_node), (before, first_gone)
+        # ... and the surge pods were Ready before the old pods went: at the first eviction (the
+        # DrainEvicted Event, microseconds), as many replicas served off the node as were on it,
+        # by their Ready conditions (whole seconds, so up to 1 s lenient) and not yet gone.
+        evicted_at = min(parse_iso(e.get("eventTime") or e["lastTimestamp"])
+                         for e in k8s.json("get", "events", "-A", "--field-selector",
+                                           f"involvedObject.name={node_name},reason=DrainEvicted")["items"])
+        serving_off_node = sorted(n for n, t in sampler.ready_since.items()
+                                  if n not in on_node and t <= evicted_at
+                                  and sampler.gone_seen_at.get(n, float("inf")) > evicted_at)
+        assert len(serving_off_node) >= len(on_node), (evicted_at, serving_off_node, sampler.ready_since,
+                                                       sampler.gone_seen_at, first_gone)
         # So no ready replica was lost.
         assert lowest >= REPLICAS and lost == 0, (lowest, lost)
     # The surge was given back exactly: replicas as the user had them, no surge record left.
