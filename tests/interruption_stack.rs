@@ -1061,9 +1061,20 @@ async fn redrive_queue(
 
 /// Messages on `queue`: visible, in flight and delayed (continuations).
 async fn queue_total(sqs: &aws_sdk_sqs::Client, queue: &str) -> usize {
+    queue_counts(sqs, queue)
+        .await
+        .values()
+        .filter_map(|v| v.parse::<usize>().ok())
+        .sum()
+}
+
+/// The queue's visible, in-flight and delayed message counts, by attribute name.
+async fn queue_counts(
+    sqs: &aws_sdk_sqs::Client,
+    queue: &str,
+) -> std::collections::HashMap<aws_sdk_sqs::types::QueueAttributeName, String> {
     use aws_sdk_sqs::types::QueueAttributeName as A;
-    let attrs = sqs
-        .get_queue_attributes()
+    sqs.get_queue_attributes()
         .queue_url(queue)
         .attribute_names(A::ApproximateNumberOfMessages)
         .attribute_names(A::ApproximateNumberOfMessagesNotVisible)
@@ -1072,8 +1083,7 @@ async fn queue_total(sqs: &aws_sdk_sqs::Client, queue: &str) -> usize {
         .await
         .unwrap()
         .attributes
-        .unwrap_or_default();
-    attrs.values().filter_map(|v| v.parse::<usize>().ok()).sum()
+        .unwrap_or_default()
 }
 
 #[tokio::test]
@@ -1766,6 +1776,7 @@ async fn fault_matrix_every_drain_ends_and_nothing_is_left_behind() {
     let leftover_bodies: Vec<String> = if leftover > 0 {
         let mut v = Vec::new();
         for queue in [&q, &q_stuck] {
+            v.push(format!("{queue}: {:?}", queue_counts(&sqs, queue).await));
             for (m, _) in receive(&sqs, queue).await {
                 v.push(format!(
                     "{queue}: {} attributes {:?} system {:?}",
@@ -1790,7 +1801,7 @@ async fn fault_matrix_every_drain_ends_and_nothing_is_left_behind() {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
     assert_eq!(
         leftover, 0,
-        "messages left on the queue 90 s after every drain ended (visible now: {leftover_bodies:?})"
+        "messages left on the queue 90 s after every drain ended (counts, then the visible ones: {leftover_bodies:?})"
     );
 }
 

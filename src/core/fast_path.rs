@@ -43,7 +43,8 @@ fn window_mean(series: &[Sample], from: f64, to: f64) -> Option<f64> {
 }
 
 /// The fast path's verdict for this tick; None when it does not fire (or the queue series are
-/// missing or stale: the fast path only ever adds, so missing data just leaves it off).
+/// missing or stale: missing data leaves it off, so it can never hand spare to pending pods
+/// through the rails on data it does not have).
 pub fn fast_path(
     observed: &Observation,
     target: &TargetSpec,

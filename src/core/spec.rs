@@ -445,6 +445,14 @@ impl TargetSpec {
                 ),
             ));
         }
+        if self.next_step_spare > 0 && self.hpa.is_none() {
+            // The step is the HPA's next scale-out: without an HPA it would never act, and a
+            // setting that silently does nothing is a configuration error.
+            return Err((
+                field("nextStepSpare"),
+                "needs `hpa` (the spare is kept for the HPA's next scale-out)".into(),
+            ));
+        }
         if self.max_step_up == 0 {
             return Err((field("maxStepUp"), "must be at least 1".into()));
         }
@@ -625,6 +633,12 @@ mod tests {
     #[test]
     fn target_validation_table() {
         let base = || TargetSpec::new("t", "gpu", HeadroomKind::NodePoolReplicas, 4);
+        let hpa_ref = || HpaRef {
+            namespace: "ml".into(),
+            name: "llm".into(),
+            raise_min_replicas: false,
+            in_system_metric: None,
+        };
         let window = |cron: &str, zone: Option<&str>, d: f64, spare: u32| ScheduleWindow {
             cron: cron.into(),
             time_zone: zone.map(str::to_string),
@@ -637,6 +651,7 @@ mod tests {
                 "next step at maxSpare",
                 TargetSpec {
                     next_step_spare: 4,
+                    hpa: Some(hpa_ref()),
                     ..base()
                 },
                 None,
@@ -645,6 +660,15 @@ mod tests {
                 "next step above maxSpare",
                 TargetSpec {
                     next_step_spare: 5,
+                    hpa: Some(hpa_ref()),
+                    ..base()
+                },
+                Some("PREWARM_TARGETS[t].nextStepSpare"),
+            ),
+            (
+                "next step without an HPA",
+                TargetSpec {
+                    next_step_spare: 1,
                     ..base()
                 },
                 Some("PREWARM_TARGETS[t].nextStepSpare"),

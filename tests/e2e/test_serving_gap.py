@@ -68,12 +68,14 @@ class Sampler(threading.Thread):
         super().__init__(daemon=True)
         self.k8s, self.node, self.interval = k8s, node, interval
         self.samples: list[tuple[float, set[str], set[str], set[str]]] = []
-        # Per pod, when it turned Ready (its Ready condition's lastTransitionTime, whole
-        # seconds as the apiserver keeps it) and the first sample it was seen gone or
-        # terminating: the samples' 0.5 s resolution stretches on a loaded machine, and the
-        # make-before-break check must not depend on it.
-        self.ready_since: dict[str, float] = {}
-        self.gone_seen_at: dict[str, float] = {}
+        # Per pod, its creation time and every (sample time, Ready condition's
+        # lastTransitionTime) at which it served. The samples' 0.5 s resolution stretches on a
+        # loaded machine, and the make-before-break check must not depend on it: a sample at or
+        # after the first eviction that shows a pod serving with a transition at or before it
+        # proves the pod served through it (a Ready flip resets lastTransitionTime, and a pod
+        # that was terminating would not be serving later).
+        self.created: dict[str, float] = {}
+        self.served: dict[str, list[tuple[float, float]]] = {}
         self.stop = threading.Event()
 
     def run(self) -> None:
@@ -81,23 +83,19 @@ class Sampler(threading.Thread):
             t = time.time()
             try:
                 pods = self.k8s.get("pods", namespace="inference", selector=f"app.kubernetes.io/name={APP}") or []
-            except Exception:  # noqa: BLE001 - a failed sample is skipped, the next one counts
-                pods = None
-            if pods is not None:
                 ready = {p["metadata"]["name"] for p in pods if serving(p)}
                 on_node = {p["metadata"]["name"] for p in pods if p["spec"].get("nodeName") == self.node}
                 alive_on_node = {p["metadata"]["name"] for p in pods if p["spec"].get("nodeName") == self.node
                                  and not p["metadata"].get("deletionTimestamp")}
-                self.samples.append((t, ready, ready & on_node, alive_on_node))
                 for p in pods:
                     name = p["metadata"]["name"]
-                    if serving(p):
-                        self.ready_since.setdefault(name, ready_transition(p) or t)
-                    elif p["metadata"].get("deletionTimestamp") and name in self.ready_since:
-                        self.gone_seen_at.setdefault(name, t)
-                present = {p["metadata"]["name"] for p in pods}
-                for name in self.ready_since.keys() - present:
-                    self.gone_seen_at.setdefault(name, t)
+                    self.created.setdefault(name, parse_iso(p["metadata"]["creationTimestamp"]))
+                    if serving(p) and (since := ready_transition(p)) is not None:
+                        self.served.setdefault(name, []).append((t, since))
+            except Exception:  # noqa: BLE001 - a failed sample is skipped, the next one counts
+                pass
+            else:
+                self.samples.append((t, ready, ready & on_node, alive_on_node))
             self.stop.wait(max(0.0, self.interval - (time.time() - t)))
 
     def recovered_at(self, since: float, want: int) -> float | None:
@@ -199,16 +197,18 @@ def test_serving_gap_with_prewarm(k8s, aws, wait_until, lambda_watch, poll_sqs, 
         # The surge: the workload was raised by its pods on the node ...
         assert surge_seen["replicas"] >= REPLICAS + len(on_node), surge_seen
         # ... and the surge pods were Ready before the old pods went: at the first eviction (the
-        # DrainEvicted Event, microseconds), as many replicas served off the node as were on it,
-        # by their Ready conditions (whole seconds, so up to 1 s lenient) and not yet gone.
-        evicted_at = min(parse_iso(e.get("eventTime") or e["lastTimestamp"])
-                         for e in k8s.json("get", "events", "-A", "--field-selector",
-                                           f"involvedObject.name={node_name},reason=DrainEvicted")["items"])
-        serving_off_node = sorted(n for n, t in sampler.ready_since.items()
-                                  if n not in on_node and t <= evicted_at
-                                  and sampler.gone_seen_at.get(n, float("inf")) > evicted_at)
-        assert len(serving_off_node) >= len(on_node), (evicted_at, serving_off_node, sampler.ready_since,
-                                                       sampler.gone_seen_at, first_gone)
+        # DrainEvicted Event of this drain, microseconds), as many pods created after the notice
+        # served as were on the node, by a later sample of their Ready condition (whole seconds,
+        # so up to 1 s lenient).
+        evictions = [t for e in k8s.json("get", "events", "-A", "--field-selector",
+                                         f"involvedObject.name={node_name},reason=DrainEvicted")["items"]
+                     if (t := parse_iso(e.get("eventTime") or e["lastTimestamp"])) >= notice_at - 1]
+        assert evictions, "no DrainEvicted Event on the node since the notice"
+        evicted_at = min(evictions)
+        surge_serving = sorted(n for n, seen in sampler.served.items()
+                               if sampler.created.get(n, 0.0) >= notice_at - 1
+                               and any(t >= evicted_at and since <= evicted_at for t, since in seen))
+        assert len(surge_serving) >= len(on_node), (evicted_at, surge_serving, sampler.served, first_gone)
         # So no ready replica was lost.
         assert lowest >= REPLICAS and lost == 0, (lowest, lost)
     # The surge was given back exactly: replicas as the user had them, no surge record left.
