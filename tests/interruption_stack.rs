@@ -1090,8 +1090,8 @@ async fn queue_counts(
 #[ignore = "needs the local stack (make e2e)"]
 async fn fault_matrix_every_drain_ends_and_nothing_is_left_behind() {
     // The matrix's state is large: boxed, it lives on the heap and not on the test thread's
-    // stack, which it overflowed twice as cases grew (case 8 inline, then case 9's queue
-    // counts; "fatal runtime error: stack overflow" in a clean-clone CI run).
+    // stack, which it overflowed as cases grew (case 8 inline; later the whole matrix, in a
+    // drain-repeat round and a clean-clone CI run: "fatal runtime error: stack overflow").
     Box::pin(fault_matrix()).await;
 }
 
