@@ -18,6 +18,8 @@ use prewarm::config::{ClusterAccess, Config};
 use prewarm::handlers::interruption::{Continuation, Interruption, RecordOutcome};
 use serde_json::json;
 
+mod common;
+
 const NS: &str = "prewarm-h6-stack";
 
 /// The fault matrix stops the apiserver for 60 s. The other tests of this binary run in
@@ -1620,32 +1622,7 @@ async fn fault_matrix() {
             .chain([spare.clone()])
             .collect();
         for node in &all {
-            let ready_by = std::time::Instant::now() + Duration::from_secs(90);
-            loop {
-                let n = nodes_api.get(node).await.unwrap();
-                let ready = n
-                    .status
-                    .and_then(|s| s.conditions)
-                    .unwrap_or_default()
-                    .iter()
-                    .any(|c| c.type_ == "Ready" && c.status == "True");
-                if ready {
-                    break;
-                }
-                assert!(
-                    std::time::Instant::now() < ready_by,
-                    "kwok never made {node} Ready"
-                );
-                tokio::time::sleep(Duration::from_millis(500)).await;
-            }
-            nodes_api
-                .patch_status(
-                    node,
-                    &PatchParams::default(),
-                    &Patch::Merge(json!({"status": {"capacity": one, "allocatable": one}})),
-                )
-                .await
-                .unwrap();
+            common::write_capacity_once_ready(&nodes_api, node, &one).await;
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
         for node in &all {

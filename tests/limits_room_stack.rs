@@ -31,6 +31,8 @@ use prewarm::config::{ClusterAccess, Config};
 use prewarm::handlers::interruption::{Continuation, Interruption, RecordOutcome};
 use serde_json::{json, Value};
 
+mod common;
+
 const NS: &str = "prewarm-room-stack";
 
 fn env(name: &str) -> String {
@@ -419,35 +421,8 @@ async fn a_targets_cap_grows_for_the_lease_only_and_restore_gives_the_users_valu
     // capacity (4 cpu, 16Gi) from the copy it saw then: patched before it ran, the memory was
     // once 16Gi (the room 1040Gi, not 1152Gi). So the capacity is written once kwok made the
     // node Ready.
-    let ready_by = std::time::Instant::now() + std::time::Duration::from_secs(90);
-    loop {
-        let ready = nodes
-            .get(&node)
-            .await
-            .unwrap()
-            .status
-            .and_then(|s| s.conditions)
-            .unwrap_or_default()
-            .iter()
-            .any(|c| c.type_ == "Ready" && c.status == "True");
-        if ready {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < ready_by,
-            "kwok never made {node} Ready"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-    }
     let capacity = json!({"cpu": "32", "memory": "128Gi", "pods": "110", "nvidia.com/gpu": "4"});
-    nodes
-        .patch_status(
-            &node,
-            &PatchParams::default(),
-            &Patch::Merge(json!({"status": {"capacity": capacity, "allocatable": capacity}})),
-        )
-        .await
-        .unwrap();
+    common::write_capacity_once_ready(&nodes, &node, &capacity).await;
     let pod = format!("{node}-p");
     make_pod(&admin, &pod, &pool, 1, Some(&node)).await;
 
