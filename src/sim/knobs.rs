@@ -116,8 +116,8 @@ pub fn grid(policy: PolicyName, peak: u32, buffer_max: Option<u32>) -> Vec<f64> 
     }
 }
 
-/// Requests, delayed requests and GPU-seconds over the days before `train_days` (all days when
-/// None), i.e. what a knob may be chosen on.
+/// Requests, delayed requests, GPU-seconds and node cold starts over the days before
+/// `train_days` (all days when None), i.e. what a knob may be chosen on.
 pub fn training_totals(days: &[DayStats], train_days: Option<u32>) -> DayStats {
     let until = train_days.map_or(days.len(), |d| (d as usize).min(days.len()));
     days[..until]
@@ -126,6 +126,7 @@ pub fn training_totals(days: &[DayStats], train_days: Option<u32>) -> DayStats {
             requests: acc.requests + d.requests,
             delayed: acc.delayed + d.delayed,
             gpu_seconds: acc.gpu_seconds + d.gpu_seconds,
+            cold_starts: acc.cold_starts + d.cold_starts,
         })
 }
 
@@ -170,6 +171,7 @@ mod tests {
             requests,
             delayed,
             gpu_seconds,
+            cold_starts: 0,
         }
     }
 
