@@ -192,6 +192,20 @@ mod tests {
     }
 
     #[test]
+    fn training_totals_add_up_the_training_days_cold_starts_too() {
+        // Days 0 and 1 train (3 + 4 cold starts, 10 + 20 GPU-s); day 2 (100) is scored.
+        let with = |cold_starts, gpu_seconds| DayStats {
+            cold_starts,
+            ..day(10, 1, gpu_seconds)
+        };
+        let days = [with(3, 10.0), with(4, 20.0), with(100, 1e6)];
+        let t = training_totals(&days, Some(2));
+        assert_eq!((t.requests, t.delayed, t.cold_starts), (20, 2, 7));
+        assert_eq!(t.gpu_seconds, 30.0);
+        assert_eq!(training_totals(&days, None).cold_starts, 107);
+    }
+
+    #[test]
     fn without_a_point_meeting_the_slo_the_least_delay_wins() {
         let a = [day(100, 50, 1.0)];
         let b = [day(100, 10, 5.0)];
