@@ -71,6 +71,11 @@ pub enum Reason {
     NextStep {
         replicas: u32,
     },
+    /// The seasonal forecast raises the horizon `replicas` above the trend-only forecast: that
+    /// part of the spare passes the step-up limit (a recurring rise is known a lead time ahead).
+    SeasonalRise {
+        replicas: u32,
+    },
     /// Sized with Erlang C instead of the HPA's units, and why.
     QueueSizing {
         why: String,

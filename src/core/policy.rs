@@ -94,6 +94,13 @@ pub fn decide(
         forecast_raw = step;
         reasons.push(Reason::NextStep { replicas: step });
     }
+    // The part of that spare the seasonal forecast adds above the trend alone: a recurring
+    // rise seen a lead time ahead, provisioned at once (rail 3).
+    let seasonal = seasonal_rise(observed, target, policy, &inputs, &summary, sized.at_horizon)
+        .min(forecast_raw);
+    if seasonal > 0 {
+        reasons.push(Reason::SeasonalRise { replicas: seasonal });
+    }
     let mut raw = forecast_raw;
 
     // Fast path: a queue building now provisions the end of the HPA's ramp in one step.
@@ -123,6 +130,7 @@ pub fn decide(
     let rails = Rails::new(target, prior, sized.in_place)
         .with_scheduled_floor(scheduled)
         .urgent(fast.as_ref().map(|_| fast_spare))
+        .seasonal_rise(seasonal)
         .remember_at_most(forecast_raw);
     let spare = rails.apply(raw, observed.pending_pods, policy, now, &mut reasons);
 
@@ -250,6 +258,30 @@ fn horizon_rate(
     };
     summary.error_quantile = band;
     (point + band).max(0.0)
+}
+
+/// The replicas the seasonal forecast adds at the horizon above the trend-only forecast (the
+/// same band and the same floor at the observed rate, sized the same way): 0 without a
+/// seasonal forecast in the blend, or when the trend alone asks for as many.
+fn seasonal_rise(
+    observed: &Observation,
+    target: &TargetSpec,
+    policy: &PolicySpec,
+    inputs: &Inputs,
+    summary: &ForecastSummary,
+    at_horizon: u32,
+) -> u32 {
+    if summary.seasonal_peak.is_none() || summary.seasonal_weight <= 0.0 {
+        return 0;
+    }
+    let trend_rate = (summary.trend_peak + summary.error_quantile)
+        .max(0.0)
+        .max(inputs.observed_rate);
+    if trend_rate >= summary.rate_at_horizon {
+        return 0;
+    }
+    let trend_only = size(observed, target, policy, inputs, trend_rate).at_horizon;
+    at_horizon.saturating_sub(trend_only)
 }
 
 /// Replicas wanted now and at the horizon, and those in place (ready, loading, pending).

@@ -24,6 +24,9 @@ pub struct Rails {
     /// The fast path's own spare when it fired this tick (the step-up limit does not hold the
     /// spare below it); None: it did not fire.
     urgent: Option<u32>,
+    /// The replicas the seasonal forecast adds at the horizon above the trend-only forecast
+    /// (0: none, or no seasonal forecast): provisioned at once, past the step-up limit.
+    seasonal_rise: u32,
     /// The spare the forecast alone wants (without the fast path): the most the scale-down
     /// delay remembers.
     remembered_at_most: Option<u32>,
@@ -56,6 +59,7 @@ impl Rails {
             cooldown_until: prior.cooldown_until,
             scheduled: None,
             urgent: None,
+            seasonal_rise: 0,
             remembered_at_most: None,
         }
     }
@@ -78,6 +82,14 @@ impl Rails {
     /// limit.
     pub fn urgent(mut self, fast_path_spare: Option<u32>) -> Self {
         self.urgent = fast_path_spare;
+        self
+    }
+
+    /// The replicas the seasonal forecast adds above the trend-only forecast this tick. A
+    /// recurring rise is known a lead time ahead, so stepping towards it would make it late: it
+    /// passes the step-up limit at once, and only the rest of the spare steps on top of it.
+    pub fn seasonal_rise(mut self, replicas: u32) -> Self {
+        self.seasonal_rise = replicas;
         self
     }
 
@@ -147,9 +159,12 @@ impl Rails {
         // 3. Step limits, relative to the tick's share of the current spare.
         // The fast path lifts the limit for its own spare only: the forecast's spare keeps its
         // steps (a queue inflates the latency the forecast sizes with, and it would otherwise
-        // ride the fast path's tick to a jump of its own).
+        // ride the fast path's tick to a jump of its own). The seasonal rise is lifted the same
+        // way: the current spare counts as covering it first, and the rest steps on top of it
+        // (so a trend rise riding a seasonal tick still steps).
         let up_limit = self
             .base
+            .max(self.seasonal_rise)
             .saturating_add(self.max_step_up)
             .max(self.urgent.unwrap_or(0));
         let down_limit = kept.saturating_sub(self.max_step_down);

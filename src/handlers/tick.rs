@@ -184,6 +184,9 @@ pub fn reason_text(reason: &Reason) -> String {
             format!("scheduled(window {window}: min {min_spare})")
         }
         Reason::NextStep { replicas } => format!("next_step({replicas})"),
+        Reason::SeasonalRise { replicas } => {
+            format!("seasonal_rise({replicas} replicas above the trend: past the step limit)")
+        }
         Reason::QueueSizing { why } => format!("queue_sizing({why})"),
     }
 }
