@@ -616,6 +616,33 @@ mod tests {
         }
     }
 
+    /// The seasonal rise passes the step-up limit and the rest steps on top of it. From a
+    /// spare of 2 with maxStepUp 4 (ceiling 10): the limit is max(2, rise) + 4.
+    #[test]
+    fn seasonal_rise_lifts_the_step_limit_for_its_own_part() {
+        // (seasonal rise, prior spare, raw, want, step limit logged)
+        let rows = [
+            // No seasonal rise: 2 + 4 = 6.
+            (0, 2, 9, 6, true),
+            // A rise of 7 of the raw 9: max(2, 7) + 4 = 11 lets 9 through.
+            (7, 2, 9, 9, false),
+            // A rise of 3: max(2, 3) + 4 = 7; the trend's part of 9 still steps.
+            (3, 2, 9, 7, true),
+            // A rise the current spare already covers (1 ≤ 2): the plain limit 6.
+            (1, 2, 9, 6, true),
+            // From 0, a rise of 5 of the raw 10: 5 + 4 = 9.
+            (5, 0, 10, 9, true),
+        ];
+        for (rise, prior, raw, want, limited) in rows {
+            let rails = Rails::new(&target(), &spare(prior), 0).seasonal_rise(rise);
+            let mut reasons = vec![];
+            let got = rails.apply(raw, 0, &PolicySpec::default(), NOW, &mut reasons);
+            assert_eq!(got.value, want, "rise {rise}, prior {prior}, raw {raw}");
+            let logged = reasons.contains(&Reason::StepUpLimited { max_step_up: 4 });
+            assert_eq!(logged, limited, "rise {rise}, raw {raw}: {reasons:?}");
+        }
+    }
+
     /// The fast path lifts the step-up limit for its own spare only. From a spare of 2 with
     /// maxStepUp 4 (limit 6; ceiling 10): without it raw 9 gives 6; a fast-path spare of 8
     /// lifts the limit to 8, so raw 9 gives 8 (still limited, logged); a fast-path spare of 9
