@@ -1313,6 +1313,19 @@ mod tests {
         }
     }
 
+    /// (name, observed, policy, prior spare, calibration (band, weight), desired, hold,
+    /// reasons after Forecast)
+    type SeasonRow = (
+        &'static str,
+        Observation,
+        PolicySpec,
+        u32,
+        Option<(f64, f64)>,
+        u32,
+        u32,
+        Vec<Reason>,
+    );
+
     /// The seasonal forecast's rise above the trend-only forecast passes the step-up limit
     /// (maxStepUp 4); the rest of the spare steps on top of it. Replicas are ⌊rate⌋ + 1.
     #[test]
@@ -1325,18 +1338,7 @@ mod tests {
             ..test_policy()
         };
         let limited = Reason::StepUpLimited { max_step_up: 4 };
-        // (name, observed, policy, prior spare, calibration (band, weight), desired, hold,
-        //  reasons after Forecast)
-        let rows: Vec<(
-            &str,
-            Observation,
-            PolicySpec,
-            u32,
-            Option<(f64, f64)>,
-            u32,
-            u32,
-            Vec<Reason>,
-        )> = vec![
+        let rows: Vec<SeasonRow> = vec![
             (
                 // Blend 0.5·5 + 0.5·25 = 15, band 0 → 16 replicas, 6 serve: raw 10. The trend
                 // alone: 5 → 6 replicas, so the seasonal forecast adds 10: all of it at once
