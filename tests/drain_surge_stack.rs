@@ -115,9 +115,10 @@ async fn an_hpa_floor_surge_is_shared_by_drains_and_restored_exactly() {
     hpas.create(&PostParams::default(), &hpa).await.unwrap();
 
     // Drain i-a moves 2 pods: floor = 2 replicas + 2, capped at maxReplicas 3.
-    let (_, want, _) = surge_workload(&lambda, NS, &name, &hold(&a, 2), now())
+    let want = surge_workload(&lambda, NS, &name, &hold(&a, 2), now())
         .await
-        .unwrap();
+        .unwrap()
+        .want;
     assert_eq!(want, Some(3));
     let h = hpas.get(&name).await.unwrap();
     assert_eq!(h.spec.as_ref().unwrap().min_replicas, Some(3));
@@ -178,9 +179,10 @@ async fn a_deployment_surge_keeps_a_users_edit() {
         .unwrap();
     let replicas = |d: &Deployment| d.spec.as_ref().unwrap().replicas;
 
-    let (_, want, _) = surge_workload(&lambda, NS, &name, &hold(&a, 1), now())
+    let want = surge_workload(&lambda, NS, &name, &hold(&a, 1), now())
         .await
-        .unwrap();
+        .unwrap()
+        .want;
     assert_eq!(want, Some(3));
     let d = deployments.get(&name).await.unwrap();
     assert_eq!(replicas(&d), Some(3));
@@ -314,11 +316,11 @@ async fn a_keda_owned_hpa_is_surged_on_its_scaled_object() {
 
     let result = async {
         // 2 pods of the drain: floor = 2 replicas + 2 = 4 (under maxReplicaCount 5).
-        let (outcome, want, _) =
-            surge_workload(&intr, INFERENCE_NS, &name, &hold(&drain, 2), now())
-                .await
-                .expect("the interruption user may surge through the ScaledObject");
-        assert_eq!(want, Some(4), "{outcome}");
+        let write = surge_workload(&intr, INFERENCE_NS, &name, &hold(&drain, 2), now())
+            .await
+            .expect("the interruption user may surge through the ScaledObject");
+        let outcome = write.outcome;
+        assert_eq!(write.want, Some(4), "{outcome}");
         assert!(outcome.starts_with("scaledobject "), "{outcome}");
         let s = sos.get(&name).await.unwrap();
         assert_eq!(min_count(&s), Some(4));

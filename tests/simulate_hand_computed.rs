@@ -69,6 +69,7 @@ fn ctx(slo_wait_s: f64, oracle_gpu_hours: f64) -> RunContext {
         slo_wait_s,
         slo_fraction: 0.001,
         score_from_s: 0.0,
+        train_days: None,
         oracle_gpu_hours,
         usd_per_gpu_hour: 1.006,
     }

@@ -743,17 +743,28 @@ pub fn run_jobs(common: &CommonArgs, jobs: Vec<(Workload, Setup)>) -> crate::Res
     Ok(())
 }
 
-/// `policy,t,ready_gpus,serving_replicas,balloons,waiting` for every step of every policy.
+/// `policy,t,ready_gpus,serving_replicas,balloons,waiting,replicas,pending,cold_starts` for
+/// every step of every policy (`cold_starts` cumulative from t = 0).
 fn write_series(cmp: &Comparison, path: &Path) -> std::io::Result<()> {
     use std::io::Write;
     let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
-    writeln!(out, "policy,t,ready_gpus,serving_replicas,balloons,waiting")?;
+    writeln!(
+        out,
+        "policy,t,ready_gpus,serving_replicas,balloons,waiting,replicas,pending,cold_starts"
+    )?;
     for (policy, series) in &cmp.plot.policies {
         for p in series {
             writeln!(
                 out,
-                "{policy},{},{},{},{},{}",
-                p.t, p.ready_gpus, p.serving_replicas, p.balloons, p.waiting
+                "{policy},{},{},{},{},{},{},{},{}",
+                p.t,
+                p.ready_gpus,
+                p.serving_replicas,
+                p.balloons,
+                p.waiting,
+                p.replicas,
+                p.pending,
+                p.cold_starts
             )?;
         }
     }

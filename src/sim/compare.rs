@@ -20,7 +20,7 @@ use super::knobs;
 use super::model::{Model, Provisioner};
 use super::oracle::{self, OracleResult};
 use super::parallel;
-use super::report::{PolicyReport, RunContext};
+use super::report::{PolicyReport, RunContext, TrainingTotals};
 use super::scenario::{self, Scenario};
 use super::stats::DAY_S;
 use super::trace::{self, TraceError, TraceRecord};
@@ -196,6 +196,10 @@ pub struct FrontierPoint {
     pub delayed_fraction: f64,
     /// Node cold starts on the scored days.
     pub cold_starts: u64,
+    /// The same point on the training days (None without `--train-days`): what scripts/goals.py
+    /// chooses its G3 point on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub training: Option<TrainingTotals>,
 }
 
 /// The result of a comparison, ready for the table, JSON and the plots.
@@ -497,6 +501,7 @@ pub fn compare(
         slo_wait_s: setup.slo_wait_s,
         slo_fraction: setup.slo_fraction,
         score_from_s,
+        train_days: setup.train_days,
         oracle_gpu_hours: oracle.scored.gpu.total / 3600.0,
         usd_per_gpu_hour: setup.karpenter.usd_per_node_hour()
             / setup.karpenter.instance.gpus as f64,
@@ -568,6 +573,7 @@ pub fn compare(
                                 gpu_hours: row.gpu_hours,
                                 delayed_fraction: row.delayed_fraction,
                                 cold_starts: row.cold_starts,
+                                training: row.training,
                             }
                         })
                         .collect(),

@@ -116,8 +116,8 @@ pub fn grid(policy: PolicyName, peak: u32, buffer_max: Option<u32>) -> Vec<f64> 
     }
 }
 
-/// Requests, delayed requests and GPU-seconds over the days before `train_days` (all days when
-/// None), i.e. what a knob may be chosen on.
+/// Requests, delayed requests, GPU-seconds and node cold starts over the days before
+/// `train_days` (all days when None), i.e. what a knob may be chosen on.
 pub fn training_totals(days: &[DayStats], train_days: Option<u32>) -> DayStats {
     let until = train_days.map_or(days.len(), |d| (d as usize).min(days.len()));
     days[..until]
@@ -126,6 +126,7 @@ pub fn training_totals(days: &[DayStats], train_days: Option<u32>) -> DayStats {
             requests: acc.requests + d.requests,
             delayed: acc.delayed + d.delayed,
             gpu_seconds: acc.gpu_seconds + d.gpu_seconds,
+            cold_starts: acc.cold_starts + d.cold_starts,
         })
 }
 
@@ -170,6 +171,7 @@ mod tests {
             requests,
             delayed,
             gpu_seconds,
+            cold_starts: 0,
         }
     }
 
@@ -187,6 +189,20 @@ mod tests {
         let a = [day(500, 2, 100.0), day(500, 3, 100.0), day(1000, 900, 1.0)];
         let b = [day(500, 0, 300.0), day(500, 0, 300.0), day(1000, 0, 10.0)];
         assert_eq!(choose(&[&a, &b], None, 0.01), 1);
+    }
+
+    #[test]
+    fn training_totals_add_up_the_training_days_cold_starts_too() {
+        // Days 0 and 1 train (3 + 4 cold starts, 10 + 20 GPU-s); day 2 (100) is scored.
+        let with = |cold_starts, gpu_seconds| DayStats {
+            cold_starts,
+            ..day(10, 1, gpu_seconds)
+        };
+        let days = [with(3, 10.0), with(4, 20.0), with(100, 1e6)];
+        let t = training_totals(&days, Some(2));
+        assert_eq!((t.requests, t.delayed, t.cold_starts), (20, 2, 7));
+        assert_eq!(t.gpu_seconds, 30.0);
+        assert_eq!(training_totals(&days, None).cold_starts, 107);
     }
 
     #[test]

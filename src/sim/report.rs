@@ -43,6 +43,9 @@ pub struct PolicyReport {
     pub meets_slo: bool,
     /// Per scored day (days from the start of the workload; the first and last may be partial).
     pub days: Vec<DayReport>,
+    /// Totals over the training days (None without `--train-days`): what a knob is chosen on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub training: Option<TrainingTotals>,
     /// 95 % interval of the mean daily delayed fraction (two scored days or more).
     pub delayed_fraction_ci95: Option<(f64, f64)>,
     /// 95 % interval of the mean daily GPU-hours.
@@ -65,6 +68,31 @@ pub struct DayReport {
     pub requests: u64,
     pub delayed_fraction: f64,
     pub gpu_hours: f64,
+    pub cold_starts: u64,
+}
+
+/// A run's figures over its training days (the days before `--train-days`, burn-in left out).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct TrainingTotals {
+    pub requests: u64,
+    pub delayed_fraction: f64,
+    pub gpu_hours: f64,
+    /// Node cold starts on the training days.
+    pub cold_starts: u64,
+}
+
+impl TrainingTotals {
+    /// The totals over the first `train_days` days of `run` (None when there are none).
+    pub fn of(run: &RunResult, train_days: Option<u32>) -> Option<Self> {
+        let d = train_days?;
+        let t = super::knobs::training_totals(&run.days, Some(d));
+        Some(TrainingTotals {
+            requests: t.requests,
+            delayed_fraction: t.delayed_fraction(),
+            gpu_hours: t.gpu_seconds / 3600.0,
+            cold_starts: t.cold_starts,
+        })
+    }
 }
 
 /// What every row is measured against.
@@ -73,6 +101,8 @@ pub struct RunContext {
     pub slo_wait_s: f64,
     pub slo_fraction: f64,
     pub score_from_s: f64,
+    /// Days the knobs are chosen on (None: no training days).
+    pub train_days: Option<u32>,
     pub oracle_gpu_hours: f64,
     pub usd_per_gpu_hour: f64,
 }
@@ -96,6 +126,7 @@ impl PolicyReport {
                 requests: d.requests,
                 delayed_fraction: d.delayed_fraction(),
                 gpu_hours: d.gpu_seconds / 3600.0,
+                cold_starts: d.cold_starts,
             })
             .collect();
         let daily = |f: fn(&DayReport) -> f64| -> Vec<f64> { days.iter().map(f).collect() };
@@ -124,6 +155,7 @@ impl PolicyReport {
                 .map(|(lo, hi)| (lo.max(0.0), hi)),
             gpu_hours_per_day_ci95: interval95(&daily(|d| d.gpu_hours)),
             days,
+            training: TrainingTotals::of(run, ctx.train_days),
             band_coverage: None,
             band_nominal_quantile: None,
             band_coverage_ci95: None,
@@ -180,6 +212,7 @@ impl PolicyReport {
             gpu_hours_vs_oracle: 1.0,
             meets_slo: true,
             days: Vec::new(),
+            training: None,
             delayed_fraction_ci95: None,
             gpu_hours_per_day_ci95: None,
             band_coverage: None,

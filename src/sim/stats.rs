@@ -141,6 +141,9 @@ pub struct DayStats {
     pub requests: u64,
     pub delayed: u64,
     pub gpu_seconds: f64,
+    /// Node cold starts: inference pods bound this day to a node whose launch or image pull
+    /// they had to wait for (counted on the day of the binding; the burn-in left out).
+    pub cold_starts: u64,
 }
 
 impl DayStats {

@@ -6,35 +6,64 @@ use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::{json, Value};
 
-/// Writes `capacity` as the node's capacity and allocatable once kwok has made it Ready.
-/// kwok's node-ready stage (NODE_READY_DELAY after the node appears) merges a default capacity
-/// (4 cpu, 16Gi) into the copy it saw then, so a capacity patched before it ran can be
-/// overwritten (fault-matrix case 8 once saw 4 GPUs on its single-GPU nodes; the limits-room
-/// test got 16Gi instead of 128Gi).
+/// Writes `capacity` as the node's capacity and allocatable once kwok has made it Ready, and
+/// writes it again until it holds.
+/// kwok renders a node stage from the copy of the node it saw when the stage was queued, so a
+/// stage queued before the write can land after it and put the old capacity back. Waiting for
+/// Ready first was not enough: fault-matrix case 8 once read 4 GPUs back 1 s after writing 1 to
+/// a Ready node (2026-12-01, the kwok log of that run was not kept). Earlier, without the wait,
+/// the limits-room test got 16Gi instead of 128Gi. So the value counts as written only once two
+/// reads a second apart show it.
 pub async fn write_capacity_once_ready(nodes: &Api<Node>, node: &str, capacity: &Value) {
     let ready_by = Instant::now() + Duration::from_secs(90);
-    loop {
-        let ready = nodes
-            .get(node)
-            .await
-            .unwrap()
-            .status
-            .and_then(|s| s.conditions)
-            .unwrap_or_default()
-            .iter()
-            .any(|c| c.type_ == "Ready" && c.status == "True");
-        if ready {
-            break;
-        }
+    while !is_ready(&nodes.get(node).await.unwrap()) {
         assert!(Instant::now() < ready_by, "kwok never made {node} Ready");
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    nodes
-        .patch_status(
-            node,
-            &PatchParams::default(),
-            &Patch::Merge(json!({"status": {"capacity": capacity, "allocatable": capacity}})),
-        )
-        .await
-        .unwrap();
+    let held_by = Instant::now() + Duration::from_secs(60);
+    loop {
+        nodes
+            .patch_status(
+                node,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"status": {"capacity": capacity, "allocatable": capacity}})),
+            )
+            .await
+            .unwrap();
+        let mut held = 0;
+        while held < 2 {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            if !has_capacity(&nodes.get(node).await.unwrap(), capacity) {
+                break;
+            }
+            held += 1;
+        }
+        if held == 2 {
+            return;
+        }
+        assert!(
+            Instant::now() < held_by,
+            "kwok kept writing another capacity over {node}'s"
+        );
+    }
+}
+
+fn is_ready(node: &Node) -> bool {
+    node.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+/// Every resource of `capacity` is in the node's capacity and allocatable as written.
+fn has_capacity(node: &Node, capacity: &Value) -> bool {
+    let Some(status) = node.status.as_ref() else {
+        return false;
+    };
+    let wanted = capacity.as_object().expect("capacity is an object");
+    [&status.capacity, &status.allocatable].iter().all(|list| {
+        wanted
+            .iter()
+            .all(|(k, v)| list.as_ref().and_then(|l| l.get(k)).map(|q| q.0.as_str()) == v.as_str())
+    })
 }

@@ -1,6 +1,6 @@
 """Faults of the interruption path that need the whole local stack (real Karpenter, the function
 under `cargo lambda watch`, the SQS -> Lambda poller), beside the fault matrix of
-tests/interruption_stack.rs (which drives `handle_batch` in-process):
+tests/interruption_faults_stack.rs (which drives `handle_batch` in-process):
 
 - Karpenter's own interruption handling left on alongside prewarm. The kwok provider has no
   interruption controller (no queue of its own), so, as the serving-gap baseline does, the test

@@ -281,14 +281,14 @@ pub async fn restore_drain_leases(
         out.push(outcome(target, "drain placeholder", "restored", line));
     }
     let now = unix_now();
-    for line in surge::release_all(client, std::slice::from_ref(target), now, dry_run).await {
-        let line = line?;
-        let what = if line.ends_with("user_edit_kept") {
+    for released in surge::release_all(client, std::slice::from_ref(target), now, dry_run).await {
+        let released = released?;
+        let what = if released.user_edit_kept {
             "kept"
         } else {
             "restored"
         };
-        out.push(outcome(target, "drain surge", what, line));
+        out.push(outcome(target, "drain surge", what, released.line));
     }
     if out.is_empty() {
         out.push(outcome(

@@ -29,6 +29,9 @@ impl Sim<'_> {
             serving_replicas: serving,
             balloons: self.balloon_count(),
             waiting,
+            replicas: self.replica_count(),
+            pending: self.pending_inference,
+            cold_starts: self.cold_starts_so_far,
         };
         self.result.series.push(point);
         let next = self.now + self.cfg.step_s;
@@ -65,6 +68,21 @@ impl Sim<'_> {
             self.cfg.burn_in_s,
             gpus,
         );
+    }
+
+    /// One node cold start now: in the series' running count, and on today's stats (training
+    /// days too; not in the burn-in), so a knob can be chosen for fewest cold starts on the
+    /// training days.
+    pub(super) fn count_node_cold_start(&mut self) {
+        self.cold_starts_so_far += 1;
+        if self.now < self.cfg.burn_in_s {
+            return;
+        }
+        let day = (self.now / crate::sim::stats::DAY_S) as usize;
+        if self.result.days.len() <= day {
+            self.result.days.resize(day + 1, DayStats::default());
+        }
+        self.result.days[day].cold_starts += 1;
     }
 
     /// One request's wait, once it takes a slot.

@@ -118,6 +118,12 @@ pub struct Point {
     pub serving_replicas: u32,
     pub balloons: u32,
     pub waiting: u32,
+    /// Inference pods the HPA runs (pending, starting and serving; draining ones left out).
+    pub replicas: u32,
+    /// Inference pods waiting for a node.
+    pub pending: u32,
+    /// Node cold starts so far (from t = 0, burn-in included): differences give when they came.
+    pub cold_starts: u64,
 }
 
 /// What one run measured from `score_from_s` on.
@@ -188,6 +194,8 @@ struct Sim<'a> {
     pending_pods: VecDeque<usize>,
     pending_inference: u32,
     cold_starting: u32,
+    /// Node cold starts from t = 0 (the series' running count).
+    cold_starts_so_far: u64,
     pending_balloons: u32,
     nodes: Vec<Node>,
     /// Indices of nodes that may be alive, in launch order (dead ones dropped at each sample).
@@ -225,6 +233,7 @@ impl<'a> Sim<'a> {
             pending_pods: VecDeque::new(),
             pending_inference: 0,
             cold_starting: 0,
+            cold_starts_so_far: 0,
             pending_balloons: 0,
             nodes: Vec::new(),
             live_nodes: Vec::new(),

@@ -63,6 +63,7 @@ impl Sim<'_> {
             if self.now >= self.cfg.score_from_s {
                 self.result.scored.cold_starts += 1;
             }
+            self.count_node_cold_start();
         }
         let p = &mut self.pods[pod];
         p.cold = waits_for_node;

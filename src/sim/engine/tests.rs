@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use super::*;
 use crate::sim::model::{instance_type, Hpa};
+use crate::sim::stats::DAY_S;
 
 pub(super) fn config() -> RunConfig {
     RunConfig {
@@ -163,6 +164,34 @@ fn reactive_launches_after_the_hpa_creates_pods() {
     assert_eq!(r.launches[0], (616.0, 657.0));
     // Every new replica waited for its node, and requests queued while each loaded its model.
     assert_eq!((r.scored.cold_starts, r.scored.replica_cold_starts), (7, 7));
+}
+
+#[test]
+fn node_cold_starts_are_counted_per_day_training_days_too() {
+    // The single step of the test above binds its 7 pods to launching nodes at 616 (4) and
+    // 631 (3) (Karpenter batches 1 s after the HPA's syncs at 615 and 630).
+    // Burn-in until 620, scoring from day 1 (day 0 is a training day): the 4 bindings at 616
+    // are in the burn-in, the 3 at 631 count on day 0 but not in the scored total.
+    let (mut cfg, reqs) = single_step();
+    cfg.burn_in_s = 620.0;
+    cfg.score_from_s = DAY_S;
+    let r = run(&cfg, reqs.into_iter(), || {});
+    assert_eq!(r.days[0].cold_starts, 3);
+    assert_eq!(r.scored.cold_starts, 0);
+    // The same step one day later (600 + 86,400 is a sync time too: 86,400 = 5,760 x 15 s):
+    // all 7 count on day 1 and in the scored total, none on day 0.
+    let (mut cfg, reqs) = single_step();
+    cfg.score_from_s = DAY_S;
+    let reqs: Vec<Request> = reqs
+        .into_iter()
+        .map(|r| Request {
+            arrival: r.arrival + DAY_S,
+            ..r
+        })
+        .collect();
+    let r = run(&cfg, reqs.into_iter(), || {});
+    assert_eq!((r.days[0].cold_starts, r.days[1].cold_starts), (0, 7));
+    assert_eq!(r.scored.cold_starts, 7);
 }
 
 #[test]

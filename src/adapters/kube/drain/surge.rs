@@ -161,16 +161,32 @@ fn merge_body(
     body
 }
 
-/// Applies `intent` to Deployment `name`'s surge (through its HPA if one targets it). Returns
-/// the outcome, the replicas a held surge waits for (None: no surge held) and the Deployment's
-/// ready replicas.
+/// What one surge write did to a workload.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SurgeWrite {
+    /// For the log: the field written and the outcome (`replicas raised`,
+    /// `HorizontalPodAutoscaler/x minReplicas restored`, ...).
+    pub outcome: String,
+    /// The user changed the surged field while it was raised: their value stays and the surge
+    /// ends (nothing of prewarm's was put back).
+    pub user_edit_kept: bool,
+    /// The replicas a held surge waits for (None: no surge held).
+    pub want: Option<u32>,
+    /// The Deployment's ready replicas.
+    pub ready: u32,
+}
+
+/// `core::interruption::surge`'s outcome for a user's edit made while surged.
+const USER_EDIT_KEPT: &str = "user_edit_kept";
+
+/// Applies `intent` to Deployment `name`'s surge (through its HPA if one targets it).
 pub async fn surge_workload(
     client: &kube::Client,
     ns: &str,
     name: &str,
     intent: &SurgeIntent,
     now: f64,
-) -> Result<(String, Option<u32>, u32)> {
+) -> Result<SurgeWrite> {
     // A write that conflicts (the Deployment controller or the HPA controller wrote status
     // since the read) is re-read and re-planned: every write carries the resourceVersion read.
     retry_on_conflict(SURGE_ATTEMPTS, |_| {
@@ -190,7 +206,7 @@ async fn surge_once(
     name: &str,
     intent: &SurgeIntent,
     now: f64,
-) -> Result<(String, Option<u32>, u32)> {
+) -> Result<SurgeWrite> {
     let deployments = Api::<Deployment>::namespaced(client.clone(), ns);
     let display = format!("deployment/{ns}/{name}");
     let d = deployments
@@ -244,13 +260,21 @@ async fn surge_once(
                 match want {
                     // A live surge renews its floor lease.
                     Some(w) => (FloorIntent::AtLeast(w), BTreeMap::new(), Some(w)),
-                    None => return Ok((format!("{} unchanged", on.object), None, ready)),
+                    None => {
+                        return Ok(SurgeWrite {
+                            outcome: format!("{} unchanged", on.object),
+                            user_edit_kept: false,
+                            want: None,
+                            ready,
+                        })
+                    }
                 }
             }
         };
         let floor = on.plan(floor_intent, now, HPA_LEASE_S)?;
         // The user changed the floor while it was raised: the edit is theirs; the surge ends.
-        let want = if floor.outcome == "user_edit_kept" {
+        let user_edit_kept = floor.outcome == USER_EDIT_KEPT;
+        let want = if user_edit_kept {
             surge_annotations = record_removed();
             None
         } else {
@@ -263,22 +287,25 @@ async fn surge_once(
             on.write(&merge_body(Some(&on.resource_version), &all, spec))
                 .await?;
         }
-        return Ok((
-            format!("{} {} {}", on.object, on.field, floor.outcome),
+        return Ok(SurgeWrite {
+            outcome: format!("{} {} {}", on.object, on.field, floor.outcome),
+            user_edit_kept,
             want,
             ready,
-        ));
+        });
     }
     let annotations = annotations_of(&d.metadata);
     let patch = plan_deployment_surge(replicas, &annotations, intent)
         .map_err(|m| plan_error(display.clone(), m))?;
-    let want = match (patch.outcome, intent) {
-        (_, SurgeIntent::Release { .. }) | ("user_edit_kept", _) => None,
-        _ => patch.replicas.or_else(|| {
+    let user_edit_kept = patch.outcome == USER_EDIT_KEPT;
+    let want = if user_edit_kept || matches!(intent, SurgeIntent::Release { .. }) {
+        None
+    } else {
+        patch.replicas.or_else(|| {
             annotations
                 .get(SURGE_WRITTEN_REPLICAS)
                 .and_then(|w| w.parse().ok())
-        }),
+        })
     };
     if patch.replicas.is_some() || !patch.annotations.is_empty() {
         let spec = patch.replicas.map(|r| json!({ "replicas": r }));
@@ -298,7 +325,12 @@ async fn surge_once(
             .await
             .map_err(|e| kube_error("patch", &display, e))?;
     }
-    Ok((format!("replicas {}", patch.outcome), want, ready))
+    Ok(SurgeWrite {
+        outcome: format!("replicas {}", patch.outcome),
+        user_edit_kept,
+        want,
+        ready,
+    })
 }
 
 /// Raises the surges the step needs and takes out of it the evictions that wait for theirs.
@@ -346,7 +378,12 @@ pub async fn gate(
             k,
         };
         match surge_workload(client, &ns, &name, &intent, now).await {
-            Ok((outcome, want, ready)) => {
+            Ok(SurgeWrite {
+                outcome,
+                want,
+                ready,
+                ..
+            }) => {
                 let waiting = want.is_some_and(|w| !surge_ready(w, ready));
                 report.workloads.push(format!(
                     "{ns}/{name}: {outcome} (k {k}, want {want:?}, ready {ready})"
@@ -387,6 +424,9 @@ pub async fn release(
             .then(|| vec![drain_id.to_string()])
     })
     .await
+    .into_iter()
+    .map(|r| r.map(|released| released.line))
+    .collect()
 }
 
 /// Surged objects as (namespace, Deployment the surge is for, its record).
@@ -472,7 +512,7 @@ pub async fn release_all(
     targets: &[TargetSpec],
     now: f64,
     dry_run: bool,
-) -> Vec<Result<String>> {
+) -> Vec<Result<Released>> {
     if !dry_run {
         return release_where(client, targets, now, |record| {
             Some(record.drains.keys().cloned().collect())
@@ -482,19 +522,29 @@ pub async fn release_all(
     let (workloads, mut out) = surged_in(client, targets).await;
     for (ns, name, record) in workloads {
         for drain in record.drains.keys() {
-            out.push(Ok(format!(
-                "{ns}/{name} (drain {drain}): would be given back"
-            )));
+            out.push(Ok(Released {
+                line: format!("{ns}/{name} (drain {drain}): would be given back"),
+                user_edit_kept: false,
+            }));
         }
     }
     out
 }
 
+/// One drain's surge given back on one workload.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Released {
+    /// `namespace/deployment (drain id): outcome`, for the log.
+    pub line: String,
+    /// The user's edit made while surged stays (`SurgeWrite::user_edit_kept`).
+    pub user_edit_kept: bool,
+}
+
 /// Every surged workload of `targets`' podNamespaces, and the listings that failed.
-async fn surged_in(
+async fn surged_in<T>(
     client: &kube::Client,
     targets: &[TargetSpec],
-) -> (Vec<(String, String, SurgeRecord)>, Vec<Result<String>>) {
+) -> (Vec<(String, String, SurgeRecord)>, Vec<Result<T>>) {
     let mut failed = Vec::new();
     let mut workloads = Vec::new();
     for ns in surge_namespaces(targets) {
@@ -511,7 +561,7 @@ async fn release_where(
     targets: &[TargetSpec],
     now: f64,
     which: impl Fn(&SurgeRecord) -> Option<Vec<String>>,
-) -> Vec<Result<String>> {
+) -> Vec<Result<Released>> {
     let (workloads, mut out) = surged_in(client, targets).await;
     for (ns, name, record) in workloads {
         for drain in which(&record).unwrap_or_default() {
@@ -521,7 +571,10 @@ async fn release_where(
             out.push(
                 surge_workload(client, &ns, &name, &intent, now)
                     .await
-                    .map(|(outcome, _, _)| format!("{ns}/{name} (drain {drain}): {outcome}")),
+                    .map(|w| Released {
+                        line: format!("{ns}/{name} (drain {drain}): {}", w.outcome),
+                        user_edit_kept: w.user_edit_kept,
+                    }),
             );
         }
     }
@@ -568,7 +621,7 @@ pub async fn collect_orphans(
         verdict: LeaseVerdict::Release {
             reason: "surge of a drain that no longer runs".into(),
         },
-        outcome: r.map_err(|e| e.to_string()),
+        outcome: r.map(|released| released.line).map_err(|e| e.to_string()),
     })
     .collect()
 }

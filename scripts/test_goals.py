@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""Tests of goals.py's G3 point choice on hand-built comparisons (`python3 -m unittest
+scripts/test_goals.py`, or `python3 scripts/test_goals.py`). Expected values worked out in the
+comments."""
+
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import goals  # noqa: E402
+
+G3A = f"G3a >=80 % fewer node cold starts for <=10 % more GPU-h ({goals.G3_LABEL})"
+
+
+def point(knob, release, scored, training):
+    """scored/training: (gpu_hours, cold_starts, delayed_fraction)."""
+    g, c, d = scored
+    tg, tc, td = training
+    return {"knob": knob, "release": release, "gpu_hours": g, "cold_starts": c,
+            "delayed_fraction": d,
+            "training": {"requests": 1000, "gpu_hours": tg, "cold_starts": tc,
+                         "delayed_fraction": td}}
+
+
+def row(policy, gpu_hours, cold_starts, training=None):
+    r = {"policy": policy, "gpu_hours": gpu_hours, "cold_starts": cold_starts,
+         "delayed_fraction": 0.0, "detail": ""}
+    if training is not None:
+        r["training"] = {"requests": 1000, "gpu_hours": training[0],
+                         "cold_starts": training[1], "delayed_fraction": 0.0}
+    return r
+
+
+def comparison(prewarm_points, step_points=None):
+    # Karpenter alone: 100 GPU-h and 50 cold starts on the training days, 200 GPU-h and 100
+    # cold starts on the scored days. The +10 % budget on training days is 110 GPU-h.
+    c = {"rows": [row("reactive", 200.0, 100, (100.0, 50)), row("prewarm", 0, 0),
+                  row("oracle", 150.0, 0), row("buffer", 300.0, 0), row("buffer-pct", 300.0, 0)],
+         "frontiers": {"prewarm": prewarm_points}}
+    if step_points is not None:
+        c["g3_step"] = {"rows": [row("prewarm", 0, 0)], "frontiers": {"prewarm": step_points}}
+        c["g3_step_n"] = 1
+    return c
+
+
+class G3Point(unittest.TestCase):
+    def test_fewest_training_cold_starts_within_the_budget_wins_whatever_the_scored_days(self):
+        # a: 10 cold starts but 120 GPU-h on training days (over 110): out.
+        # b: 20 at 105 GPU-h; c: 30 at 101 GPU-h. b wins, although c is better on the
+        # scored days (5 cold starts vs 40).
+        a = point(0.999, "slow", (210.0, 1, 0.0), (120.0, 10, 0.0))
+        b = point(0.9, "fast", (215.0, 40, 0.0), (105.0, 20, 0.0))
+        c = point(0.5, "fast", (205.0, 5, 0.0), (101.0, 30, 0.0))
+        label, chosen, fits = goals.g3_point(comparison([a, b, c]))
+        self.assertIs(chosen, b)
+        self.assertTrue(fits)
+        self.assertIn("q=0.9 fast", label)
+        # Scored: 1 - 40/100 = 60 % fewer, 215/200 - 1 = +7.5 % GPU-h: missed (needs 80 %).
+        text, ok = goals.score("diurnal", comparison([a, b, c]))[G3A]
+        self.assertTrue(text.startswith("60 % fewer (40 vs 100), +7.5 % GPU-h"), text)
+        self.assertFalse(ok)
+
+    def test_the_step_run_competes_and_ties_go_to_fewer_gpu_hours(self):
+        # Default sweep: 20 cold starts at 108 GPU-h. Step run: 20 at 104 (tie on cold
+        # starts, cheaper: wins) and 5 at 111 (over the budget).
+        a = point(0.5, "slow", (230.0, 30, 0.0), (108.0, 20, 0.0))
+        s1 = point(0.5, "fast", (216.0, 15, 0.0), (104.0, 20, 0.0))
+        s2 = point(0.9, "slow", (240.0, 2, 0.0), (111.0, 5, 0.0))
+        label, chosen, _ = goals.g3_point(comparison([a], [s1, s2]))
+        self.assertIs(chosen, s1)
+        self.assertTrue(label.startswith("nextStepSpare=1, q=0.5 fast"), label)
+        # Scored: 1 - 15/100 = 85 % fewer, 216/200 - 1 = +8.0 %: met.
+        text, ok = goals.score("diurnal", comparison([a], [s1, s2]))[G3A]
+        self.assertTrue(text.startswith("85 % fewer (15 vs 100), +8.0 % GPU-h"), text)
+        self.assertTrue(ok)
+
+    def test_none_within_the_budget_takes_the_cheapest_and_says_so(self):
+        a = point(0.5, "slow", (230.0, 30, 0.0), (112.0, 20, 0.0))
+        b = point(0.9, "slow", (240.0, 10, 0.0), (115.0, 10, 0.0))
+        _, chosen, fits = goals.g3_point(comparison([a, b]))
+        self.assertIs(chosen, a)
+        self.assertFalse(fits)
+        text, _ = goals.score("diurnal", comparison([a, b]))[G3A]
+        self.assertIn("none within +10 % on training days", text)
+
+    def test_without_training_totals_there_is_no_g3_point(self):
+        c = comparison([point(0.5, "slow", (1.0, 1, 0.0), (1.0, 1, 0.0))])
+        del c["rows"][0]["training"]
+        self.assertIsNone(goals.g3_point(c))
+        self.assertNotIn(G3A, goals.score("diurnal", c))
+
+
+if __name__ == "__main__":
+    unittest.main()
