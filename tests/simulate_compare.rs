@@ -66,6 +66,41 @@ fn same_seed_same_comparison() {
 }
 
 #[test]
+fn the_launch_seed_moves_the_launch_draws_and_not_the_requests() {
+    // The workload's own seed (3) fixes the requests; --launch-seed only the node launch draws,
+    // and it defaults to --seed.
+    let compare_with = |extra: &[&str]| {
+        let mut flags = vec![
+            "--scenario",
+            "bursty",
+            "--policies",
+            "reactive",
+            "--burn-in",
+            "0",
+            "--seed",
+            "3",
+        ];
+        flags.extend_from_slice(extra);
+        let setup = prewarm::cli::simulate::setups(&simulate_args(&flags))
+            .unwrap()
+            .remove(0);
+        compare(&bursty(3, 12.0, 0.3, 1.0), &setup, &|_| {}).unwrap()
+    };
+    let json = |c: &Comparison| serde_json::to_string(&c.rows).unwrap();
+    let default = compare_with(&[]);
+    let same = compare_with(&["--launch-seed", "3"]);
+    let other = compare_with(&["--launch-seed", "4"]);
+    assert_eq!(json(&default), json(&same));
+    assert_eq!(default.rows[0].requests, other.rows[0].requests);
+    assert!(default.rows[0].nodes_launched > 0);
+    // Nodes outlive this short run, so the total is the same; the hours spent launching are not.
+    assert_ne!(
+        default.rows[0].gpu_hours_split.launching,
+        other.rows[0].gpu_hours_split.launching
+    );
+}
+
+#[test]
 fn nothing_uses_fewer_gpu_hours_than_ideal_packing() {
     // One slot per replica and one GPU per node: every request occupies a paid GPU for its
     // whole service time under any policy, and the ideal bound pays exactly that.

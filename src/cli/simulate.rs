@@ -30,9 +30,14 @@ pub struct SimulateArgs {
     /// Directory holding AzureLLMInferenceTrace_{code,conv}.csv and mooncake_synthetic_trace.jsonl.
     #[arg(long)]
     pub trace_dir: Option<PathBuf>,
-    /// Seed of the synthetic scenarios and of --scale's sampling.
+    /// Seed of the synthetic scenarios, of --scale's sampling, of the arrivals drawn from rate
+    /// inputs and (unless --launch-seed) of the node launch draws.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Seed of the node launch draws (default: --seed). The same requests with other launch
+    /// seeds show how much a comparison moves by chance (docs/decision-model.md §9).
+    #[arg(long)]
+    pub launch_seed: Option<u64>,
     /// Time compression: 2 plays the trace twice as fast.
     #[arg(long, default_value_t = 1.0)]
     pub speed: f64,
@@ -636,11 +641,20 @@ fn workloads(args: &SimulateArgs, setup: &Setup) -> crate::Result<Vec<Workload>>
     }
 }
 
-pub fn run(args: SimulateArgs) -> crate::Result<()> {
-    let mut jobs = Vec::new();
+/// One setup per lead time, with the seed of the launch draws (--launch-seed, else --seed).
+pub fn setups(args: &SimulateArgs) -> crate::Result<Vec<Setup>> {
+    let mut out = Vec::new();
     for lead in args.common.lead_times() {
         let mut setup = args.common.setup(lead)?;
-        setup.seed = args.seed;
+        setup.seed = args.launch_seed.unwrap_or(args.seed);
+        out.push(setup);
+    }
+    Ok(out)
+}
+
+pub fn run(args: SimulateArgs) -> crate::Result<()> {
+    let mut jobs = Vec::new();
+    for setup in setups(&args)? {
         for workload in workloads(&args, &setup)? {
             jobs.push((workload, setup.clone()));
         }
