@@ -81,10 +81,13 @@ fn the_launch_seed_moves_the_launch_draws_and_not_the_requests() {
             "3",
         ];
         flags.extend_from_slice(extra);
-        let setup = prewarm::cli::simulate::setups(&simulate_args(&flags))
+        let args = simulate_args(&flags);
+        let setup = prewarm::cli::simulate::setups(&args).unwrap().remove(0);
+        // The workload as `simulate` builds it from the same flags.
+        let workload = prewarm::cli::simulate::workloads(&args, &setup)
             .unwrap()
             .remove(0);
-        compare(&bursty(3, 12.0, 0.3, 1.0), &setup, &|_| {}).unwrap()
+        compare(&workload, &setup, &|_| {}).unwrap()
     };
     let json = |c: &Comparison| serde_json::to_string(&c.rows).unwrap();
     let default = compare_with(&[]);

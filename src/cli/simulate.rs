@@ -560,7 +560,8 @@ pub fn attribution(workload: &str) -> &'static str {
     }
 }
 
-fn workloads(args: &SimulateArgs, setup: &Setup) -> crate::Result<Vec<Workload>> {
+/// The workloads `args` names, for `setup` (a scenario's requests come from --seed only).
+pub fn workloads(args: &SimulateArgs, setup: &Setup) -> crate::Result<Vec<Workload>> {
     positive("--speed", args.speed)?;
     positive("--scale", args.scale)?;
     args.workload.validate()?;

@@ -82,7 +82,8 @@ pub fn decide(
     if let Some(why) = sized.fallback {
         reasons.push(Reason::QueueSizing { why });
     }
-    let mut forecast_raw = sized.at_horizon.saturating_sub(sized.in_place);
+    let forecast_spare = sized.at_horizon.saturating_sub(sized.in_place);
+    let mut forecast_raw = forecast_spare;
     // The HPA's next scale-out step, which the mean forecast cannot see (next_step.rs).
     let step = next_step_spare(
         target.next_step_spare,
@@ -94,8 +95,10 @@ pub fn decide(
         forecast_raw = step;
         reasons.push(Reason::NextStep { replicas: step });
     }
-    // The part of that spare the seasonal forecast adds above the trend alone: a recurring
-    // rise seen a lead time ahead, provisioned at once (rail 3).
+    // The part of the forecast's spare the seasonal forecast adds above the trend alone: a
+    // recurring rise seen a lead time ahead, provisioned at once (rail 3). Bounded by the
+    // forecast's own spare, not by the next step's: replicas in place may cover part of the
+    // rise, and the next step keeps stepping.
     let seasonal = seasonal_rise(
         observed,
         target,
@@ -104,7 +107,7 @@ pub fn decide(
         &summary,
         sized.at_horizon,
     )
-    .min(forecast_raw);
+    .min(forecast_spare);
     if seasonal > 0 {
         reasons.push(Reason::SeasonalRise { replicas: seasonal });
     }
@@ -1311,6 +1314,40 @@ mod tests {
             }],
             ..observe(&[5.0; 8], Some(6))
         }
+    }
+
+    /// With nextStepSpare the next step can ask for more than the forecast's spare; only the
+    /// forecast's seasonal part passes the step-up limit. HPA units (1 request in the system per
+    /// replica, 1 s latency): yesterday's rise blends to 0.5·5 + 0.5·25 = 15 req/s → 15
+    /// replicas; 12 in place (the HPA's overshoot) → the forecast's spare 3. The trend alone
+    /// asks for 5 replicas: a seasonal rise of 10, of which the 12 in place cover 7, so 3 are
+    /// lifted. The next step: 8 (the HPA at 12 of 50) replaces the spare of 3 and steps:
+    /// limit max(0, 3) + 4 = 7.
+    #[test]
+    fn the_next_step_is_not_lifted_with_the_seasonal_rise() {
+        let observed = Observation {
+            seasonal: seasonal_observation(25.0).seasonal,
+            ..next_step_observation(12, 50)
+        };
+        let target = TargetSpec {
+            next_step_spare: 8,
+            ..test_target()
+        };
+        let prior = HeadroomState {
+            calibration: Some(calibrated(0.0, 0.5)),
+            ..prior(0)
+        };
+        let plan = decide(&observed, &target, &test_policy(), &prior, NOW);
+        assert_eq!(plan.desired_spare, 7, "{plan:#?}");
+        assert_eq!(
+            plan.reasons,
+            vec![
+                Reason::Forecast,
+                Reason::NextStep { replicas: 8 },
+                Reason::SeasonalRise { replicas: 3 },
+                Reason::StepUpLimited { max_step_up: 4 },
+            ]
+        );
     }
 
     /// (name, observed, policy, prior spare, calibration (band, weight), desired, hold,

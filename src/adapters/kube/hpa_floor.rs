@@ -38,6 +38,7 @@ use serde_json::{json, Value};
 use super::annotations::{format_time, parse_time};
 use super::api_error::from_kube;
 use super::scaled_object;
+use crate::core::interruption::surge::USER_EDIT_KEPT;
 use crate::core::spec::HpaRef;
 use crate::error::{Error, Result};
 
@@ -150,7 +151,7 @@ pub fn plan_floor(
         return Ok(FloorPatch {
             min_replicas: None,
             annotations: remove_all(),
-            outcome: "user_edit_kept",
+            outcome: USER_EDIT_KEPT,
         });
     }
     let expired = lease.is_none_or(|until| until <= now);

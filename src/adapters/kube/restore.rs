@@ -30,6 +30,7 @@ use super::hpa_floor;
 use super::nodepool::{self, NodePoolView};
 use super::nodepool_limits::{self, LimitsIntent, SAVED_LIMITS};
 use super::resources::HeadroomRef;
+use crate::core::interruption::surge::USER_EDIT_KEPT;
 use crate::core::{HeadroomKind, TargetSpec};
 use crate::error::{Error, Result};
 use kube::api::{Patch, PatchParams};
@@ -339,7 +340,7 @@ fn floor_outcome(target: &TargetSpec, object: &str, patch: &hpa_floor::FloorPatc
             "restored",
             format!("the floor back to the user's {min}; prewarm.io/ annotations removed"),
         ),
-        ("user_edit_kept", _) => outcome(
+        (USER_EDIT_KEPT, _) => outcome(
             target,
             object,
             "kept",

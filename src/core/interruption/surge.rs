@@ -33,6 +33,9 @@ pub const SURGE_DRAINS: &str = "prewarm.io/surge-drains";
 pub const SURGE_BASE: &str = "prewarm.io/surge-base";
 pub const SURGE_USER_REPLICAS: &str = "prewarm.io/surge-user-replicas";
 pub const SURGE_WRITTEN_REPLICAS: &str = "prewarm.io/surge-written-replicas";
+/// The outcome of a surge or an HPA floor whose field the user changed while prewarm had it
+/// raised: the edit stays, and `prewarm restore` reports it as kept, not restored.
+pub const USER_EDIT_KEPT: &str = "user_edit_kept";
 
 /// Who holds a surge of one workload, read from the raised object's annotations.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -206,7 +209,7 @@ pub fn plan_deployment_surge(
             return Ok(ReplicasPatch {
                 replicas: None,
                 annotations: remove_deployment_record(),
-                outcome: "user_edit_kept",
+                outcome: USER_EDIT_KEPT,
             });
         }
     }

@@ -31,6 +31,7 @@ use crate::adapters::kube::scaled_object;
 use crate::core::interruption::surge::{
     hold_evictions, orphaned_drains, plan_deployment_surge, plan_surge, surge_ready, wants_surge,
     SurgeDecision, SurgeIntent, SurgeRecord, SURGE_BASE, SURGE_DRAINS, SURGE_WRITTEN_REPLICAS,
+    USER_EDIT_KEPT,
 };
 use crate::core::interruption::{DrainState, DrainStep, LeaseVerdict, Phase, PodRef};
 use crate::core::TargetSpec;
@@ -175,9 +176,6 @@ pub struct SurgeWrite {
     /// The Deployment's ready replicas.
     pub ready: u32,
 }
-
-/// `core::interruption::surge`'s outcome for a user's edit made while surged.
-const USER_EDIT_KEPT: &str = "user_edit_kept";
 
 /// Applies `intent` to Deployment `name`'s surge (through its HPA if one targets it).
 pub async fn surge_workload(
