@@ -78,11 +78,16 @@ impl Sim<'_> {
         if self.now < self.cfg.burn_in_s {
             return;
         }
-        let day = (self.now / crate::sim::stats::DAY_S) as usize;
+        self.day_at(self.now).cold_starts += 1;
+    }
+
+    /// The stats of the day `t` falls on (days before it added empty).
+    fn day_at(&mut self, t: f64) -> &mut DayStats {
+        let day = (t / crate::sim::stats::DAY_S) as usize;
         if self.result.days.len() <= day {
             self.result.days.resize(day + 1, DayStats::default());
         }
-        self.result.days[day].cold_starts += 1;
+        &mut self.result.days[day]
     }
 
     /// One request's wait, once it takes a slot.
@@ -91,12 +96,9 @@ impl Sim<'_> {
             return;
         }
         let delayed = wait > self.cfg.slo_wait_s;
-        let day = (arrival / crate::sim::stats::DAY_S) as usize;
-        if self.result.days.len() <= day {
-            self.result.days.resize(day + 1, DayStats::default());
-        }
-        self.result.days[day].requests += 1;
-        self.result.days[day].delayed += u64::from(delayed);
+        let day = self.day_at(arrival);
+        day.requests += 1;
+        day.delayed += u64::from(delayed);
         if arrival < self.cfg.score_from_s {
             return;
         }
