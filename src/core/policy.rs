@@ -60,9 +60,7 @@ pub fn decide(
     };
     let mut reasons = vec![Reason::Forecast];
 
-    // Forecasters and band: the rate to cover over the lead time. The horizon rate is never
-    // below the rate observed now: the smoothed level lags a burst, and demand that is already
-    // here is the best evidence of the next minutes.
+    // Forecasters and band: the rate to cover over the lead time (`rate_to_cover`).
     let calibration = calibration(observed, target, policy, prior, &inputs, now);
     summary.rate_at_horizon = horizon_rate(
         observed,
@@ -71,8 +69,7 @@ pub fn decide(
         calibration.as_ref(),
         now,
         &mut summary,
-    )
-    .max(inputs.observed_rate);
+    );
 
     // Sizing: in the HPA's units when it can be predicted, else Erlang C.
     let sized = size(observed, target, policy, &inputs, summary.rate_at_horizon);
@@ -208,7 +205,7 @@ fn calibration(
 /// The blended point forecast plus the band. The trend model's point forecast is blended with
 /// the seasonal one (weight from the calibration; an even blend before the first one), and
 /// the lead-time band of the calibration is added; without it, the one-step band of the trend
-/// model (the fallback, logged).
+/// model (the fallback, logged). Never below the rate observed now (`rate_to_cover`).
 fn horizon_rate(
     observed: &Observation,
     policy: &PolicySpec,
@@ -267,7 +264,14 @@ fn horizon_rate(
         }
     };
     summary.error_quantile = band;
-    (point + band).max(0.0)
+    rate_to_cover(point, band, inputs.observed_rate)
+}
+
+/// The rate to cover over the lead time: the forecast's `point` plus the `band`, never below
+/// the rate `observed` now (the smoothed level lags a burst, and demand that is already here is
+/// the best evidence of the next minutes).
+fn rate_to_cover(point: f64, band: f64, observed: f64) -> f64 {
+    (point + band).max(0.0).max(observed)
 }
 
 /// The replicas the seasonal forecast adds at the horizon above the trend-only forecast (the
@@ -284,9 +288,11 @@ fn seasonal_rise(
     if summary.seasonal_peak.is_none() || summary.seasonal_weight <= 0.0 {
         return 0;
     }
-    let trend_rate = (summary.trend_peak + summary.error_quantile)
-        .max(0.0)
-        .max(inputs.observed_rate);
+    let trend_rate = rate_to_cover(
+        summary.trend_peak,
+        summary.error_quantile,
+        inputs.observed_rate,
+    );
     if trend_rate >= summary.rate_at_horizon {
         return 0;
     }
