@@ -12,10 +12,13 @@
 pub mod adapters;
 pub mod cli;
 pub mod config;
-pub mod core;
 pub mod error;
 pub mod handlers;
 pub mod sim;
 pub mod telemetry;
+
+/// The pure core, its own crate (src/core) so that the compiler keeps it free of tokio, kube and
+/// AWS; re-exported here so that `crate::core::...` and `prewarm::core::...` name it everywhere.
+pub use prewarm_core as core;
 
 pub use error::{Error, Result};

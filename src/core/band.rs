@@ -286,7 +286,7 @@ pub fn calibrate(history: &[Sample], policy: &PolicySpec, q: f64, now: f64) -> C
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::spec::HeadroomKind;
+    use crate::spec::HeadroomKind;
 
     const T0: f64 = 1_700_006_400.0; // a multiple of 3600 s (2023-11-15T00:00:00Z)
 

@@ -95,8 +95,8 @@ fn end_of_ramp(hpa: &HpaStatus, in_system: f64) -> Result<u32, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::signal::HpaMetric;
-    use crate::core::spec::HeadroomKind;
+    use crate::signal::HpaMetric;
+    use crate::spec::HeadroomKind;
 
     const NOW: f64 = 1_700_000_000.0;
 

@@ -102,7 +102,7 @@ pub fn limits_with_room(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::interruption::{NoticeKind, Phase};
+    use crate::interruption::{NoticeKind, Phase};
 
     /// 2026-12-01T00:00:00Z.
     const T0: f64 = 1_796_083_200.0;

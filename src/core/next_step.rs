@@ -40,7 +40,7 @@ pub fn next_step_spare(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::signal::HpaMetric;
+    use crate::signal::HpaMetric;
 
     fn hpa(current: u32, max: u32) -> HpaStatus {
         HpaStatus {

@@ -401,8 +401,8 @@ fn consolidation(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::signal::{HpaMetric, HpaStatus, Sample, SeasonSeries};
-    use crate::core::spec::{HeadroomKind, Hold, ScheduleWindow};
+    use crate::signal::{HpaMetric, HpaStatus, Sample, SeasonSeries};
+    use crate::spec::{HeadroomKind, Hold, ScheduleWindow};
 
     /// The fixed clock of every row.
     const NOW: f64 = 1_700_000_000.0;

@@ -242,7 +242,7 @@ impl Rails {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::spec::HeadroomKind;
+    use crate::spec::HeadroomKind;
 
     /// The fixed clock of every row.
     const NOW: f64 = 1_700_000_000.0;

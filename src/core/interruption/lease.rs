@@ -154,7 +154,7 @@ pub fn plan_resume(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::interruption::NoticeKind;
+    use crate::interruption::NoticeKind;
 
     const T0: f64 = 1_795_953_600.0;
 
@@ -263,7 +263,7 @@ mod tests {
             unschedulable: true,
             tainted: true,
             gpus: 4,
-            replacement: crate::core::interruption::ReplacementSeen::Pending,
+            replacement: crate::interruption::ReplacementSeen::Pending,
             state,
             closed_event: None,
         };

@@ -77,7 +77,7 @@ pub fn pods_to_evict(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::interruption::PodRef;
+    use crate::interruption::PodRef;
 
     fn pod(name: &str, grace_s: f64) -> PodView {
         PodView {

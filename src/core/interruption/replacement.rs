@@ -82,7 +82,7 @@ pub fn placeholder_verdict(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::interruption::NoticeKind;
+    use crate::interruption::NoticeKind;
 
     const T0: f64 = 1_795_953_600.0;
 

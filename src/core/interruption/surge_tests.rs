@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::*;
-use crate::core::interruption::{NoticeKind, Phase, PodOwner};
+use crate::interruption::{NoticeKind, Phase, PodOwner};
 
 const NOW: f64 = 1_795_953_600.0; // 2026-11-29T12:00:00Z
 
