@@ -18,7 +18,7 @@ use prewarm::adapters::kube::nodepool::{
 use prewarm::adapters::kube::nodepool_limits::LimitsIntent;
 use prewarm::adapters::kube::{client, resources};
 use prewarm::config::ClusterAccess;
-use prewarm::core::plan::ForecastSummary;
+use prewarm::core::policy::plan::ForecastSummary;
 use prewarm::core::{Action, HeadroomState, Plan, TargetSpec};
 use prewarm::Error;
 use serde_json::{json, Value};
@@ -785,7 +785,7 @@ fn hpa_on_running_requests(
 async fn hpa_is_read_as_the_lambda_user() {
     use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
     use prewarm::adapters::kube::hpa::read_hpa_status;
-    use prewarm::core::signal::HpaMetric;
+    use prewarm::core::policy::observation::HpaMetric;
     use prewarm::core::spec::HpaRef;
 
     let name = unique("hpa");

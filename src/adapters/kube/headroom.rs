@@ -309,7 +309,7 @@ pub fn reservations(read: &HeadroomRead) -> &BTreeMap<String, u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::plan::ForecastSummary;
+    use crate::core::policy::plan::ForecastSummary;
     use crate::core::spec::Hold;
 
     fn parsed(size: u32, drains: &[(&str, u32)]) -> ParsedHeadroom {

@@ -14,7 +14,7 @@ use k8s_openapi::api::autoscaling::v2::{HorizontalPodAutoscaler, MetricSpec, Met
 use kube::Api;
 
 use super::api_error::from_kube;
-use crate::core::signal::{HpaMetric, HpaStatus};
+use crate::core::policy::observation::{HpaMetric, HpaStatus};
 use crate::core::spec::HpaRef;
 use crate::error::Result;
 

@@ -19,9 +19,9 @@
 //! history before the trace is never made up (the burn-in keeps the first window out of the
 //! scores).
 
-use crate::core::band;
-use crate::core::plan::ForecastSummary;
-use crate::core::signal::{HpaMetric, HpaStatus, SeasonSeries};
+use crate::core::policy::band;
+use crate::core::policy::observation::{HpaMetric, HpaStatus, SeasonSeries};
+use crate::core::policy::plan::ForecastSummary;
 use crate::core::{Observation, PolicySpec, Sample, TargetSpec};
 use crate::sim::stats::DAY_S;
 
@@ -306,8 +306,8 @@ mod tests {
     use super::super::pods::{Phase, Pod};
     use super::super::tests::{config, step_to};
     use super::super::{Replicas, Request, Sim};
-    use crate::core::band::Calibration;
-    use crate::core::signal::{HpaMetric, HpaStatus};
+    use crate::core::policy::band::Calibration;
+    use crate::core::policy::observation::{HpaMetric, HpaStatus};
     use crate::core::spec::HpaRef;
     use crate::core::{HeadroomKind, PolicySpec, Sample, TargetSpec};
 

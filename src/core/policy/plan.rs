@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::spec::HeadroomState;
+use crate::spec::HeadroomState;
 
 /// What the executor should do with the headroom object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

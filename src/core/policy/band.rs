@@ -16,9 +16,9 @@ use chrono::{TimeZone, Timelike};
 use serde::{Deserialize, Serialize};
 
 use super::forecast::{forecast, upper_quantile};
+use super::observation::{Sample, SeasonSeries};
 use super::seasonal::{seasonal_forecast, Seasonal};
-use super::signal::{Sample, SeasonSeries};
-use super::spec::{PolicySpec, TargetSpec};
+use crate::spec::{PolicySpec, TargetSpec};
 
 /// Fewer lead-time windows than this give no band (the policy falls back and says so); an
 /// hour of day with fewer uses the overall band.

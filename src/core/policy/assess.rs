@@ -3,9 +3,9 @@
 //! down) and logs the reason this stage gives.
 
 use super::forecast::{forecast, Forecast};
+use super::observation::{Observation, Sample};
 use super::plan::ForecastSummary;
-use super::signal::{Observation, Sample};
-use super::spec::PolicySpec;
+use crate::spec::PolicySpec;
 
 /// The trusted inputs of one decision.
 pub struct Inputs {

@@ -19,8 +19,8 @@
 //! otherwise.
 
 use super::hpa_sizing::hpa_replicas_for_in_system;
-use super::signal::{HpaStatus, Observation, Sample};
-use super::spec::{PolicySpec, TargetSpec};
+use super::observation::{HpaStatus, Observation, Sample};
+use crate::spec::{PolicySpec, TargetSpec};
 
 /// Why the fast path fired and what it wants.
 #[derive(Clone, Debug, PartialEq)]
@@ -95,7 +95,7 @@ fn end_of_ramp(hpa: &HpaStatus, in_system: f64) -> Result<u32, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::signal::HpaMetric;
+    use crate::policy::observation::HpaMetric;
     use crate::spec::HeadroomKind;
 
     const NOW: f64 = 1_700_000_000.0;

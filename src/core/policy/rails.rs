@@ -4,7 +4,7 @@
 //! Each rail that changes the value is logged as a `Reason`.
 
 use super::plan::Reason;
-use super::spec::{HeadroomState, Hold, PolicySpec, TargetSpec};
+use crate::spec::{HeadroomState, Hold, PolicySpec, TargetSpec};
 
 /// The limits of one decision, fixed before the rails run.
 pub struct Rails {

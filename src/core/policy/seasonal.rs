@@ -8,7 +8,7 @@
 //! are averaged. It says why when it cannot forecast (the policy then uses the trend alone and
 //! logs the reason).
 
-use super::signal::{Sample, SeasonSeries};
+use super::observation::{Sample, SeasonSeries};
 
 /// Ratios beyond this are read as a broken history (a new deployment, a unit change), not as
 /// a forecast: the season is skipped rather than multiplied into something absurd.

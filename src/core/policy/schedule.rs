@@ -12,7 +12,7 @@ use chrono::TimeZone;
 use croner::parser::{CronParser, Seconds, Year};
 use croner::Cron;
 
-use super::spec::{parse_time_zone, ScheduleWindow};
+use crate::spec::{parse_time_zone, ScheduleWindow};
 
 /// Parses a five-field cron expression (minute hour day-of-month month day-of-week).
 pub fn parse_cron(expr: &str) -> Result<Cron, String> {

@@ -13,8 +13,8 @@
 //! two-sided band (the 0.9 quantile of |e| is the 0.95 one-sided quantile for symmetric noise)
 //! and would add headroom during a decay, exactly when demand falls faster than forecast.
 
-use super::signal::Sample;
-use super::spec::PolicySpec;
+use super::observation::Sample;
+use crate::spec::PolicySpec;
 
 /// Gaps longer than this many steps are treated as this many: beyond it the damped trend has
 /// died out anyway, and it bounds the arithmetic on absurd timestamps.

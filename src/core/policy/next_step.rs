@@ -17,7 +17,7 @@
 //! keep `step` spare replicas (at most the room below `maxReplicas`). Larger rises are the
 //! forecast's and the fast path's job; this only covers the step the mean cannot see.
 
-use super::signal::HpaStatus;
+use super::observation::HpaStatus;
 
 /// Spare replicas for the HPA's next scale-out step; 0 when `step` is 0, without a predictable
 /// HPA (`hpa` None), at the HPA's `maxReplicas`, or when the forecast's upper band at the
@@ -40,7 +40,7 @@ pub fn next_step_spare(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::signal::HpaMetric;
+    use crate::policy::observation::HpaMetric;
 
     fn hpa(current: u32, max: u32) -> HpaStatus {
         HpaStatus {

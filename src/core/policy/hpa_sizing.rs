@@ -6,7 +6,7 @@
 //! clamped to the HPA's own `[minReplicas, maxReplicas]`. HPAs on metrics prewarm cannot predict
 //! from the queue (CPU, memory, DCGM, waiting alone) fall back to Erlang C sizing, logged.
 
-use super::signal::{HpaMetric, HpaStatus};
+use super::observation::{HpaMetric, HpaStatus};
 
 /// Replicas the HPA will want when `rate` req/s each take `service_time_s`; Err says why it
 /// cannot be predicted.

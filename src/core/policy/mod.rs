@@ -1,0 +1,22 @@
+//! The tick's policy, one file per stage, in the order `decide` runs them: the observation
+//! (what the metric sources saw), assess (which numbers can be trusted, or fail static),
+//! forecast (damped trend), seasonal (the same clock time a season back), band (the calibrated
+//! error quantile), sizing (Erlang C) and hpa_sizing (the HPA's own units), fast_path (a surge
+//! already in the system), next_step, schedule (cron windows), rails (floors, caps, steps,
+//! cooldowns, holds) and plan (the decision and its log line). `decide` joins them.
+
+pub mod assess;
+pub mod band;
+pub mod decide;
+pub mod fast_path;
+pub mod forecast;
+pub mod hpa_sizing;
+pub mod next_step;
+pub mod observation;
+pub mod plan;
+pub mod rails;
+pub mod schedule;
+pub mod seasonal;
+pub mod sizing;
+
+pub use decide::decide;

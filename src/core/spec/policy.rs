@@ -1,0 +1,238 @@
+//! The function-wide decision settings (`PolicySpec`), their defaults and bounds.
+
+use serde::{Deserialize, Serialize};
+
+/// Function-wide decision settings. Field docs give the environment variable and default.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PolicySpec {
+    /// LEAD_TIME_SECONDS (180): node launch + image pull + model load; the forecast horizon.
+    pub lead_time_s: f64,
+    /// TICK_SECONDS (15): time between decisions.
+    pub tick_s: f64,
+    /// METRICS_WINDOW_SECONDS (900): history fetched every tick.
+    pub window_s: f64,
+    /// METRICS_STEP_SECONDS (15): resolution of that history.
+    pub step_s: f64,
+    /// ERROR_QUANTILE (0.9): upper quantile of recent forecast error added to the forecast.
+    pub error_quantile: f64,
+    /// TARGET_WAIT_SECONDS (2): mean queueing wait the sizing aims for.
+    pub target_wait_s: f64,
+    /// SCALE_DOWN_DELAY_SECONDS (300): hold the maximum desired headroom over this window.
+    pub scale_down_delay_s: f64,
+    /// COOLDOWN_SECONDS (60): minimum time between two changes of one target.
+    pub cooldown_s: f64,
+    /// STALE_AFTER_SECONDS (120): newest sample older than this means "metrics missing".
+    pub stale_after_s: f64,
+    /// EWMA smoothing factor of the level (0 < alpha <= 1).
+    pub ewma_alpha: f64,
+    /// Smoothing factor of the trend (0 < beta <= 1).
+    pub trend_beta: f64,
+    /// Damping of the trend per step (0 < phi <= 1); 1 is an undamped linear trend.
+    pub trend_damping: f64,
+    /// SEASONS_SECONDS ("86400,604800"): season lengths of the seasonal forecast, comma-separated
+    /// seconds (a day and a week); empty turns it off. A setting so a test can compress a "day".
+    #[serde(default = "default_seasons")]
+    pub seasons_s: Vec<f64>,
+    /// TIME_ZONE ("UTC"): IANA zone of scheduled windows and per-hour bands (DST-safe).
+    #[serde(default = "default_time_zone")]
+    pub time_zone: String,
+    /// FAST_PATH_RATIO (2): requests in the system over the fast-path window at or above this
+    /// many times the ready slots trigger the fast path (Knative's panic threshold is 200 %).
+    #[serde(default = "default_fast_ratio")]
+    pub fast_path_ratio: f64,
+    /// FAST_PATH_WINDOW_SECONDS (30): the short window the fast path averages demand over (two
+    /// samples on the 15 s grid; Knative's 6 s panic window is below a metric store's step).
+    #[serde(default = "default_fast_window")]
+    pub fast_path_window_s: f64,
+    /// BAND_HISTORY_SECONDS (86400): history the lead-time band is calibrated on (1 to 7 days).
+    #[serde(default = "default_band_history")]
+    pub band_history_s: f64,
+    /// BAND_STEP_SECONDS (60): resolution of that history (coarser than the tick's: cost).
+    #[serde(default = "default_band_step")]
+    pub band_step_s: f64,
+    /// BAND_BY_HOUR (false): one band per hour of day (in TIME_ZONE) instead of one overall.
+    #[serde(default)]
+    pub band_by_hour: bool,
+    /// CALIBRATE_EVERY_SECONDS (3600): long-window statistics are recomputed at most this often
+    /// and cached on the headroom object.
+    #[serde(default = "default_calibrate_every")]
+    pub calibrate_every_s: f64,
+    /// DELAYED_REQUEST_COST and GPU_HOUR_COST (unset): when both are set, the band's quantile is
+    /// derived from them (newsvendor) instead of ERROR_QUANTILE; see `band::cost_quantile`.
+    #[serde(default)]
+    pub delayed_request_cost: Option<f64>,
+    #[serde(default)]
+    pub gpu_hour_cost: Option<f64>,
+}
+
+fn default_seasons() -> Vec<f64> {
+    vec![86_400.0, 604_800.0]
+}
+fn default_time_zone() -> String {
+    "UTC".into()
+}
+fn default_fast_ratio() -> f64 {
+    2.0
+}
+fn default_fast_window() -> f64 {
+    30.0
+}
+fn default_band_history() -> f64 {
+    86_400.0
+}
+fn default_band_step() -> f64 {
+    60.0
+}
+fn default_calibrate_every() -> f64 {
+    3_600.0
+}
+
+impl Default for PolicySpec {
+    fn default() -> Self {
+        PolicySpec {
+            lead_time_s: 180.0,
+            tick_s: 15.0,
+            window_s: 900.0,
+            step_s: 15.0,
+            error_quantile: 0.9,
+            target_wait_s: 2.0,
+            scale_down_delay_s: 300.0,
+            cooldown_s: 60.0,
+            stale_after_s: 120.0,
+            ewma_alpha: 0.3,
+            trend_beta: 0.2,
+            trend_damping: 0.9,
+            seasons_s: default_seasons(),
+            time_zone: default_time_zone(),
+            fast_path_ratio: default_fast_ratio(),
+            fast_path_window_s: default_fast_window(),
+            band_history_s: default_band_history(),
+            band_step_s: default_band_step(),
+            band_by_hour: false,
+            calibrate_every_s: default_calibrate_every(),
+            delayed_request_cost: None,
+            gpu_hour_cost: None,
+        }
+    }
+}
+
+/// Inclusive bounds of a setting, checked once at start-up.
+fn check(name: &str, value: f64, lo: f64, hi: f64) -> Result<(), (String, String)> {
+    if value.is_finite() && value >= lo && value <= hi {
+        Ok(())
+    } else {
+        Err((
+            name.to_string(),
+            format!("must be between {lo} and {hi}, got {value}"),
+        ))
+    }
+}
+
+/// Static inclusive bounds of the policy's environment variables: `(variable, min, max)`.
+/// template.yaml's parameters carry exactly these as MinValue/MaxValue, so a value CloudFormation
+/// accepts never fails at Init (tests/template_bounds.rs holds the two equal).
+pub const POLICY_BOUNDS: [(&str, f64, f64); 9] = [
+    ("LEAD_TIME_SECONDS", 1.0, 3600.0),
+    ("TICK_SECONDS", 1.0, 60.0),
+    ("METRICS_STEP_SECONDS", 1.0, 300.0),
+    ("METRICS_WINDOW_SECONDS", 60.0, 86_400.0),
+    ("ERROR_QUANTILE", 0.5, 0.999),
+    ("TARGET_WAIT_SECONDS", 0.01, 600.0),
+    ("SCALE_DOWN_DELAY_SECONDS", 0.0, 86_400.0),
+    ("COOLDOWN_SECONDS", 0.0, 3600.0),
+    ("STALE_AFTER_SECONDS", 1.0, 3600.0),
+];
+
+impl PolicySpec {
+    /// Validates ranges. The error is `(variable name, message)`.
+    pub fn validate(&self) -> Result<(), (String, String)> {
+        let values = [
+            self.lead_time_s,
+            self.tick_s,
+            self.step_s,
+            self.window_s,
+            self.error_quantile,
+            self.target_wait_s,
+            self.scale_down_delay_s,
+            self.cooldown_s,
+            self.stale_after_s,
+        ];
+        for ((name, lo, hi), value) in POLICY_BOUNDS.iter().zip(values) {
+            check(name, value, *lo, *hi)?;
+        }
+        // The one bound that depends on another setting (CloudFormation parameters cannot say
+        // it): the forecast needs at least four samples of history.
+        check(
+            "METRICS_WINDOW_SECONDS",
+            self.window_s,
+            self.step_s * 4.0,
+            86_400.0,
+        )?;
+        check("ewma_alpha", self.ewma_alpha, 0.001, 1.0)?;
+        check("trend_beta", self.trend_beta, 0.0, 1.0)?;
+        check("trend_damping", self.trend_damping, 0.0, 1.0)?;
+        for season in &self.seasons_s {
+            // At least two lead times, so "the same time one season back, one lead time ahead"
+            // is in the past.
+            check(
+                "SEASONS_SECONDS",
+                *season,
+                2.0 * self.lead_time_s,
+                31.0 * 86_400.0,
+            )?;
+        }
+        parse_time_zone(&self.time_zone).map_err(|m| ("TIME_ZONE".to_string(), m))?;
+        check("FAST_PATH_RATIO", self.fast_path_ratio, 1.0, 100.0)?;
+        check(
+            "FAST_PATH_WINDOW_SECONDS",
+            self.fast_path_window_s,
+            self.step_s,
+            600.0,
+        )?;
+        check(
+            "BAND_HISTORY_SECONDS",
+            self.band_history_s,
+            3_600.0,
+            7.0 * 86_400.0,
+        )?;
+        check("BAND_STEP_SECONDS", self.band_step_s, self.step_s, 3_600.0)?;
+        check(
+            "CALIBRATE_EVERY_SECONDS",
+            self.calibrate_every_s,
+            60.0,
+            86_400.0,
+        )?;
+        match (self.delayed_request_cost, self.gpu_hour_cost) {
+            (None, None) => {}
+            (Some(d), Some(g)) => {
+                check("DELAYED_REQUEST_COST", d, 1e-9, 1e6)?;
+                check("GPU_HOUR_COST", g, 1e-9, 1e6)?;
+            }
+            (Some(_), None) => {
+                return Err((
+                    "GPU_HOUR_COST".into(),
+                    "must be set with DELAYED_REQUEST_COST".into(),
+                ))
+            }
+            (None, Some(_)) => {
+                return Err((
+                    "DELAYED_REQUEST_COST".into(),
+                    "must be set with GPU_HOUR_COST".into(),
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    /// The configured zone (validated at start-up; UTC if it somehow does not parse).
+    pub fn zone(&self) -> chrono_tz::Tz {
+        parse_time_zone(&self.time_zone).unwrap_or(chrono_tz::UTC)
+    }
+}
+
+/// An IANA zone name such as `Europe/Berlin`.
+pub fn parse_time_zone(name: &str) -> Result<chrono_tz::Tz, String> {
+    name.trim()
+        .parse::<chrono_tz::Tz>()
+        .map_err(|_| format!("{name:?} is not an IANA time zone name (e.g. Europe/Berlin)"))
+}
