@@ -40,8 +40,8 @@ infra-test:
 	infra/test.sh
 
 ## `sam build` (arm64 by samconfig.toml) as `make deploy` runs it, then tests/build: both
-## functions' bootstrap is an aarch64 ELF newer than the sources (README, "The arm64 build in
-## CI"). --no-cached: SAM's cache keys on file contents and would copy an old artifact after a
+## functions' bootstrap is an aarch64 ELF newer than the sources (docs/testing.md, "What `make
+## test` runs"). --no-cached: SAM's cache keys on file contents and would copy an old artifact after a
 ## checkout that only touched files; cargo's own freshness check (mtimes) decides instead.
 sam-build:
 	infra/lint.sh venv
@@ -72,7 +72,7 @@ stack-up:
 stack-down:
 	tests/stack/down
 
-## The three workloads of the README's results, every policy with its knob swept (frontiers):
+## The three workloads of docs/results.md, every policy with its knob swept (frontiers):
 ## 14 days of ServeGen m-large (knobs chosen on the first 7 days, the last 7 scored), the Azure
 ## conversation trace superposed 20 times, and burst-180. 1-hour workloads burn in 900 s (the
 ## metric window) instead of the default 1800 s so that half an hour is scored.
@@ -118,7 +118,7 @@ fuzz:
 invoke-local:
 	tests/stack/invoke-local
 
-## Local Lambda figures (README, "Lambda figures"): cold init, peak RSS, tick CPU for 20 targets
+## Local Lambda figures (docs/results.md, "Lambda figures"): cold init, peak RSS, tick CPU for 20 targets
 ## through the Runtime API emulator, on a stack of its own (up, measure, down). Not in `make test`.
 lambda-figures:
 	tests/stack/up

@@ -9,7 +9,7 @@ launch seeds: mean, standard deviation, a 95 % t-interval of the mean, and how m
 miss G1's 0.01-point tolerance. The same for every quantile x release point of the sweep.
 Raw JSON goes to OUT/<workload>-seed<s>-lead<l>-launch<k>.json and is reused if present.
 
-Example (docs/decision-model.md §9): python3 scripts/g1_noise.py --bin /tmp/prewarm-release
+Example (docs/notebook/2026-11-30-decision-model-measurements.md): python3 scripts/g1_noise.py --bin /tmp/prewarm-release
 --traces /work/shared/traces --workload servegen --seed 2 --lead 90 --launch-seeds 2,11-20
 """
 

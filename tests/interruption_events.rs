@@ -621,7 +621,7 @@ fn instance_ids_are_validated() {
 
 /// A Health event naming 2,000 instances (and each a second time): one notice with the 2,000
 /// ids once each, in the event's order. Its parse time is measured by `cargo bench --bench
-/// events` (README), not asserted here.
+/// events` (docs/results.md, benchmarks), not asserted here.
 #[test]
 fn a_health_event_naming_two_thousand_instances_keeps_them_all_once() {
     let ids: Vec<String> = (0..2000).map(|i| format!("i-{i:017x}")).collect();

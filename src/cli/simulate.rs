@@ -35,7 +35,7 @@ pub struct SimulateArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Seed of the node launch draws (default: --seed). The same requests with other launch
-    /// seeds show how much a comparison moves by chance (docs/decision-model.md §9).
+    /// seeds show how much a comparison moves by chance (see docs/notebook/).
     #[arg(long)]
     pub launch_seed: Option<u64>,
     /// Time compression: 2 plays the trace twice as fast.

@@ -14,7 +14,7 @@ Karpenter alone.
   notice until every replica serves off the reclaimed node.
 
 The measured figures are printed and, with SERVING_GAP_OUT set, appended to that file as JSON
-lines (`make serving-gap` collects them for the README table); they are never asserted as
+lines (`make serving-gap` collects them for the table in docs/results.md); they are never asserted as
 speeds. What is asserted is the behaviour: with prewarm, the replacement is ready before the
 first eviction, which comes before the deadline; the surge pods are Ready before the old pods go
 (so no ready replica is lost when the replacement node is ready in time), and the surge is given
