@@ -6,6 +6,7 @@ so intrinsic functions appear as {"Ref": ...}, {"Fn::GetAtt": [...]}, {"Fn::If":
 import copy
 import json
 import re
+import tomllib
 
 import pytest
 import yaml
@@ -472,3 +473,40 @@ def test_dashboard_is_valid_json_and_shows_every_emf_metric(template):
     for names in EMF_METRICS.values():
         for name in names:
             assert re.search(rf"^#\s+{name}\s", text, re.M), f"{name} missing from the contract comment"
+
+
+# ------------------------------------------------------------------ publishing (Serverless Application Repository)
+
+SAR_KEYS = {"Name", "Description", "Author", "SpdxLicenseId", "LicenseUrl", "ReadmeUrl", "Labels",
+            "HomePageUrl", "SemanticVersion", "SourceCodeUrl"}
+
+
+def test_the_license_file_is_the_one_cargo_declares(repo):
+    cargo = tomllib.loads((repo / "Cargo.toml").read_text())["package"]
+    assert cargo["license"] == "Apache-2.0"
+    text = (repo / "LICENSE").read_text()
+    # The full text, not a pointer to it: its title, its last section and the appendix.
+    assert "Apache License" in text and "Version 2.0, January 2004" in text
+    assert "9. Accepting Warranty or Additional Liability." in text
+    assert "END OF TERMS AND CONDITIONS" in text
+
+
+def test_serverless_repo_metadata_is_complete_and_agrees_with_the_crate(template, repo):
+    app = template["Metadata"]["AWS::ServerlessRepo::Application"]
+    assert SAR_KEYS <= set(app), f"missing {sorted(SAR_KEYS - set(app))}"
+    cargo = tomllib.loads((repo / "Cargo.toml").read_text())["package"]
+    assert app["SpdxLicenseId"] == cargo["license"]
+    assert app["SemanticVersion"] == cargo["version"]
+    chart = yaml.safe_load((repo / "infra/helm/prewarm/Chart.yaml").read_text())
+    assert app["SemanticVersion"] == chart["appVersion"], "the chart's appVersion is the release"
+    # `sam package` uploads these two local files with the application.
+    for key in ("LicenseUrl", "ReadmeUrl"):
+        assert (repo / app[key]).is_file(), key
+    for key in ("HomePageUrl", "SourceCodeUrl"):
+        assert app[key].startswith("https://"), key
+    # The repository's own limits: a name of 1-140 letters, digits and dashes, a description of
+    # at most 256 characters, at most 10 labels of 1-127 characters each.
+    assert re.fullmatch(r"[A-Za-z0-9-]{1,140}", app["Name"])
+    assert 0 < len(app["Description"]) <= 256
+    assert 0 < len(app["Labels"]) <= 10
+    assert all(re.fullmatch(r"[A-Za-z0-9+\-_:/@]{1,127}", label) for label in app["Labels"])
