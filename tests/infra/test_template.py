@@ -467,7 +467,7 @@ def test_dashboard_is_valid_json_and_shows_every_emf_metric(template):
                    if isinstance(m[0], dict)]
     for dim, names in EMF_METRICS.items():
         for name in names:
-            assert any(f"{{x-EmfNamespace,{dim}}} MetricName=\"{name}\"" in e for e in expressions), (dim, name)
+            assert any(f"{{\"x-EmfNamespace\",{dim}}} MetricName=\"{name}\"" in e for e in expressions), (dim, name)
     # The names in the template's contract comment are the ones on the dashboard.
     text = TEMPLATE.read_text()
     for names in EMF_METRICS.values():
@@ -510,3 +510,66 @@ def test_serverless_repo_metadata_is_complete_and_agrees_with_the_crate(template
     assert 0 < len(app["Description"]) <= 256
     assert 0 < len(app["Labels"]) <= 10
     assert all(re.fullmatch(r"[A-Za-z0-9+\-_:/@]{1,127}", label) for label in app["Labels"])
+
+
+# ------------------------------------------------------------------ partitions
+
+# The CloudWatch console of each partition (the host a browser opens) and the URL suffix
+# CloudFormation gives there (AWS::URLSuffix is amazonaws.com in GovCloud: not the console's).
+PARTITIONS = {
+    "aws": ("us-east-1", "amazonaws.com", "https://console.aws.amazon.com/cloudwatch/home?region=us-east-1"),
+    "aws-cn": ("cn-north-1", "amazonaws.com.cn", "https://console.amazonaws.cn/cloudwatch/home?region=cn-north-1"),
+    "aws-us-gov": ("us-gov-west-1", "amazonaws.com",
+                   "https://console.amazonaws-us-gov.com/cloudwatch/home?region=us-gov-west-1"),
+}
+
+
+def resolve(node, tpl: dict, pseudo: dict, refs: dict):
+    """Value of Sub / FindInMap / Ref / Join with the pseudo parameters and resource refs given."""
+    if isinstance(node, str):
+        return node
+    if isinstance(node, list):
+        return [resolve(n, tpl, pseudo, refs) for n in node]
+    ((fn, arg),) = node.items()
+    if fn == "Ref":
+        return pseudo.get(arg, refs.get(arg))
+    if fn == "Fn::FindInMap":
+        m, k1, k2 = (resolve(a, tpl, pseudo, refs) for a in arg)
+        return tpl["Mappings"][m][k1][k2]
+    if fn == "Fn::Join":
+        sep, parts = arg
+        return sep.join(resolve(parts, tpl, pseudo, refs))
+    if fn == "Fn::Sub":
+        text, local = (arg, {}) if isinstance(arg, str) else (arg[0], arg[1])
+        env = pseudo | refs | {k: resolve(v, tpl, pseudo, refs) for k, v in local.items()}
+        return re.sub(r"\$\{([^}!]+)\}", lambda m: env[m.group(1)], text)
+    raise AssertionError(f"{fn} not resolved by this test")
+
+
+@pytest.mark.parametrize("partition", sorted(PARTITIONS))
+def test_the_dashboard_url_opens_the_console_of_the_stacks_partition(template, partition):
+    region, suffix, console = PARTITIONS[partition]
+    pseudo = {"AWS::Partition": partition, "AWS::Region": region, "AWS::URLSuffix": suffix}
+    url = resolve(template["Outputs"]["DashboardUrl"]["Value"], template, pseudo, {"Dashboard": "prewarm-x"})
+    assert url == f"{console}#dashboards:name=prewarm-x"
+
+
+def test_vpc_mode_gets_only_the_network_interface_policy(template):
+    """In VPC mode the functions need to manage their ENIs, nothing more: the VPC execution role
+    policy would also give logs:CreateLogGroup / PutLogEvents on every log group of the account,
+    where each function may write only its own group (OwnLogGroup)."""
+    for role in ("TickRole", "InterruptionRole"):
+        arns = template["Resources"][role]["Properties"]["ManagedPolicyArns"]
+        assert arns["Fn::If"][0] == "HasVpc" and arns["Fn::If"][2] == {"Ref": "AWS::NoValue"}
+        (arn,) = arns["Fn::If"][1]
+        assert arn == {"Fn::Sub": "arn:${AWS::Partition}:iam::aws:policy/service-role/AWSLambdaENIManagementAccess"}
+    assert "AWSLambdaVPCAccessExecutionRole" not in re.sub(r"#.*", "", TEMPLATE.read_text())
+
+
+def test_dashboard_search_expressions_quote_the_namespace(template):
+    """EmfNamespace may hold '/', '.', ':' or '#' (its AllowedPattern): unquoted, SEARCH reads
+    them as operators and the widget stays empty."""
+    body = template["Resources"]["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
+    searches = re.findall(r"SEARCH\('\{(.*?),\w+\}", body)
+    assert len(searches) >= 12
+    assert set(searches) == {'\\"${EmfNamespace}\\"'}, set(searches)
