@@ -193,7 +193,7 @@ def test_tick_concurrency_reservation_is_optional_and_off_by_default(template):
 def test_an_alarm_watches_handled_errors_without_dimensions(template):
     """The handlers report 401/403/AMP denied as EMF Errors, never as a failed invocation."""
     alarms = [a["Properties"] for a in template["Resources"].values() if a["Type"] == "AWS::CloudWatch::Alarm"]
-    handled = [a for a in alarms if a["Namespace"] == {"Ref": "EmfNamespace"}]
+    handled = [a for a in alarms if a.get("Namespace") == {"Ref": "EmfNamespace"}]
     assert len(handled) == 1
     (a,) = handled
     assert a["MetricName"] == "Errors" and "Dimensions" not in a and "Metrics" not in a

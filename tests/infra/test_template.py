@@ -322,15 +322,17 @@ def test_every_rule_targets_the_queue_and_may_send_to_it(template):
 def test_alarms_cover_dlq_errors_and_a_silent_tick(template):
     alarms = resources_of(template, "AWS::CloudWatch::Alarm")
     by_metric = {(str(a["Properties"]["Namespace"]), a["Properties"]["MetricName"]): a["Properties"]
-                 for a in alarms.values()}
+                 for a in alarms.values() if "Namespace" in a["Properties"]}
     dlq = by_metric[("AWS/SQS", "ApproximateNumberOfMessagesVisible")]
     assert dlq["Dimensions"][0]["Value"] == {"Fn::GetAtt": ["InterruptionDeadLetterQueue", "QueueName"]}
     assert (dlq["ComparisonOperator"], dlq["Threshold"]) == ("GreaterThanThreshold", 0)
     silent = by_metric[("AWS/Lambda", "Invocations")]
     assert silent["ComparisonOperator"] == "LessThanThreshold" and silent["Threshold"] == 1
+    # Kept on purpose (the template says why): Lambda publishes no zero for a tick that did not
+    # run, so missing data is the one thing this alarm can see.
     assert silent["TreatMissingData"] == "breaching"
-    errors = [a for a in alarms.values() if a["Properties"]["MetricName"] == "Errors"
-              and a["Properties"]["Namespace"] == "AWS/Lambda"]
+    errors = [a for a in alarms.values() if a["Properties"].get("MetricName") == "Errors"
+              and a["Properties"].get("Namespace") == "AWS/Lambda"]
     assert {a["Properties"]["Dimensions"][0]["Value"]["Ref"] for a in errors} == {"TickFunction", "InterruptionFunction"}
 
 
@@ -573,3 +575,110 @@ def test_dashboard_search_expressions_quote_the_namespace(template):
     searches = re.findall(r"SEARCH\('\{(.*?),\w+\}", body)
     assert len(searches) >= 12
     assert set(searches) == {'\\"${EmfNamespace}\\"'}, set(searches)
+
+
+
+# ------------------------------------------------------------------ alarms an on-call engineer needs
+
+def alarms_of(tpl) -> dict:
+    return {n: a["Properties"] for n, a in resources_of(tpl, "AWS::CloudWatch::Alarm").items()}
+
+
+def notice_kinds(repo) -> list[str]:
+    """The Kind dimension values the interruption path publishes (NoticeKind::as_str)."""
+    text = (repo / "src/core/interruption/notice.rs").read_text()
+    body = text[text.index("pub fn as_str(self)"):]
+    body = body[:body.index("\n    }\n")]
+    kinds = re.findall(r'=> "([a-z-]+)"', body)
+    assert "spot-interruption" in kinds and len(kinds) >= 5, kinds
+    return kinds
+
+
+def test_every_alarm_that_pages_also_resolves(template):
+    """A pager that is never told OK stays open: each alarm with AlarmActions has the same
+    OKActions."""
+    alarms = alarms_of(template)
+    assert len(alarms) >= 8
+    for name, a in alarms.items():
+        assert "AlarmActions" in a, name
+        assert a.get("OKActions") == a["AlarmActions"], name
+
+
+def kind_metric_alarm(alarm, metric, stat):
+    """(expression, {kind: metric stat}) of a metric-math alarm over one EMF metric per Kind."""
+    queries = alarm["Metrics"]
+    stats = {q["Id"]: q["MetricStat"] for q in queries if "MetricStat" in q}
+    (expr,) = [q for q in queries if q.get("ReturnData", True) and "Expression" in q]
+    kinds = {}
+    for qid, ms in stats.items():
+        m = ms["Metric"]
+        assert m["Namespace"] == {"Ref": "EmfNamespace"} and m["MetricName"] == metric, qid
+        assert ms["Stat"] == stat, qid
+        ((dim,),) = [m["Dimensions"]]
+        assert dim["Name"] == "Kind"
+        kinds[dim["Value"]] = qid
+    assert all(q.get("ReturnData") is False for q in queries if q is not expr)
+    return expr["Expression"], kinds
+
+
+def test_an_alarm_fires_on_a_drain_that_missed_its_deadline(template, repo):
+    """DrainsBeforeDeadline is 1 for a drain finished in time and 0 for one that was not, per Kind:
+    the smallest value of any kind below 1 is a miss. Every kind the binary publishes is watched."""
+    (a,) = [a for a in alarms_of(template).values()
+            if "DrainsBeforeDeadline" in json.dumps(a.get("Metrics", []))]
+    expr, kinds = kind_metric_alarm(a, "DrainsBeforeDeadline", "Minimum")
+    assert sorted(kinds) == sorted(notice_kinds(repo))
+    assert expr.replace(" ", "") == "MIN([" + ",".join(sorted(kinds.values())) + "])"
+    assert (a["ComparisonOperator"], a["Threshold"]) == ("LessThanThreshold", 1)
+    # No drain finished: nothing to say.
+    assert a["TreatMissingData"] == "notBreaching"
+
+
+def test_an_alarm_fires_on_pods_blocking_drains(template, repo):
+    (a,) = [a for a in alarms_of(template).values() if "BlockedPods" in json.dumps(a.get("Metrics", []))]
+    expr, kinds = kind_metric_alarm(a, "BlockedPods", "Maximum")
+    assert sorted(kinds) == sorted(notice_kinds(repo))
+    assert expr.replace(" ", "") == "MAX([" + ",".join(sorted(kinds.values())) + "])"
+    assert (a["ComparisonOperator"], a["Threshold"]) == ("GreaterThanThreshold", 0)
+    # A PDB holding an eviction for a moment is the drain working; only a lasting block pages.
+    assert a["EvaluationPeriods"] >= 3 and a["DatapointsToAlarm"] == a["EvaluationPeriods"]
+    assert a["TreatMissingData"] == "notBreaching"
+
+
+def test_an_alarm_fires_when_nothing_consumes_the_interruption_queue(template):
+    """A disabled (or deleted, or throttled) event source mapping leaves notices in the queue: the
+    age of the oldest message grows. A working queue holds nothing older than one delayed
+    continuation (DelaySeconds at most 900) plus a check."""
+    (a,) = [a for a in alarms_of(template).values() if a.get("MetricName") == "ApproximateAgeOfOldestMessage"]
+    assert a["Namespace"] == "AWS/SQS"
+    assert a["Dimensions"] == [{"Name": "QueueName", "Value": {"Fn::GetAtt": ["InterruptionQueue", "QueueName"]}}]
+    assert a["Statistic"] == "Maximum" and a["ComparisonOperator"] == "GreaterThanThreshold"
+    assert 900 < a["Threshold"] <= 1800
+    assert a["TreatMissingData"] == "notBreaching"
+
+
+def test_the_dashboard_shows_missed_drains_as_a_count(template, repo):
+    """A 0/1 metric's Sum counts the drains in time and hides the misses: the dashboard plots
+    misses per kind, SampleCount - Sum (drains finished minus drains in time)."""
+    body = template["Resources"]["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
+    rendered = re.sub(r"\$\{([^}!]+)\}", lambda m: "x-" + m.group(1).replace(".", "-").replace(":", "-"), body)
+    dash = json.loads(rendered)
+    (widget,) = [w for w in dash["widgets"] if "missed" in w["properties"]["title"].lower()]
+    metrics = widget["properties"]["metrics"]
+    stats = {}
+    for m in metrics:
+        if isinstance(m[0], str):
+            ns, name, dim, value, opts = m
+            assert (ns, name, dim) == ("x-EmfNamespace", "DrainsBeforeDeadline", "Kind")
+            assert opts["visible"] is False
+            stats[opts["id"]] = (value, opts["stat"])
+    exprs = [m[0]["expression"] for m in metrics if isinstance(m[0], dict)]
+    misses = {}
+    for e in exprs:
+        mm = re.fullmatch(r"(\w+) - (\w+)", e)
+        assert mm, e
+        (k1, s1), (k2, s2) = stats[mm.group(1)], stats[mm.group(2)]
+        assert k1 == k2 and (s1, s2) == ("SampleCount", "Sum"), e
+        misses[k1] = e
+    assert sorted(misses) == sorted(notice_kinds(repo))
+    assert "'Sum', 60)\", \"id\": \"drains\"" not in body
