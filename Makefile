@@ -128,8 +128,13 @@ lambda-figures:
 ## venv's python3 has ziglang (sam itself is only in the infra venv, found after it).
 DEPLOY_PATH := $(LAMBDA_VENV):$(INFRA_VENV):$(PATH)
 
+## The guided deploy saves its answers (cluster name, workspace, topic) in the config file it
+## reads: a copy of samconfig.toml of your own, made on the first run, never the tracked file.
+SAMCONFIG ?= $(HOME)/.config/prewarm/samconfig.toml
+
 deploy:
 	infra/lint.sh venv
 	tests/stack/install
 	PATH="$(DEPLOY_PATH)" sam build
-	PATH="$(DEPLOY_PATH)" sam deploy --guided
+	test -f "$(SAMCONFIG)" || { mkdir -p "$(dir $(SAMCONFIG))" && cp samconfig.toml "$(SAMCONFIG)"; }
+	PATH="$(DEPLOY_PATH)" sam deploy --guided --config-file "$(SAMCONFIG)"
