@@ -6,6 +6,7 @@ checks as each function's own user run on the local apiserver (tests/e2e/test_in
 """
 
 import json
+import re
 import subprocess
 
 import pytest
@@ -27,7 +28,8 @@ def test_helm_lint():
 
 
 def test_committed_rbac_is_the_charts_render():
-    """The local stack applies infra/k8s/rbac.yaml: it must be what the chart renders today."""
+    """The local stack applies infra/k8s/rbac.yaml: it must be what the chart renders today for
+    the examples file's targets."""
     out = subprocess.run([str(CHART_SH), "rbac-stdout"], capture_output=True, text=True, check=True).stdout
     assert (REPO / "infra/k8s/rbac.yaml").read_text() == out, "run infra/chart.sh rbac"
 
@@ -262,3 +264,86 @@ def test_the_hook_image_runs_as_the_user_the_chart_expects():
     dockerfile = (REPO / "Dockerfile").read_text()
     assert "USER 65532:65532" in dockerfile
     assert 'ENTRYPOINT ["/prewarm"]' in dockerfile
+
+
+# ------------------------------------------------------------------ values: defaults, examples, schema
+
+EXAMPLES = CHART / "values-examples.yaml"
+
+
+def helm(*args: str) -> subprocess.CompletedProcess:
+    exe = subprocess.run([str(REPO / "infra/tools.sh"), "helm"], capture_output=True, text=True, check=True).stdout.strip()
+    return subprocess.run([exe, *args], capture_output=True, text=True)
+
+
+def test_the_defaults_install_nothing_that_needs_a_namespace_of_yours():
+    """Out of the box no target: no Role in a namespace that may not exist, no headroom object.
+    The examples are a values file of their own (helm install -f values-examples.yaml)."""
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    assert values["targets"] == []
+    docs = render()
+    assert {d["metadata"].get("namespace") for d in docs} <= {None, "prewarm"}
+    assert not [d for d in docs if d["kind"] in ("Deployment", "CapacityBuffer", "PodTemplate")]
+    examples = yaml.safe_load(EXAMPLES.read_text())
+    assert examples["targets"], "the examples file shows at least one target"
+
+
+@pytest.mark.parametrize("values", [[], ["-f", str(EXAMPLES)]], ids=["defaults", "examples"])
+def test_helm_lint_strict(values):
+    r = helm("lint", "--strict", str(CHART), "--namespace", "prewarm", *values)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def bad_target(**change) -> dict:
+    t = json.loads(json.dumps(SAMPLE_TARGETS[0]))
+    for k, v in change.items():
+        if v is None:
+            t.pop(k)
+        else:
+            t[k] = v
+    return t
+
+
+BAD_VALUES = [
+    # a typo of nodePool: refused by name (it used to render resourceNames: [null])
+    ("typo", [bad_target(nodePool=None, nodepool="gpu")], ["nodepool", "nodePool"]),
+    # no headroom: refused by name (it used to fail with a nil pointer)
+    ("no headroom", [bad_target(headroom=None)], ["headroom"]),
+    # a balloon without its namespace
+    ("no namespace", [bad_target(headroom={"kind": "balloon", "name": "b"})], ["namespace"]),
+    ("capacityBuffer without namespace", [bad_target(headroom={"kind": "capacityBuffer", "name": "b"})], ["namespace"]),
+    ("unknown kind", [bad_target(headroom={"kind": "ballon", "namespace": "p", "name": "b"})], ["kind"]),
+    ("no maxSpare", [bad_target(maxSpare=None)], ["maxSpare"]),
+    ("unknown server", [bad_target(server="ollama")], ["server"]),
+]
+
+
+@pytest.mark.parametrize("case,targets,names", BAD_VALUES, ids=[c[0] for c in BAD_VALUES])
+def test_the_schema_refuses_bad_targets_naming_the_field(case, targets, names):
+    r = helm("template", "prewarm", str(CHART), "--namespace", "prewarm", "--set-json", "targets=" + json.dumps(targets))
+    assert r.returncode != 0, f"{case} rendered"
+    assert "schema" in r.stderr.lower(), r.stderr
+    for n in names:
+        assert n in r.stderr, (n, r.stderr)
+
+
+def test_the_schema_refuses_a_top_level_typo():
+    r = helm("template", "prewarm", str(CHART), "--set", "restorehook.image=x")
+    assert r.returncode != 0 and "restorehook" in r.stderr, r.stderr
+
+
+def test_the_schema_knows_every_target_field_of_the_binary():
+    """The binary refuses unknown target fields at start-up (deny_unknown_fields): the schema
+    refuses them at `helm install`, and lets every real one through."""
+    text = (REPO / "src/core/spec.rs").read_text()
+    body = text[text.index("pub struct TargetSpec {"):]
+    body = body[:body.index("\n}")]
+    fields = set()
+    for name in re.findall(r"pub (\w+):", body):
+        first, *rest = name.split("_")
+        fields.add(first + "".join(p.title() for p in rest))
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    ref = schema["properties"]["targets"]["items"]["$ref"]
+    target = schema["definitions"][ref.rsplit("/", 1)[1]]
+    assert target["additionalProperties"] is False
+    assert set(target["properties"]) == fields | {"chart"}

@@ -433,8 +433,8 @@ def test_default_targets_parse_as_the_crate_expects(template, repo):
     text = spec.read_text()
     fields, required = _rust_struct_fields(text, "TargetSpec")
     assert {"name", "nodePool", "headroom", "maxSpare"} <= fields, fields
-    # The default targets are the chart's (the template reads them from its ConfigMap).
-    values = yaml.safe_load((repo / "infra/helm/prewarm/values.yaml").read_text())
+    # The example targets are the chart's (the template reads them from its ConfigMap).
+    values = yaml.safe_load((repo / "infra/helm/prewarm/values-examples.yaml").read_text())
     targets = [{k: v for k, v in t.items() if k != "chart"} for t in values["targets"]]
     assert template["Parameters"]["TargetsConfigMap"]["Default"] == "prewarm/prewarm-targets"
     assert targets
