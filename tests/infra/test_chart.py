@@ -347,3 +347,44 @@ def test_the_schema_knows_every_target_field_of_the_binary():
     target = schema["definitions"][ref.rsplit("/", 1)[1]]
     assert target["additionalProperties"] is False
     assert set(target["properties"]) == fields | {"chart"}
+
+
+# ------------------------------------------------------------------ the placeholders' PriorityClass
+
+def render_release(release: str, *args: str) -> list[dict]:
+    exe = subprocess.run([str(REPO / "infra/tools.sh"), "helm"], capture_output=True, text=True, check=True).stdout.strip()
+    out = subprocess.run([exe, "template", release, str(CHART), "--namespace", "prewarm", *args],
+                         capture_output=True, text=True, check=True).stdout
+    return [d for d in yaml.safe_load_all(out) if d]
+
+
+def priority_classes(docs) -> list[str]:
+    return [d["metadata"]["name"] for d in docs if d["kind"] == "PriorityClass"]
+
+
+def test_a_capacity_buffer_only_install_still_gets_the_placeholders_priority_class():
+    """Every drain's replacement placeholder uses the class, whatever the target's headroom."""
+    buffer_only = [t for t in SAMPLE_TARGETS if t["headroom"]["kind"] != "balloon"]
+    docs = render_release("prewarm", "--set-json", "targets=" + json.dumps(buffer_only))
+    assert priority_classes(docs) == ["prewarm-balloon"]
+    (pc,) = [d for d in docs if d["kind"] == "PriorityClass"]
+    assert pc["value"] < 0 and pc["preemptionPolicy"] == "Never" and pc["globalDefault"] is False
+    assert priority_classes(render_release("prewarm")) == [], "no target, nothing to drain into"
+
+
+def test_two_releases_get_two_priority_classes_and_their_balloons_use_their_own():
+    a = render_release("prewarm", "--set-json", "targets=" + json.dumps(SAMPLE_TARGETS))
+    b = render_release("team-b", "--set-json", "targets=" + json.dumps(SAMPLE_TARGETS))
+    assert priority_classes(a) == ["prewarm-balloon"] and priority_classes(b) == ["team-b-balloon"]
+    for docs, name in ((a, "prewarm-balloon"), (b, "team-b-balloon")):
+        (balloon,) = [d for d in docs if d["kind"] == "Deployment"]
+        assert balloon["spec"]["template"]["spec"]["priorityClassName"] == name
+    # An explicit name still wins (an existing cluster's class).
+    c = render_release("x", "--set-json", "targets=" + json.dumps(SAMPLE_TARGETS), "--set", "balloon.priorityClassName=spare")
+    assert priority_classes(c) == ["spare"]
+
+
+def test_the_template_default_is_the_class_of_a_release_named_prewarm(template):
+    assert template["Parameters"]["BalloonPriorityClass"]["Default"] == "prewarm-balloon"
+    assert priority_classes(render_release("prewarm", "--set-json", "targets=" + json.dumps(SAMPLE_TARGETS))) == [
+        template["Parameters"]["BalloonPriorityClass"]["Default"]]

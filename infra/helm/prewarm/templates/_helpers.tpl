@@ -5,6 +5,13 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end }}
 
+{{/* The PriorityClass of balloon pods and of every drain's replacement placeholder: per release
+(<release>-balloon, so two releases never share or delete each other's), unless
+balloon.priorityClassName names one. The stack's BalloonPriorityClass must be this name. */}}
+{{- define "prewarm.priorityClassName" -}}
+{{- .Values.balloon.priorityClassName | default (printf "%s-balloon" .Release.Name) -}}
+{{- end }}
+
 {{/* The targets as the binary reads them: every field but the chart-only `chart`. */}}
 {{- define "prewarm.targetSpecs" -}}
 {{- $out := list }}
