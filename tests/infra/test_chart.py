@@ -388,3 +388,18 @@ def test_the_template_default_is_the_class_of_a_release_named_prewarm(template):
     assert template["Parameters"]["BalloonPriorityClass"]["Default"] == "prewarm-balloon"
     assert priority_classes(render_release("prewarm", "--set-json", "targets=" + json.dumps(SAMPLE_TARGETS))) == [
         template["Parameters"]["BalloonPriorityClass"]["Default"]]
+
+
+# ------------------------------------------------------------------ upgrades keep the tick's count
+
+def test_headroom_objects_keep_their_live_count_and_start_at_zero():
+    """`helm upgrade` (and every Argo CD sync) used to reset balloons and buffers to replicas: 0,
+    dropping the warm capacity on each values change. The count is the live object's (a lookup of
+    the object itself); without a cluster (helm template, first install) it is 0. The real
+    install / scale / upgrade / uninstall runs on the stack (tests/e2e/test_helm_release.py)."""
+    text = (CHART / "templates/balloons.yaml").read_text()
+    assert 'lookup "apps/v1" "Deployment" .headroom.namespace .headroom.name' in text
+    assert 'lookup "autoscaling.x-k8s.io/v1beta1" "CapacityBuffer" .headroom.namespace .headroom.name' in text
+    assert not re.search(r"^\s*replicas: 0\s*$", text, re.M), "a hard-coded count resets the tick's"
+    docs = render("--set-json", "targets=" + json.dumps(SAMPLE_TARGETS))
+    assert [d["spec"]["replicas"] for d in docs if d["kind"] in ("Deployment", "CapacityBuffer")] == [0, 0]
