@@ -3,7 +3,7 @@
 
 The upgrade must keep the balloon's live replica count (the chart looks the object up) and
 uninstall must leave nothing of the release behind. The release has a namespace, a NodePool name
-and a release name of its own (so its PriorityClass, <release>-balloon, is its own); the NodePool
+and a release name of its own (so its PriorityClass, <fullname>-balloon, is its own); the NodePool
 does not exist, so the balloon pods stay Pending and Karpenter launches nothing for them.
 """
 
@@ -50,7 +50,7 @@ def test_install_upgrade_keeps_the_live_count_and_uninstall_leaves_nothing(k8s, 
          "--set-json", "targets=" + json.dumps(target(4)))
     balloon = k8s.get("deployment", "balloon-check", NAMESPACE)
     assert balloon["spec"]["replicas"] == 0
-    assert k8s.get("priorityclass", f"{RELEASE}-balloon") is not None
+    assert k8s.get("priorityclass", f"{RELEASE}-prewarm-balloon") is not None
     # What the tick does: size the balloon (here as the admin; the RBAC checks are elsewhere).
     k8s.run("scale", "deployment/balloon-check", "-n", NAMESPACE, "--replicas=2")
 
@@ -65,5 +65,5 @@ def test_install_upgrade_keeps_the_live_count_and_uninstall_leaves_nothing(k8s, 
         assert not k8s.get(kind, namespace=NAMESPACE, selector=selector), kind
     for kind in ("clusterrole", "clusterrolebinding", "priorityclass"):
         assert not k8s.get(kind, selector=selector), kind
-    assert k8s.get("priorityclass", f"{RELEASE}-balloon") is None
+    assert k8s.get("priorityclass", f"{RELEASE}-prewarm-balloon") is None
     assert k8s.get("deployment", "balloon-check", NAMESPACE) is None

@@ -162,12 +162,6 @@ def test_headroom_objects_and_configmap_are_rendered(sample):
     assert not any("chart" in t for t in targets), "chart-only settings never reach the binary"
 
 
-def test_access_entry_groups_are_the_charts(template):
-    tpl = template
-    values = yaml.safe_load((CHART / "values.yaml").read_text())
-    entries = {n: r["Properties"] for n, r in tpl["Resources"].items() if r["Type"] == "AWS::EKS::AccessEntry"}
-    assert entries["TickAccessEntry"]["KubernetesGroups"] == [values["groups"]["tick"]]
-    assert entries["InterruptionAccessEntry"]["KubernetesGroups"] == [values["groups"]["interruption"]]
 
 
 def test_deleting_past_a_pdb_is_an_opt_in_permission():
@@ -375,8 +369,8 @@ def test_a_capacity_buffer_only_install_still_gets_the_placeholders_priority_cla
 def test_two_releases_get_two_priority_classes_and_their_balloons_use_their_own():
     a = render_release("prewarm", "--set-json", "targets=" + json.dumps(SAMPLE_TARGETS))
     b = render_release("team-b", "--set-json", "targets=" + json.dumps(SAMPLE_TARGETS))
-    assert priority_classes(a) == ["prewarm-balloon"] and priority_classes(b) == ["team-b-balloon"]
-    for docs, name in ((a, "prewarm-balloon"), (b, "team-b-balloon")):
+    assert priority_classes(a) == ["prewarm-balloon"] and priority_classes(b) == ["team-b-prewarm-balloon"]
+    for docs, name in ((a, "prewarm-balloon"), (b, "team-b-prewarm-balloon")):
         (balloon,) = [d for d in docs if d["kind"] == "Deployment"]
         assert balloon["spec"]["template"]["spec"]["priorityClassName"] == name
     # An explicit name still wins (an existing cluster's class).
@@ -403,3 +397,78 @@ def test_headroom_objects_keep_their_live_count_and_start_at_zero():
     assert not re.search(r"^\s*replicas: 0\s*$", text, re.M), "a hard-coded count resets the tick's"
     docs = render("--set-json", "targets=" + json.dumps(SAMPLE_TARGETS))
     assert [d["spec"]["replicas"] for d in docs if d["kind"] in ("Deployment", "CapacityBuffer")] == [0, 0]
+
+
+# ------------------------------------------------------------------ chart conventions
+
+ALL_ON = ["--set-json", "targets=" + json.dumps(SAMPLE_TARGETS), "--set", "prepull.enabled=true",
+          "--set", "pdbExample.enabled=true", "--set", f"restoreHook.image={HOOK_IMAGE}"]
+
+
+def test_every_object_carries_the_recommended_labels():
+    for d in render_release("prewarm", *ALL_ON):
+        labels = d["metadata"].get("labels", {})
+        for key in ("app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/version",
+                    "app.kubernetes.io/managed-by", "app.kubernetes.io/part-of", "helm.sh/chart"):
+            assert key in labels, (d["kind"], d["metadata"]["name"], key)
+        assert labels["app.kubernetes.io/instance"] == "prewarm"
+
+
+def test_name_and_fullname_overrides():
+    names = lambda docs: {(d["kind"], d["metadata"]["name"]) for d in docs}
+    plain = names(render_release("prewarm", *ALL_ON))
+    assert ("ClusterRole", "prewarm-tick") in plain and ("Job", "prewarm-restore-hook") in plain
+    other = names(render_release("team-b", *ALL_ON))
+    assert ("ClusterRole", "team-b-prewarm-tick") in other
+    full = names(render_release("team-b", *ALL_ON, "--set", "fullnameOverride=pw"))
+    assert ("ClusterRole", "pw-tick") in full and ("Job", "pw-restore-hook") in full
+    assert ("PriorityClass", "pw-balloon") in full
+    named = render_release("prewarm", *ALL_ON, "--set", "nameOverride=warm")
+    assert {d["metadata"]["labels"]["app.kubernetes.io/name"] for d in named
+            if d["kind"] == "ClusterRole"} == {"warm"}
+
+
+def test_the_restore_job_takes_node_selector_tolerations_and_pull_secrets():
+    docs = render_release("prewarm", *ALL_ON, "--set-json", 'restoreHook.nodeSelector={"kubernetes.io/os":"linux"}',
+                          "--set-json", 'restoreHook.tolerations=[{"key":"CriticalAddonsOnly","operator":"Exists"}]',
+                          "--set-json", 'imagePullSecrets=[{"name":"registry"}]')
+    (job,) = [d for d in docs if d["kind"] == "Job"]
+    pod = job["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"kubernetes.io/os": "linux"}
+    assert pod["tolerations"] == [{"key": "CriticalAddonsOnly", "operator": "Exists"}]
+    assert pod["imagePullSecrets"] == [{"name": "registry"}]
+
+
+def notes(tmp_path, *args: str) -> str:
+    """NOTES.txt as `helm install` prints it, rendered offline: helm template leaves NOTES out and
+    install needs a cluster, so a copy of the chart wraps the file in a template of its own."""
+    import shutil
+    chart = tmp_path / "prewarm"
+    shutil.copytree(CHART, chart)
+    text = (chart / "templates/NOTES.txt").read_text()
+    (chart / "templates/NOTES.txt").unlink()
+    (chart / "templates/_notes.tpl").write_text('{{- define "notes.check" -}}\n' + text + "\n{{- end }}\n")
+    (chart / "templates/notes-check.yaml").write_text('notes: {{ include "notes.check" . | quote }}\n')
+    exe = subprocess.run([str(REPO / "infra/tools.sh"), "helm"], capture_output=True, text=True, check=True).stdout.strip()
+    out = subprocess.run([exe, "template", "prewarm", str(chart), "-n", "prewarm", "--show-only",
+                          "templates/notes-check.yaml", *args], capture_output=True, text=True, check=True).stdout
+    return yaml.safe_load(out)["notes"]
+
+
+def test_notes_give_the_next_step(tmp_path):
+    empty = notes(tmp_path)
+    assert "values-examples.yaml" in empty, "no target yet: say how to add one"
+    for out in (empty, notes(tmp_path / "b", "-f", str(EXAMPLES))):
+        assert "TargetsConfigMap=prewarm/prewarm-targets" in out
+        assert "TickKubernetesGroup=prewarm-tick" in out and "InterruptionKubernetesGroup=prewarm-interruption" in out
+        assert "BalloonPriorityClass=prewarm-balloon" in out
+
+
+def test_the_stacks_group_parameters_default_to_the_charts_groups(template):
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    params = template["Parameters"]
+    assert params["TickKubernetesGroup"]["Default"] == values["groups"]["tick"]
+    assert params["InterruptionKubernetesGroup"]["Default"] == values["groups"]["interruption"]
+    entries = {n: r["Properties"] for n, r in template["Resources"].items() if r["Type"] == "AWS::EKS::AccessEntry"}
+    assert entries["TickAccessEntry"]["KubernetesGroups"] == [{"Ref": "TickKubernetesGroup"}]
+    assert entries["InterruptionAccessEntry"]["KubernetesGroups"] == [{"Ref": "InterruptionKubernetesGroup"}]
