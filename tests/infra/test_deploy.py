@@ -300,3 +300,15 @@ def test_every_parameter_is_in_exactly_one_group_in_prompt_order(template):
     # The one question without a default is the first one asked.
     undefaulted = [p for p, d in template["Parameters"].items() if "Default" not in d]
     assert undefaulted == ["ClusterName"] and grouped[0] == "ClusterName"
+
+
+def test_make_deploy_installs_only_what_deploy_needs():
+    """A user's `make deploy` must not apt-get, stop their Prometheus service or build the test
+    stack's venvs: only sam (infra venv) and cargo-lambda + zig (lambda venv)."""
+    for target in ("deploy", "build"):
+        out = subprocess.run(["make", "-n", target], cwd=REPO, capture_output=True, text=True, check=True).stdout
+        assert "tests/stack/install" not in out, target
+        assert "infra/tools.sh lambda" in out, target
+    tools = (REPO / "infra/tools.sh").read_text()
+    assert "apt-get" not in tools and "systemctl" not in tools
+    assert not re.search(r"\bvenv (moto|localstack|e2e)\b", tools)
