@@ -23,7 +23,7 @@ LAMBDA_VENV := $(HOME)/.cache/prewarm/venv/lambda/bin
 INFRA_VENV := $(HOME)/.cache/prewarm/venv/infra/bin
 
 build:
-	tests/stack/install
+	infra/tools.sh lambda >/dev/null
 	PATH="$(LAMBDA_VENV):$$PATH" cargo lambda build --release --$(ARCH)
 
 ## Everything CI runs. e2e runs every Rust test too (`cargo test -- --include-ignored`, with the
@@ -45,7 +45,7 @@ infra-test:
 ## checkout that only touched files; cargo's own freshness check (mtimes) decides instead.
 sam-build:
 	infra/lint.sh venv
-	tests/stack/install
+	infra/tools.sh lambda >/dev/null
 	PATH="$(DEPLOY_PATH)" sam build --no-cached
 	$(INFRA_VENV)/python -m pytest -q tests/build
 
@@ -128,8 +128,13 @@ lambda-figures:
 ## venv's python3 has ziglang (sam itself is only in the infra venv, found after it).
 DEPLOY_PATH := $(LAMBDA_VENV):$(INFRA_VENV):$(PATH)
 
+## The guided deploy saves its answers (cluster name, workspace, topic) in the config file it
+## reads: a copy of samconfig.toml of your own, made on the first run, never the tracked file.
+SAMCONFIG ?= $(HOME)/.config/prewarm/samconfig.toml
+
 deploy:
 	infra/lint.sh venv
-	tests/stack/install
+	infra/tools.sh lambda >/dev/null
 	PATH="$(DEPLOY_PATH)" sam build
-	PATH="$(DEPLOY_PATH)" sam deploy --guided
+	test -f "$(SAMCONFIG)" || { mkdir -p "$(dir $(SAMCONFIG))" && cp samconfig.toml "$(SAMCONFIG)"; }
+	PATH="$(DEPLOY_PATH)" sam deploy --guided --config-file "$(SAMCONFIG)"

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Installs the cluster-side tools the infra checks use into $HOME/.cache/prewarm/bin (idempotent),
-# built from the Go module proxy so a fresh machine or CI needs only the Go toolchain:
-#   helm   helm lint / helm template / the chart's server-side dry run (infra/helm/prewarm)
-# Prints the path of the tool asked for:  infra/tools.sh helm
+# Installs the tools building, checking and deploying need (idempotent), nothing of the test stack:
+#   helm    into $HOME/.cache/prewarm/bin, built from the Go module proxy (a fresh machine or CI
+#           needs only the Go toolchain): helm lint / template, the chart's dry run
+#   lambda  the venv $HOME/.cache/prewarm/venv/lambda: cargo-lambda and zig (the arm64 build of
+#           `make build` / `make deploy`); pinned in tests/stack/versions.env
+# Prints the path of the tool asked for:  infra/tools.sh helm | infra/tools.sh lambda
 set -euo pipefail
 HELM_VERSION=v3.19.2
 BIN="${PREWARM_CACHE:-$HOME/.cache/prewarm}/bin"
@@ -21,7 +23,28 @@ helm_bin() {
   echo "$want"
 }
 
+# The lambda venv, recreated when its pinned package set changed (the stamp is the one
+# tests/stack/install used to write, so an existing venv is kept).
+lambda_venv() {
+  local root dir want
+  root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  # shellcheck source=../tests/stack/versions.env
+  source "$root/tests/stack/versions.env"
+  dir="${PREWARM_CACHE:-$HOME/.cache/prewarm}/venv/lambda"
+  local pkgs=("cargo-lambda==$CARGO_LAMBDA_VERSION" "ziglang==$ZIGLANG_VERSION")
+  want=$(printf '%s\n' "${pkgs[@]}" | sort | sha256sum | cut -c1-16)
+  if [[ ! -f $dir/.prewarm-stamp || $(cat "$dir/.prewarm-stamp") != "$want" ]]; then
+    log "creating venv lambda: ${pkgs[*]}"
+    rm -rf "$dir"
+    python3 -m venv "$dir"
+    "$dir/bin/pip" install -q --disable-pip-version-check "${pkgs[@]}"
+    echo "$want" >"$dir/.prewarm-stamp"
+  fi
+  echo "$dir/bin"
+}
+
 case "${1:-}" in
   helm) helm_bin ;;
-  *) echo "usage: $0 helm" >&2; exit 2 ;;
+  lambda) lambda_venv ;;
+  *) echo "usage: $0 helm|lambda" >&2; exit 2 ;;
 esac

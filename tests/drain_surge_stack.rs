@@ -228,13 +228,13 @@ async fn a_deployment_surge_keeps_a_users_edit() {
         .unwrap();
 }
 
-/// The tests in the `inference` namespace (the chart's default podNamespace, where the
+/// The tests in the `inference` namespace (the chart's example podNamespace, where the
 /// per-function users have their rights) run one at a time: `prewarm restore` gives back every
 /// surge there.
 static INFERENCE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 const INFERENCE_NS: &str = "inference";
 
-/// The chart's default target (values.yaml): podNamespace inference, balloon prewarm/balloon-gpu.
+/// The chart's example target (values-examples.yaml): podNamespace inference, balloon prewarm/balloon-gpu.
 fn chart_target() -> TargetSpec {
     serde_json::from_value(json!({
         "name": "llama", "nodePool": "gpu", "maxSpare": 4, "podNamespace": INFERENCE_NS,

@@ -199,5 +199,12 @@ def test_alarms(deployed):
     ]
     for n in names:
         assert alarms[n]["AlarmActions"] == [PARAMS["AlarmTopicArn"]]
+        assert alarms[n]["OKActions"] == [PARAMS["AlarmTopicArn"]], "a page that never resolves"
+    stalled = c["cloudwatch"].describe_alarms(AlarmNames=[physical["InterruptionQueueStalledAlarm"]])["MetricAlarms"]
+    assert [(a["Namespace"], a["MetricName"]) for a in stalled] == [("AWS/SQS", "ApproximateAgeOfOldestMessage")]
+    # The per-kind drain alarms are metric math: each watches one expression over five series.
+    for logical in ("DrainMissedDeadlineAlarm", "DrainBlockedAlarm"):
+        (a,) = c["cloudwatch"].describe_alarms(AlarmNames=[physical[logical]])["MetricAlarms"]
+        assert len(a["Metrics"]) == 6 and a["OKActions"] == [PARAMS["AlarmTopicArn"]], logical
     # The handled-errors alarm watches the series without dimensions (issue 12, item 5).
     assert alarms[physical["HandledErrorsAlarm"]].get("Dimensions", []) == []

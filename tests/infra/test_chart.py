@@ -6,6 +6,7 @@ checks as each function's own user run on the local apiserver (tests/e2e/test_in
 """
 
 import json
+import re
 import subprocess
 
 import pytest
@@ -27,7 +28,8 @@ def test_helm_lint():
 
 
 def test_committed_rbac_is_the_charts_render():
-    """The local stack applies infra/k8s/rbac.yaml: it must be what the chart renders today."""
+    """The local stack applies infra/k8s/rbac.yaml: it must be what the chart renders today for
+    the examples file's targets."""
     out = subprocess.run([str(CHART_SH), "rbac-stdout"], capture_output=True, text=True, check=True).stdout
     assert (REPO / "infra/k8s/rbac.yaml").read_text() == out, "run infra/chart.sh rbac"
 
@@ -160,12 +162,6 @@ def test_headroom_objects_and_configmap_are_rendered(sample):
     assert not any("chart" in t for t in targets), "chart-only settings never reach the binary"
 
 
-def test_access_entry_groups_are_the_charts(template):
-    tpl = template
-    values = yaml.safe_load((CHART / "values.yaml").read_text())
-    entries = {n: r["Properties"] for n, r in tpl["Resources"].items() if r["Type"] == "AWS::EKS::AccessEntry"}
-    assert entries["TickAccessEntry"]["KubernetesGroups"] == [values["groups"]["tick"]]
-    assert entries["InterruptionAccessEntry"]["KubernetesGroups"] == [values["groups"]["interruption"]]
 
 
 def test_deleting_past_a_pdb_is_an_opt_in_permission():
@@ -262,3 +258,217 @@ def test_the_hook_image_runs_as_the_user_the_chart_expects():
     dockerfile = (REPO / "Dockerfile").read_text()
     assert "USER 65532:65532" in dockerfile
     assert 'ENTRYPOINT ["/prewarm"]' in dockerfile
+
+
+# ------------------------------------------------------------------ values: defaults, examples, schema
+
+EXAMPLES = CHART / "values-examples.yaml"
+
+
+def helm(*args: str) -> subprocess.CompletedProcess:
+    exe = subprocess.run([str(REPO / "infra/tools.sh"), "helm"], capture_output=True, text=True, check=True).stdout.strip()
+    return subprocess.run([exe, *args], capture_output=True, text=True)
+
+
+def test_the_defaults_install_nothing_that_needs_a_namespace_of_yours():
+    """Out of the box no target: no Role in a namespace that may not exist, no headroom object.
+    The examples are a values file of their own (helm install -f values-examples.yaml)."""
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    assert values["targets"] == []
+    docs = render()
+    assert {d["metadata"].get("namespace") for d in docs} <= {None, "prewarm"}
+    assert not [d for d in docs if d["kind"] in ("Deployment", "CapacityBuffer", "PodTemplate")]
+    examples = yaml.safe_load(EXAMPLES.read_text())
+    assert examples["targets"], "the examples file shows at least one target"
+
+
+@pytest.mark.parametrize("values", [[], ["-f", str(EXAMPLES)]], ids=["defaults", "examples"])
+def test_helm_lint_strict(values):
+    r = helm("lint", "--strict", str(CHART), "--namespace", "prewarm", *values)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def bad_target(**change) -> dict:
+    t = json.loads(json.dumps(SAMPLE_TARGETS[0]))
+    for k, v in change.items():
+        if v is None:
+            t.pop(k)
+        else:
+            t[k] = v
+    return t
+
+
+BAD_VALUES = [
+    # a typo of nodePool: refused by name (it used to render resourceNames: [null])
+    ("typo", [bad_target(nodePool=None, nodepool="gpu")], ["nodepool", "nodePool"]),
+    # no headroom: refused by name (it used to fail with a nil pointer)
+    ("no headroom", [bad_target(headroom=None)], ["headroom"]),
+    # a balloon without its namespace
+    ("no namespace", [bad_target(headroom={"kind": "balloon", "name": "b"})], ["namespace"]),
+    ("capacityBuffer without namespace", [bad_target(headroom={"kind": "capacityBuffer", "name": "b"})], ["namespace"]),
+    ("unknown kind", [bad_target(headroom={"kind": "ballon", "namespace": "p", "name": "b"})], ["kind"]),
+    ("no maxSpare", [bad_target(maxSpare=None)], ["maxSpare"]),
+    ("unknown server", [bad_target(server="ollama")], ["server"]),
+]
+
+
+@pytest.mark.parametrize("case,targets,names", BAD_VALUES, ids=[c[0] for c in BAD_VALUES])
+def test_the_schema_refuses_bad_targets_naming_the_field(case, targets, names):
+    r = helm("template", "prewarm", str(CHART), "--namespace", "prewarm", "--set-json", "targets=" + json.dumps(targets))
+    assert r.returncode != 0, f"{case} rendered"
+    assert "schema" in r.stderr.lower(), r.stderr
+    for n in names:
+        assert n in r.stderr, (n, r.stderr)
+
+
+def test_the_schema_refuses_a_top_level_typo():
+    r = helm("template", "prewarm", str(CHART), "--set", "restorehook.image=x")
+    assert r.returncode != 0 and "restorehook" in r.stderr, r.stderr
+
+
+def test_the_schema_knows_every_target_field_of_the_binary():
+    """The binary refuses unknown target fields at start-up (deny_unknown_fields): the schema
+    refuses them at `helm install`, and lets every real one through."""
+    text = (REPO / "src/core/spec.rs").read_text()
+    body = text[text.index("pub struct TargetSpec {"):]
+    body = body[:body.index("\n}")]
+    fields = set()
+    for name in re.findall(r"pub (\w+):", body):
+        first, *rest = name.split("_")
+        fields.add(first + "".join(p.title() for p in rest))
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    ref = schema["properties"]["targets"]["items"]["$ref"]
+    target = schema["definitions"][ref.rsplit("/", 1)[1]]
+    assert target["additionalProperties"] is False
+    assert set(target["properties"]) == fields | {"chart"}
+
+
+# ------------------------------------------------------------------ the placeholders' PriorityClass
+
+def render_release(release: str, *args: str) -> list[dict]:
+    exe = subprocess.run([str(REPO / "infra/tools.sh"), "helm"], capture_output=True, text=True, check=True).stdout.strip()
+    out = subprocess.run([exe, "template", release, str(CHART), "--namespace", "prewarm", *args],
+                         capture_output=True, text=True, check=True).stdout
+    return [d for d in yaml.safe_load_all(out) if d]
+
+
+def priority_classes(docs) -> list[str]:
+    return [d["metadata"]["name"] for d in docs if d["kind"] == "PriorityClass"]
+
+
+def test_a_capacity_buffer_only_install_still_gets_the_placeholders_priority_class():
+    """Every drain's replacement placeholder uses the class, whatever the target's headroom."""
+    buffer_only = [t for t in SAMPLE_TARGETS if t["headroom"]["kind"] != "balloon"]
+    docs = render_release("prewarm", "--set-json", "targets=" + json.dumps(buffer_only))
+    assert priority_classes(docs) == ["prewarm-balloon"]
+    (pc,) = [d for d in docs if d["kind"] == "PriorityClass"]
+    assert pc["value"] < 0 and pc["preemptionPolicy"] == "Never" and pc["globalDefault"] is False
+    assert priority_classes(render_release("prewarm")) == [], "no target, nothing to drain into"
+
+
+def test_two_releases_get_two_priority_classes_and_their_balloons_use_their_own():
+    a = render_release("prewarm", "--set-json", "targets=" + json.dumps(SAMPLE_TARGETS))
+    b = render_release("team-b", "--set-json", "targets=" + json.dumps(SAMPLE_TARGETS))
+    assert priority_classes(a) == ["prewarm-balloon"] and priority_classes(b) == ["team-b-prewarm-balloon"]
+    for docs, name in ((a, "prewarm-balloon"), (b, "team-b-prewarm-balloon")):
+        (balloon,) = [d for d in docs if d["kind"] == "Deployment"]
+        assert balloon["spec"]["template"]["spec"]["priorityClassName"] == name
+    # An explicit name still wins (an existing cluster's class).
+    c = render_release("x", "--set-json", "targets=" + json.dumps(SAMPLE_TARGETS), "--set", "balloon.priorityClassName=spare")
+    assert priority_classes(c) == ["spare"]
+
+
+def test_the_template_default_is_the_class_of_a_release_named_prewarm(template):
+    assert template["Parameters"]["BalloonPriorityClass"]["Default"] == "prewarm-balloon"
+    assert priority_classes(render_release("prewarm", "--set-json", "targets=" + json.dumps(SAMPLE_TARGETS))) == [
+        template["Parameters"]["BalloonPriorityClass"]["Default"]]
+
+
+# ------------------------------------------------------------------ upgrades keep the tick's count
+
+def test_headroom_objects_keep_their_live_count_and_start_at_zero():
+    """`helm upgrade` (and every Argo CD sync) used to reset balloons and buffers to replicas: 0,
+    dropping the warm capacity on each values change. The count is the live object's (a lookup of
+    the object itself); without a cluster (helm template, first install) it is 0. The real
+    install / scale / upgrade / uninstall runs on the stack (tests/e2e/test_helm_release.py)."""
+    text = (CHART / "templates/balloons.yaml").read_text()
+    assert 'lookup "apps/v1" "Deployment" .headroom.namespace .headroom.name' in text
+    assert 'lookup "autoscaling.x-k8s.io/v1beta1" "CapacityBuffer" .headroom.namespace .headroom.name' in text
+    assert not re.search(r"^\s*replicas: 0\s*$", text, re.M), "a hard-coded count resets the tick's"
+    docs = render("--set-json", "targets=" + json.dumps(SAMPLE_TARGETS))
+    assert [d["spec"]["replicas"] for d in docs if d["kind"] in ("Deployment", "CapacityBuffer")] == [0, 0]
+
+
+# ------------------------------------------------------------------ chart conventions
+
+ALL_ON = ["--set-json", "targets=" + json.dumps(SAMPLE_TARGETS), "--set", "prepull.enabled=true",
+          "--set", "pdbExample.enabled=true", "--set", f"restoreHook.image={HOOK_IMAGE}"]
+
+
+def test_every_object_carries_the_recommended_labels():
+    for d in render_release("prewarm", *ALL_ON):
+        labels = d["metadata"].get("labels", {})
+        for key in ("app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/version",
+                    "app.kubernetes.io/managed-by", "app.kubernetes.io/part-of", "helm.sh/chart"):
+            assert key in labels, (d["kind"], d["metadata"]["name"], key)
+        assert labels["app.kubernetes.io/instance"] == "prewarm"
+
+
+def test_name_and_fullname_overrides():
+    names = lambda docs: {(d["kind"], d["metadata"]["name"]) for d in docs}
+    plain = names(render_release("prewarm", *ALL_ON))
+    assert ("ClusterRole", "prewarm-tick") in plain and ("Job", "prewarm-restore-hook") in plain
+    other = names(render_release("team-b", *ALL_ON))
+    assert ("ClusterRole", "team-b-prewarm-tick") in other
+    full = names(render_release("team-b", *ALL_ON, "--set", "fullnameOverride=pw"))
+    assert ("ClusterRole", "pw-tick") in full and ("Job", "pw-restore-hook") in full
+    assert ("PriorityClass", "pw-balloon") in full
+    named = render_release("prewarm", *ALL_ON, "--set", "nameOverride=warm")
+    assert {d["metadata"]["labels"]["app.kubernetes.io/name"] for d in named
+            if d["kind"] == "ClusterRole"} == {"warm"}
+
+
+def test_the_restore_job_takes_node_selector_tolerations_and_pull_secrets():
+    docs = render_release("prewarm", *ALL_ON, "--set-json", 'restoreHook.nodeSelector={"kubernetes.io/os":"linux"}',
+                          "--set-json", 'restoreHook.tolerations=[{"key":"CriticalAddonsOnly","operator":"Exists"}]',
+                          "--set-json", 'imagePullSecrets=[{"name":"registry"}]')
+    (job,) = [d for d in docs if d["kind"] == "Job"]
+    pod = job["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"kubernetes.io/os": "linux"}
+    assert pod["tolerations"] == [{"key": "CriticalAddonsOnly", "operator": "Exists"}]
+    assert pod["imagePullSecrets"] == [{"name": "registry"}]
+
+
+def notes(tmp_path, *args: str) -> str:
+    """NOTES.txt as `helm install` prints it, rendered offline: helm template leaves NOTES out and
+    install needs a cluster, so a copy of the chart wraps the file in a template of its own."""
+    import shutil
+    chart = tmp_path / "prewarm"
+    shutil.copytree(CHART, chart)
+    text = (chart / "templates/NOTES.txt").read_text()
+    (chart / "templates/NOTES.txt").unlink()
+    (chart / "templates/_notes.tpl").write_text('{{- define "notes.check" -}}\n' + text + "\n{{- end }}\n")
+    (chart / "templates/notes-check.yaml").write_text('notes: {{ include "notes.check" . | quote }}\n')
+    exe = subprocess.run([str(REPO / "infra/tools.sh"), "helm"], capture_output=True, text=True, check=True).stdout.strip()
+    out = subprocess.run([exe, "template", "prewarm", str(chart), "-n", "prewarm", "--show-only",
+                          "templates/notes-check.yaml", *args], capture_output=True, text=True, check=True).stdout
+    return yaml.safe_load(out)["notes"]
+
+
+def test_notes_give_the_next_step(tmp_path):
+    empty = notes(tmp_path)
+    assert "values-examples.yaml" in empty, "no target yet: say how to add one"
+    for out in (empty, notes(tmp_path / "b", "-f", str(EXAMPLES))):
+        assert "TargetsConfigMap=prewarm/prewarm-targets" in out
+        assert "TickKubernetesGroup=prewarm-tick" in out and "InterruptionKubernetesGroup=prewarm-interruption" in out
+        assert "BalloonPriorityClass=prewarm-balloon" in out
+
+
+def test_the_stacks_group_parameters_default_to_the_charts_groups(template):
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    params = template["Parameters"]
+    assert params["TickKubernetesGroup"]["Default"] == values["groups"]["tick"]
+    assert params["InterruptionKubernetesGroup"]["Default"] == values["groups"]["interruption"]
+    entries = {n: r["Properties"] for n, r in template["Resources"].items() if r["Type"] == "AWS::EKS::AccessEntry"}
+    assert entries["TickAccessEntry"]["KubernetesGroups"] == [{"Ref": "TickKubernetesGroup"}]
+    assert entries["InterruptionAccessEntry"]["KubernetesGroups"] == [{"Ref": "InterruptionKubernetesGroup"}]

@@ -193,7 +193,7 @@ def test_tick_concurrency_reservation_is_optional_and_off_by_default(template):
 def test_an_alarm_watches_handled_errors_without_dimensions(template):
     """The handlers report 401/403/AMP denied as EMF Errors, never as a failed invocation."""
     alarms = [a["Properties"] for a in template["Resources"].values() if a["Type"] == "AWS::CloudWatch::Alarm"]
-    handled = [a for a in alarms if a["Namespace"] == {"Ref": "EmfNamespace"}]
+    handled = [a for a in alarms if a.get("Namespace") == {"Ref": "EmfNamespace"}]
     assert len(handled) == 1
     (a,) = handled
     assert a["MetricName"] == "Errors" and "Dimensions" not in a and "Metrics" not in a
@@ -255,3 +255,60 @@ def test_make_deploys_path_finds_ziglang_and_sam():
     infra_sam = Path.home() / ".cache/prewarm/venv/infra/bin/sam"
     if infra_sam.exists():
         assert sam.stdout.strip() == str(infra_sam)
+
+
+# ------------------------------------------------------------------ the guided deploy
+
+def test_samconfig_pins_no_region():
+    """A region in the tracked samconfig sends every user's stack there, whatever their cluster's
+    region: the EKS access entries then fail and the first stack ends in ROLLBACK_COMPLETE. The
+    region comes from the user's AWS configuration (or the guided deploy's question)."""
+    def regions(node, where=""):
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if k == "region":
+                    yield f"{where}.{k}"
+                yield from regions(v, f"{where}.{k}")
+    assert list(regions(samconfig())) == []
+    assert all(not env.get(cmd, {}).get("parameters", {}).get("save_params")
+               for env in samconfig().values() if isinstance(env, dict) for cmd in env)
+
+
+def test_the_guided_deploy_saves_its_answers_outside_the_repository():
+    """`sam deploy --guided` writes every answer (cluster name, workspace id, topic ARN) into the
+    config file it read: that must not be the tracked samconfig.toml."""
+    out = subprocess.run(["make", "-n", "deploy"], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    (line,) = [l for l in out.splitlines() if re.search(r"\bsam deploy\b", l)]
+    assert "--guided" in line
+    m = re.search(r"--config-file[ =](\S+)", line)
+    assert m, line
+    path = Path(m.group(1).strip("'\""))
+    assert path.is_absolute() and REPO not in path.parents, path
+
+
+def test_every_parameter_is_in_exactly_one_group_in_prompt_order(template):
+    """The console (and the Serverless Application Repository) shows parameters by the
+    CloudFormation Interface groups; `sam deploy --guided` asks them in template order. Both
+    follow the same groups."""
+    interface = template["Metadata"]["AWS::CloudFormation::Interface"]
+    groups = interface["ParameterGroups"]
+    grouped = [p for g in groups for p in g["Parameters"]]
+    assert sorted(grouped) == sorted(template["Parameters"]), "every parameter once, none unknown"
+    assert len(grouped) == len(set(grouped)), [p for p in grouped if grouped.count(p) > 1]
+    assert all(g["Label"]["default"].strip() for g in groups)
+    assert list(template["Parameters"]) == grouped, "template order = group order (the guided prompts)"
+    # The one question without a default is the first one asked.
+    undefaulted = [p for p, d in template["Parameters"].items() if "Default" not in d]
+    assert undefaulted == ["ClusterName"] and grouped[0] == "ClusterName"
+
+
+def test_make_deploy_installs_only_what_deploy_needs():
+    """A user's `make deploy` must not apt-get, stop their Prometheus service or build the test
+    stack's venvs: only sam (infra venv) and cargo-lambda + zig (lambda venv)."""
+    for target in ("deploy", "build"):
+        out = subprocess.run(["make", "-n", target], cwd=REPO, capture_output=True, text=True, check=True).stdout
+        assert "tests/stack/install" not in out, target
+        assert "infra/tools.sh lambda" in out, target
+    tools = (REPO / "infra/tools.sh").read_text()
+    assert "apt-get" not in tools and "systemctl" not in tools
+    assert not re.search(r"\bvenv (moto|localstack|e2e)\b", tools)

@@ -6,6 +6,7 @@ so intrinsic functions appear as {"Ref": ...}, {"Fn::GetAtt": [...]}, {"Fn::If":
 import copy
 import json
 import re
+import tomllib
 
 import pytest
 import yaml
@@ -321,15 +322,17 @@ def test_every_rule_targets_the_queue_and_may_send_to_it(template):
 def test_alarms_cover_dlq_errors_and_a_silent_tick(template):
     alarms = resources_of(template, "AWS::CloudWatch::Alarm")
     by_metric = {(str(a["Properties"]["Namespace"]), a["Properties"]["MetricName"]): a["Properties"]
-                 for a in alarms.values()}
+                 for a in alarms.values() if "Namespace" in a["Properties"]}
     dlq = by_metric[("AWS/SQS", "ApproximateNumberOfMessagesVisible")]
     assert dlq["Dimensions"][0]["Value"] == {"Fn::GetAtt": ["InterruptionDeadLetterQueue", "QueueName"]}
     assert (dlq["ComparisonOperator"], dlq["Threshold"]) == ("GreaterThanThreshold", 0)
     silent = by_metric[("AWS/Lambda", "Invocations")]
     assert silent["ComparisonOperator"] == "LessThanThreshold" and silent["Threshold"] == 1
+    # Kept on purpose (the template says why): Lambda publishes no zero for a tick that did not
+    # run, so missing data is the one thing this alarm can see.
     assert silent["TreatMissingData"] == "breaching"
-    errors = [a for a in alarms.values() if a["Properties"]["MetricName"] == "Errors"
-              and a["Properties"]["Namespace"] == "AWS/Lambda"]
+    errors = [a for a in alarms.values() if a["Properties"].get("MetricName") == "Errors"
+              and a["Properties"].get("Namespace") == "AWS/Lambda"]
     assert {a["Properties"]["Dimensions"][0]["Value"]["Ref"] for a in errors} == {"TickFunction", "InterruptionFunction"}
 
 
@@ -356,7 +359,9 @@ def test_access_entries_map_roles_to_the_rbac_group(template, repo):
         props = e["Properties"]
         assert props["Type"] == "STANDARD"
         assert "AccessPolicies" not in props, "RBAC is the whole grant: no EKS access policy"
-        (group,) = props["KubernetesGroups"]
+        (group_ref,) = props["KubernetesGroups"]
+        # A parameter whose default is the chart's group (tests/infra/test_chart.py).
+        group = template["Parameters"][group_ref["Ref"]]["Default"]
         role = props["PrincipalArn"]["Fn::GetAtt"][0]
         fn = {"TickRole": "tick", "InterruptionRole": "interruption"}[role]
         assert bound[group] == {f"prewarm-{fn}"}, (group, bound.get(group))
@@ -430,8 +435,8 @@ def test_default_targets_parse_as_the_crate_expects(template, repo):
     text = spec.read_text()
     fields, required = _rust_struct_fields(text, "TargetSpec")
     assert {"name", "nodePool", "headroom", "maxSpare"} <= fields, fields
-    # The default targets are the chart's (the template reads them from its ConfigMap).
-    values = yaml.safe_load((repo / "infra/helm/prewarm/values.yaml").read_text())
+    # The example targets are the chart's (the template reads them from its ConfigMap).
+    values = yaml.safe_load((repo / "infra/helm/prewarm/values-examples.yaml").read_text())
     targets = [{k: v for k, v in t.items() if k != "chart"} for t in values["targets"]]
     assert template["Parameters"]["TargetsConfigMap"]["Default"] == "prewarm/prewarm-targets"
     assert targets
@@ -466,9 +471,216 @@ def test_dashboard_is_valid_json_and_shows_every_emf_metric(template):
                    if isinstance(m[0], dict)]
     for dim, names in EMF_METRICS.items():
         for name in names:
-            assert any(f"{{x-EmfNamespace,{dim}}} MetricName=\"{name}\"" in e for e in expressions), (dim, name)
+            assert any(f"{{\"x-EmfNamespace\",{dim}}} MetricName=\"{name}\"" in e for e in expressions), (dim, name)
     # The names in the template's contract comment are the ones on the dashboard.
     text = TEMPLATE.read_text()
     for names in EMF_METRICS.values():
         for name in names:
             assert re.search(rf"^#\s+{name}\s", text, re.M), f"{name} missing from the contract comment"
+
+
+# ------------------------------------------------------------------ publishing (Serverless Application Repository)
+
+SAR_KEYS = {"Name", "Description", "Author", "SpdxLicenseId", "LicenseUrl", "ReadmeUrl", "Labels",
+            "HomePageUrl", "SemanticVersion", "SourceCodeUrl"}
+
+
+def test_the_license_file_is_the_one_cargo_declares(repo):
+    cargo = tomllib.loads((repo / "Cargo.toml").read_text())["package"]
+    assert cargo["license"] == "Apache-2.0"
+    text = (repo / "LICENSE").read_text()
+    # The full text, not a pointer to it: its title, its last section and the appendix.
+    assert "Apache License" in text and "Version 2.0, January 2004" in text
+    assert "9. Accepting Warranty or Additional Liability." in text
+    assert "END OF TERMS AND CONDITIONS" in text
+
+
+def test_serverless_repo_metadata_is_complete_and_agrees_with_the_crate(template, repo):
+    app = template["Metadata"]["AWS::ServerlessRepo::Application"]
+    assert SAR_KEYS <= set(app), f"missing {sorted(SAR_KEYS - set(app))}"
+    cargo = tomllib.loads((repo / "Cargo.toml").read_text())["package"]
+    assert app["SpdxLicenseId"] == cargo["license"]
+    assert app["SemanticVersion"] == cargo["version"]
+    chart = yaml.safe_load((repo / "infra/helm/prewarm/Chart.yaml").read_text())
+    assert app["SemanticVersion"] == chart["appVersion"], "the chart's appVersion is the release"
+    # `sam package` uploads these two local files with the application.
+    for key in ("LicenseUrl", "ReadmeUrl"):
+        assert (repo / app[key]).is_file(), key
+    for key in ("HomePageUrl", "SourceCodeUrl"):
+        assert app[key].startswith("https://"), key
+    # The repository's own limits: a name of 1-140 letters, digits and dashes, a description of
+    # at most 256 characters, at most 10 labels of 1-127 characters each.
+    assert re.fullmatch(r"[A-Za-z0-9-]{1,140}", app["Name"])
+    assert 0 < len(app["Description"]) <= 256
+    assert 0 < len(app["Labels"]) <= 10
+    assert all(re.fullmatch(r"[A-Za-z0-9+\-_:/@]{1,127}", label) for label in app["Labels"])
+
+
+# ------------------------------------------------------------------ partitions
+
+# The CloudWatch console of each partition (the host a browser opens) and the URL suffix
+# CloudFormation gives there (AWS::URLSuffix is amazonaws.com in GovCloud: not the console's).
+PARTITIONS = {
+    "aws": ("us-east-1", "amazonaws.com", "https://console.aws.amazon.com/cloudwatch/home?region=us-east-1"),
+    "aws-cn": ("cn-north-1", "amazonaws.com.cn", "https://console.amazonaws.cn/cloudwatch/home?region=cn-north-1"),
+    "aws-us-gov": ("us-gov-west-1", "amazonaws.com",
+                   "https://console.amazonaws-us-gov.com/cloudwatch/home?region=us-gov-west-1"),
+}
+
+
+def resolve(node, tpl: dict, pseudo: dict, refs: dict):
+    """Value of Sub / FindInMap / Ref / Join with the pseudo parameters and resource refs given."""
+    if isinstance(node, str):
+        return node
+    if isinstance(node, list):
+        return [resolve(n, tpl, pseudo, refs) for n in node]
+    ((fn, arg),) = node.items()
+    if fn == "Ref":
+        return pseudo.get(arg, refs.get(arg))
+    if fn == "Fn::FindInMap":
+        m, k1, k2 = (resolve(a, tpl, pseudo, refs) for a in arg)
+        return tpl["Mappings"][m][k1][k2]
+    if fn == "Fn::Join":
+        sep, parts = arg
+        return sep.join(resolve(parts, tpl, pseudo, refs))
+    if fn == "Fn::Sub":
+        text, local = (arg, {}) if isinstance(arg, str) else (arg[0], arg[1])
+        env = pseudo | refs | {k: resolve(v, tpl, pseudo, refs) for k, v in local.items()}
+        return re.sub(r"\$\{([^}!]+)\}", lambda m: env[m.group(1)], text)
+    raise AssertionError(f"{fn} not resolved by this test")
+
+
+@pytest.mark.parametrize("partition", sorted(PARTITIONS))
+def test_the_dashboard_url_opens_the_console_of_the_stacks_partition(template, partition):
+    region, suffix, console = PARTITIONS[partition]
+    pseudo = {"AWS::Partition": partition, "AWS::Region": region, "AWS::URLSuffix": suffix}
+    url = resolve(template["Outputs"]["DashboardUrl"]["Value"], template, pseudo, {"Dashboard": "prewarm-x"})
+    assert url == f"{console}#dashboards:name=prewarm-x"
+
+
+def test_vpc_mode_gets_only_the_network_interface_policy(template):
+    """In VPC mode the functions need to manage their ENIs, nothing more: the VPC execution role
+    policy would also give logs:CreateLogGroup / PutLogEvents on every log group of the account,
+    where each function may write only its own group (OwnLogGroup)."""
+    for role in ("TickRole", "InterruptionRole"):
+        arns = template["Resources"][role]["Properties"]["ManagedPolicyArns"]
+        assert arns["Fn::If"][0] == "HasVpc" and arns["Fn::If"][2] == {"Ref": "AWS::NoValue"}
+        (arn,) = arns["Fn::If"][1]
+        assert arn == {"Fn::Sub": "arn:${AWS::Partition}:iam::aws:policy/service-role/AWSLambdaENIManagementAccess"}
+    assert "AWSLambdaVPCAccessExecutionRole" not in re.sub(r"#.*", "", TEMPLATE.read_text())
+
+
+def test_dashboard_search_expressions_quote_the_namespace(template):
+    """EmfNamespace may hold '/', '.', ':' or '#' (its AllowedPattern): unquoted, SEARCH reads
+    them as operators and the widget stays empty."""
+    body = template["Resources"]["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
+    searches = re.findall(r"SEARCH\('\{(.*?),\w+\}", body)
+    assert len(searches) >= 12
+    assert set(searches) == {'\\"${EmfNamespace}\\"'}, set(searches)
+
+
+
+# ------------------------------------------------------------------ alarms an on-call engineer needs
+
+def alarms_of(tpl) -> dict:
+    return {n: a["Properties"] for n, a in resources_of(tpl, "AWS::CloudWatch::Alarm").items()}
+
+
+def notice_kinds(repo) -> list[str]:
+    """The Kind dimension values the interruption path publishes (NoticeKind::as_str)."""
+    text = (repo / "src/core/interruption/notice.rs").read_text()
+    body = text[text.index("pub fn as_str(self)"):]
+    body = body[:body.index("\n    }\n")]
+    kinds = re.findall(r'=> "([a-z-]+)"', body)
+    assert "spot-interruption" in kinds and len(kinds) >= 5, kinds
+    return kinds
+
+
+def test_every_alarm_that_pages_also_resolves(template):
+    """A pager that is never told OK stays open: each alarm with AlarmActions has the same
+    OKActions."""
+    alarms = alarms_of(template)
+    assert len(alarms) >= 8
+    for name, a in alarms.items():
+        assert "AlarmActions" in a, name
+        assert a.get("OKActions") == a["AlarmActions"], name
+
+
+def kind_metric_alarm(alarm, metric, stat):
+    """(expression, {kind: metric stat}) of a metric-math alarm over one EMF metric per Kind."""
+    queries = alarm["Metrics"]
+    stats = {q["Id"]: q["MetricStat"] for q in queries if "MetricStat" in q}
+    (expr,) = [q for q in queries if q.get("ReturnData", True) and "Expression" in q]
+    kinds = {}
+    for qid, ms in stats.items():
+        m = ms["Metric"]
+        assert m["Namespace"] == {"Ref": "EmfNamespace"} and m["MetricName"] == metric, qid
+        assert ms["Stat"] == stat, qid
+        ((dim,),) = [m["Dimensions"]]
+        assert dim["Name"] == "Kind"
+        kinds[dim["Value"]] = qid
+    assert all(q.get("ReturnData") is False for q in queries if q is not expr)
+    return expr["Expression"], kinds
+
+
+def test_an_alarm_fires_on_a_drain_that_missed_its_deadline(template, repo):
+    """DrainsBeforeDeadline is 1 for a drain finished in time and 0 for one that was not, per Kind:
+    the smallest value of any kind below 1 is a miss. Every kind the binary publishes is watched."""
+    (a,) = [a for a in alarms_of(template).values()
+            if "DrainsBeforeDeadline" in json.dumps(a.get("Metrics", []))]
+    expr, kinds = kind_metric_alarm(a, "DrainsBeforeDeadline", "Minimum")
+    assert sorted(kinds) == sorted(notice_kinds(repo))
+    assert expr.replace(" ", "") == "MIN([" + ",".join(sorted(kinds.values())) + "])"
+    assert (a["ComparisonOperator"], a["Threshold"]) == ("LessThanThreshold", 1)
+    # No drain finished: nothing to say.
+    assert a["TreatMissingData"] == "notBreaching"
+
+
+def test_an_alarm_fires_on_pods_blocking_drains(template, repo):
+    (a,) = [a for a in alarms_of(template).values() if "BlockedPods" in json.dumps(a.get("Metrics", []))]
+    expr, kinds = kind_metric_alarm(a, "BlockedPods", "Maximum")
+    assert sorted(kinds) == sorted(notice_kinds(repo))
+    assert expr.replace(" ", "") == "MAX([" + ",".join(sorted(kinds.values())) + "])"
+    assert (a["ComparisonOperator"], a["Threshold"]) == ("GreaterThanThreshold", 0)
+    # A PDB holding an eviction for a moment is the drain working; only a lasting block pages.
+    assert a["EvaluationPeriods"] >= 3 and a["DatapointsToAlarm"] == a["EvaluationPeriods"]
+    assert a["TreatMissingData"] == "notBreaching"
+
+
+def test_an_alarm_fires_when_nothing_consumes_the_interruption_queue(template):
+    """A disabled (or deleted, or throttled) event source mapping leaves notices in the queue: the
+    age of the oldest message grows. A working queue holds nothing older than one delayed
+    continuation (DelaySeconds at most 900) plus a check."""
+    (a,) = [a for a in alarms_of(template).values() if a.get("MetricName") == "ApproximateAgeOfOldestMessage"]
+    assert a["Namespace"] == "AWS/SQS"
+    assert a["Dimensions"] == [{"Name": "QueueName", "Value": {"Fn::GetAtt": ["InterruptionQueue", "QueueName"]}}]
+    assert a["Statistic"] == "Maximum" and a["ComparisonOperator"] == "GreaterThanThreshold"
+    assert 900 < a["Threshold"] <= 1800
+    assert a["TreatMissingData"] == "notBreaching"
+
+
+def test_the_dashboard_shows_missed_drains_as_a_count(template, repo):
+    """A 0/1 metric's Sum counts the drains in time and hides the misses: the dashboard plots
+    misses per kind, SampleCount - Sum (drains finished minus drains in time)."""
+    body = template["Resources"]["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
+    rendered = re.sub(r"\$\{([^}!]+)\}", lambda m: "x-" + m.group(1).replace(".", "-").replace(":", "-"), body)
+    dash = json.loads(rendered)
+    (widget,) = [w for w in dash["widgets"] if "missed" in w["properties"]["title"].lower()]
+    metrics = widget["properties"]["metrics"]
+    stats = {}
+    for m in metrics:
+        if isinstance(m[0], str):
+            ns, name, dim, value, opts = m
+            assert (ns, name, dim) == ("x-EmfNamespace", "DrainsBeforeDeadline", "Kind")
+            assert opts["visible"] is False
+            stats[opts["id"]] = (value, opts["stat"])
+    exprs = [m[0]["expression"] for m in metrics if isinstance(m[0], dict)]
+    misses = {}
+    for e in exprs:
+        mm = re.fullmatch(r"(\w+) - (\w+)", e)
+        assert mm, e
+        (k1, s1), (k2, s2) = stats[mm.group(1)], stats[mm.group(2)]
+        assert k1 == k2 and (s1, s2) == ("SampleCount", "Sum"), e
+        misses[k1] = e
+    assert sorted(misses) == sorted(notice_kinds(repo))
+    assert "'Sum', 60)\", \"id\": \"drains\"" not in body
