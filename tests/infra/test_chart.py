@@ -329,7 +329,7 @@ def test_the_schema_refuses_a_top_level_typo():
 def test_the_schema_knows_every_target_field_of_the_binary():
     """The binary refuses unknown target fields at start-up (deny_unknown_fields): the schema
     refuses them at `helm install`, and lets every real one through."""
-    text = (REPO / "src/core/spec.rs").read_text()
+    text = (REPO / "src/core/spec/target.rs").read_text()
     body = text[text.index("pub struct TargetSpec {"):]
     body = body[:body.index("\n}")]
     fields = set()

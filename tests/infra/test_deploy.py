@@ -143,7 +143,7 @@ def env_to_parameter(template) -> dict[str, str]:
 def test_parameter_bounds_equal_the_binarys(template):
     """A value CloudFormation accepts must not fail at Init, and the reverse."""
     tpl = template
-    code = rust_bounds(REPO / "src/core/spec.rs", "POLICY_BOUNDS") | rust_bounds(REPO / "src/config.rs", "INTERRUPTION_BOUNDS")
+    code = rust_bounds(REPO / "src/core/spec/policy.rs", "POLICY_BOUNDS") | rust_bounds(REPO / "src/config.rs", "INTERRUPTION_BOUNDS")
     params = env_to_parameter(tpl)
     assert {"LEAD_TIME_SECONDS", "ERROR_QUANTILE", "RECHECK_SECONDS"} <= set(code)
     for var, (lo, hi) in code.items():
