@@ -19,11 +19,10 @@ use prewarm::core::interruption::surge::SurgeIntent;
 use prewarm::core::TargetSpec;
 use serde_json::json;
 
-const NS: &str = "prewarm";
+mod common;
+use common::env;
 
-fn env(name: &str) -> String {
-    std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set: source tests/stack/.run/env"))
-}
+const NS: &str = "prewarm";
 
 async fn as_user(var: &str) -> kube::Client {
     client(&ClusterAccess::Kubeconfig { path: env(var) })

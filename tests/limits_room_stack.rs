@@ -32,12 +32,9 @@ use prewarm::handlers::interruption::{Continuation, Interruption, RecordOutcome}
 use serde_json::{json, Value};
 
 mod common;
+use common::env;
 
 const NS: &str = "prewarm-room-stack";
-
-fn env(name: &str) -> String {
-    std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set: source tests/stack/.run/env"))
-}
 
 async fn client_of(kubeconfig: &str) -> kube::Client {
     prewarm::adapters::kube::client(&ClusterAccess::Kubeconfig {

@@ -25,14 +25,13 @@ use prewarm::core::TargetSpec;
 use prewarm::handlers::interruption::{Continuation, Interruption};
 use serde_json::json;
 
+mod common;
+use common::env;
+
 /// The balloon namespace of the stack fixtures.
 const NS: &str = "prewarm";
 const TYPE_LABEL: &str = "node.kubernetes.io/instance-type";
 const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
-
-fn env(name: &str) -> String {
-    std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set: source tests/stack/.run/env"))
-}
 
 async fn as_user(var: &str) -> kube::Client {
     client(&ClusterAccess::Kubeconfig { path: env(var) })

@@ -1,4 +1,6 @@
-//! Fixtures shared by the stack-gated test binaries (each `mod common;`).
+//! Fixtures shared by the stack-gated test binaries (`tests/*_stack.rs`, each `mod common;`).
+// Each binary uses a part of them.
+#![allow(dead_code)]
 
 use std::time::{Duration, Instant};
 
@@ -65,5 +67,12 @@ fn has_capacity(node: &Node, capacity: &Value) -> bool {
         wanted
             .iter()
             .all(|(k, v)| list.as_ref().and_then(|l| l.get(k)).map(|q| q.0.as_str()) == v.as_str())
+    })
+}
+
+/// A variable of the running stack's environment, or a panic that says how to get it.
+pub fn env(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| {
+        panic!("{name} is not set: source tests/stack/.run/env (needs the local stack, make e2e)")
     })
 }

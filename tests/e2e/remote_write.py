@@ -1,5 +1,5 @@
 """Prometheus remote write from the e2e suite: known series pushed into the stack's Prometheus
-(started with --web.enable-remote-write-receiver), as tests/metrics_prometheus.rs does in Rust.
+(started with --web.enable-remote-write-receiver), as tests/metrics_prometheus_stack.rs does in Rust.
 
 The body is a protobuf `prometheus.WriteRequest` in a snappy block, both encoded by hand: the
 formats are small, and the suite's venv has no protobuf or snappy package. The snappy block holds

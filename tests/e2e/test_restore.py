@@ -3,7 +3,7 @@ balloon prewarm sized and annotated are put back as the user had them (budgets, 
 user's own annotations kept, prewarm's removed); an HPA whose minReplicas prewarm raised gets the
 user's minReplicas back exactly, and a user's edit made while it was raised is kept. Expected
 objects are written by hand. The raised HPA carries exactly what the tick writes when it raises
-(minReplicas and the three prewarm.io/ floor annotations; tests/kube_actuators.rs checks the tick's
+(minReplicas and the three prewarm.io/ floor annotations; tests/kube_actuators_stack.rs checks the tick's
 writer produces them).
 
 Shares the stack's NodePool `gpu` with other tests: the fixture puts it back as it was.

@@ -12,11 +12,10 @@ use std::io::Write;
 use std::process::Command;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-const EXPECTED: f64 = 103_680.0;
+mod common;
+use common::env;
 
-fn env(name: &str) -> String {
-    std::env::var(name).unwrap_or_else(|_| panic!("{name} (source tests/stack/.run/env)"))
-}
+const EXPECTED: f64 = 103_680.0;
 
 fn rate_at(offset_s: i64) -> i64 {
     // Counter increments per 15 s: 3 (0.2 req/s) or 9 (0.6 req/s).

@@ -4,7 +4,7 @@
 //! its own names (never Karpenter-provisionable: balloons select a label no node has, test
 //! NodePools have a cpu limit of 0) and deletes them at the end.
 //!
-//! Run: `. tests/stack/.run/env && cargo test --test kube_actuators -- --include-ignored`
+//! Run: `. tests/stack/.run/env && cargo test --test kube_actuators_stack -- --include-ignored`
 
 use std::collections::BTreeMap;
 
@@ -23,12 +23,8 @@ use prewarm::core::{Action, HeadroomState, Plan, TargetSpec};
 use prewarm::Error;
 use serde_json::{json, Value};
 
-const STACK: &str = "needs the local stack (make e2e)";
-
-fn env(name: &str) -> String {
-    std::env::var(name)
-        .unwrap_or_else(|_| panic!("{name} is not set: source tests/stack/.run/env ({STACK})"))
-}
+mod common;
+use common::env;
 
 async fn admin() -> kube::Client {
     client(&ClusterAccess::Kubeconfig {

@@ -4,7 +4,7 @@
 //! routes requests by their Authorization header or body, not by query-string signatures, and
 //! checks no signature, so it could not say more.)
 //!
-//! Run: `. tests/stack/.run/env && cargo test --test kube_client -- --include-ignored`
+//! Run: `. tests/stack/.run/env && cargo test --test kube_client_stack -- --include-ignored`
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
@@ -14,11 +14,8 @@ use prewarm::adapters::kube::{client, resources};
 use prewarm::config::ClusterAccess;
 use prewarm::Error;
 
-fn env(name: &str) -> String {
-    std::env::var(name).unwrap_or_else(|_| {
-        panic!("{name} is not set: source tests/stack/.run/env (needs the local stack, make e2e)")
-    })
-}
+mod common;
+use common::env;
 
 /// An EKS client aimed at moto (AWS_ENDPOINT_URL_EKS from the stack env wins if set).
 async fn eks() -> aws_sdk_eks::Client {
