@@ -312,7 +312,7 @@ async fn fault_matrix() {
         const EXPIRES_IN_S: i64 = 8;
         let (node, inst) = fault_node(&admin, "h6-rebalance-", &mut cleanups).await;
         let notice_age =
-            prewarm::core::interruption::drain::NO_DEADLINE_MAX_WAIT_S as i64 - EXPIRES_IN_S;
+            prewarm::core::interruption::model::NO_DEADLINE_MAX_WAIT_S as i64 - EXPIRES_IN_S;
         let body = json!({
             "version": "0", "id": unique("ev-"), "detail-type": "EC2 Instance Rebalance Recommendation",
             "source": "aws.ec2", "account": "123456789012", "time": now_rfc3339(-notice_age),

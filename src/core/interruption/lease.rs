@@ -5,9 +5,9 @@
 
 use serde::Serialize;
 
-use super::drain::{
-    owner_alive, plan_drain, Command, DrainSettings, DrainStep, Finish, NodeView, PodView,
-    NO_DEADLINE_MAX_WAIT_S,
+use super::drain::{owner_alive, plan_drain};
+use super::model::{
+    Command, DrainSettings, DrainStep, Finish, NodeView, PodView, NO_DEADLINE_MAX_WAIT_S,
 };
 use super::notice::{Notice, NoticeStatus};
 use super::state::{DrainState, Phase};

@@ -1,12 +1,13 @@
 //! Interruption planning, pure: what a notice is ([`notice`]), what to do per kind ([`actions`]),
-//! when eviction must start ([`deadline`]), the drain state kept on the node ([`state`]) and the
-//! step-by-step drain plan ([`drain`]). The adapters execute the plan's commands; nothing here
+//! when eviction must start ([`deadline`]), the drain state kept on the node ([`state`]), the
+//! planner's views and commands ([`model`]) and the step-by-step drain plan ([`drain`]). The adapters execute the plan's commands; nothing here
 //! talks to Kubernetes or AWS, and the current time is always a parameter.
 
 pub mod actions;
 pub mod deadline;
 pub mod drain;
 pub mod lease;
+pub mod model;
 pub mod notice;
 pub mod pods;
 pub mod replacement;
@@ -15,11 +16,11 @@ pub mod surge;
 
 pub use actions::{Action, ActionTable};
 pub use deadline::{eviction_deadline, instance_end, issued_at};
-pub use drain::{
-    owner_alive, plan_drain, Command, DrainSettings, DrainStep, Finish, NodeView, PodOwner, PodRef,
-    PodView,
-};
+pub use drain::{owner_alive, plan_drain};
 pub use lease::{lease_verdict, notice_of_record, plan_resume, LeaseVerdict, NodeSeen};
+pub use model::{
+    Command, DrainSettings, DrainStep, Finish, NodeView, PodOwner, PodRef, PodView, ReplacementSeen,
+};
 pub use notice::{Notice, NoticeKind, NoticeStatus};
-pub use replacement::{lease_expiry, placeholder_verdict, PlaceholderVerdict, ReplacementSeen};
+pub use replacement::{lease_expiry, placeholder_verdict, PlaceholderVerdict};
 pub use state::{DrainState, Phase};

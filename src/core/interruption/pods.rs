@@ -1,7 +1,7 @@
 //! Which pods hold a drain up and which to evict in a step, against the clock: tiers, the
 //! instance's end minus each pod's grace period, and pods stuck in Terminating.
 
-use super::drain::{Command, PodOwner, PodView};
+use super::model::{Command, PodOwner, PodView};
 
 /// A pod still terminating this long after its deletionTimestamp (which already includes its
 /// grace period) is stuck — a dead kubelet, a finalizer nobody removes — and no longer holds the

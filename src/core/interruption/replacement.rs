@@ -9,27 +9,9 @@
 
 use serde::Serialize;
 
-use super::drain::NO_DEADLINE_MAX_WAIT_S;
 use super::lease::{NodeSeen, SURVIVOR_GRACE_S};
+use super::model::NO_DEADLINE_MAX_WAIT_S;
 use super::state::{DrainState, Phase};
-
-/// The drain's own placeholder, as observed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ReplacementSeen {
-    /// No placeholder of this drain exists (never made, handed over, or preempted by a real pod).
-    Absent,
-    /// The placeholder exists but is not Running on a Ready node other than the draining one
-    /// (Pending while Karpenter provisions, or bound somewhere not Ready yet).
-    Pending,
-    /// Running on a Ready node other than the draining node: capacity for the drain's pods is
-    /// there, held by this drain alone.
-    Running,
-    /// None exists and none can be made: no prewarm target with a balloon namespace manages the
-    /// node's NodePool (no namespace and no permission to make one in; a `nodePoolReplicas`
-    /// target's static pool, or a pool prewarm does not manage).
-    NoTarget,
-}
 
 /// When a drain's lease ends at the latest: the instance's announced end (or, without one, the
 /// longest a deadline-less drain may wait) plus the survivor grace. By then the drain has handed

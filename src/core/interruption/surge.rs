@@ -25,7 +25,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::drain::{Command, DrainStep, PodRef, PodView, NO_DEADLINE_MAX_WAIT_S};
+use super::model::{Command, DrainStep, PodRef, PodView, NO_DEADLINE_MAX_WAIT_S};
 use super::pods::pod_due;
 use super::state::DrainState;
 
