@@ -16,12 +16,12 @@ use std::time::Instant;
 use criterion::{Criterion, Throughput};
 use std::hint::black_box;
 
-use prewarm::sim::compare::{Source, Workload};
 use prewarm::sim::engine::Request;
 use prewarm::sim::oracle;
 use prewarm::sim::workload::rate_series::{RateRow, RateSeries};
 use prewarm::sim::workload::servegen::ServeGen;
 use prewarm::sim::workload::{self, DEFAULT_TOKENS_FILE};
+use prewarm::sim::workload::{Source, Workload};
 
 fn traces() -> Option<PathBuf> {
     let dir = PathBuf::from(std::env::var("PREWARM_TRACES").unwrap_or("../shared/traces".into()));

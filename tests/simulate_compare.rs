@@ -5,9 +5,10 @@ use std::io::Write;
 
 use clap::Parser;
 use prewarm::cli::{Cli, Command};
-use prewarm::sim::compare::{compare, Comparison, Source, Workload};
+use prewarm::sim::compare::{compare, Comparison};
 use prewarm::sim::history;
 use prewarm::sim::scenario::{Scenario, ScenarioKind};
+use prewarm::sim::workload::{Source, Workload};
 
 fn simulate_args(extra: &[&str]) -> prewarm::cli::simulate::SimulateArgs {
     let mut argv = vec!["prewarm", "simulate"];

@@ -14,9 +14,9 @@ use clap::Args;
 use super::simulate::{run_jobs, CommonArgs};
 use crate::adapters::metrics;
 use crate::config::Config;
-use crate::sim::compare::{Source, Workload};
 use crate::sim::history;
 use crate::sim::workload::{self, rate_series};
+use crate::sim::workload::{Source, Workload};
 
 #[derive(Debug, Args)]
 pub struct BacktestArgs {

@@ -7,10 +7,12 @@ use std::time::Instant;
 use clap::Args;
 
 use crate::core::{HeadroomKind, PolicySpec, ServerKind, TargetSpec};
-use crate::sim::compare::{compare, Comparison, PolicyName, Setup, Source, Workload};
+use crate::sim::compare::{compare, Comparison};
 use crate::sim::engine::LaunchModel;
 use crate::sim::model::{self, Hpa, Model, Provisioner};
 use crate::sim::scenario::{Scenario, ScenarioKind};
+use crate::sim::setup::{PolicyName, Setup};
+use crate::sim::workload::{Source, Workload};
 use crate::sim::{frontier_plot, plot, report};
 
 use super::workload_args::WorkloadArgs;

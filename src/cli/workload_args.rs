@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use clap::Args;
 
-use crate::sim::compare::{Source, Workload};
 use crate::sim::workload::{self, rate_series, servegen::ServeGen, InputKind};
+use crate::sim::workload::{Source, Workload};
 
 #[derive(Debug, Args)]
 pub struct WorkloadArgs {

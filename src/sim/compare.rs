@@ -4,186 +4,22 @@
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::{Arc, OnceLock};
 
 use serde::Serialize;
 
-use crate::core::{PolicySpec, TargetSpec};
+use crate::core::PolicySpec;
 
-use super::engine::{
-    self, Headroom, LaunchModel, Point, Replicas, Request, RunConfig, RunResult, WarmStart,
-};
-use super::history::{self, HistoryRow};
+use super::engine::{self, Headroom, Point, Replicas, Request, RunConfig, RunResult, WarmStart};
 use super::knobs;
-use super::model::{Model, Provisioner};
 use super::oracle::{self, OracleResult};
 use super::parallel;
 use super::report::{PolicyReport, RunContext, TrainingTotals};
-use super::scenario::{self, Scenario};
+use super::setup::{PolicyName, Setup};
 use super::stats::DAY_S;
-use super::trace::{self, TraceError, TraceRecord};
-use super::workload::{self, rate_series::RateSeries, servegen::ServeGen};
-
-/// Where requests come from.
-#[derive(Clone, Debug)]
-pub enum Source {
-    Trace(PathBuf),
-    Scenario(Scenario),
-    /// A metrics history (backtest): every request gets the same service time.
-    History {
-        rows: Vec<HistoryRow>,
-        service_s: f64,
-    },
-    /// A rate series (a rate CSV, or a metric source's history): renewal arrivals, sampled tokens.
-    Rates(Arc<RateSeries>),
-    /// A ServeGen client directory: per-client renewal arrivals merged, sampled tokens.
-    ServeGen(Arc<ServeGen>),
-}
-
-/// A request source with its transforms.
-#[derive(Clone, Debug)]
-pub struct Workload {
-    pub name: String,
-    pub source: Source,
-    pub speed: f64,
-    pub scale: f64,
-    pub seed: u64,
-    /// Copies of a request trace, each shifted by a seeded random offset (1: the trace as is).
-    pub superpose: u32,
-    /// Multiplies every rate of a rate input.
-    pub rate_scale: f64,
-    /// The request trace rate inputs take token lengths from.
-    pub tokens_from: Option<PathBuf>,
-}
-
-type Records = Box<dyn Iterator<Item = Result<TraceRecord, TraceError>>>;
-type Requests = Box<dyn Iterator<Item = Request>>;
-/// Where a stream puts the read error that ended it.
-type ErrorSlot = Rc<RefCell<Option<TraceError>>>;
-
-impl Workload {
-    /// A fresh stream of the workload's requests; read errors end the stream and are kept in
-    /// the returned slot (checked after the run).
-    fn requests(&self, model: &Model) -> Result<(Requests, ErrorSlot), TraceError> {
-        let slot = Rc::new(RefCell::new(None));
-        if let Source::History { rows, service_s } = &self.source {
-            let speed = self.speed;
-            let reqs = history::requests(rows, *service_s)
-                .into_iter()
-                .map(move |r| Request {
-                    arrival: r.arrival / speed,
-                    ..r
-                });
-            return Ok((Box::new(reqs), slot));
-        }
-        let records: Records = match &self.source {
-            Source::Trace(path) if self.superpose <= 1 => Box::new(trace::open(path)?),
-            Source::Scenario(s) => Box::new(s.records().map(Ok)),
-            Source::History { .. } => unreachable!("handled above"),
-            _ => workload::records(self)?,
-        };
-        let errors = slot.clone();
-        let ok = records.map_while(move |r| match r {
-            Ok(r) => Some(r),
-            Err(e) => {
-                *errors.borrow_mut() = Some(e);
-                None
-            }
-        });
-        let model = model.clone();
-        let reqs =
-            scenario::transform(ok, self.speed, self.scale, self.seed).map(move |r| Request {
-                arrival: r.t,
-                service_s: model.service_time(r.input_tokens, r.output_tokens),
-                prefill_s: r.input_tokens as f64 / model.prefill_tokens_per_s,
-            });
-        Ok((Box::new(reqs), slot))
-    }
-}
-
-fn check(slot: &ErrorSlot) -> Result<(), TraceError> {
-    match slot.borrow_mut().take() {
-        Some(e) => Err(e),
-        None => Ok(()),
-    }
-}
-
-/// The policies a comparison can run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum PolicyName {
-    Reactive,
-    ClusterAutoscaler,
-    StaticPeak,
-    Buffer,
-    BufferPct,
-    Prewarm,
-    Oracle,
-    Ideal,
-}
-
-impl PolicyName {
-    pub const ALL: [PolicyName; 8] = [
-        PolicyName::Reactive,
-        PolicyName::ClusterAutoscaler,
-        PolicyName::StaticPeak,
-        PolicyName::Buffer,
-        PolicyName::BufferPct,
-        PolicyName::Prewarm,
-        PolicyName::Oracle,
-        PolicyName::Ideal,
-    ];
-
-    pub fn label(self) -> &'static str {
-        match self {
-            PolicyName::Reactive => "reactive",
-            PolicyName::ClusterAutoscaler => "cluster-autoscaler",
-            PolicyName::StaticPeak => "static-peak",
-            PolicyName::Buffer => "buffer",
-            PolicyName::BufferPct => "buffer-pct",
-            PolicyName::Prewarm => "prewarm",
-            PolicyName::Oracle => "oracle",
-            PolicyName::Ideal => "ideal",
-        }
-    }
-}
-
-/// Everything a comparison needs besides the workload.
-#[derive(Clone, Debug)]
-pub struct Setup {
-    pub model: Model,
-    /// Karpenter (reactive, buffers, prewarm, oracle).
-    pub karpenter: Provisioner,
-    /// Cluster Autoscaler node groups.
-    pub cluster_autoscaler: Provisioner,
-    pub prewarm_policy: PolicySpec,
-    pub prewarm_target: TargetSpec,
-    pub slo_wait_s: f64,
-    /// Largest fraction of requests waiting longer than `slo_wait_s` that meets the SLO.
-    pub slo_fraction: f64,
-    pub policies: Vec<PolicyName>,
-    /// Cap on the buffer grid's N.
-    pub buffer_max: Option<u32>,
-    /// Unix time of t = 0.
-    pub base_epoch: f64,
-    pub launch: LaunchModel,
-    /// Seed of the launch draws (every policy the same).
-    pub seed: u64,
-    pub ingestion_lag_s: f64,
-    pub burn_in_s: f64,
-    /// Knobs are chosen on the first D days and the rest is scored.
-    pub train_days: Option<u32>,
-    /// Worker threads (runs are independent).
-    pub threads: usize,
-}
-
-impl Setup {
-    pub fn lead_time_s(&self) -> f64 {
-        self.karpenter.node_launch_s + self.model.image_pull_s + self.model.model_load_s
-    }
-}
+use super::trace::TraceError;
+use super::workload::{requests::check, Workload};
 
 /// One point of a frontier: a knob value and what it cost and delayed on the scored days.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]

@@ -16,7 +16,7 @@
 //! P is the ideal packing's peak replicas over the training days (the whole trace without
 //! `--train-days`). Replica counts are rounded up and repeated values dropped.
 
-use super::compare::PolicyName;
+use super::setup::PolicyName;
 use super::stats::{DayStats, DAY_S};
 
 const STATIC_FACTORS: [f64; 8] = [0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0];

@@ -12,6 +12,7 @@ pub mod parallel;
 pub mod plot;
 pub mod report;
 pub mod scenario;
+pub mod setup;
 pub mod stats;
 pub mod trace;
 pub mod workload;

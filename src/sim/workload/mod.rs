@@ -12,6 +12,7 @@
 pub mod merge;
 pub mod rate_series;
 pub mod renewal;
+pub mod requests;
 pub mod servegen;
 pub mod superpose;
 pub mod tokens;
@@ -22,9 +23,44 @@ use std::sync::Arc;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::compare::{Source, Workload};
+use super::history::HistoryRow;
+use super::scenario::Scenario;
 use super::trace::{self, TraceError, TraceRecord};
+use rate_series::RateSeries;
+use servegen::ServeGen;
 use tokens::TokenPool;
+
+/// Where requests come from.
+#[derive(Clone, Debug)]
+pub enum Source {
+    Trace(PathBuf),
+    Scenario(Scenario),
+    /// A metrics history (backtest): every request gets the same service time.
+    History {
+        rows: Vec<HistoryRow>,
+        service_s: f64,
+    },
+    /// A rate series (a rate CSV, or a metric source's history): renewal arrivals, sampled tokens.
+    Rates(Arc<RateSeries>),
+    /// A ServeGen client directory: per-client renewal arrivals merged, sampled tokens.
+    ServeGen(Arc<ServeGen>),
+}
+
+/// A request source with its transforms.
+#[derive(Clone, Debug)]
+pub struct Workload {
+    pub name: String,
+    pub source: Source,
+    pub speed: f64,
+    pub scale: f64,
+    pub seed: u64,
+    /// Copies of a request trace, each shifted by a seeded random offset (1: the trace as is).
+    pub superpose: u32,
+    /// Multiplies every rate of a rate input.
+    pub rate_scale: f64,
+    /// The request trace rate inputs take token lengths from.
+    pub tokens_from: Option<PathBuf>,
+}
 
 /// The trace rate inputs take token lengths from unless told otherwise.
 pub const DEFAULT_TOKENS_FILE: &str = "AzureLLMInferenceTrace_conv.csv";

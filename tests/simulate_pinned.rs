@@ -1,0 +1,83 @@
+//! A change detector for moves, not a proof of correctness: one small `prewarm simulate` run
+//! (the `bursty` scenario, five policies) whose whole table and JSON are pinned byte for byte in
+//! tests/data/. A refactoring that claims "behaviour unchanged" must leave both files as they are.
+//! When a change is meant to move the figures, rewrite them with
+//! `UPDATE_PINNED=1 cargo test --test simulate_pinned` and say why in the commit. Whether the
+//! figures are right is the business of simulate_hand_computed.rs.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// The run: short (about a second in a debug build) but it exercises every part a comparison
+/// has (the HPA, Karpenter's launches and ICE draws, prewarm's decide() with its swept knob and
+/// release, the buffer's grid, the oracle's foresight and the ideal bound). Two threads, so the
+/// parallel job order is part of what is pinned.
+const ARGS: [&str; 7] = [
+    "simulate",
+    "--scenario",
+    "bursty",
+    "--policies",
+    "reactive,buffer,prewarm,oracle,ideal",
+    "--threads",
+    "2",
+];
+
+fn simulate(extra: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_prewarm"))
+        .args(ARGS)
+        .args(extra)
+        .output()
+        .expect("prewarm runs");
+    assert!(
+        out.status.success(),
+        "prewarm simulate failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("UTF-8 output")
+}
+
+/// The table without its one line that is not a function of the inputs (the wall-clock time).
+fn deterministic(table: &str) -> String {
+    table
+        .lines()
+        .filter(|l| !l.starts_with("simulated in "))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+fn pinned(name: &str, actual: &str) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name);
+    if std::env::var_os("UPDATE_PINNED").is_some() {
+        std::fs::write(&path, actual).expect("write the pinned output");
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (UPDATE_PINNED=1 writes it)", path.display()));
+    if expected != actual {
+        let first = expected
+            .lines()
+            .zip(actual.lines())
+            .position(|(e, a)| e != a)
+            .unwrap_or(expected.lines().count().min(actual.lines().count()));
+        panic!(
+            "{} differs from this build's output from line {}:\n  pinned: {:?}\n  now:    {:?}\n\
+             (a move must not change it; if the change is meant, UPDATE_PINNED=1 and say why)",
+            path.display(),
+            first + 1,
+            expected.lines().nth(first).unwrap_or("<end>"),
+            actual.lines().nth(first).unwrap_or("<end>"),
+        );
+    }
+}
+
+#[test]
+fn bursty_table_is_pinned() {
+    pinned("simulate_bursty.txt", &deterministic(&simulate(&[])));
+}
+
+#[test]
+fn bursty_json_is_pinned() {
+    pinned("simulate_bursty.json", &simulate(&["--json"]));
+}
