@@ -13,11 +13,16 @@
 //! where to resume (`prewarm-fanout-from`), so the work of one invocation stays bounded and
 //! nothing restarts from the first instance.
 //!
-//! Everything here is pure: the handler executes the `Settlement`.
+//! What to do with a record is pure (`settle` gives its `Settlement`); `Interruption::settle`
+//! carries it out: sends the continuations, changes the visibility, and logs the record.
 
 use std::collections::HashMap;
 
-use aws_lambda_events::event::sqs::SqsMessageAttribute;
+use aws_lambda_events::event::sqs::{SqsMessage, SqsMessageAttribute};
+
+use super::{now_s, Interruption};
+use crate::adapters::events::ParsedRecord;
+use crate::error::{Error, Result};
 
 /// Continuation attempt (0 on the notice's own delivery).
 pub const ATTEMPT_ATTR: &str = "prewarm-attempt";
@@ -197,9 +202,210 @@ pub fn settle(outcome: &RecordOutcome, came_with: &Continuation, now: f64) -> Se
     }
 }
 
+/// `arn:aws:sqs:us-east-1:123456789012:name` -> `https://sqs.us-east-1.amazonaws.com/123456789012/name`.
+pub fn queue_url_from_arn(arn: &str) -> Option<String> {
+    let parts: Vec<&str> = arn.split(':').collect();
+    match parts.as_slice() {
+        ["arn", partition, "sqs", region, account, name] if !name.is_empty() => {
+            let domain = if partition.starts_with("aws-cn") {
+                "amazonaws.com.cn"
+            } else {
+                "amazonaws.com"
+            };
+            Some(format!("https://sqs.{region}.{domain}/{account}/{name}"))
+        }
+        _ => None,
+    }
+}
+
+impl Interruption {
+    /// Carries out the record's settlement and logs it; true when the message is kept (a batch
+    /// item failure).
+    pub(super) async fn settle(
+        &self,
+        message: &SqsMessage,
+        record: &ParsedRecord,
+        came_with: &Continuation,
+        outcome: &RecordOutcome,
+    ) -> bool {
+        let now = now_s();
+        let mut settlement = settle(outcome, came_with, now);
+        let mut sent = 0;
+        if let Settlement::Send {
+            continuations,
+            on_failure,
+        } = &settlement
+        {
+            match self.send_continuations(message, continuations).await {
+                Ok(n) => {
+                    sent = n;
+                    settlement = Settlement::Delete;
+                }
+                Err(e) => {
+                    tracing::warn!(message_id = %record.message_id, error = %e,
+                        "could not send the continuation: the message itself is kept instead");
+                    settlement = (**on_failure).clone();
+                }
+            }
+        }
+        let reason = match outcome {
+            RecordOutcome::Delete { reason }
+            | RecordOutcome::Continue { reason, .. }
+            | RecordOutcome::Later { reason, .. } => reason.clone(),
+            RecordOutcome::FanOut {
+                instances,
+                resume_from,
+            } => format!(
+                "fanned out {} instances{}",
+                instances.len(),
+                resume_from.map_or(String::new(), |f| format!(", resuming from #{f}"))
+            ),
+            RecordOutcome::Poison { cause } => cause.clone(),
+        };
+        match settlement {
+            Settlement::Delete => {
+                tracing::info!(
+                    message_id = %record.message_id, outcome = "delete", reason = %reason,
+                    continuations_sent = sent, attempt = came_with.attempt,
+                    "record settled"
+                );
+                false
+            }
+            Settlement::Fail => {
+                tracing::error!(
+                    message_id = %record.message_id, outcome = "poison", cause = %reason,
+                    receive_count = record.receive_count, attempt = came_with.attempt,
+                    "reported as failed so SQS moves it to the dead-letter queue"
+                );
+                true
+            }
+            Settlement::Retry { visibility_s } => {
+                let visibility = self.change_visibility(message, visibility_s).await;
+                tracing::info!(
+                    message_id = %record.message_id, outcome = "later", reason = %reason,
+                    next_check_in_s = visibility_s, receive_count = record.receive_count,
+                    visibility = %visibility.as_ref().map_or_else(|e| e.to_string(), |_| "set".into()),
+                    "record not finished: it comes back at its next check"
+                );
+                true
+            }
+            Settlement::Send { .. } => unreachable!("sending was settled above"),
+        }
+    }
+
+    fn queue_url(&self, message: &SqsMessage) -> Result<String> {
+        self.queue_url
+            .clone()
+            .or_else(|| {
+                message
+                    .event_source_arn
+                    .as_deref()
+                    .and_then(queue_url_from_arn)
+            })
+            .ok_or_else(|| {
+                Error::config(
+                    "INTERRUPTION_QUEUE_URL",
+                    "not set and the record has no queue ARN",
+                )
+            })
+    }
+
+    /// Sends the continuations (same body, their own attributes and delay), ten per call.
+    async fn send_continuations(
+        &self,
+        message: &SqsMessage,
+        continuations: &[(Continuation, i32)],
+    ) -> Result<usize> {
+        use aws_sdk_sqs::types::{MessageAttributeValue, SendMessageBatchRequestEntry};
+        let queue_url = self.queue_url(message)?;
+        let body = message.body.clone().unwrap_or_default();
+        let aws_error = |message: String| Error::Aws {
+            service: "sqs".into(),
+            operation: "SendMessageBatch".into(),
+            message,
+            retryable: true,
+        };
+        for (chunk_no, chunk) in continuations.chunks(10).enumerate() {
+            let mut batch = self.sqs.send_message_batch().queue_url(&queue_url);
+            for (i, (c, delay)) in chunk.iter().enumerate() {
+                let mut entry = SendMessageBatchRequestEntry::builder()
+                    .id(format!("c{}", chunk_no * 10 + i))
+                    .message_body(&body)
+                    .delay_seconds(*delay);
+                for (name, data_type, value) in c.attributes() {
+                    let value = MessageAttributeValue::builder()
+                        .data_type(data_type)
+                        .string_value(value)
+                        .build()
+                        .map_err(|e| aws_error(e.to_string()))?;
+                    entry = entry.message_attributes(name, value);
+                }
+                batch = batch.entries(entry.build().map_err(|e| aws_error(e.to_string()))?);
+            }
+            let out = batch
+                .send()
+                .await
+                .map_err(|e| aws_error(aws_sdk_sqs::error::DisplayErrorContext(&e).to_string()))?;
+            if !out.failed.is_empty() {
+                return Err(aws_error(format!(
+                    "{} of {} continuations refused: {:?}",
+                    out.failed.len(),
+                    chunk.len(),
+                    out.failed
+                        .iter()
+                        .map(|f| f.message.clone())
+                        .collect::<Vec<_>>()
+                )));
+            }
+        }
+        Ok(continuations.len())
+    }
+
+    async fn change_visibility(&self, message: &SqsMessage, seconds: i32) -> Result<()> {
+        let queue_url = self.queue_url(message)?;
+        let handle = message.receipt_handle.clone().ok_or_else(|| Error::Aws {
+            service: "sqs".into(),
+            operation: "ChangeMessageVisibility".into(),
+            message: "the record has no receipt handle".into(),
+            retryable: false,
+        })?;
+        self.sqs
+            .change_message_visibility()
+            .queue_url(queue_url)
+            .receipt_handle(handle)
+            .visibility_timeout(seconds)
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|e| Error::Aws {
+                service: "sqs".into(),
+                operation: "ChangeMessageVisibility".into(),
+                message: aws_sdk_sqs::error::DisplayErrorContext(&e).to_string(),
+                retryable: true,
+            })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn queue_urls_from_arns() {
+        assert_eq!(
+            queue_url_from_arn("arn:aws:sqs:us-east-1:123456789012:prewarm-InterruptionQueue-1A2B"),
+            Some(
+                "https://sqs.us-east-1.amazonaws.com/123456789012/prewarm-InterruptionQueue-1A2B"
+                    .into()
+            )
+        );
+        assert_eq!(
+            queue_url_from_arn("arn:aws-cn:sqs:cn-north-1:1:q"),
+            Some("https://sqs.cn-north-1.amazonaws.com.cn/1/q".into())
+        );
+        assert_eq!(queue_url_from_arn("arn:aws:sns:us-east-1:1:topic"), None);
+        assert_eq!(queue_url_from_arn("not an arn"), None);
+    }
 
     fn attr(v: &str) -> SqsMessageAttribute {
         serde_json::from_value(serde_json::json!({"stringValue": v, "dataType": "Number"})).unwrap()
