@@ -14,7 +14,8 @@
 //! nothing restarts from the first instance.
 //!
 //! What to do with a record is pure (`settle` gives its `Settlement`); `Interruption::settle`
-//! carries it out: sends the continuations, changes the visibility, and logs the record.
+//! carries it out through the queue adapter (`adapters::queue`: sends the continuations, changes
+//! the visibility) and logs the record.
 
 use std::collections::HashMap;
 
@@ -22,6 +23,7 @@ use aws_lambda_events::event::sqs::{SqsMessage, SqsMessageAttribute};
 
 use super::{now_s, Interruption};
 use crate::adapters::events::ParsedRecord;
+use crate::adapters::queue::{change_visibility, queue_url_from_arn, send_with_body, Outgoing};
 use crate::error::{Error, Result};
 
 /// Continuation attempt (0 on the notice's own delivery).
@@ -202,22 +204,6 @@ pub fn settle(outcome: &RecordOutcome, came_with: &Continuation, now: f64) -> Se
     }
 }
 
-/// `arn:aws:sqs:us-east-1:123456789012:name` -> `https://sqs.us-east-1.amazonaws.com/123456789012/name`.
-pub fn queue_url_from_arn(arn: &str) -> Option<String> {
-    let parts: Vec<&str> = arn.split(':').collect();
-    match parts.as_slice() {
-        ["arn", partition, "sqs", region, account, name] if !name.is_empty() => {
-            let domain = if partition.starts_with("aws-cn") {
-                "amazonaws.com.cn"
-            } else {
-                "amazonaws.com"
-            };
-            Some(format!("https://sqs.{region}.{domain}/{account}/{name}"))
-        }
-        _ => None,
-    }
-}
-
 impl Interruption {
     /// Carries out the record's settlement and logs it; true when the message is kept (a batch
     /// item failure).
@@ -236,7 +222,21 @@ impl Interruption {
             on_failure,
         } = &settlement
         {
-            match self.send_continuations(message, continuations).await {
+            let outgoing: Vec<Outgoing> = continuations
+                .iter()
+                .map(|(c, delay_s)| Outgoing {
+                    attributes: c.attributes(),
+                    delay_s: *delay_s,
+                })
+                .collect();
+            let sent_to = match self.queue_url(message) {
+                Ok(url) => {
+                    let body = message.body.clone().unwrap_or_default();
+                    send_with_body(&self.sqs, &url, &body, &outgoing).await
+                }
+                Err(e) => Err(e),
+            };
+            match sent_to {
                 Ok(n) => {
                     sent = n;
                     settlement = Settlement::Delete;
@@ -280,7 +280,18 @@ impl Interruption {
                 true
             }
             Settlement::Retry { visibility_s } => {
-                let visibility = self.change_visibility(message, visibility_s).await;
+                let visibility = match self.queue_url(message) {
+                    Ok(url) => {
+                        change_visibility(
+                            &self.sqs,
+                            &url,
+                            message.receipt_handle.as_deref(),
+                            visibility_s,
+                        )
+                        .await
+                    }
+                    Err(e) => Err(e),
+                };
                 tracing::info!(
                     message_id = %record.message_id, outcome = "later", reason = %reason,
                     next_check_in_s = visibility_s, receive_count = record.receive_count,
@@ -309,103 +320,11 @@ impl Interruption {
                 )
             })
     }
-
-    /// Sends the continuations (same body, their own attributes and delay), ten per call.
-    async fn send_continuations(
-        &self,
-        message: &SqsMessage,
-        continuations: &[(Continuation, i32)],
-    ) -> Result<usize> {
-        use aws_sdk_sqs::types::{MessageAttributeValue, SendMessageBatchRequestEntry};
-        let queue_url = self.queue_url(message)?;
-        let body = message.body.clone().unwrap_or_default();
-        let aws_error = |message: String| Error::Aws {
-            service: "sqs".into(),
-            operation: "SendMessageBatch".into(),
-            message,
-            retryable: true,
-        };
-        for (chunk_no, chunk) in continuations.chunks(10).enumerate() {
-            let mut batch = self.sqs.send_message_batch().queue_url(&queue_url);
-            for (i, (c, delay)) in chunk.iter().enumerate() {
-                let mut entry = SendMessageBatchRequestEntry::builder()
-                    .id(format!("c{}", chunk_no * 10 + i))
-                    .message_body(&body)
-                    .delay_seconds(*delay);
-                for (name, data_type, value) in c.attributes() {
-                    let value = MessageAttributeValue::builder()
-                        .data_type(data_type)
-                        .string_value(value)
-                        .build()
-                        .map_err(|e| aws_error(e.to_string()))?;
-                    entry = entry.message_attributes(name, value);
-                }
-                batch = batch.entries(entry.build().map_err(|e| aws_error(e.to_string()))?);
-            }
-            let out = batch
-                .send()
-                .await
-                .map_err(|e| aws_error(aws_sdk_sqs::error::DisplayErrorContext(&e).to_string()))?;
-            if !out.failed.is_empty() {
-                return Err(aws_error(format!(
-                    "{} of {} continuations refused: {:?}",
-                    out.failed.len(),
-                    chunk.len(),
-                    out.failed
-                        .iter()
-                        .map(|f| f.message.clone())
-                        .collect::<Vec<_>>()
-                )));
-            }
-        }
-        Ok(continuations.len())
-    }
-
-    async fn change_visibility(&self, message: &SqsMessage, seconds: i32) -> Result<()> {
-        let queue_url = self.queue_url(message)?;
-        let handle = message.receipt_handle.clone().ok_or_else(|| Error::Aws {
-            service: "sqs".into(),
-            operation: "ChangeMessageVisibility".into(),
-            message: "the record has no receipt handle".into(),
-            retryable: false,
-        })?;
-        self.sqs
-            .change_message_visibility()
-            .queue_url(queue_url)
-            .receipt_handle(handle)
-            .visibility_timeout(seconds)
-            .send()
-            .await
-            .map(|_| ())
-            .map_err(|e| Error::Aws {
-                service: "sqs".into(),
-                operation: "ChangeMessageVisibility".into(),
-                message: aws_sdk_sqs::error::DisplayErrorContext(&e).to_string(),
-                retryable: true,
-            })
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn queue_urls_from_arns() {
-        assert_eq!(
-            queue_url_from_arn("arn:aws:sqs:us-east-1:123456789012:prewarm-InterruptionQueue-1A2B"),
-            Some(
-                "https://sqs.us-east-1.amazonaws.com/123456789012/prewarm-InterruptionQueue-1A2B"
-                    .into()
-            )
-        );
-        assert_eq!(
-            queue_url_from_arn("arn:aws-cn:sqs:cn-north-1:1:q"),
-            Some("https://sqs.cn-north-1.amazonaws.com.cn/1/q".into())
-        );
-        assert_eq!(queue_url_from_arn("arn:aws:sns:us-east-1:1:topic"), None);
-        assert_eq!(queue_url_from_arn("not an arn"), None);
-    }
 
     fn attr(v: &str) -> SqsMessageAttribute {
         serde_json::from_value(serde_json::json!({"stringValue": v, "dataType": "Number"})).unwrap()
