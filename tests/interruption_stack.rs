@@ -250,8 +250,8 @@ async fn handle_batch_continues_a_claimed_drain_with_its_own_message_and_keeps_p
 #[ignore = "needs the local stack (make e2e)"]
 async fn the_tick_hands_orphaned_and_expired_drains_to_the_interruption_function() {
     let _alone = CLUSTER_WIDE.lock().await;
-    use prewarm::adapters::kube::drain::collect;
     use prewarm::core::interruption::{DrainSettings, LeaseVerdict};
+    use prewarm::handlers::tick::leases as collect;
     let admin = admin().await;
     ensure_namespace(&admin).await;
     // The tick runs as its own user: listing nodes is all it may do to them.
@@ -453,8 +453,8 @@ async fn the_tick_hands_orphaned_and_expired_drains_to_the_interruption_function
 #[ignore = "needs the local stack (make e2e)"]
 async fn each_drain_is_ready_only_on_its_own_placeholder_and_the_tick_collects_orphans() {
     let _alone = CLUSTER_WIDE.lock().await;
-    use prewarm::adapters::kube::drain::collect;
     use prewarm::core::interruption::{DrainSettings, LeaseVerdict};
+    use prewarm::handlers::tick::leases as collect;
     let admin = admin().await;
     ensure_namespace(&admin).await;
     let pool = unique("h6pool-");

@@ -475,16 +475,16 @@ pub async fn tick_now(
     queue: &str,
     targets: &[prewarm::core::spec::TargetSpec],
     settings: &prewarm::core::interruption::DrainSettings,
-) -> Vec<prewarm::adapters::kube::drain::collect::Collected> {
+) -> Vec<prewarm::handlers::tick::leases::Collected> {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_secs_f64();
-    let handover = prewarm::adapters::kube::drain::collect::Handover {
+    let handover = prewarm::handlers::tick::leases::Handover {
         sqs,
         queue_url: queue,
     };
-    prewarm::adapters::kube::drain::collect::collect(tick, &handover, targets, settings, now)
+    prewarm::handlers::tick::leases::collect(tick, &handover, targets, settings, now)
         .await
         .unwrap()
 }

@@ -2,7 +2,7 @@
 //! nobody drives (its owner's message lost or dead-lettered) or one to un-drain (an expired
 //! cordon-prewarm, a node that outlived its notice). The tick only detects; the interruption
 //! function, which alone may write nodes and evict, does the work through the same step as for a
-//! notice (`adapters::kube::drain::step`).
+//! notice (`handlers::interruption::step`).
 //!
 //! The body is small and versioned so a later format can be told apart:
 //! `{"prewarm": "resume-drain", "version": 1, "node": "<node name>", "instance": "<instance id>"}`.

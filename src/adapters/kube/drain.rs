@@ -22,13 +22,12 @@ use crate::core::interruption::{
 };
 use crate::error::{Error, Result};
 
-pub mod collect;
+pub mod collected;
 pub mod constraints;
 pub mod execute;
 pub mod placeholder;
 pub mod replacement;
 pub mod requests;
-pub mod step;
 pub mod surge;
 
 /// The taint prewarm puts on a draining node (value: the notice kind).
@@ -51,6 +50,24 @@ pub(crate) fn kube_error(operation: &str, object: &str, error: kube::Error) -> E
 /// (`kwok://name` -> `name` for the test cluster's nodes).
 pub fn instance_of_provider_id(provider_id: &str) -> Option<&str> {
     provider_id.rsplit('/').next().filter(|s| !s.is_empty())
+}
+
+/// The instance id of a node (from its providerID).
+pub fn instance_of_node(node: &Node) -> Option<String> {
+    node.spec
+        .as_ref()
+        .and_then(|s| s.provider_id.as_deref())
+        .and_then(instance_of_provider_id)
+        .map(str::to_string)
+}
+
+/// Every node of the cluster.
+pub async fn list_nodes(client: &kube::Client) -> Result<Vec<Node>> {
+    Ok(Api::<Node>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+        .map_err(|e| kube_error("list", "nodes", e))?
+        .items)
 }
 
 /// The node whose providerID names `instance_id`, if this cluster has one.

@@ -13,11 +13,18 @@
 //! where to resume (`prewarm-fanout-from`), so the work of one invocation stays bounded and
 //! nothing restarts from the first instance.
 //!
-//! Everything here is pure: the handler executes the `Settlement`.
+//! What to do with a record is pure (`settle` gives its `Settlement`); `Interruption::settle`
+//! carries it out through the queue adapter (`adapters::queue`: sends the continuations, changes
+//! the visibility) and logs the record.
 
 use std::collections::HashMap;
 
-use aws_lambda_events::event::sqs::SqsMessageAttribute;
+use aws_lambda_events::event::sqs::{SqsMessage, SqsMessageAttribute};
+
+use super::{now_s, Interruption};
+use crate::adapters::events::ParsedRecord;
+use crate::adapters::queue::{change_visibility, queue_url_from_arn, send_with_body, Outgoing};
+use crate::error::{Error, Result};
 
 /// Continuation attempt (0 on the notice's own delivery).
 pub const ATTEMPT_ATTR: &str = "prewarm-attempt";
@@ -194,6 +201,124 @@ pub fn settle(outcome: &RecordOutcome, came_with: &Continuation, now: f64) -> Se
                 on_failure: Box::new(Settlement::Retry { visibility_s: 1 }),
             }
         }
+    }
+}
+
+impl Interruption {
+    /// Carries out the record's settlement and logs it; true when the message is kept (a batch
+    /// item failure).
+    pub(super) async fn settle(
+        &self,
+        message: &SqsMessage,
+        record: &ParsedRecord,
+        came_with: &Continuation,
+        outcome: &RecordOutcome,
+    ) -> bool {
+        let now = now_s();
+        let mut settlement = settle(outcome, came_with, now);
+        let mut sent = 0;
+        if let Settlement::Send {
+            continuations,
+            on_failure,
+        } = &settlement
+        {
+            let outgoing: Vec<Outgoing> = continuations
+                .iter()
+                .map(|(c, delay_s)| Outgoing {
+                    attributes: c.attributes(),
+                    delay_s: *delay_s,
+                })
+                .collect();
+            let sent_to = match self.queue_url(message) {
+                Ok(url) => {
+                    let body = message.body.clone().unwrap_or_default();
+                    send_with_body(&self.sqs, &url, &body, &outgoing).await
+                }
+                Err(e) => Err(e),
+            };
+            match sent_to {
+                Ok(n) => {
+                    sent = n;
+                    settlement = Settlement::Delete;
+                }
+                Err(e) => {
+                    tracing::warn!(message_id = %record.message_id, error = %e,
+                        "could not send the continuation: the message itself is kept instead");
+                    settlement = (**on_failure).clone();
+                }
+            }
+        }
+        let reason = match outcome {
+            RecordOutcome::Delete { reason }
+            | RecordOutcome::Continue { reason, .. }
+            | RecordOutcome::Later { reason, .. } => reason.clone(),
+            RecordOutcome::FanOut {
+                instances,
+                resume_from,
+            } => format!(
+                "fanned out {} instances{}",
+                instances.len(),
+                resume_from.map_or(String::new(), |f| format!(", resuming from #{f}"))
+            ),
+            RecordOutcome::Poison { cause } => cause.clone(),
+        };
+        match settlement {
+            Settlement::Delete => {
+                tracing::info!(
+                    message_id = %record.message_id, outcome = "delete", reason = %reason,
+                    continuations_sent = sent, attempt = came_with.attempt,
+                    "record settled"
+                );
+                false
+            }
+            Settlement::Fail => {
+                tracing::error!(
+                    message_id = %record.message_id, outcome = "poison", cause = %reason,
+                    receive_count = record.receive_count, attempt = came_with.attempt,
+                    "reported as failed so SQS moves it to the dead-letter queue"
+                );
+                true
+            }
+            Settlement::Retry { visibility_s } => {
+                let visibility = match self.queue_url(message) {
+                    Ok(url) => {
+                        change_visibility(
+                            &self.sqs,
+                            &url,
+                            message.receipt_handle.as_deref(),
+                            visibility_s,
+                        )
+                        .await
+                    }
+                    Err(e) => Err(e),
+                };
+                tracing::info!(
+                    message_id = %record.message_id, outcome = "later", reason = %reason,
+                    next_check_in_s = visibility_s, receive_count = record.receive_count,
+                    visibility = %visibility.as_ref().map_or_else(|e| e.to_string(), |_| "set".into()),
+                    "record not finished: it comes back at its next check"
+                );
+                true
+            }
+            Settlement::Send { .. } => unreachable!("sending was settled above"),
+        }
+    }
+
+    fn queue_url(&self, message: &SqsMessage) -> Result<String> {
+        self.queue_url
+            .clone()
+            .or_else(|| {
+                message
+                    .event_source_arn
+                    .as_deref()
+                    .and_then(queue_url_from_arn)
+            })
+            .ok_or_else(|| {
+                Error::config(
+                    "INTERRUPTION_QUEUE_URL",
+                    "not set and the record has no queue ARN",
+                )
+            })
     }
 }
 

@@ -17,7 +17,7 @@ use std::collections::BTreeSet;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 
-use super::collect::Collected;
+use super::collected::Collected;
 use super::placeholder::{
     drain_label, placeholder_for, placeholder_name, placeholder_pod, PlaceholderSettings,
     LEASE_EXPIRES_AT, REPLACEMENT_FOR,

@@ -23,7 +23,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
 use serde_json::{json, Value};
 
-use super::collect::Collected;
+use super::collected::Collected;
 use super::{instance_of_provider_id, kube_error, Observation};
 use crate::adapters::kube::conflict::retry_on_conflict;
 use crate::adapters::kube::hpa_floor::{self, FloorIntent};

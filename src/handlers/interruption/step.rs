@@ -1,14 +1,15 @@
 //! One step of one drain, the only way a drain moves: find the node of the instance (by
-//! `spec.providerID`), observe it and its pods, plan (`core::interruption`), execute. A node write
+//! `spec.providerID`), observe it and its pods, plan (`core::interruption`), gate the evictions
+//! (the surge), execute (`adapters::kube::drain::execute`). A node write
 //! that conflicts (the kubelet, the node controller or another delivery wrote the node since it
 //! was read) is observed and planned again, up to `PLAN_ATTEMPTS` times. Notices and the tick's
 //! resume-drain messages both come through here; they differ only in how they plan.
 
-use super::execute::{execute, StepReport};
-use super::placeholder::PlaceholderSettings;
-use super::surge::{self, SurgeReport};
-use super::{find_node, observe, replacement, Observation};
 use crate::adapters::kube::conflict::retry_on_conflict;
+use crate::adapters::kube::drain::execute::{execute, StepReport};
+use crate::adapters::kube::drain::placeholder::PlaceholderSettings;
+use crate::adapters::kube::drain::surge::{self, SurgeReport};
+use crate::adapters::kube::drain::{find_node, observe, replacement, Observation};
 use crate::core::interruption::{DrainStep, ReplacementSeen};
 use crate::core::TargetSpec;
 use crate::error::{Error, Result};

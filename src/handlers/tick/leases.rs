@@ -2,46 +2,71 @@
 //! such rights): reservations nobody holds are released here (a headroom write, the tick's own
 //! object), while drains nobody drives and nodes to un-drain (survivors, expired cordon-prewarm)
 //! are handed to the interruption function as a resume-drain message on its queue, which steps
-//! them through the same step as a notice (`super::step`). What to do with each is
+//! them through the same step as a notice (`handlers::interruption::step`). What to do with each is
 //! `core::interruption::lease_verdict`; this module observes and acts. One failure never stops
 //! the others (each item is reported).
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Node;
-use kube::api::{Api, ListParams};
 
-use super::{instance_of_provider_id, is_ready, kube_error};
+use super::TickDeps;
 use crate::adapters::events::ResumeDrain;
-use crate::adapters::kube::drain::replacement;
+pub use crate::adapters::kube::drain::collected::Collected;
+use crate::adapters::kube::drain::{instance_of_node, is_ready, list_nodes, replacement, surge};
 use crate::adapters::kube::headroom::{read_headroom, reservations};
 use crate::adapters::queue::send_resume;
 use crate::core::interruption::{lease_verdict, DrainSettings, DrainState, LeaseVerdict, NodeSeen};
 use crate::core::TargetSpec;
 use crate::error::Result;
 
-/// What the collection did for one lease or drain.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Collected {
-    pub instance: String,
-    pub node: Option<String>,
-    pub verdict: LeaseVerdict,
-    /// What was done, or why it failed.
-    pub outcome: std::result::Result<String, String>,
+/// Releases replacement leases nobody holds and hands drains whose owner went silent, survivors
+/// and expired cordon-prewarm drains to the interruption function as resume-drain messages
+/// (`collect`), before the targets read their headroom. Only logged: a failure here never stops
+/// the tick.
+pub(super) async fn collect_drain_leases(
+    deps: &Arc<TickDeps>,
+    client: &kube::Client,
+    targets: &[TargetSpec],
+    now: f64,
+) {
+    let Some(queue_url) = deps.config.interruption.queue_url.as_deref() else {
+        // require_tick_ready refuses to start without it; kept total for tests that build deps.
+        tracing::warn!(
+            event = "drain_lease",
+            "INTERRUPTION_QUEUE_URL unset: drain leases not collected"
+        );
+        return;
+    };
+    let handover = Handover {
+        sqs: &deps.sqs,
+        queue_url,
+    };
+    let settings = crate::handlers::interruption::drain_settings(&deps.config);
+    match collect(client, &handover, targets, &settings, now).await {
+        Ok(items) => {
+            for c in items {
+                match &c.outcome {
+                    Ok(done) => tracing::info!(event = "drain_lease", instance = %c.instance,
+                        node = c.node.as_deref().unwrap_or(""), verdict = ?c.verdict, outcome = %done,
+                        "drain lease collected"),
+                    Err(e) => tracing::warn!(event = "drain_lease", instance = %c.instance,
+                        node = c.node.as_deref().unwrap_or(""), verdict = ?c.verdict, error = %e,
+                        "drain lease collection failed; next tick"),
+                }
+            }
+        }
+        Err(e) => {
+            tracing::warn!(event = "drain_lease", error = %e, "could not collect drain leases")
+        }
+    }
 }
 
 /// Where the tick hands drains over: the interruption queue.
 pub struct Handover<'a> {
     pub sqs: &'a aws_sdk_sqs::Client,
     pub queue_url: &'a str,
-}
-
-fn instance_of(node: &Node) -> Option<String> {
-    node.spec
-        .as_ref()
-        .and_then(|s| s.provider_id.as_deref())
-        .and_then(instance_of_provider_id)
-        .map(str::to_string)
 }
 
 /// Collects every lease of `targets` and every drain state on the cluster's nodes.
@@ -52,11 +77,7 @@ pub async fn collect(
     settings: &DrainSettings,
     now: f64,
 ) -> Result<Vec<Collected>> {
-    let nodes = Api::<Node>::all(client.clone())
-        .list(&ListParams::default())
-        .await
-        .map_err(|e| kube_error("list", "nodes", e))?
-        .items;
+    let nodes = list_nodes(client).await?;
     let mut leased: BTreeSet<String> = BTreeSet::new();
     let mut out = Vec::new();
     for t in targets {
@@ -77,7 +98,7 @@ pub async fn collect(
                 DrainState::from_annotations(&n.metadata.annotations.clone().unwrap_or_default())
                     .ok()
                     .flatten();
-            let instance = instance_of(n)?;
+            let instance = instance_of_node(n)?;
             (state.is_some() || leased.contains(&instance)).then_some((n, instance, state))
         })
         .collect();
@@ -85,7 +106,7 @@ pub async fn collect(
         if !drained_nodes.iter().any(|(_, i, _)| i == instance)
             && !nodes
                 .iter()
-                .any(|n| instance_of(n).as_deref() == Some(instance))
+                .any(|n| instance_of_node(n).as_deref() == Some(instance))
         {
             let verdict = lease_verdict(NodeSeen::Gone, now, settings);
             let outcome = release(client, targets, instance).await;
@@ -97,7 +118,7 @@ pub async fn collect(
             });
         }
     }
-    out.extend(super::surge::collect_orphans(client, targets, &nodes, now).await);
+    out.extend(surge::collect_orphans(client, targets, &nodes, now).await);
     for (node, instance, state) in drained_nodes {
         let seen = NodeSeen::Present {
             state: state.as_ref(),

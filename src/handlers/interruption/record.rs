@@ -1,0 +1,406 @@
+//! One SQS record of the interruption queue: route it (poison, ignored, a notice, the tick's
+//! resume-drain message; a notice naming several instances fans out), step the drain of its
+//! instance (`super::step`), and turn what the step did into the record's outcome, with its log
+//! lines and metrics.
+
+use kube::runtime::events::Recorder;
+
+use super::queue::{self, Continuation, RecordOutcome};
+use super::step::{step, Planned, Stepped};
+use super::{now_s, Interruption};
+use crate::adapters::events::{Parsed, ParsedRecord, ResumeDrain};
+use crate::adapters::kube::drain::execute::StepReport;
+use crate::adapters::kube::drain::{event_recorder, is_ready, surge};
+use crate::core::interruption::{
+    instance_end, notice_of_record, plan_drain, plan_resume, Command, DrainStep, Finish, Notice,
+    NoticeStatus,
+};
+use crate::core::TargetSpec;
+use crate::error::Result;
+use crate::telemetry::{EmfRecord, Unit};
+
+impl Interruption {
+    pub async fn handle_record(
+        &self,
+        record: &ParsedRecord,
+        came_with: &Continuation,
+    ) -> RecordOutcome {
+        let notice = match &record.parsed {
+            Parsed::Poison { cause } => {
+                return RecordOutcome::Poison {
+                    cause: cause.clone(),
+                }
+            }
+            Parsed::Ignored { event_id, reason } => {
+                tracing::info!(message_id = %record.message_id, event_id = ?event_id, reason = %reason, "ignored");
+                return RecordOutcome::Delete {
+                    reason: format!("ignored: {reason}"),
+                };
+            }
+            Parsed::Resume(r) => return self.handle_resume(record, r, came_with).await,
+            Parsed::Notice(n) => n,
+        };
+        // Which instance this delivery is about: the one a continuation names, or the notice's
+        // only one; a notice naming several fans out first (bounded work per invocation).
+        let instance = match (&came_with.instance, notice.instance_ids.as_slice()) {
+            (Some(i), ids) if ids.contains(i) => i.clone(),
+            (Some(i), _) => {
+                return RecordOutcome::Poison {
+                    cause: format!(
+                        "the continuation names instance {i}, which its notice does not"
+                    ),
+                }
+            }
+            (None, [only]) => only.clone(),
+            (None, []) => {
+                return RecordOutcome::Delete {
+                    reason: "the notice names no instance".into(),
+                }
+            }
+            (None, ids) => {
+                let (instances, resume_from) =
+                    queue::fan_out(ids, came_with.fanout_from.unwrap_or(0));
+                return RecordOutcome::FanOut {
+                    instances,
+                    resume_from,
+                };
+            }
+        };
+        if *came_with == Continuation::default() && record.receive_count <= 1 {
+            EmfRecord::new()
+                .dimension("Kind", notice.kind.as_str())
+                .metric("NoticesReceived", 1.0, Unit::Count)
+                .emit(&self.emf_namespace);
+        }
+        let (client, recorder, targets) = match self.cluster().await {
+            Ok(c) => c,
+            Err(later) => return later,
+        };
+        let stepped = step(
+            &client,
+            recorder,
+            &targets,
+            &instance,
+            self.surge,
+            &self.placeholder,
+            |o, now| {
+                if let Some(e) = &o.state_error {
+                    tracing::warn!(event_id = %notice.event_id, node = %o.view.name, error = %e,
+                        "drain annotations unreadable: starting over");
+                }
+                Planned {
+                    step: plan_drain(&o.view, &o.pod_views, notice, now, &self.settings),
+                    event_id: notice.event_id.clone(),
+                }
+            },
+            now_s,
+        )
+        .await;
+        self.outcome_of(stepped, &instance, Some(notice))
+    }
+
+    /// The client, the one recorder and the current targets; `Err` is the outcome when the
+    /// cluster cannot be reached (the message is kept and looked at again).
+    async fn cluster(
+        &self,
+    ) -> std::result::Result<(kube::Client, &Recorder, Vec<TargetSpec>), RecordOutcome> {
+        let client = self.kube.get().await.map_err(|e| RecordOutcome::Later {
+            at: now_s() + self.settings.recheck_s,
+            reason: format!("no Kubernetes client: {e}"),
+        })?;
+        let recorder = self
+            .recorder
+            .get_or_init(|| async { event_recorder(&client) })
+            .await;
+        // A missing or bad targets ConfigMap costs the replacement capacity, never the drain.
+        let targets = crate::adapters::kube::targets::current_or_report(
+            self.targets_configmap.as_ref(),
+            &self.targets,
+            &client,
+            &self.emf_namespace,
+        )
+        .await
+        .unwrap_or_default();
+        Ok((client, recorder, targets))
+    }
+
+    /// A resume-drain message (the tick's): the node's own record is the notice. Its first
+    /// delivery acts only if the tick's verdict still holds; its continuations own the drain.
+    async fn handle_resume(
+        &self,
+        record: &ParsedRecord,
+        resume: &ResumeDrain,
+        came_with: &Continuation,
+    ) -> RecordOutcome {
+        let (client, recorder, targets) = match self.cluster().await {
+            Ok(c) => c,
+            Err(later) => return later,
+        };
+        let adopted = came_with.attempt > 0;
+        let stepped = step(
+            &client,
+            recorder,
+            &targets,
+            &resume.instance,
+            self.surge,
+            &self.placeholder,
+            |o, now| {
+                if o.view.name != resume.node {
+                    tracing::warn!(message_id = %record.message_id, instance = %resume.instance,
+                        node = %o.view.name, named = %resume.node,
+                        "the instance's node is not the one the tick named; stepping the instance's");
+                }
+                let step = plan_resume(
+                    &o.view,
+                    &o.pod_views,
+                    is_ready(&o.node),
+                    &resume.instance,
+                    adopted,
+                    now,
+                    &self.settings,
+                );
+                let event_id = o
+                    .view
+                    .state
+                    .as_ref()
+                    .map_or_else(|| "(resume-drain)".to_string(), |s| s.event_id.clone());
+                Planned { step, event_id }
+            },
+            now_s,
+        )
+        .await;
+        self.outcome_of(stepped, &resume.instance, None)
+    }
+
+    /// The record's outcome from a step (logged, with metrics). `notice`: the notice the step
+    /// was for; None for a resume-drain message (the node's record stands for it).
+    fn outcome_of(
+        &self,
+        stepped: Result<Stepped>,
+        instance: &str,
+        notice: Option<&Notice>,
+    ) -> RecordOutcome {
+        let later = |reason: String| RecordOutcome::Later {
+            at: now_s() + self.settings.recheck_s,
+            reason: format!("{instance}: {reason}"),
+        };
+        let stepped = match stepped {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(event_id = notice.map_or("(resume-drain)", |n| n.event_id.as_str()),
+                    instance, error = %e, error_kind = e.kind(),
+                    "drain step failed; retrying at the next check");
+                return later(e.to_string());
+            }
+        };
+        let (observed, planned, report, now) = match stepped {
+            Stepped::NodeGone { released } => {
+                if let Some(n) = notice {
+                    for t in &released {
+                        tracing::info!(event_id = %n.event_id, instance, released = %t,
+                            "node gone: replacement released");
+                    }
+                    self.log_step(
+                        n,
+                        instance,
+                        None,
+                        "not-in-cluster",
+                        &StepReport::default(),
+                        None,
+                    );
+                } else {
+                    tracing::info!(instance, released = ?released,
+                        "resume-drain: the node is gone; nothing to drain");
+                }
+                return RecordOutcome::Delete {
+                    reason: format!("{instance}: not in this cluster"),
+                };
+            }
+            Stepped::Done {
+                observed,
+                planned,
+                report,
+                surge,
+                now,
+            } => {
+                if let Some(surge) = &surge {
+                    log_surge(&planned.event_id, instance, surge);
+                }
+                (observed, planned, report, now)
+            }
+        };
+        let step = &planned.step;
+        // The notice the step stood for: the record's own for a resume-drain message.
+        let of_record = observed
+            .view
+            .state
+            .as_ref()
+            .map(|s| notice_of_record(s, instance, NoticeStatus::Active));
+        if let Some(n) = notice.or(of_record.as_ref()) {
+            self.emit_metrics(n, &observed.view.state, step, &report, now);
+            let phase = step.state.as_ref().map_or("none", |s| s.phase.as_str());
+            self.log_step(
+                n,
+                instance,
+                Some(&observed.view.name),
+                phase,
+                &report,
+                Some(step),
+            );
+        }
+        if !report.eviction_errors.is_empty() {
+            tracing::warn!(event_id = %planned.event_id, errors = ?report.eviction_errors, "evictions failed");
+        }
+        if !report.release_errors.is_empty() {
+            // Finished on the node, but the reservation is still held: not done until it is
+            // given back (the next step plans the release again).
+            return RecordOutcome::Continue {
+                at: now + self.settings.recheck_s,
+                reason: format!("{instance}: replacement not released yet"),
+            };
+        }
+        match step.last() {
+            Command::Done(finish) => RecordOutcome::Delete {
+                reason: format!("{instance}: {}", finish_reason(finish)),
+            },
+            Command::WaitUntil { at } => RecordOutcome::Continue {
+                at: *at,
+                reason: format!("{instance}: in progress"),
+            },
+            other => unreachable!("a step ends in Done or WaitUntil, not {other:?}"),
+        }
+    }
+
+    fn emit_metrics(
+        &self,
+        notice: &Notice,
+        before: &Option<crate::core::interruption::DrainState>,
+        step: &DrainStep,
+        report: &StepReport,
+        now: f64,
+    ) {
+        let kind = notice.kind.as_str();
+        let mut emf = EmfRecord::new().dimension("Kind", kind);
+        if report.cordoned {
+            emf = emf.metric(
+                "NoticeToCordonMs",
+                (now - notice.time) * 1000.0,
+                Unit::Milliseconds,
+            );
+        }
+        let was_ready = before.as_ref().and_then(|s| s.replacement_ready_at);
+        if let (None, Some(ready)) = (
+            was_ready,
+            step.state.as_ref().and_then(|s| s.replacement_ready_at),
+        ) {
+            emf = emf.metric(
+                "NoticeToReplacementReadyMs",
+                (ready - notice.time) * 1000.0,
+                Unit::Milliseconds,
+            );
+        }
+        if !report.blocked.is_empty() {
+            emf = emf.metric("BlockedPods", report.blocked.len() as f64, Unit::Count);
+        }
+        if step.last() == &Command::Done(Finish::Drained) {
+            let in_time = instance_end(notice).is_none_or(|end| now <= end);
+            emf = emf.metric(
+                "DrainsBeforeDeadline",
+                if in_time { 1.0 } else { 0.0 },
+                Unit::Count,
+            );
+        }
+        emf.emit(&self.emf_namespace);
+    }
+
+    fn log_step(
+        &self,
+        notice: &Notice,
+        instance: &str,
+        node: Option<&str>,
+        phase: &str,
+        report: &StepReport,
+        step: Option<&DrainStep>,
+    ) {
+        let next = step.and_then(|s| match s.last() {
+            Command::WaitUntil { at } => Some(crate::core::interruption::state::format_time(*at)),
+            _ => None,
+        });
+        let done = step.and_then(|s| match s.last() {
+            Command::Done(f) => Some(finish_reason(f)),
+            _ => None,
+        });
+        let blocked: Vec<String> = report
+            .blocked
+            .iter()
+            .map(|b| format!("{} ({})", b.pod, b.pdbs.join(",")))
+            .collect();
+        let latency_ms = ((now_s() - notice.time) * 1000.0).round() as i64;
+        // One line per pod a PodDisruptionBudget keeps, so "drains blocked" can be queried by pod.
+        for b in &report.blocked {
+            tracing::warn!(
+                event = "drain_blocked",
+                event_id = %notice.event_id,
+                kind = notice.kind.as_str(),
+                instance,
+                node = node.unwrap_or(""),
+                pod = %b.pod,
+                pdb = %b.pdbs.join(","),
+                latency_ms,
+                "eviction refused by a PodDisruptionBudget"
+            );
+        }
+        tracing::info!(
+            event = "interruption",
+            event_id = %notice.event_id,
+            kind = notice.kind.as_str(),
+            instance,
+            node = node.unwrap_or(""),
+            phase,
+            cordoned = report.cordoned,
+            replacement = ?report.requested,
+            replacement_error = report.request_error.as_deref().unwrap_or(""),
+            limits_room = report.room.as_deref().unwrap_or(""),
+            pods_evicted = report.evicted.len(),
+            pods_blocked = report.blocked.len(),
+            pods_deleted_past_pdb = report.deleted_past_pdb.len(),
+            blocked = ?blocked,
+            released = ?report.released,
+            next_check = next.as_deref().unwrap_or(""),
+            done = done.as_deref().unwrap_or(""),
+            latency_ms,
+            "drain step"
+        );
+    }
+}
+
+fn finish_reason(f: &Finish) -> String {
+    match f {
+        Finish::Drained => "drained".into(),
+        Finish::Prewarmed => "replacement ready, pods left serving (cordon-prewarm)".into(),
+        Finish::Ignored => "ACTIONS says ignore".into(),
+        Finish::Superseded { by_event } => {
+            format!("moot: node already draining for event {by_event}")
+        }
+        Finish::Duplicate => "duplicate delivery: another delivery carries this drain".into(),
+        Finish::Undrained => "notice closed: node un-drained, replacement released".into(),
+        Finish::NothingToUndo => "notice closed: this notice never drained the node".into(),
+        Finish::Moot { reason } => format!("resume-drain: {reason}"),
+    }
+}
+
+/// One line per step that surged, held evictions back, or failed to surge.
+fn log_surge(event_id: &str, instance: &str, report: &surge::SurgeReport) {
+    if report.workloads.is_empty() && report.errors.is_empty() {
+        return;
+    }
+    let held: Vec<String> = report.held.iter().map(ToString::to_string).collect();
+    if report.errors.is_empty() {
+        tracing::info!(event = "drain_surge", event_id, instance,
+            workloads = ?report.workloads, held = ?held, "surge before eviction");
+    } else {
+        tracing::warn!(event = "drain_surge", event_id, instance,
+            workloads = ?report.workloads, held = ?held, errors = ?report.errors,
+            "surge failed for some workloads: their evictions go ahead as planned");
+    }
+}

@@ -1,0 +1,248 @@
+//! The scheduled tick: every TICK_SECONDS, for every target at once, observe demand, read the
+//! headroom object and NodePool, decide (pure core), and carry out the plan unless DRY_RUN.
+//!
+//! EventBridge fires at most once a minute, so one invocation runs several ticks, stopping
+//! shortly before the minute ends (or the Lambda deadline). Each target runs in its own task:
+//! an error, even a panic, on one target never stops the others. Every decision is one JSON log
+//! line with flat fields (for Logs Insights) and one EMF record.
+
+pub mod leases;
+pub mod observe;
+pub mod report;
+pub mod target;
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use lambda_runtime::{service_fn, LambdaEvent};
+use serde_json::Value;
+
+use crate::adapters::kube::{annotations, targets, ClientCache};
+use crate::adapters::metrics::{self, MetricSource};
+use crate::config::Config;
+use crate::error::{Error, Result};
+
+pub use report::{emf_record, log_decision, reason_text, TargetReport};
+pub use target::{floor_intent, freeze_intent, tick_target};
+
+/// Everything a tick needs, built once per execution environment.
+pub struct TickDeps {
+    pub config: Config,
+    pub clients: ClientCache,
+    pub metrics: Box<dyn MetricSource>,
+    /// Sends resume-drain messages to INTERRUPTION_QUEUE_URL (the lease collection's handover).
+    pub sqs: aws_sdk_sqs::Client,
+}
+
+impl TickDeps {
+    /// Validates that the tick can run and builds the metric source and cluster client cache.
+    pub async fn build(config: Config) -> Result<Self> {
+        config.require_tick_ready()?;
+        let source = config
+            .metric_source
+            .as_ref()
+            .expect("require_tick_ready checked METRIC_SOURCE");
+        let metrics = metrics::from_config(source).await?;
+        let clients = ClientCache::new(config.require_cluster()?.clone());
+        let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+        Ok(TickDeps {
+            config,
+            clients,
+            metrics,
+            sqs: aws_sdk_sqs::Client::new(&sdk),
+        })
+    }
+}
+
+pub fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// Runs one tick over every target concurrently, each in its own task.
+pub async fn tick_once(deps: &Arc<TickDeps>, now: f64, dry_run: bool) -> Vec<TargetReport> {
+    let client = match deps.clients.get().await {
+        Ok(c) => c,
+        Err(e) => {
+            if deps.config.targets_configmap.is_some() {
+                targets::report_refused(&deps.config.emf_namespace, "targets", &e);
+            }
+            return deps
+                .config
+                .targets
+                .iter()
+                .map(|t| TargetReport::new(&t.name, dry_run).failed(&e))
+                .collect();
+        }
+    };
+    // PREWARM_TARGETS, or the targets ConfigMap read afresh: a target that cannot be read runs
+    // no tick (its error is logged and counted), the others run.
+    let Some(targets) = targets::current_or_report(
+        deps.config.targets_configmap.as_ref(),
+        &deps.config.targets,
+        &client,
+        &deps.config.emf_namespace,
+    )
+    .await
+    else {
+        return Vec::new();
+    };
+    if !dry_run {
+        leases::collect_drain_leases(deps, &client, &targets, now).await;
+    }
+    let tasks: Vec<_> = targets
+        .iter()
+        .cloned()
+        .map(|target| {
+            let deps = Arc::clone(deps);
+            let client = client.clone();
+            tokio::spawn(async move { tick_target(&deps, &client, &target, now, dry_run).await })
+        })
+        .collect();
+    let mut reports = Vec::with_capacity(tasks.len());
+    for (task, target) in futures::future::join_all(tasks)
+        .await
+        .into_iter()
+        .zip(&targets)
+    {
+        reports.push(task.unwrap_or_else(|join_error| {
+            let e = Error::Kube {
+                operation: "tick".into(),
+                object: format!("target {}", target.name),
+                message: format!("the tick of this target failed: {join_error}"),
+                retryable: true,
+            };
+            TargetReport::new(&target.name, dry_run).failed(&e)
+        }));
+    }
+    for report in &reports {
+        log_decision(report);
+        emf_record(report).emit(&deps.config.emf_namespace);
+    }
+    reports
+}
+
+/// When the ticks of an invocation that starts at `start` run (Unix seconds): every `tick_s`
+/// while the tick starts before the minute's end minus half a tick (the next scheduled
+/// invocation takes over there) and `budget_s` of work still fits before `deadline`. The first
+/// tick always runs.
+pub fn tick_times(start: f64, tick_s: f64, deadline: f64, budget_s: f64) -> Vec<f64> {
+    let minute_end = start + 60.0;
+    let mut times = vec![start];
+    let mut k = 1.0;
+    loop {
+        let t = start + k * tick_s;
+        if t >= minute_end - tick_s / 2.0 || t + budget_s > deadline {
+            break;
+        }
+        times.push(t);
+        k += 1.0;
+    }
+    times
+}
+
+/// Time one tick may take at most, kept free before the Lambda deadline.
+fn tick_budget(tick_s: f64) -> f64 {
+    tick_s.min(10.0)
+}
+
+async fn sleep_until(t: f64) {
+    let wait = t - unix_now();
+    if wait > 0.0 {
+        tokio::time::sleep(Duration::from_secs_f64(wait)).await;
+    }
+}
+
+/// The invocation's deadline in Unix seconds. A deadline that has passed before the first tick
+/// means the runtime gave none (emulators may leave it at 0): then only the minute bounds ticks.
+fn invocation_deadline(context: &lambda_runtime::Context, start: f64) -> f64 {
+    let deadline = context
+        .deadline()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    if deadline > start {
+        deadline
+    } else {
+        f64::INFINITY
+    }
+}
+
+/// One invocation: the ticks of this minute. Returns a short summary as the function's result.
+pub async fn handle(deps: Arc<TickDeps>, context: &lambda_runtime::Context) -> Value {
+    let start = unix_now();
+    let deadline = invocation_deadline(context, start);
+    let tick_s = deps.config.policy.tick_s;
+    let dry_run = deps.config.dry_run;
+    let mut summary = Vec::new();
+    for t in tick_times(start, tick_s, deadline, tick_budget(tick_s)) {
+        sleep_until(t).await;
+        let reports = tick_once(&deps, unix_now(), dry_run).await;
+        summary.push(serde_json::json!({
+            "at": annotations::format_time(t),
+            "targets": reports.iter().map(|r| serde_json::json!({
+                "target": r.target,
+                "action": r.action(),
+                "desired": r.plan.as_ref().map(|p| p.desired_spare),
+                "sizeAfter": r.size_after,
+                "error": r.error,
+            })).collect::<Vec<_>>(),
+        }));
+    }
+    serde_json::json!({
+        "ticks": summary,
+        "dryRun": dry_run,
+        // How long the runtime gave this invocation: explains a short tick count.
+        "deadlineSeconds": deadline.is_finite().then_some(deadline - start),
+    })
+}
+
+/// Lambda mode: build the clients once, then serve scheduled events.
+pub async fn serve(config: Config) -> Result<()> {
+    // Boxed: the runtime's future type is deep enough to overflow the compiler's layout limit.
+    let deps = Arc::new(Box::pin(TickDeps::build(config)).await?);
+    Box::pin(lambda_runtime::run(service_fn(
+        move |event: LambdaEvent<Value>| {
+            let deps = Arc::clone(&deps);
+            async move {
+                Ok::<Value, lambda_runtime::Error>(Box::pin(handle(deps, &event.context)).await)
+            }
+        },
+    )))
+    .await
+    .map_err(|e| Error::Aws {
+        service: "lambda".into(),
+        operation: "runtime".into(),
+        message: e.to_string(),
+        retryable: false,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_fill_the_minute_and_respect_the_deadline() {
+        let start = 1_000.0;
+        let cases: &[(f64, f64, &[f64])] = &[
+            // Default 15 s ticks with a 90 s timeout: four ticks, the next invocation does 60.
+            (15.0, start + 90.0, &[0.0, 15.0, 30.0, 45.0]),
+            (20.0, start + 90.0, &[0.0, 20.0, 40.0]),
+            (60.0, start + 90.0, &[0.0]),
+            (25.0, start + 90.0, &[0.0, 25.0]),
+            // A 39 s deadline leaves room for ticks at 0 and 15 (15 + 10 <= 39), not 30 (40 > 39).
+            (15.0, start + 39.0, &[0.0, 15.0]),
+            (15.0, start + 40.0, &[0.0, 15.0, 30.0]),
+            // A deadline already too close still gets its one tick.
+            (15.0, start + 2.0, &[0.0]),
+        ];
+        for (tick_s, deadline, offsets) in cases {
+            let got: Vec<f64> = tick_times(start, *tick_s, *deadline, tick_budget(*tick_s))
+                .into_iter()
+                .map(|t| t - start)
+                .collect();
+            assert_eq!(got, *offsets, "tick {tick_s} deadline {deadline}");
+        }
+    }
+}

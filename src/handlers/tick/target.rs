@@ -1,0 +1,215 @@
+//! One target, one tick: observe, skip when another invocation acted, decide (pure core), then
+//! write the headroom object, the NodePool (limits, budgets) and the HPA floor unless DRY_RUN.
+
+use super::observe::{calibration_history, observe};
+use super::{TargetReport, TickDeps};
+use crate::adapters::kube::headroom::{self, ApplyOutcome, HeadroomRead};
+use crate::adapters::kube::nodepool::{self, NodePoolView};
+use crate::adapters::kube::nodepool_limits::LimitsIntent;
+use crate::adapters::kube::{annotations, hpa_floor, limits_room};
+use crate::core::{self, HeadroomKind, Observation, Plan, TargetSpec};
+
+/// The NodePool's consolidation change this tick: freeze/restore as planned when the target
+/// opts in; otherwise only ever undo a freeze that is still on (the option was turned off).
+pub fn freeze_intent(target: &TargetSpec, plan: &Plan, pool: &NodePoolView) -> Option<bool> {
+    if target.freeze_consolidation {
+        plan.freeze_consolidation
+    } else if pool.consolidation_frozen() {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// One target, one tick. Never panics on bad input; errors end up in the report.
+pub async fn tick_target(
+    deps: &TickDeps,
+    client: &kube::Client,
+    target: &TargetSpec,
+    now: f64,
+    dry_run: bool,
+) -> TargetReport {
+    let report = TargetReport {
+        at: Some(annotations::format_time(now)),
+        ..TargetReport::new(&target.name, dry_run)
+    };
+    let (pool, read, observation) = futures::join!(
+        nodepool::read_node_pool(client, &target.node_pool),
+        headroom::read_headroom(client, target),
+        observe(deps, client, target, now)
+    );
+    let mut report = TargetReport {
+        pending_pods: observation.pending_pods,
+        serving_replicas: observation.serving_replicas,
+        metrics_problem: observation.problem.clone(),
+        ..report
+    };
+    // Without both objects nothing is written: the error names the missing one.
+    let pool = match pool {
+        Ok(p) => p,
+        Err(e) => return report.failed(&e),
+    };
+    let read: HeadroomRead = match read {
+        Ok(r) => r,
+        Err(e) => return report.failed(&e),
+    };
+    report.size_before = Some(read.parsed.size);
+    let policy = &deps.config.policy;
+    if annotations::acted_recently(read.state().last_tick, now, policy.tick_s) {
+        report.skipped = Some(format!(
+            "another invocation acted on {} at {}",
+            read.object.display,
+            annotations::format_time(read.state().last_tick.unwrap_or_default())
+        ));
+        return report;
+    }
+    let mut state = read.state().clone();
+    state.consolidation_frozen = pool.consolidation_frozen();
+    let observation = Observation {
+        calibration_history: calibration_history(deps, target, state.calibration.as_ref(), now)
+            .await,
+        ..observation
+    };
+    let plan = core::decide(&observation, target, policy, &state, now);
+    report.plan = Some(plan.clone());
+
+    let outcome = match headroom::apply_plan(client, &read, &plan, now, dry_run).await {
+        Ok(o) => o,
+        Err(e) => return report.failed(&e),
+    };
+    report.size_after = Some(match outcome {
+        ApplyOutcome::Written { after, .. } | ApplyOutcome::DryRun { after, .. } => after,
+        ApplyOutcome::Unchanged | ApplyOutcome::Conflict => read.parsed.size,
+    });
+    report.headroom = Some(outcome.as_str().into());
+    if outcome == ApplyOutcome::Conflict {
+        report.skipped = Some(format!(
+            "{} changed since it was read (409): left to the next tick",
+            read.object.display
+        ));
+        return report;
+    }
+
+    // A static NodePool that is also the headroom object has a new resourceVersion now.
+    let pool = if matches!(target.headroom, HeadroomKind::NodePoolReplicas)
+        && matches!(outcome, ApplyOutcome::Written { .. })
+    {
+        match nodepool::read_node_pool(client, &target.node_pool).await {
+            Ok(p) => p,
+            Err(e) => return report.failed(&e),
+        }
+    } else {
+        pool
+    };
+    let freeze = freeze_intent(target, &plan, &pool);
+    let limits = limits_intent(client, target, now).await;
+    match nodepool::apply_node_pool(client, &pool, &limits, freeze, dry_run).await {
+        Ok(o) => report.node_pool = Some(o.as_str().into()),
+        Err(e) => return report.failed(&e),
+    }
+    if let Some(r) = target.hpa.as_ref() {
+        // A target whose raiseMinReplicas was turned off gets a raise still on its HPA given
+        // back (nothing is written when there is none): no lease is left to outlive the option.
+        let intent = if r.raise_min_replicas {
+            floor_intent(&plan)
+        } else {
+            hpa_floor::FloorIntent::Restore
+        };
+        let lease_s = policy.scale_down_delay_s.max(120.0);
+        let outcome = match hpa_floor::apply_floor(client, r, intent, now, lease_s, dry_run).await {
+            Ok(outcome) => outcome.to_string(),
+            Err(e) => format!("error: {e}"),
+        };
+        if r.raise_min_replicas || outcome != "unchanged" {
+            report.hpa_floor = Some(outcome);
+        }
+    }
+    report
+}
+
+/// The NodePool's limits this tick: the target's cap (or the user's own limits) with room for
+/// the replacements of the pool's draining nodes (`adapters::kube::limits_room`). When the nodes
+/// cannot be read the limits are left as they are: a room in use is never taken away on missing
+/// data, and a cap change waits for the next tick.
+async fn limits_intent(client: &kube::Client, target: &TargetSpec, now: f64) -> LimitsIntent {
+    match limits_room::pool_nodes(client, &target.node_pool).await {
+        Ok(nodes) => LimitsIntent::Room {
+            cap: target.limits.clone(),
+            nodes,
+            now,
+        },
+        Err(e) => {
+            tracing::warn!(target = %target.name, error = %e,
+                "nodes of the NodePool not read: its limits are left as they are this tick");
+            LimitsIntent::Leave
+        }
+    }
+}
+
+/// The HPA floor this tick: the replicas forecast for the horizon, or hold as is when failing
+/// static (never lowered on missing data; the lease is renewed).
+pub fn floor_intent(plan: &Plan) -> hpa_floor::FloorIntent {
+    match plan.action {
+        core::Action::FailStatic => hpa_floor::FloorIntent::Hold,
+        _ => hpa_floor::FloorIntent::AtLeast(plan.forecast.replicas_at_horizon),
+    }
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    fn target(freeze: bool) -> TargetSpec {
+        serde_json::from_value(serde_json::json!({
+            "name": "llama", "nodePool": "gpu", "maxSpare": 8, "freezeConsolidation": freeze,
+            "headroom": {"kind": "balloon", "namespace": "prewarm", "name": "balloon-gpu"}
+        }))
+        .unwrap()
+    }
+
+    pub(in crate::handlers::tick) fn plan(freeze: Option<bool>) -> Plan {
+        Plan {
+            target: "llama".into(),
+            action: core::Action::None,
+            current_spare: 0,
+            desired_spare: 0,
+            freeze_consolidation: freeze,
+            forecast: Default::default(),
+            reasons: vec![],
+            next_state: Default::default(),
+        }
+    }
+
+    fn pool(frozen: bool) -> NodePoolView {
+        NodePoolView {
+            name: "gpu".into(),
+            resource_version: "1".into(),
+            annotations: if frozen {
+                [(nodepool::SAVED_BUDGETS.to_string(), "[]".to_string())].into()
+            } else {
+                Default::default()
+            },
+            spec: Value::Null,
+        }
+    }
+
+    #[test]
+    fn consolidation_is_frozen_only_for_targets_that_opt_in_and_always_restorable() {
+        let cases = [
+            (true, Some(true), false, Some(true)),
+            (true, Some(false), true, Some(false)),
+            (true, None, true, None),
+            (false, Some(true), false, None),
+            (false, None, true, Some(false)),
+            (false, None, false, None),
+        ];
+        for (opt_in, planned, frozen, expected) in cases {
+            assert_eq!(
+                freeze_intent(&target(opt_in), &plan(planned), &pool(frozen)),
+                expected,
+                "opt_in={opt_in} planned={planned:?} frozen={frozen}"
+            );
+        }
+    }
+}
