@@ -122,3 +122,39 @@ def test_slug_follows_github():
     assert slug("8. Cost of the metric queries on AMP") == "8-cost-of-the-metric-queries-on-amp"
     assert slug("The interruption path: make-before-break") == "the-interruption-path-make-before-break"
     assert slug("Lead time × 0.05, days 7–13") == "lead-time--005-days-713"
+
+
+# A path to a source file named in inline code (`src/core/policy/band.rs`): files move, and a doc
+# that names the old place sends a reader nowhere. Only the user docs and CONTRIBUTING.md: the
+# notebook records the tree as it was.
+CODE_PATH = re.compile(r"`((?:src|tests|infra|scripts|benches|fuzz)/[A-Za-z0-9_./-]+)`")
+
+
+def user_docs() -> list[Path]:
+    return [p for p in [*doc_files(), REPO / "CONTRIBUTING.md"] if "notebook" not in p.parts]
+
+
+def missing_code_paths(paths: list[Path], repo: Path) -> list[str]:
+    out = []
+    for doc in paths:
+        for n, line in enumerate(doc.read_text(encoding="utf-8").splitlines(), 1):
+            for path in CODE_PATH.findall(line):
+                path = path.rstrip(".,")
+                # Globs, placeholders, and what the stack writes when it runs (tests/stack/.run/).
+                if "*" in path or "<" in path or "/.run/" in path:
+                    continue
+                if not (repo / path).exists():
+                    out.append(f"{doc.relative_to(repo)}:{n}: {path} does not exist")
+    return out
+
+
+def test_every_source_path_the_docs_name_exists():
+    assert missing_code_paths(user_docs(), REPO) == []
+
+
+def test_a_moved_source_file_is_reported(tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "here.rs").write_text("")
+    doc = tmp_path / "README.md"
+    doc.write_text("see `src/here.rs` and `src/gone.rs`.\n")
+    assert missing_code_paths([doc], tmp_path) == ["README.md:1: src/gone.rs does not exist"]
