@@ -120,14 +120,16 @@ async fn read_ref(client: &kube::Client, object: HeadroomRef) -> Result<Headroom
 }
 
 /// The object's size after `plan`. `desired_spare` is the whole size, drains' reservations
-/// included (core::decide adds them on top of its own share); only a scale action moves it,
-/// failing static never does, and it never drops below what drains reserved.
+/// included (core::decide adds them on top of its own share); a scale action moves it, failing
+/// static only ever raises it (to the floor core asks for while blind), and it never drops below
+/// what drains reserved.
 pub fn planned_size(read: &ParsedHeadroom, plan: &Plan) -> u32 {
     match plan.action {
         Action::ScaleUp | Action::ScaleDown => {
             plan.desired_spare.max(read.state.replacement_reserved)
         }
-        Action::None | Action::FailStatic => read.size,
+        Action::FailStatic => read.size.max(plan.desired_spare),
+        Action::None => read.size,
     }
 }
 
@@ -388,12 +390,15 @@ mod tests {
     }
 
     #[test]
-    fn failing_static_never_changes_the_size() {
+    fn failing_static_never_lowers_the_size() {
         let read = parsed(4, &[]);
         // Even a malformed plan asking for less keeps the size when the metrics are missing.
         let p = plan(Action::FailStatic, 4, 1, read.state.clone());
         assert_eq!(planned_size(&read, &p), 4);
         assert_eq!(plan_patch(&read, "1", &p, NOW), None);
+        // Blind, core may still raise to a floor (minSpare, a scheduled window): that is written.
+        let p = plan(Action::FailStatic, 4, 6, read.state.clone());
+        assert_eq!(planned_size(&read, &p), 6);
     }
 
     #[test]

@@ -22,24 +22,41 @@ use super::seasonal::{seasonal_forecast, Seasonal};
 use super::sizing::replicas_for;
 use crate::spec::{HeadroomState, PolicySpec, TargetSpec};
 
-/// The plan when the inputs cannot be trusted: keep the headroom as it is, say why, and leave
-/// the hold, cooldown and consolidation untouched.
+/// The plan when the inputs cannot be trusted: never lower the headroom, raise it only to the
+/// floor (`minSpare`, a scheduled window) within the ceiling and the GPU cap, say why, and leave
+/// the hold, cooldown and consolidation untouched. The floor matters most where metrics are
+/// missing for good reason: a target scaled to zero has no pods and so no metrics, and its
+/// scheduled capacity must still come a lead time before the window.
 fn fail_static(
+    observed: &Observation,
     target: &TargetSpec,
+    policy: &PolicySpec,
     prior: &HeadroomState,
     now: f64,
     detail: String,
     forecast: ForecastSummary,
 ) -> Plan {
+    let mut reasons = vec![Reason::MetricsMissing { detail }];
+    // What is in use is what the API says serves or waits; with metrics missing there is no
+    // forecast of it, so the GPU cap is judged against what is there now.
+    let in_use = observed.serving_replicas.unwrap_or(0) + observed.pending_pods;
+    let scheduled = scheduled_floor(&target.schedules, &policy.zone(), now, policy.lead_time_s);
+    let own = Rails::new(target, prior, in_use)
+        .with_scheduled_floor(scheduled)
+        .blind_floor(&mut reasons);
+    let desired = own
+        .saturating_add(prior.replacement_reserved)
+        .max(prior.spare);
     Plan {
         target: target.name.clone(),
         action: Action::FailStatic,
         current_spare: prior.spare,
-        desired_spare: prior.spare,
+        desired_spare: desired,
         freeze_consolidation: None,
         forecast,
-        reasons: vec![Reason::MetricsMissing { detail }],
+        reasons,
         next_state: HeadroomState {
+            spare: desired,
             last_tick: Some(now),
             ..prior.clone()
         },
@@ -56,7 +73,7 @@ pub fn decide(
     let mut summary = ForecastSummary::default();
     let inputs = match assess(observed, policy, now, &mut summary) {
         Ok(inputs) => inputs,
-        Err(detail) => return fail_static(target, prior, now, detail, summary),
+        Err(detail) => return fail_static(observed, target, policy, prior, now, detail, summary),
     };
     let mut reasons = vec![Reason::Forecast];
 

@@ -127,7 +127,89 @@ fn rows() -> Vec<Row> {
         freeze_consolidation: true,
         ..test_target()
     };
-    vec![
+    // Failing static with a floor above what is held: a target without metrics (scaled to zero:
+    // no pods, so no series) still gets its floor, within the ceiling and the GPU cap. Values by
+    // hand: the floor, or the room the cap leaves (cap 4 GPUs / 1 per replica - 3 serving = 1).
+    let blind =
+        |name, target: TargetSpec, prior_spare: u32, serving: Option<u32>, desired, reasons| Row {
+            name,
+            target,
+            observed: Observation {
+                serving_replicas: serving,
+                ..Observation::default()
+            },
+            prior: HeadroomState {
+                spare: prior_spare,
+                ..HeadroomState::default()
+            },
+            action: Action::FailStatic,
+            desired,
+            reasons,
+            detail: Some("arrival rate series is empty"),
+            hold: None,
+            cooldown: None,
+            ..steady()
+        };
+    let every_minute = ScheduleWindow {
+        cron: "* * * * *".into(),
+        time_zone: None,
+        duration_seconds: 3600.0,
+        min_spare: 4,
+    };
+    let blind_rows = vec![
+        blind(
+            "failing static raises to minSpare",
+            TargetSpec {
+                min_spare: 2,
+                ..test_target()
+            },
+            0,
+            None,
+            2,
+            vec![Reason::Floor { min_spare: 2 }],
+        ),
+        blind(
+            "failing static raises to a scheduled window (no pods, no metrics)",
+            TargetSpec {
+                schedules: vec![every_minute.clone()],
+                ..test_target()
+            },
+            1,
+            None,
+            4,
+            vec![Reason::Scheduled {
+                min_spare: 4,
+                window: 0,
+            }],
+        ),
+        blind(
+            "failing static: the GPU cap bounds the floor",
+            TargetSpec {
+                min_spare: 3,
+                gpu_cap: Some(4),
+                ..test_target()
+            },
+            0,
+            Some(3),
+            1,
+            vec![
+                Reason::Floor { min_spare: 3 },
+                Reason::GpuCap { gpu_cap: 4 },
+            ],
+        ),
+        blind(
+            "failing static never lowers to the floor",
+            TargetSpec {
+                min_spare: 2,
+                ..test_target()
+            },
+            5,
+            None,
+            5,
+            vec![],
+        ),
+    ];
+    let mut rows = vec![
         steady(),
         Row {
             // Serving unknown: in use = replicas for the current rate (6), same answer.
@@ -825,7 +907,9 @@ fn rows() -> Vec<Row> {
             cooldown: Some(NOW + 60.0),
             ..steady()
         },
-    ]
+    ];
+    rows.extend(blind_rows);
+    rows
 }
 
 fn hpa(metric: HpaMetric) -> HpaStatus {
@@ -1112,8 +1196,13 @@ fn decide_table() {
         assert_eq!(plan.current_spare, row.prior.spare, "{name}: current");
         match row.detail {
             Some(piece) => match plan.reasons.as_slice() {
-                [Reason::MetricsMissing { detail }] => {
-                    assert!(detail.contains(piece), "{name}: detail {detail:?}")
+                [Reason::MetricsMissing { detail }, rest @ ..] => {
+                    assert!(detail.contains(piece), "{name}: detail {detail:?}");
+                    assert_eq!(
+                        rest,
+                        row.reasons.as_slice(),
+                        "{name}: reasons after the detail"
+                    );
                 }
                 other => panic!("{name}: reasons {other:?}"),
             },
@@ -1260,7 +1349,12 @@ proptest! {
         };
         let plan = decide(&observed, &target, &PolicySpec::default(), &prior, NOW);
         if plan.action == Action::FailStatic {
-            prop_assert_eq!(plan.desired_spare, prior.spare);
+            // Never lower; raised only to a floor (minSpare: arb_case has no schedules).
+            prop_assert!(plan.desired_spare >= prior.spare, "{plan:?}");
+            let own = prior.spare.saturating_sub(prior.replacement_reserved);
+            if own >= target.min_spare {
+                prop_assert_eq!(plan.desired_spare, prior.spare);
+            }
         }
         let stale = age > PolicySpec::default().stale_after_s;
         if observed.problem.is_some() || stale || observed.arrival_rate.is_empty() {

@@ -108,6 +108,32 @@ impl Rails {
         }
     }
 
+    /// The tick's own spare when it cannot trust its inputs (fail static): never below what it
+    /// holds now, raised to the floor (the target's `minSpare` or a scheduled window's) so that a
+    /// target with no metrics (no pods yet, scale to zero) still gets its scheduled capacity,
+    /// bounded by the ceiling and the GPU cap as any spare is. Nothing forecast, nothing lowered.
+    pub fn blind_floor(&self, reasons: &mut Vec<Reason>) -> u32 {
+        let (floor, floor_reason) = self.floor();
+        if floor <= self.base {
+            return self.base;
+        }
+        reasons.push(floor_reason);
+        let mut v = floor;
+        if v > self.max_spare {
+            v = self.max_spare;
+            reasons.push(Reason::Ceiling {
+                max_spare: self.max_spare,
+            });
+        }
+        if let Some((gpu_cap, room)) = self.gpu_room {
+            if v > room {
+                v = room;
+                reasons.push(Reason::GpuCap { gpu_cap });
+            }
+        }
+        v.max(self.base)
+    }
+
     pub fn apply(
         &self,
         raw: u32,
