@@ -1,5 +1,7 @@
 //! Per-policy figures of a comparison, and their table form.
 
+pub mod print;
+
 use std::fmt::Write as _;
 
 use serde::Serialize;

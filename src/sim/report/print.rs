@@ -1,0 +1,73 @@
+//! The text report of one comparison as `prewarm simulate` prints it. Changes when the printed
+//! layout changes.
+
+use crate::sim::compare::Comparison;
+use crate::sim::judge::{attribution, verdict};
+use crate::sim::setup::Setup;
+
+/// The table of one comparison, its frontiers, daily intervals, verdict and attribution.
+pub fn print_comparison(cmp: &Comparison, setup: &Setup, elapsed: f64) {
+    let requests = cmp.rows.first().map(|r| r.requests).unwrap_or(0);
+    println!(
+        "== {} - {:.1} h simulated, {} requests scored from t = {:.1} h; lead time {:.0} s (launch {:.0} + pull {:.0} + load {:.0}); SLO: wait <= {:.0} s for >= {:.2}% ==",
+        cmp.workload,
+        cmp.duration_s / 3600.0,
+        requests,
+        cmp.scored_from_s / 3600.0,
+        cmp.lead_time_s,
+        setup.karpenter.node_launch_s,
+        setup.model.image_pull_s,
+        setup.model.model_load_s,
+        cmp.slo_wait_s,
+        (1.0 - cmp.slo_fraction) * 100.0
+    );
+    match cmp.train_days {
+        Some(d) => println!(
+            "knobs chosen on days 0-{} (ideal peak {} replicas), scored on the rest",
+            d - 1,
+            cmp.training_peak_replicas
+        ),
+        None => println!(
+            "knobs tuned IN HINDSIGHT on the scored requests themselves (use --train-days D for an honest split)"
+        ),
+    }
+    print!("{}", super::table(&cmp.rows));
+    for (policy, points) in &cmp.frontiers {
+        let text: Vec<String> = points
+            .iter()
+            .map(|p| {
+                format!(
+                    "{}{}: {:.1} GPU-h {:.3}%",
+                    p.knob,
+                    p.release
+                        .map_or(String::new(), |r| format!(" {}", r.label())),
+                    p.gpu_hours,
+                    p.delayed_fraction * 100.0
+                )
+            })
+            .collect();
+        println!(
+            "frontier {policy} ({}): {}",
+            cmp.knobs.get(policy).map_or("", String::as_str),
+            text.join("; ")
+        );
+    }
+    for r in cmp.rows.iter().filter(|r| r.days.len() >= 2) {
+        if let (Some(d), Some(g)) = (r.delayed_fraction_ci95, r.gpu_hours_per_day_ci95) {
+            println!(
+                "{} over {} days: delayed {:.3}%..{:.3}% (95% interval of the daily mean), GPU-h/day {:.1}..{:.1}",
+                r.policy,
+                r.days.len(),
+                d.0 * 100.0,
+                d.1 * 100.0,
+                g.0,
+                g.1
+            );
+        }
+    }
+    if let Some(verdict) = verdict(cmp) {
+        println!("{verdict}");
+    }
+    println!("{}", attribution(&cmp.workload));
+    println!("simulated in {elapsed:.2} s\n");
+}
