@@ -4,7 +4,6 @@
 pub mod checks;
 pub mod compare;
 pub mod engine;
-pub mod frontier_plot;
 pub mod history;
 pub mod judge;
 pub mod knobs;

@@ -7,10 +7,10 @@ use std::time::Instant;
 use super::checks::config_error;
 use super::compare::{compare, Comparison};
 use super::judge::attribution;
+use super::plot;
 use super::report::print::print_comparison;
 use super::setup::Setup;
 use super::workload::Workload;
-use super::{frontier_plot, plot};
 
 /// Where and how a run's results go, as plain values (the output flags).
 #[derive(Clone, Debug, Default)]
@@ -82,9 +82,9 @@ pub fn run_jobs(common: &Output, jobs: Vec<(Workload, Setup)>) -> crate::Result<
                 path.file_stem()
                     .map_or("plot".into(), |s| s.to_string_lossy())
             ));
-            frontier_plot::write_svg(&cmp, &path, attribution(&cmp.workload))
+            plot::frontier::write_svg(&cmp, &path, attribution(&cmp.workload))
                 .map_err(|e| config_error("--plot", e))?;
-            plot::write_svg(&cmp, &timeline, attribution(&cmp.workload))
+            plot::timeline::write_svg(&cmp, &timeline, attribution(&cmp.workload))
                 .map_err(|e| config_error("--plot", e))?;
             if !common.json {
                 bar.suspend(|| {
