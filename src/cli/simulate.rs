@@ -1,19 +1,17 @@
 //! `prewarm simulate`: every policy on a request trace or a built-in scenario, compared.
 //! Each model parameter is a flag; its help gives the default's source (see docs/simulator.md).
 
-use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::core::{HeadroomKind, PolicySpec, ServerKind, TargetSpec};
-use crate::sim::compare::{compare, Comparison};
-use crate::sim::engine::LaunchModel;
-use crate::sim::model::{self, Hpa, Model, Provisioner};
-use crate::sim::scenario::{Scenario, ScenarioKind};
-use crate::sim::setup::{PolicyName, Setup};
-use crate::sim::workload::{Source, Workload};
-use crate::sim::{frontier_plot, plot, report};
+use crate::sim::checks::positive;
+use crate::sim::run::{self, Output};
+use crate::sim::scenario::ScenarioKind;
+use crate::sim::setup::{
+    self, BenchValues, CapacityType, ModelValues, PolicyName, PrewarmValues, Setup, SetupValues,
+};
+use crate::sim::workload::{self, Asked, Workload};
 
 use super::workload_args::WorkloadArgs;
 
@@ -129,26 +127,6 @@ pub struct BenchArgs {
     pub threads: Option<usize>,
 }
 
-impl BenchArgs {
-    fn launch(&self) -> crate::Result<LaunchModel> {
-        if self.constant_launch {
-            return Ok(LaunchModel::CONSTANT);
-        }
-        if !(self.launch_p99_ratio.is_finite() && self.launch_p99_ratio >= 1.0) {
-            return Err(config_error("--launch-p99-ratio", "must be at least 1"));
-        }
-        if !(0.0..0.5).contains(&self.ice_probability) {
-            return Err(config_error("--ice-probability", "must be in [0, 0.5)"));
-        }
-        non_negative("--ice-retry", self.ice_retry)?;
-        Ok(LaunchModel {
-            p99_over_median: self.launch_p99_ratio,
-            ice_probability: self.ice_probability,
-            ice_retry_s: self.ice_retry,
-        })
-    }
-}
-
 #[derive(Debug, Args)]
 pub struct ModelArgs {
     /// Prompt tokens per second per request slot (prefill). Assumption: order of vLLM prefill
@@ -233,12 +211,6 @@ pub struct ModelArgs {
     pub max_replicas: u32,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum CapacityType {
-    OnDemand,
-    Spot,
-}
-
 /// prewarm's own settings in the simulation: the Lambda's environment variables and the
 /// TargetSpec fields, with the same defaults.
 #[derive(Debug, Args)]
@@ -309,42 +281,6 @@ pub struct PrewarmArgs {
     pub queue_sizing: bool,
 }
 
-fn config_error(var: &str, message: impl Into<String>) -> crate::Error {
-    crate::Error::config(var, message)
-}
-
-fn positive(name: &str, v: f64) -> crate::Result<()> {
-    if v.is_finite() && v > 0.0 {
-        Ok(())
-    } else {
-        Err(config_error(
-            name,
-            format!("must be a positive number, got {v}"),
-        ))
-    }
-}
-
-fn non_negative(name: &str, v: f64) -> crate::Result<()> {
-    if v.is_finite() && v >= 0.0 {
-        Ok(())
-    } else {
-        Err(config_error(name, format!("must be zero or more, got {v}")))
-    }
-}
-
-fn instance(flag: &str, name: &str) -> crate::Result<model::InstanceType> {
-    model::instance_type(name).cloned().ok_or_else(|| {
-        let known: Vec<&str> = model::INSTANCE_TYPES.iter().map(|t| t.name).collect();
-        config_error(
-            flag,
-            format!(
-                "unknown instance type {name:?}; known: {}",
-                known.join(", ")
-            ),
-        )
-    })
-}
-
 impl CommonArgs {
     /// The lead times to compare at: the --lead-times list, --lead-time, or the flags' sum.
     pub fn lead_times(&self) -> Vec<Option<f64>> {
@@ -357,290 +293,87 @@ impl CommonArgs {
 
     /// The validated setup for one lead time (None: the flags as given).
     pub fn setup(&self, lead_time: Option<f64>) -> crate::Result<Setup> {
+        setup::build(&self.values(), lead_time)
+    }
+
+    /// The output flags as plain values.
+    pub fn output(&self) -> Output {
+        Output {
+            json: self.json,
+            plot: self.plot.clone(),
+            plot_dir: self.plot_dir.clone(),
+            series_dir: self.series_dir.clone(),
+        }
+    }
+
+    /// The flags as plain values.
+    pub fn values(&self) -> SetupValues {
         let m = &self.model;
-        positive("--prefill-tokens-per-s", m.prefill_tokens_per_s)?;
-        positive("--decode-tokens-per-s", m.decode_tokens_per_s)?;
-        positive("--hpa-target-utilization", m.hpa_target_utilization)?;
-        positive("--hpa-sync", m.hpa_sync)?;
-        positive("--slo-wait", self.slo_wait)?;
-        non_negative("--slo-fraction", self.slo_fraction)?;
-        for (flag, v) in [
-            ("--node-launch", m.node_launch),
-            ("--image-pull", m.image_pull),
-            ("--model-load", m.model_load),
-            ("--batch", m.batch),
-            ("--consolidate-after", m.consolidate_after),
-            ("--ca-node-launch", m.ca_node_launch),
-            ("--ca-scale-down-unneeded", m.ca_scale_down_unneeded),
-            ("--hpa-scale-down-window", m.hpa_scale_down_window),
-        ] {
-            non_negative(flag, v)?;
-        }
-        if m.slots == 0 {
-            return Err(config_error("--slots", "must be at least 1"));
-        }
-        if m.min_replicas > m.max_replicas || m.max_replicas == 0 {
-            return Err(config_error(
-                "--max-replicas",
-                "must be at least 1 and --min-replicas",
-            ));
-        }
-        if !(m.spot_price_ratio > 0.0 && m.spot_price_ratio <= 1.0) {
-            return Err(config_error("--spot-price-ratio", "must be in (0, 1]"));
-        }
-        let (launch, pull, load) = match lead_time {
-            Some(total) => {
-                positive("--lead-time", total)?;
-                model::split_lead_time(total, m.node_launch, m.image_pull, m.model_load)
-            }
-            None => (m.node_launch, m.image_pull, m.model_load),
-        };
-        let karpenter_type = instance("--instance-type", &m.instance_type)?;
-        let ca_type = instance("--ca-instance-type", &m.ca_instance_type)?;
-        for (flag, t) in [
-            ("--instance-type", &karpenter_type),
-            ("--ca-instance-type", &ca_type),
-        ] {
-            if t.gpus < m.gpus_per_replica {
-                return Err(config_error(
-                    flag,
-                    format!(
-                        "{} has {} GPUs, fewer than --gpus-per-replica {}",
-                        t.name, t.gpus, m.gpus_per_replica
-                    ),
-                ));
-            }
-        }
-        let price_factor = match m.capacity_type {
-            CapacityType::OnDemand => 1.0,
-            CapacityType::Spot => m.spot_price_ratio,
-        };
-        let model = Model {
-            prefill_tokens_per_s: m.prefill_tokens_per_s,
-            decode_tokens_per_s: m.decode_tokens_per_s,
-            slots_per_replica: m.slots,
-            gpus_per_replica: m.gpus_per_replica,
-            image_pull_s: pull,
-            model_load_s: load,
-            prepull: !m.no_prepull,
-            hpa: Hpa {
-                target_utilization: m.hpa_target_utilization,
-                sync_s: m.hpa_sync,
-                scale_down_window_s: m.hpa_scale_down_window,
-                scale_up_pods: m.hpa_scale_up_pods,
-                scale_up_percent: m.hpa_scale_up_percent,
+        let p = &self.prewarm;
+        let b = &self.bench;
+        SetupValues {
+            model: ModelValues {
+                prefill_tokens_per_s: m.prefill_tokens_per_s,
+                decode_tokens_per_s: m.decode_tokens_per_s,
+                slots: m.slots,
+                gpus_per_replica: m.gpus_per_replica,
+                instance_type: m.instance_type.clone(),
+                capacity_type: m.capacity_type,
+                spot_price_ratio: m.spot_price_ratio,
+                node_launch: m.node_launch,
+                image_pull: m.image_pull,
+                model_load: m.model_load,
+                no_prepull: m.no_prepull,
+                batch: m.batch,
+                consolidate_after: m.consolidate_after,
+                ca_instance_type: m.ca_instance_type.clone(),
+                ca_node_launch: m.ca_node_launch,
+                ca_scale_down_unneeded: m.ca_scale_down_unneeded,
+                hpa_target_utilization: m.hpa_target_utilization,
+                hpa_sync: m.hpa_sync,
+                hpa_scale_down_window: m.hpa_scale_down_window,
+                hpa_scale_up_pods: m.hpa_scale_up_pods,
+                hpa_scale_up_percent: m.hpa_scale_up_percent,
                 min_replicas: m.min_replicas,
                 max_replicas: m.max_replicas,
             },
-        };
-        // Cluster Autoscaler's 4.2 min is the whole stall of the field report: scale it with
-        // the lead time the same way as Karpenter's launch.
-        let ca_launch = match lead_time {
-            Some(_) if m.node_launch > 0.0 => m.ca_node_launch * launch / m.node_launch,
-            _ => m.ca_node_launch,
-        };
-        let karpenter = Provisioner {
-            instance: karpenter_type,
-            node_launch_s: launch,
-            batch_s: m.batch,
-            empty_after_s: m.consolidate_after,
-            price_factor,
-        };
-        let cluster_autoscaler = Provisioner {
-            instance: ca_type,
-            node_launch_s: ca_launch,
-            batch_s: m.batch,
-            empty_after_s: m.ca_scale_down_unneeded,
-            price_factor,
-        };
-        let p = &self.prewarm;
-        let prewarm_policy = PolicySpec {
-            lead_time_s: launch + pull + load,
-            tick_s: p.tick,
-            window_s: p.window,
-            step_s: p.step,
-            error_quantile: p.error_quantile,
-            target_wait_s: p.target_wait,
-            scale_down_delay_s: p.scale_down_delay,
-            cooldown_s: p.cooldown,
-            stale_after_s: p.stale_after,
-            ewma_alpha: p.ewma_alpha,
-            trend_beta: p.trend_beta,
-            trend_damping: p.trend_damping,
-            band_by_hour: p.band_by_hour,
-            ..PolicySpec::default()
-        };
-        prewarm_policy
-            .validate()
-            .map_err(|(var, message)| config_error(&var, message))?;
-        let prewarm_target = TargetSpec {
-            name: "simulated".into(),
-            node_pool: "gpu".into(),
-            headroom: HeadroomKind::Balloon {
-                namespace: "prewarm".into(),
-                name: "balloon-gpu".into(),
+            prewarm: PrewarmValues {
+                tick: p.tick,
+                window: p.window,
+                step: p.step,
+                error_quantile: p.error_quantile,
+                target_wait: p.target_wait,
+                scale_down_delay: p.scale_down_delay,
+                cooldown: p.cooldown,
+                stale_after: p.stale_after,
+                ewma_alpha: p.ewma_alpha,
+                trend_beta: p.trend_beta,
+                trend_damping: p.trend_damping,
+                replica_concurrency: p.replica_concurrency,
+                min_spare: p.min_spare,
+                max_spare: p.max_spare,
+                next_step_spare: p.next_step_spare,
+                max_step_up: p.max_step_up,
+                max_step_down: p.max_step_down,
+                freeze_consolidation: p.freeze_consolidation,
+                band_by_hour: p.band_by_hour,
+                queue_sizing: p.queue_sizing,
             },
-            server: ServerKind::Vllm,
-            selector: String::new(),
-            queries: Default::default(),
-            pod_namespace: None,
-            pod_selector: None,
-            gpus_per_replica: m.gpus_per_replica,
-            replica_concurrency: p.replica_concurrency.unwrap_or(m.slots),
-            min_spare: p.min_spare,
-            max_spare: p.max_spare,
-            max_step_up: p.max_step_up,
-            max_step_down: p.max_step_down,
-            gpu_cap: None,
-            freeze_consolidation: p.freeze_consolidation,
-            limits: None,
-            // The simulated HPA scales on requests in the system per replica (the metric the
-            // Lambda can predict), so the target names it unless told not to.
-            hpa: (!p.queue_sizing).then(|| crate::core::spec::HpaRef {
-                namespace: "inference".into(),
-                name: "llm".into(),
-                raise_min_replicas: false,
-                in_system_metric: None,
-            }),
-            schedules: Vec::new(),
-            next_step_spare: p.next_step_spare,
-        };
-        prewarm_target
-            .validate()
-            .map_err(|(var, message)| config_error(&var, message))?;
-        let b = &self.bench;
-        non_negative("--burn-in", b.burn_in)?;
-        non_negative("--ingestion-lag", b.ingestion_lag)?;
-        if b.train_days == Some(0) {
-            return Err(config_error("--train-days", "must be at least 1"));
-        }
-        let threads = match b.threads {
-            Some(0) => return Err(config_error("--threads", "must be at least 1")),
-            Some(n) => n,
-            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        };
-        Ok(Setup {
-            launch: b.launch()?,
-            seed: 1,
-            ingestion_lag_s: b.ingestion_lag,
-            burn_in_s: b.burn_in,
-            train_days: b.train_days,
-            threads,
-            model,
-            karpenter,
-            cluster_autoscaler,
-            prewarm_policy,
-            prewarm_target,
-            slo_wait_s: self.slo_wait,
+            bench: BenchValues {
+                train_days: b.train_days,
+                burn_in: b.burn_in,
+                ingestion_lag: b.ingestion_lag,
+                launch_p99_ratio: b.launch_p99_ratio,
+                constant_launch: b.constant_launch,
+                ice_probability: b.ice_probability,
+                ice_retry: b.ice_retry,
+                threads: b.threads,
+            },
+            slo_wait: self.slo_wait,
             slo_fraction: self.slo_fraction,
             policies: self.policies.clone(),
             buffer_max: self.buffer_max,
-            base_epoch: 1_700_000_000.0,
-        })
-    }
-}
-
-/// Requests per second that keep one pod at the HPA target with the scenario's requests.
-fn rate_per_pod(setup: &Setup, input: u32, output: u32) -> f64 {
-    let m = &setup.model;
-    m.slots_per_replica as f64 * m.hpa.target_utilization / m.service_time(input, output)
-}
-
-/// The attribution the trace licences ask for, by file name.
-pub fn attribution(workload: &str) -> &'static str {
-    const SCENARIOS: [&str; 4] = ["burst-180", "diurnal", "bursty", "cron-bursts"];
-    if workload.contains("servegen") {
-        "Trace: ServeGen m-large (Apache-2.0), Xiang et al., \"ServeGen\", NSDI 2026 (Alibaba Cloud Model Studio); token lengths from the Azure LLM inference trace 2023 (CC-BY 4.0), Patel et al., \"Splitwise\", ISCA 2024."
-    } else if workload.contains("AzureLLMInferenceTrace") {
-        "Trace: Azure LLM inference trace 2023 (CC-BY 4.0), Patel et al., \"Splitwise\", ISCA 2024."
-    } else if workload.contains("mooncake") {
-        "Trace: Mooncake synthetic trace (Apache-2.0), Qin et al., \"Mooncake\", FAST 2025."
-    } else if SCENARIOS.iter().any(|s| workload.starts_with(s)) {
-        "Synthetic workload generated by prewarm simulate."
-    } else {
-        "Requests replayed from a metrics history or a user trace."
-    }
-}
-
-/// The workloads `args` names, for `setup` (a scenario's requests come from --seed only).
-pub fn workloads(args: &SimulateArgs, setup: &Setup) -> crate::Result<Vec<Workload>> {
-    positive("--speed", args.speed)?;
-    positive("--scale", args.scale)?;
-    args.workload.validate()?;
-    let multi_day =
-        |kind: ScenarioKind| matches!(kind, ScenarioKind::Diurnal | ScenarioKind::CronBursts);
-    let scenario = |kind: ScenarioKind| Workload {
-        name: if multi_day(kind) {
-            format!("{} {}d", kind.name(), args.workload.days)
-        } else {
-            kind.name().to_string()
-        },
-        source: Source::Scenario(Scenario {
-            kind,
-            seed: args.seed,
-            rate_per_pod: rate_per_pod(
-                setup,
-                args.scenario_input_tokens,
-                args.scenario_output_tokens,
-            ),
-            input_tokens: args.scenario_input_tokens,
-            output_tokens: args.scenario_output_tokens,
-            days: args.workload.days,
-        }),
-        speed: args.speed,
-        scale: args.scale,
-        seed: args.seed,
-        superpose: 1,
-        rate_scale: 1.0,
-        tokens_from: None,
-    };
-    let trace = |path: PathBuf| {
-        args.workload.for_path(
-            &path,
-            args.speed,
-            args.scale,
-            args.seed,
-            args.trace_dir.as_deref(),
-        )
-    };
-    if args.all_shipped {
-        let dir = args
-            .trace_dir
-            .as_deref()
-            .expect("clap requires --trace-dir");
-        let mut out = Vec::new();
-        for file in [
-            "AzureLLMInferenceTrace_conv.csv",
-            "AzureLLMInferenceTrace_code.csv",
-            "mooncake_synthetic_trace.jsonl",
-        ] {
-            let path = dir.join(file);
-            if !path.is_file() {
-                return Err(config_error(
-                    "--trace-dir",
-                    format!("{} not found", path.display()),
-                ));
-            }
-            out.push(trace(path)?);
         }
-        out.push(scenario(ScenarioKind::Burst180));
-        return Ok(out);
-    }
-    match (&args.trace, args.scenario) {
-        (Some(path), None) => Ok(vec![trace(path.clone())?]),
-        (None, Some(kind)) => {
-            if args.workload.superpose > 1 || args.workload.rate_scale != 1.0 {
-                return Err(config_error(
-                    "--superpose",
-                    "--superpose and --rate-scale apply to --trace inputs, not scenarios",
-                ));
-            }
-            Ok(vec![scenario(kind)])
-        }
-        _ => Err(config_error(
-            "--trace",
-            "give --trace FILE, --scenario NAME or --all-shipped --trace-dir DIR",
-        )),
     }
 }
 
@@ -655,6 +388,43 @@ pub fn setups(args: &SimulateArgs) -> crate::Result<Vec<Setup>> {
     Ok(out)
 }
 
+/// The workloads `args` names, for `setup` (a scenario's requests come from --seed only).
+pub fn workloads(args: &SimulateArgs, setup: &Setup) -> crate::Result<Vec<Workload>> {
+    positive("--speed", args.speed)?;
+    positive("--scale", args.scale)?;
+    args.workload.validate()?;
+    let asked = Asked {
+        trace: args.trace.as_deref(),
+        scenario: args.scenario,
+        all_shipped: if args.all_shipped {
+            Some(
+                args.trace_dir
+                    .as_deref()
+                    .expect("clap requires --trace-dir"),
+            )
+        } else {
+            None
+        },
+        seed: args.seed,
+        speed: args.speed,
+        scale: args.scale,
+        input_tokens: args.scenario_input_tokens,
+        output_tokens: args.scenario_output_tokens,
+        days: args.workload.days,
+        superpose: args.workload.superpose,
+        rate_scale: args.workload.rate_scale,
+    };
+    workload::workloads(&asked, &setup.model, |path: PathBuf| {
+        args.workload.for_path(
+            &path,
+            args.speed,
+            args.scale,
+            args.seed,
+            args.trace_dir.as_deref(),
+        )
+    })
+}
+
 pub fn run(args: SimulateArgs) -> crate::Result<()> {
     let mut jobs = Vec::new();
     for setup in setups(&args)? {
@@ -665,234 +435,15 @@ pub fn run(args: SimulateArgs) -> crate::Result<()> {
     run_jobs(&args.common, jobs)
 }
 
-/// Runs the comparisons, prints them and writes the plots.
+/// Runs the comparisons with the output the flags ask for.
 pub fn run_jobs(common: &CommonArgs, jobs: Vec<(Workload, Setup)>) -> crate::Result<()> {
-    if common.plot.is_some() && jobs.len() > 1 {
-        return Err(config_error(
-            "--plot",
-            "several comparisons: use --plot-dir DIR instead",
-        ));
-    }
-    for (flag, dir) in [
-        ("--plot-dir", &common.plot_dir),
-        ("--series-dir", &common.series_dir),
-    ] {
-        if let Some(dir) = dir {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| config_error(flag, format!("{}: {e}", dir.display())))?;
-        }
-    }
-    let bar =
-        indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} {msg}: {human_pos} requests simulated ({per_sec})",
-        )
-        .expect("valid template"),
-    );
-    let mut results: Vec<Comparison> = Vec::new();
-    for (workload, setup) in jobs {
-        bar.set_message(format!(
-            "{} (lead time {:.0} s)",
-            workload.name,
-            setup.lead_time_s()
-        ));
-        let started = Instant::now();
-        let tick = |n: u64| bar.inc(n);
-        let cmp = compare(&workload, &setup, &tick)
-            .map_err(|e| config_error("--trace", e.to_string()))?;
-        let elapsed = started.elapsed().as_secs_f64();
-        if !common.json {
-            bar.suspend(|| print_comparison(&cmp, &setup, elapsed));
-        }
-        let plot_path = match (&common.plot, &common.plot_dir) {
-            (Some(p), _) => Some(p.clone()),
-            (None, Some(dir)) => Some(dir.join(plot_name(&cmp))),
-            (None, None) => None,
-        };
-        if let Some(dir) = &common.series_dir {
-            let path = dir.join(plot_name(&cmp).replace(".svg", ".csv"));
-            write_series(&cmp, &path)
-                .map_err(|e| config_error("--series-dir", format!("{}: {e}", path.display())))?;
-        }
-        if let Some(path) = plot_path {
-            // The frontier is the plot; the time series of the reported points goes beside it.
-            let timeline = path.with_file_name(format!(
-                "{}-timeline.svg",
-                path.file_stem()
-                    .map_or("plot".into(), |s| s.to_string_lossy())
-            ));
-            frontier_plot::write_svg(&cmp, &path, attribution(&cmp.workload))
-                .map_err(|e| config_error("--plot", e))?;
-            plot::write_svg(&cmp, &timeline, attribution(&cmp.workload))
-                .map_err(|e| config_error("--plot", e))?;
-            if !common.json {
-                bar.suspend(|| {
-                    println!(
-                        "plots: {} (frontiers), {} (time series)\n",
-                        path.display(),
-                        timeline.display()
-                    )
-                });
-            }
-        }
-        results.push(cmp);
-    }
-    bar.finish_and_clear();
-    if common.json {
-        let text = serde_json::to_string_pretty(&results).expect("comparison serialises");
-        println!("{text}");
-    }
-    Ok(())
-}
-
-/// `policy,t,ready_gpus,serving_replicas,balloons,waiting,replicas,pending,cold_starts` for
-/// every step of every policy (`cold_starts` cumulative from t = 0).
-fn write_series(cmp: &Comparison, path: &Path) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
-    writeln!(
-        out,
-        "policy,t,ready_gpus,serving_replicas,balloons,waiting,replicas,pending,cold_starts"
-    )?;
-    for (policy, series) in &cmp.plot.policies {
-        for p in series {
-            writeln!(
-                out,
-                "{policy},{},{},{},{},{},{},{},{}",
-                p.t,
-                p.ready_gpus,
-                p.serving_replicas,
-                p.balloons,
-                p.waiting,
-                p.replicas,
-                p.pending,
-                p.cold_starts
-            )?;
-        }
-    }
-    out.flush()
-}
-
-fn plot_name(cmp: &Comparison) -> String {
-    // A plain file name loses its extension; a transformed one ("x.csv superposed x200")
-    // becomes a slug, so two workloads of one trace get two files.
-    let name = &cmp.workload;
-    let plain = name
-        .strip_suffix(".csv")
-        .or_else(|| name.strip_suffix(".jsonl"));
-    let stem: String = plain
-        .unwrap_or(name)
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    format!("{stem}-lead{:.0}s.svg", cmp.lead_time_s)
-}
-
-fn print_comparison(cmp: &Comparison, setup: &Setup, elapsed: f64) {
-    let requests = cmp.rows.first().map(|r| r.requests).unwrap_or(0);
-    println!(
-        "== {} - {:.1} h simulated, {} requests scored from t = {:.1} h; lead time {:.0} s (launch {:.0} + pull {:.0} + load {:.0}); SLO: wait <= {:.0} s for >= {:.2}% ==",
-        cmp.workload,
-        cmp.duration_s / 3600.0,
-        requests,
-        cmp.scored_from_s / 3600.0,
-        cmp.lead_time_s,
-        setup.karpenter.node_launch_s,
-        setup.model.image_pull_s,
-        setup.model.model_load_s,
-        cmp.slo_wait_s,
-        (1.0 - cmp.slo_fraction) * 100.0
-    );
-    match cmp.train_days {
-        Some(d) => println!(
-            "knobs chosen on days 0-{} (ideal peak {} replicas), scored on the rest",
-            d - 1,
-            cmp.training_peak_replicas
-        ),
-        None => println!(
-            "knobs tuned IN HINDSIGHT on the scored requests themselves (use --train-days D for an honest split)"
-        ),
-    }
-    print!("{}", report::table(&cmp.rows));
-    for (policy, points) in &cmp.frontiers {
-        let text: Vec<String> = points
-            .iter()
-            .map(|p| {
-                format!(
-                    "{}{}: {:.1} GPU-h {:.3}%",
-                    p.knob,
-                    p.release
-                        .map_or(String::new(), |r| format!(" {}", r.label())),
-                    p.gpu_hours,
-                    p.delayed_fraction * 100.0
-                )
-            })
-            .collect();
-        println!(
-            "frontier {policy} ({}): {}",
-            cmp.knobs.get(policy).map_or("", String::as_str),
-            text.join("; ")
-        );
-    }
-    for r in cmp.rows.iter().filter(|r| r.days.len() >= 2) {
-        if let (Some(d), Some(g)) = (r.delayed_fraction_ci95, r.gpu_hours_per_day_ci95) {
-            println!(
-                "{} over {} days: delayed {:.3}%..{:.3}% (95% interval of the daily mean), GPU-h/day {:.1}..{:.1}",
-                r.policy,
-                r.days.len(),
-                d.0 * 100.0,
-                d.1 * 100.0,
-                g.0,
-                g.1
-            );
-        }
-    }
-    if let Some(verdict) = verdict(cmp) {
-        println!("{verdict}");
-    }
-    println!("{}", attribution(&cmp.workload));
-    println!("simulated in {elapsed:.2} s\n");
-}
-
-/// prewarm against the SLO, the oracle and the cheapest buffer meeting the SLO.
-pub fn verdict(cmp: &Comparison) -> Option<String> {
-    let find = |name: &str| cmp.rows.iter().find(|r| r.policy == name);
-    let prewarm = find("prewarm")?;
-    let mut parts = vec![format!(
-        "prewarm ({}): delayed {:.3}% ({} <= {:.2}%)",
-        prewarm.detail,
-        prewarm.delayed_fraction * 100.0,
-        if prewarm.meets_slo { "meets" } else { "MISSES" },
-        cmp.slo_fraction * 100.0
-    )];
-    if find("oracle").is_some() {
-        parts.push(format!(
-            "{:.2}x the clairvoyant oracle's GPU-h",
-            prewarm.gpu_hours_vs_oracle
-        ));
-    }
-    if let Some(buffer) = find("buffer").filter(|b| b.meets_slo) {
-        let saving = 1.0 - prewarm.gpu_hours / buffer.gpu_hours;
-        parts.push(format!(
-            "{:.0}% {} GPU-h than the buffer at the SLO ({})",
-            saving.abs() * 100.0,
-            if saving >= 0.0 { "fewer" } else { "MORE" },
-            buffer.detail
-        ));
-    }
-    Some(parts.join("; "))
+    run::run_jobs(&common.output(), jobs)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::{PolicySpec, TargetSpec};
     use clap::Parser;
 
     #[derive(Parser)]

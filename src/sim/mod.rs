@@ -1,16 +1,18 @@
 //! The discrete-event simulator and backtest: the same `crate::core::decide()` the Lambda runs,
 //! against alternative policies, on request traces, built-in scenarios or a metrics history.
 
+pub mod checks;
 pub mod compare;
 pub mod engine;
-pub mod frontier_plot;
 pub mod history;
+pub mod judge;
 pub mod knobs;
 pub mod model;
 pub mod oracle;
 pub mod parallel;
 pub mod plot;
 pub mod report;
+pub mod run;
 pub mod scenario;
 pub mod setup;
 pub mod stats;

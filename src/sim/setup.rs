@@ -1,14 +1,18 @@
 //! What a comparison is asked to run besides the workload: the model, the two provisioners,
-//! prewarm's spec, the SLO, the policies and the bench settings. Changes when a comparison gains
-//! a setting; the simulator's lower layers (knobs, report) read these types, so they live below
-//! `compare`.
+//! prewarm's spec, the SLO, the policies and the bench settings, and [`build`], which checks the
+//! plain values a front end (the `simulate` and `backtest` flags) gives and turns them into a
+//! [`Setup`]. Changes when a comparison gains a setting; the simulator's lower layers (knobs,
+//! report) read these types, so they live below `compare`.
 
 use serde::Serialize;
 
 use crate::core::{PolicySpec, TargetSpec};
 
+use crate::core::{HeadroomKind, ServerKind};
+
+use super::checks::{config_error, non_negative, positive};
 use super::engine::LaunchModel;
-use super::model::{Model, Provisioner};
+use super::model::{self, Hpa, Model, Provisioner};
 
 /// The policies a comparison can run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum, Serialize)]
@@ -83,4 +87,307 @@ impl Setup {
     pub fn lead_time_s(&self) -> f64 {
         self.karpenter.node_launch_s + self.model.image_pull_s + self.model.model_load_s
     }
+}
+
+/// How nodes are priced: on-demand, or spot at a fraction of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum CapacityType {
+    OnDemand,
+    Spot,
+}
+
+/// The model values of a setup, named and meant as the flags of the same name
+/// (`prewarm simulate --help`); the lead-time flags pick the `lead_time` argument of [`build`].
+#[derive(Clone, Debug)]
+pub struct ModelValues {
+    pub prefill_tokens_per_s: f64,
+    pub decode_tokens_per_s: f64,
+    pub slots: u32,
+    pub gpus_per_replica: u32,
+    pub instance_type: String,
+    pub capacity_type: CapacityType,
+    pub spot_price_ratio: f64,
+    pub node_launch: f64,
+    pub image_pull: f64,
+    pub model_load: f64,
+    pub no_prepull: bool,
+    pub batch: f64,
+    pub consolidate_after: f64,
+    pub ca_instance_type: String,
+    pub ca_node_launch: f64,
+    pub ca_scale_down_unneeded: f64,
+    pub hpa_target_utilization: f64,
+    pub hpa_sync: f64,
+    pub hpa_scale_down_window: f64,
+    pub hpa_scale_up_pods: u32,
+    pub hpa_scale_up_percent: f64,
+    pub min_replicas: u32,
+    pub max_replicas: u32,
+}
+
+/// prewarm's own settings, named as their flags (the Lambda's variables and TargetSpec fields).
+#[derive(Clone, Debug)]
+pub struct PrewarmValues {
+    pub tick: f64,
+    pub window: f64,
+    pub step: f64,
+    pub error_quantile: f64,
+    pub target_wait: f64,
+    pub scale_down_delay: f64,
+    pub cooldown: f64,
+    pub stale_after: f64,
+    pub ewma_alpha: f64,
+    pub trend_beta: f64,
+    pub trend_damping: f64,
+    pub replica_concurrency: Option<u32>,
+    pub min_spare: u32,
+    pub max_spare: u32,
+    pub next_step_spare: u32,
+    pub max_step_up: u32,
+    pub max_step_down: u32,
+    pub freeze_consolidation: bool,
+    pub band_by_hour: bool,
+    pub queue_sizing: bool,
+}
+
+/// How a workload is scored and how the simulated Lambda and cluster differ from ideal ones.
+#[derive(Clone, Debug)]
+pub struct BenchValues {
+    pub train_days: Option<u32>,
+    pub burn_in: f64,
+    pub ingestion_lag: f64,
+    pub launch_p99_ratio: f64,
+    pub constant_launch: bool,
+    pub ice_probability: f64,
+    pub ice_retry: f64,
+    pub threads: Option<usize>,
+}
+
+/// Everything [`build`] turns into a [`Setup`], as plain values.
+#[derive(Clone, Debug)]
+pub struct SetupValues {
+    pub model: ModelValues,
+    pub prewarm: PrewarmValues,
+    pub bench: BenchValues,
+    pub slo_wait: f64,
+    pub slo_fraction: f64,
+    pub policies: Vec<PolicyName>,
+    pub buffer_max: Option<u32>,
+}
+
+/// The validated setup for one lead time (None: the values as given). Errors name the flag or
+/// variable a user sets, the way `prewarm simulate` and `backtest` spell it.
+pub fn build(v: &SetupValues, lead_time: Option<f64>) -> crate::Result<Setup> {
+    let m = &v.model;
+    positive("--prefill-tokens-per-s", m.prefill_tokens_per_s)?;
+    positive("--decode-tokens-per-s", m.decode_tokens_per_s)?;
+    positive("--hpa-target-utilization", m.hpa_target_utilization)?;
+    positive("--hpa-sync", m.hpa_sync)?;
+    positive("--slo-wait", v.slo_wait)?;
+    non_negative("--slo-fraction", v.slo_fraction)?;
+    for (flag, v) in [
+        ("--node-launch", m.node_launch),
+        ("--image-pull", m.image_pull),
+        ("--model-load", m.model_load),
+        ("--batch", m.batch),
+        ("--consolidate-after", m.consolidate_after),
+        ("--ca-node-launch", m.ca_node_launch),
+        ("--ca-scale-down-unneeded", m.ca_scale_down_unneeded),
+        ("--hpa-scale-down-window", m.hpa_scale_down_window),
+    ] {
+        non_negative(flag, v)?;
+    }
+    if m.slots == 0 {
+        return Err(config_error("--slots", "must be at least 1"));
+    }
+    if m.min_replicas > m.max_replicas || m.max_replicas == 0 {
+        return Err(config_error(
+            "--max-replicas",
+            "must be at least 1 and --min-replicas",
+        ));
+    }
+    if !(m.spot_price_ratio > 0.0 && m.spot_price_ratio <= 1.0) {
+        return Err(config_error("--spot-price-ratio", "must be in (0, 1]"));
+    }
+    let (launch, pull, load) = match lead_time {
+        Some(total) => {
+            positive("--lead-time", total)?;
+            model::split_lead_time(total, m.node_launch, m.image_pull, m.model_load)
+        }
+        None => (m.node_launch, m.image_pull, m.model_load),
+    };
+    let karpenter_type = instance("--instance-type", &m.instance_type)?;
+    let ca_type = instance("--ca-instance-type", &m.ca_instance_type)?;
+    for (flag, t) in [
+        ("--instance-type", &karpenter_type),
+        ("--ca-instance-type", &ca_type),
+    ] {
+        if t.gpus < m.gpus_per_replica {
+            return Err(config_error(
+                flag,
+                format!(
+                    "{} has {} GPUs, fewer than --gpus-per-replica {}",
+                    t.name, t.gpus, m.gpus_per_replica
+                ),
+            ));
+        }
+    }
+    let price_factor = match m.capacity_type {
+        CapacityType::OnDemand => 1.0,
+        CapacityType::Spot => m.spot_price_ratio,
+    };
+    let model = Model {
+        prefill_tokens_per_s: m.prefill_tokens_per_s,
+        decode_tokens_per_s: m.decode_tokens_per_s,
+        slots_per_replica: m.slots,
+        gpus_per_replica: m.gpus_per_replica,
+        image_pull_s: pull,
+        model_load_s: load,
+        prepull: !m.no_prepull,
+        hpa: Hpa {
+            target_utilization: m.hpa_target_utilization,
+            sync_s: m.hpa_sync,
+            scale_down_window_s: m.hpa_scale_down_window,
+            scale_up_pods: m.hpa_scale_up_pods,
+            scale_up_percent: m.hpa_scale_up_percent,
+            min_replicas: m.min_replicas,
+            max_replicas: m.max_replicas,
+        },
+    };
+    // Cluster Autoscaler's 4.2 min is the whole stall of the field report: scale it with
+    // the lead time the same way as Karpenter's launch.
+    let ca_launch = match lead_time {
+        Some(_) if m.node_launch > 0.0 => m.ca_node_launch * launch / m.node_launch,
+        _ => m.ca_node_launch,
+    };
+    let karpenter = Provisioner {
+        instance: karpenter_type,
+        node_launch_s: launch,
+        batch_s: m.batch,
+        empty_after_s: m.consolidate_after,
+        price_factor,
+    };
+    let cluster_autoscaler = Provisioner {
+        instance: ca_type,
+        node_launch_s: ca_launch,
+        batch_s: m.batch,
+        empty_after_s: m.ca_scale_down_unneeded,
+        price_factor,
+    };
+    let p = &v.prewarm;
+    let prewarm_policy = PolicySpec {
+        lead_time_s: launch + pull + load,
+        tick_s: p.tick,
+        window_s: p.window,
+        step_s: p.step,
+        error_quantile: p.error_quantile,
+        target_wait_s: p.target_wait,
+        scale_down_delay_s: p.scale_down_delay,
+        cooldown_s: p.cooldown,
+        stale_after_s: p.stale_after,
+        ewma_alpha: p.ewma_alpha,
+        trend_beta: p.trend_beta,
+        trend_damping: p.trend_damping,
+        band_by_hour: p.band_by_hour,
+        ..PolicySpec::default()
+    };
+    prewarm_policy
+        .validate()
+        .map_err(|(var, message)| config_error(&var, message))?;
+    let prewarm_target = TargetSpec {
+        name: "simulated".into(),
+        node_pool: "gpu".into(),
+        headroom: HeadroomKind::Balloon {
+            namespace: "prewarm".into(),
+            name: "balloon-gpu".into(),
+        },
+        server: ServerKind::Vllm,
+        selector: String::new(),
+        queries: Default::default(),
+        pod_namespace: None,
+        pod_selector: None,
+        gpus_per_replica: m.gpus_per_replica,
+        replica_concurrency: p.replica_concurrency.unwrap_or(m.slots),
+        min_spare: p.min_spare,
+        max_spare: p.max_spare,
+        max_step_up: p.max_step_up,
+        max_step_down: p.max_step_down,
+        gpu_cap: None,
+        freeze_consolidation: p.freeze_consolidation,
+        limits: None,
+        // The simulated HPA scales on requests in the system per replica (the metric the
+        // Lambda can predict), so the target names it unless told not to.
+        hpa: (!p.queue_sizing).then(|| crate::core::spec::HpaRef {
+            namespace: "inference".into(),
+            name: "llm".into(),
+            raise_min_replicas: false,
+            in_system_metric: None,
+        }),
+        schedules: Vec::new(),
+        next_step_spare: p.next_step_spare,
+    };
+    prewarm_target
+        .validate()
+        .map_err(|(var, message)| config_error(&var, message))?;
+    let b = &v.bench;
+    non_negative("--burn-in", b.burn_in)?;
+    non_negative("--ingestion-lag", b.ingestion_lag)?;
+    if b.train_days == Some(0) {
+        return Err(config_error("--train-days", "must be at least 1"));
+    }
+    let threads = match b.threads {
+        Some(0) => return Err(config_error("--threads", "must be at least 1")),
+        Some(n) => n,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    Ok(Setup {
+        launch: launch_model(b)?,
+        seed: 1,
+        ingestion_lag_s: b.ingestion_lag,
+        burn_in_s: b.burn_in,
+        train_days: b.train_days,
+        threads,
+        model,
+        karpenter,
+        cluster_autoscaler,
+        prewarm_policy,
+        prewarm_target,
+        slo_wait_s: v.slo_wait,
+        slo_fraction: v.slo_fraction,
+        policies: v.policies.clone(),
+        buffer_max: v.buffer_max,
+        base_epoch: 1_700_000_000.0,
+    })
+}
+
+/// The launch model the bench values ask for.
+fn launch_model(b: &BenchValues) -> crate::Result<LaunchModel> {
+    if b.constant_launch {
+        return Ok(LaunchModel::CONSTANT);
+    }
+    if !(b.launch_p99_ratio.is_finite() && b.launch_p99_ratio >= 1.0) {
+        return Err(config_error("--launch-p99-ratio", "must be at least 1"));
+    }
+    if !(0.0..0.5).contains(&b.ice_probability) {
+        return Err(config_error("--ice-probability", "must be in [0, 0.5)"));
+    }
+    non_negative("--ice-retry", b.ice_retry)?;
+    Ok(LaunchModel {
+        p99_over_median: b.launch_p99_ratio,
+        ice_probability: b.ice_probability,
+        ice_retry_s: b.ice_retry,
+    })
+}
+
+fn instance(flag: &str, name: &str) -> crate::Result<model::InstanceType> {
+    model::instance_type(name).cloned().ok_or_else(|| {
+        let known: Vec<&str> = model::INSTANCE_TYPES.iter().map(|t| t.name).collect();
+        config_error(
+            flag,
+            format!(
+                "unknown instance type {name:?}; known: {}",
+                known.join(", ")
+            ),
+        )
+    })
 }

@@ -1,11 +1,12 @@
-//! Workloads beyond a single request trace (issue 9, item 1): what requests arrive.
+//! Workloads beyond a single request trace: what requests arrive.
 //!
 //! - [`superpose`]: K independent copies of a request trace, circularly shifted and merged.
 //! - [`rate_series`]: a CSV of the request rate over time (`t_seconds,rate_per_s[,cv]`), or a
 //!   metric source's history in `prewarm backtest`.
 //! - [`servegen`]: a ServeGen client directory (per client and 600 s window an inter-arrival fit).
 //!
-//! Inputs are recognised by content ([`detect`]). Rate inputs carry no token lengths; they are
+//! [`workloads`] turns what a run asks for (a trace, a scenario, the shipped traces) into its
+//! workloads. Inputs are recognised by content ([`detect`]). Rate inputs carry no token lengths; they are
 //! sampled from a request trace ([`tokens`]). Every stream is generated lazily, in time order,
 //! so a 14-day ServeGen run (about 250 M requests) never sits in memory.
 
@@ -23,8 +24,10 @@ use std::sync::Arc;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
+use super::checks::config_error;
 use super::history::HistoryRow;
-use super::scenario::Scenario;
+use super::model::Model;
+use super::scenario::{Scenario, ScenarioKind};
 use super::trace::{self, TraceError, TraceRecord};
 use rate_series::RateSeries;
 use servegen::ServeGen;
@@ -169,4 +172,95 @@ fn with_tokens(
             output_tokens,
         })
     })))
+}
+
+/// What a run asks for, as plain values (the workload flags of `prewarm simulate`).
+#[derive(Clone, Copy, Debug)]
+pub struct Asked<'a> {
+    pub trace: Option<&'a Path>,
+    pub scenario: Option<ScenarioKind>,
+    /// The directory of the shipped traces, when all of them are asked for.
+    pub all_shipped: Option<&'a Path>,
+    pub seed: u64,
+    pub speed: f64,
+    pub scale: f64,
+    /// Prompt and generated tokens of every scenario request.
+    pub input_tokens: u32,
+    pub output_tokens: u32,
+    /// Days of the multi-day scenarios.
+    pub days: u32,
+    pub superpose: u32,
+    pub rate_scale: f64,
+}
+
+/// Requests per second that keep one pod at the HPA target with the scenario's requests.
+pub fn rate_per_pod(m: &Model, input: u32, output: u32) -> f64 {
+    m.slots_per_replica as f64 * m.hpa.target_utilization / m.service_time(input, output)
+}
+
+/// The workloads `args` names, for `model` (a scenario's requests come from the seed only);
+/// `trace` makes the workload of a trace path.
+pub fn workloads(
+    args: &Asked,
+    model: &Model,
+    trace: impl Fn(PathBuf) -> crate::Result<Workload>,
+) -> crate::Result<Vec<Workload>> {
+    let multi_day =
+        |kind: ScenarioKind| matches!(kind, ScenarioKind::Diurnal | ScenarioKind::CronBursts);
+    let scenario = |kind: ScenarioKind| Workload {
+        name: if multi_day(kind) {
+            format!("{} {}d", kind.name(), args.days)
+        } else {
+            kind.name().to_string()
+        },
+        source: Source::Scenario(Scenario {
+            kind,
+            seed: args.seed,
+            rate_per_pod: rate_per_pod(model, args.input_tokens, args.output_tokens),
+            input_tokens: args.input_tokens,
+            output_tokens: args.output_tokens,
+            days: args.days,
+        }),
+        speed: args.speed,
+        scale: args.scale,
+        seed: args.seed,
+        superpose: 1,
+        rate_scale: 1.0,
+        tokens_from: None,
+    };
+    if let Some(dir) = args.all_shipped {
+        let mut out = Vec::new();
+        for file in [
+            "AzureLLMInferenceTrace_conv.csv",
+            "AzureLLMInferenceTrace_code.csv",
+            "mooncake_synthetic_trace.jsonl",
+        ] {
+            let path = dir.join(file);
+            if !path.is_file() {
+                return Err(config_error(
+                    "--trace-dir",
+                    format!("{} not found", path.display()),
+                ));
+            }
+            out.push(trace(path)?);
+        }
+        out.push(scenario(ScenarioKind::Burst180));
+        return Ok(out);
+    }
+    match (args.trace, args.scenario) {
+        (Some(path), None) => Ok(vec![trace(path.to_path_buf())?]),
+        (None, Some(kind)) => {
+            if args.superpose > 1 || args.rate_scale != 1.0 {
+                return Err(config_error(
+                    "--superpose",
+                    "--superpose and --rate-scale apply to --trace inputs, not scenarios",
+                ));
+            }
+            Ok(vec![scenario(kind)])
+        }
+        _ => Err(config_error(
+            "--trace",
+            "give --trace FILE, --scenario NAME or --all-shipped --trace-dir DIR",
+        )),
+    }
 }

@@ -1,13 +1,14 @@
 //! The frontier picture a user decides from: for every policy with a knob, the curve of
 //! (GPU-hours, delayed share) over its grid, with the policies without a knob as points, on one
-//! SVG with a log delay axis. A delayed share of 0 is drawn at the axis floor.
+//! SVG with a log delay axis. A delayed share of 0 is drawn at the axis floor. Changes when that
+//! picture does.
 
 use std::path::Path;
 
 use plotters::prelude::*;
 
-use super::compare::Comparison;
-use super::plot::COLORS;
+use super::COLORS;
+use crate::sim::compare::Comparison;
 
 /// Smallest delayed share drawn: one request in a million.
 const FLOOR: f64 = 1e-6;

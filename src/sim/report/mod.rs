@@ -1,6 +1,8 @@
-//! Per-policy figures of a comparison, and their table form.
+//! The report room. This file: the per-policy figures of a comparison (what one row of the
+//! report holds and how it is computed from a run); it changes when a figure is added or computed
+//! differently. [`print`] lays them out as text.
 
-use std::fmt::Write as _;
+pub mod print;
 
 use serde::Serialize;
 
@@ -236,72 +238,4 @@ fn ratio(a: f64, b: f64) -> f64 {
     } else {
         f64::NAN
     }
-}
-
-/// The comparison as an aligned text table.
-pub fn table(rows: &[PolicyReport]) -> String {
-    let header = [
-        "policy",
-        "detail",
-        "requests",
-        "delayed",
-        "p50 wait",
-        "p99 wait",
-        "p99 TTFT",
-        "GPU-h",
-        "busy/idle/spare/launch/empty %",
-        "cold node/replica",
-        "vs oracle",
-    ];
-    let pct = |v: f64, total: f64| if total > 0.0 { v / total * 100.0 } else { 0.0 };
-    let cells: Vec<[String; 11]> = rows
-        .iter()
-        .map(|r| {
-            let g = &r.gpu_hours_split;
-            [
-                r.policy.clone(),
-                r.detail.clone(),
-                r.requests.to_string(),
-                format!("{:.3}%", r.delayed_fraction * 100.0),
-                format!("{:.1}s", r.p50_wait_s),
-                format!("{:.1}s", r.p99_wait_s),
-                format!("{:.1}s", r.p99_ttft_s),
-                format!("{:.1}", r.gpu_hours),
-                format!(
-                    "{:.0}/{:.0}/{:.0}/{:.0}/{:.0}",
-                    pct(g.busy, g.total),
-                    pct(g.idle_replicas, g.total),
-                    pct(g.spare, g.total),
-                    pct(g.launching, g.total),
-                    pct(g.empty, g.total)
-                ),
-                format!("{}/{}", r.cold_starts, r.replica_cold_starts),
-                format!("{:.2}x", r.gpu_hours_vs_oracle),
-            ]
-        })
-        .collect();
-    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
-    for row in &cells {
-        for (w, c) in widths.iter_mut().zip(row.iter()) {
-            *w = (*w).max(c.len());
-        }
-    }
-    let mut out = String::new();
-    let line = |out: &mut String, row: &[&str]| {
-        for (i, (c, w)) in row.iter().zip(&widths).enumerate() {
-            if i < 2 {
-                let _ = write!(out, "{c:<w$}  ");
-            } else {
-                let _ = write!(out, "{c:>w$}  ");
-            }
-        }
-        out.truncate(out.trim_end().len());
-        out.push('\n');
-    };
-    line(&mut out, &header);
-    for row in &cells {
-        let row: Vec<&str> = row.iter().map(String::as_str).collect();
-        line(&mut out, &row);
-    }
-    out
 }

@@ -1,23 +1,14 @@
 //! The comparison as an SVG: arrival rate, warm GPUs of each policy against the GPUs demand
-//! needs, and waiting requests of each policy, over time.
+//! needs, and waiting requests of each policy, over time. Changes when that picture does.
 
 use std::path::Path;
 
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
-use super::compare::Comparison;
-use super::engine::Point;
-
-/// Line colours, by a policy's place in the list (shared with the frontier plot).
-pub(crate) const COLORS: [RGBColor; 6] = [
-    RGBColor(228, 26, 28),
-    RGBColor(255, 127, 0),
-    RGBColor(152, 78, 163),
-    RGBColor(77, 175, 74),
-    RGBColor(55, 126, 184),
-    RGBColor(120, 120, 120),
-];
+use super::COLORS;
+use crate::sim::compare::Comparison;
+use crate::sim::engine::Point;
 
 /// Writes the plot; `attribution` is printed under it (trace licences ask for it).
 pub fn write_svg(cmp: &Comparison, path: &Path, attribution: &str) -> Result<(), String> {

@@ -1,0 +1,144 @@
+//! The text report of one comparison as `prewarm simulate` and `backtest` print it: the table
+//! and the lines around it. Changes when the printed layout changes.
+
+use std::fmt::Write as _;
+
+use super::PolicyReport;
+use crate::sim::compare::Comparison;
+use crate::sim::judge::{attribution, verdict};
+use crate::sim::setup::Setup;
+
+/// The table of one comparison, its frontiers, daily intervals, verdict and attribution.
+pub fn print_comparison(cmp: &Comparison, setup: &Setup, elapsed: f64) {
+    let requests = cmp.rows.first().map(|r| r.requests).unwrap_or(0);
+    println!(
+        "== {} - {:.1} h simulated, {} requests scored from t = {:.1} h; lead time {:.0} s (launch {:.0} + pull {:.0} + load {:.0}); SLO: wait <= {:.0} s for >= {:.2}% ==",
+        cmp.workload,
+        cmp.duration_s / 3600.0,
+        requests,
+        cmp.scored_from_s / 3600.0,
+        cmp.lead_time_s,
+        setup.karpenter.node_launch_s,
+        setup.model.image_pull_s,
+        setup.model.model_load_s,
+        cmp.slo_wait_s,
+        (1.0 - cmp.slo_fraction) * 100.0
+    );
+    match cmp.train_days {
+        Some(d) => println!(
+            "knobs chosen on days 0-{} (ideal peak {} replicas), scored on the rest",
+            d - 1,
+            cmp.training_peak_replicas
+        ),
+        None => println!(
+            "knobs tuned IN HINDSIGHT on the scored requests themselves (use --train-days D for an honest split)"
+        ),
+    }
+    print!("{}", table(&cmp.rows));
+    for (policy, points) in &cmp.frontiers {
+        let text: Vec<String> = points
+            .iter()
+            .map(|p| {
+                format!(
+                    "{}{}: {:.1} GPU-h {:.3}%",
+                    p.knob,
+                    p.release
+                        .map_or(String::new(), |r| format!(" {}", r.label())),
+                    p.gpu_hours,
+                    p.delayed_fraction * 100.0
+                )
+            })
+            .collect();
+        println!(
+            "frontier {policy} ({}): {}",
+            cmp.knobs.get(policy).map_or("", String::as_str),
+            text.join("; ")
+        );
+    }
+    for r in cmp.rows.iter().filter(|r| r.days.len() >= 2) {
+        if let (Some(d), Some(g)) = (r.delayed_fraction_ci95, r.gpu_hours_per_day_ci95) {
+            println!(
+                "{} over {} days: delayed {:.3}%..{:.3}% (95% interval of the daily mean), GPU-h/day {:.1}..{:.1}",
+                r.policy,
+                r.days.len(),
+                d.0 * 100.0,
+                d.1 * 100.0,
+                g.0,
+                g.1
+            );
+        }
+    }
+    if let Some(verdict) = verdict(cmp) {
+        println!("{verdict}");
+    }
+    println!("{}", attribution(&cmp.workload));
+    println!("simulated in {elapsed:.2} s\n");
+}
+
+/// The comparison as an aligned text table.
+pub fn table(rows: &[PolicyReport]) -> String {
+    let header = [
+        "policy",
+        "detail",
+        "requests",
+        "delayed",
+        "p50 wait",
+        "p99 wait",
+        "p99 TTFT",
+        "GPU-h",
+        "busy/idle/spare/launch/empty %",
+        "cold node/replica",
+        "vs oracle",
+    ];
+    let pct = |v: f64, total: f64| if total > 0.0 { v / total * 100.0 } else { 0.0 };
+    let cells: Vec<[String; 11]> = rows
+        .iter()
+        .map(|r| {
+            let g = &r.gpu_hours_split;
+            [
+                r.policy.clone(),
+                r.detail.clone(),
+                r.requests.to_string(),
+                format!("{:.3}%", r.delayed_fraction * 100.0),
+                format!("{:.1}s", r.p50_wait_s),
+                format!("{:.1}s", r.p99_wait_s),
+                format!("{:.1}s", r.p99_ttft_s),
+                format!("{:.1}", r.gpu_hours),
+                format!(
+                    "{:.0}/{:.0}/{:.0}/{:.0}/{:.0}",
+                    pct(g.busy, g.total),
+                    pct(g.idle_replicas, g.total),
+                    pct(g.spare, g.total),
+                    pct(g.launching, g.total),
+                    pct(g.empty, g.total)
+                ),
+                format!("{}/{}", r.cold_starts, r.replica_cold_starts),
+                format!("{:.2}x", r.gpu_hours_vs_oracle),
+            ]
+        })
+        .collect();
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for row in &cells {
+        for (w, c) in widths.iter_mut().zip(row.iter()) {
+            *w = (*w).max(c.len());
+        }
+    }
+    let mut out = String::new();
+    let line = |out: &mut String, row: &[&str]| {
+        for (i, (c, w)) in row.iter().zip(&widths).enumerate() {
+            if i < 2 {
+                let _ = write!(out, "{c:<w$}  ");
+            } else {
+                let _ = write!(out, "{c:>w$}  ");
+            }
+        }
+        out.truncate(out.trim_end().len());
+        out.push('\n');
+    };
+    line(&mut out, &header);
+    for row in &cells {
+        let row: Vec<&str> = row.iter().map(String::as_str).collect();
+        line(&mut out, &row);
+    }
+    out
+}
