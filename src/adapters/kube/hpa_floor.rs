@@ -38,6 +38,8 @@ use serde_json::{json, Value};
 use super::annotations::{format_time, parse_time};
 use super::api_error::from_kube;
 use super::scaled_object;
+// The view lives in a leaf both this file and `scaled_object` build it from.
+pub use super::floor_view::FloorView;
 use crate::core::interruption::surge::USER_EDIT_KEPT;
 use crate::core::spec::HpaRef;
 use crate::error::{Error, Result};
@@ -56,15 +58,6 @@ pub enum FloorIntent {
     Hold,
     /// Give the user's value back (`prewarm restore`, or the option was turned off).
     Restore,
-}
-
-/// The HPA as the floor logic needs it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct FloorView {
-    pub min_replicas: u32,
-    pub max_replicas: u32,
-    pub annotations: BTreeMap<String, String>,
-    pub keda_owner: Option<String>,
 }
 
 /// The change to make: the new `minReplicas` (None = leave) and annotation changes
