@@ -75,7 +75,6 @@ pub async fn step(
             let mut released = Vec::new();
             for r in results {
                 match r {
-                    Ok(t) if t.ends_with("(nothing held)") => {}
                     Ok(t) => released.push(t),
                     Err(e) => tracing::warn!(instance, error = %e,
                         "node gone: release failed; the tick's collection gives it back"),
