@@ -385,8 +385,8 @@ async fn a_keda_owned_hpa_is_surged_on_its_scaled_object() {
 #[ignore = "needs the local stack (make e2e)"]
 async fn restore_deletes_placeholders_and_gives_surges_back() {
     use k8s_openapi::api::core::v1::Pod;
-    use prewarm::adapters::kube::drain::placeholder::REPLACEMENT_FOR;
     use prewarm::adapters::kube::restore::restore_drain_leases;
+    use prewarm::adapters::kube::shape::placeholder::REPLACEMENT_FOR;
 
     let _one = INFERENCE.lock().await;
     let admin = as_user("KUBECONFIG").await;

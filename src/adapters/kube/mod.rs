@@ -23,6 +23,7 @@ pub mod pods;
 pub mod resources;
 pub mod restore;
 pub mod scaled_object;
+pub mod shape;
 pub mod targets;
 
 pub use client::{client, ClientCache};

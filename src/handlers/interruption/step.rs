@@ -7,9 +7,9 @@
 
 use crate::adapters::kube::conflict::retry_on_conflict;
 use crate::adapters::kube::drain::execute::{execute, StepReport};
-use crate::adapters::kube::drain::placeholder::PlaceholderSettings;
 use crate::adapters::kube::drain::surge::{self, SurgeReport};
 use crate::adapters::kube::drain::{find_node, observe, replacement, Observation};
+use crate::adapters::kube::shape::placeholder::PlaceholderSettings;
 use crate::core::interruption::{DrainStep, ReplacementSeen};
 use crate::core::TargetSpec;
 use crate::error::{Error, Result};
