@@ -57,7 +57,7 @@ pub struct InterruptionSettings {
     /// BALLOON_PRIORITY_CLASS (prewarm-balloon) and PAUSE_IMAGE (registry.k8s.io/pause:3.10):
     /// the replacement placeholders' PriorityClass and image; the same as the chart's
     /// `balloon.priorityClassName` and `balloon.image`.
-    pub placeholder: crate::adapters::kube::drain::placeholder::PlaceholderSettings,
+    pub placeholder: crate::adapters::kube::shape::placeholder::PlaceholderSettings,
 }
 
 impl Default for InterruptionSettings {
@@ -486,8 +486,8 @@ fn interruption_settings<F: Fn(&str) -> Option<String>>(
 /// that must show at start-up, not as drains that wait for their deadline.
 fn placeholder_settings<F: Fn(&str) -> Option<String>>(
     vars: &Vars<F>,
-) -> Result<crate::adapters::kube::drain::placeholder::PlaceholderSettings> {
-    let mut settings = crate::adapters::kube::drain::placeholder::PlaceholderSettings::default();
+) -> Result<crate::adapters::kube::shape::placeholder::PlaceholderSettings> {
+    let mut settings = crate::adapters::kube::shape::placeholder::PlaceholderSettings::default();
     if let Some(class) = vars.get("BALLOON_PRIORITY_CLASS") {
         if !crate::adapters::kube::names::is_dns1123_subdomain(&class) {
             return Err(Error::config(

@@ -270,6 +270,7 @@ async fn a_keda_owned_hpa_is_surged_on_its_scaled_object() {
     use kube::api::DynamicObject;
     use prewarm::adapters::kube::hpa_floor::{plan_and_apply, FloorIntent};
     use prewarm::adapters::kube::scaled_object;
+    use prewarm::core::lease_outcome::LeaseOutcome;
     use prewarm::core::spec::HpaRef;
 
     let _one = INFERENCE.lock().await;
@@ -350,7 +351,7 @@ async fn a_keda_owned_hpa_is_surged_on_its_scaled_object() {
         let change = plan_and_apply(&tick, &r, FloorIntent::AtLeast(2), now(), 300.0, false)
             .await
             .unwrap();
-        assert_eq!(change.patch.outcome, "renewed", "{change:?}");
+        assert_eq!(change.patch.outcome, LeaseOutcome::Renewed, "{change:?}");
         assert_eq!(min_count(&sos.get(&name).await.unwrap()), Some(4));
 
         // The drain is over: the tick's user finds the surge by its label on the ScaledObject
@@ -384,8 +385,8 @@ async fn a_keda_owned_hpa_is_surged_on_its_scaled_object() {
 #[ignore = "needs the local stack (make e2e)"]
 async fn restore_deletes_placeholders_and_gives_surges_back() {
     use k8s_openapi::api::core::v1::Pod;
-    use prewarm::adapters::kube::drain::placeholder::REPLACEMENT_FOR;
     use prewarm::adapters::kube::restore::restore_drain_leases;
+    use prewarm::adapters::kube::shape::placeholder::REPLACEMENT_FOR;
 
     let _one = INFERENCE.lock().await;
     let admin = as_user("KUBECONFIG").await;

@@ -828,6 +828,7 @@ async fn hpa_floor_is_raised_and_restored_as_the_lambda_user() {
     use prewarm::adapters::kube::hpa_floor::{
         apply_floor, restore_hpa_floor, FloorIntent, FIELD_MANAGER, RAISED_MIN, USER_MIN,
     };
+    use prewarm::core::lease_outcome::LeaseOutcome;
     use prewarm::core::spec::HpaRef;
 
     let name = unique("floor");
@@ -847,7 +848,7 @@ async fn hpa_floor_is_raised_and_restored_as_the_lambda_user() {
         let outcome = apply_floor(&lambda, &r, FloorIntent::AtLeast(20), now(), 300.0, false)
             .await
             .expect("the lambda user may patch HPAs");
-        assert_eq!(outcome, "raised");
+        assert_eq!(outcome, LeaseOutcome::Raised);
         let h = admin_api.get(&name).await.unwrap();
         assert_eq!(min_of(&h), Some(9));
         let ann = h.metadata.annotations.clone().unwrap();
@@ -865,7 +866,7 @@ async fn hpa_floor_is_raised_and_restored_as_the_lambda_user() {
         // Restored exactly.
         assert_eq!(
             restore_hpa_floor(&lambda, &r, now()).await.unwrap(),
-            "restored"
+            LeaseOutcome::Restored
         );
         let h = admin_api.get(&name).await.unwrap();
         assert_eq!(min_of(&h), Some(2));
@@ -889,7 +890,7 @@ async fn hpa_floor_is_raised_and_restored_as_the_lambda_user() {
             .unwrap();
         assert_eq!(
             restore_hpa_floor(&lambda, &r, now()).await.unwrap(),
-            "user_edit_kept"
+            LeaseOutcome::UserEditKept
         );
         let h = admin_api.get(&name).await.unwrap();
         assert_eq!(min_of(&h), Some(4));
@@ -918,6 +919,7 @@ async fn a_keda_owned_hpa_is_floored_through_its_scaled_object_as_the_lambda_use
         USER_MIN,
     };
     use prewarm::adapters::kube::scaled_object;
+    use prewarm::core::lease_outcome::LeaseOutcome;
     use prewarm::core::spec::HpaRef;
 
     let name = unique("keda");
@@ -965,7 +967,7 @@ async fn a_keda_owned_hpa_is_floored_through_its_scaled_object_as_the_lambda_use
         let change = plan_and_apply(&lambda, &r, FloorIntent::AtLeast(20), now(), 300.0, false)
             .await
             .expect("the lambda user may get and patch ScaledObjects");
-        assert_eq!(change.patch.outcome, "raised");
+        assert_eq!(change.patch.outcome, LeaseOutcome::Raised);
         assert_eq!(change.object, format!("scaledobject prewarm/{name}"));
         let got = sos.get(&name).await.unwrap();
         assert_eq!(min_count(&got), Some(5));
@@ -994,7 +996,7 @@ async fn a_keda_owned_hpa_is_floored_through_its_scaled_object_as_the_lambda_use
         // Restored exactly.
         assert_eq!(
             restore_hpa_floor(&lambda, &r, now()).await.unwrap(),
-            "restored"
+            LeaseOutcome::Restored
         );
         let got = sos.get(&name).await.unwrap();
         assert_eq!(min_count(&got), Some(1));
@@ -1007,7 +1009,7 @@ async fn a_keda_owned_hpa_is_floored_through_its_scaled_object_as_the_lambda_use
             apply_floor(&lambda, &r, FloorIntent::AtLeast(3), now(), 300.0, false)
                 .await
                 .unwrap(),
-            "raised"
+            LeaseOutcome::Raised
         );
         assert_eq!(min_count(&sos.get(&name).await.unwrap()), Some(3));
         sos.patch(
@@ -1019,7 +1021,7 @@ async fn a_keda_owned_hpa_is_floored_through_its_scaled_object_as_the_lambda_use
         .unwrap();
         assert_eq!(
             restore_hpa_floor(&lambda, &r, now()).await.unwrap(),
-            "user_edit_kept"
+            LeaseOutcome::UserEditKept
         );
         let got = sos.get(&name).await.unwrap();
         assert_eq!(min_count(&got), Some(2));

@@ -8,6 +8,7 @@
 //! - [`limits_room`], [`quantity`]: NodePool limits room for drains, in exact Kubernetes quantities.
 
 pub mod interruption;
+pub mod lease_outcome;
 pub mod limits_room;
 pub mod policy;
 pub mod quantity;

@@ -11,11 +11,12 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod, Taint};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::api::{Api, DeleteParams, EvictParams, ListParams, Patch, PatchParams, Preconditions};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use serde_json::{json, Value};
 
+use super::shape::selector::selector_matches;
+use super::shape::{requests, DRAINING_TAINT, NODEPOOL_LABEL};
 use crate::core::interruption::state::{format_time, parse_time, ALL_KEYS, CLOSED_EVENT};
 use crate::core::interruption::{
     DrainState, NodeView, NoticeKind, PodOwner, PodRef, PodView, ReplacementSeen,
@@ -23,17 +24,11 @@ use crate::core::interruption::{
 use crate::error::{Error, Result};
 
 pub mod collected;
-pub mod constraints;
 pub mod execute;
-pub mod placeholder;
 pub mod replacement;
-pub mod requests;
 pub mod surge;
 
-/// The taint prewarm puts on a draining node (value: the notice kind).
-pub const DRAINING_TAINT: &str = "prewarm.io/draining";
 pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
-pub const NODEPOOL_LABEL: &str = "karpenter.sh/nodepool";
 pub const DO_NOT_DISRUPT: &str = "karpenter.sh/do-not-disrupt";
 const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
 /// Priorities from here up are the system's critical classes.
@@ -419,29 +414,6 @@ pub async fn delete_pod(
     }
 }
 
-/// Whether `selector` selects a pod with `labels` (matchLabels and matchExpressions; an empty
-/// selector selects everything, as PodDisruptionBudgets in policy/v1 do).
-pub fn selector_matches(selector: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
-    let labels_ok = selector
-        .match_labels
-        .as_ref()
-        .is_none_or(|m| m.iter().all(|(k, v)| labels.get(k) == Some(v)));
-    let exprs_ok = selector.match_expressions.as_ref().is_none_or(|es| {
-        es.iter().all(|e| {
-            let values = e.values.clone().unwrap_or_default();
-            let have = labels.get(&e.key);
-            match e.operator.as_str() {
-                "In" => have.is_some_and(|v| values.contains(v)),
-                "NotIn" => have.is_none_or(|v| !values.contains(v)),
-                "Exists" => have.is_some(),
-                "DoesNotExist" => have.is_none(),
-                _ => false,
-            }
-        })
-    });
-    labels_ok && exprs_ok
-}
-
 /// The PodDisruptionBudgets that cover `pod` (names), to say who blocks an eviction.
 pub async fn pdbs_covering(client: &kube::Client, pod: &Pod) -> Result<Vec<String>> {
     let ns = pod.metadata.namespace.clone().unwrap_or_default();
@@ -561,7 +533,6 @@ pub fn undrain_patch(node: &Node, uncordon: bool, closed_by: Option<&(String, f6
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
 
     #[test]
     fn instance_ids_from_provider_ids() {
@@ -627,51 +598,6 @@ mod tests {
         );
         let v = pod_view(&crit);
         assert!(v.critical && v.finished);
-    }
-
-    #[test]
-    fn label_selectors() {
-        let labels: BTreeMap<String, String> = [
-            ("app".to_string(), "llama".to_string()),
-            ("tier".into(), "gpu".into()),
-        ]
-        .into();
-        let sel = |ml: Option<Vec<(&str, &str)>>, ex: Option<Vec<(&str, &str, Vec<&str>)>>| {
-            LabelSelector {
-                match_labels: ml.map(|m| {
-                    m.into_iter()
-                        .map(|(k, v)| (k.to_string(), v.to_string()))
-                        .collect()
-                }),
-                match_expressions: ex.map(|es| {
-                    es.into_iter()
-                        .map(|(k, op, vs)| LabelSelectorRequirement {
-                            key: k.into(),
-                            operator: op.into(),
-                            values: Some(vs.into_iter().map(String::from).collect()),
-                        })
-                        .collect()
-                }),
-            }
-        };
-        let cases = [
-            (sel(None, None), true),
-            (sel(Some(vec![("app", "llama")]), None), true),
-            (sel(Some(vec![("app", "qwen")]), None), false),
-            (
-                sel(None, Some(vec![("tier", "In", vec!["gpu", "cpu"])])),
-                true,
-            ),
-            (sel(None, Some(vec![("tier", "NotIn", vec!["gpu"])])), false),
-            (sel(None, Some(vec![("zone", "Exists", vec![])])), false),
-            (
-                sel(None, Some(vec![("zone", "DoesNotExist", vec![])])),
-                true,
-            ),
-        ];
-        for (i, (s, expected)) in cases.into_iter().enumerate() {
-            assert_eq!(selector_matches(&s, &labels), expected, "case {i}");
-        }
     }
 
     #[test]

@@ -38,7 +38,9 @@ use serde_json::{json, Value};
 use super::annotations::{format_time, parse_time};
 use super::api_error::from_kube;
 use super::scaled_object;
-use crate::core::interruption::surge::USER_EDIT_KEPT;
+// The view lives in a leaf both this file and `scaled_object` build it from.
+pub use super::floor_view::FloorView;
+use crate::core::lease_outcome::LeaseOutcome;
 use crate::core::spec::HpaRef;
 use crate::error::{Error, Result};
 
@@ -58,15 +60,6 @@ pub enum FloorIntent {
     Restore,
 }
 
-/// The HPA as the floor logic needs it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct FloorView {
-    pub min_replicas: u32,
-    pub max_replicas: u32,
-    pub annotations: BTreeMap<String, String>,
-    pub keda_owner: Option<String>,
-}
-
 /// The change to make: the new `minReplicas` (None = leave) and annotation changes
 /// (None value = remove).
 #[derive(Clone, Debug, PartialEq)]
@@ -74,7 +67,7 @@ pub struct FloorPatch {
     pub min_replicas: Option<u32>,
     pub annotations: BTreeMap<String, Option<String>>,
     /// For the log: raised, renewed, restored, user_edit_kept, unchanged.
-    pub outcome: &'static str,
+    pub outcome: LeaseOutcome,
 }
 
 fn remove_all() -> BTreeMap<String, Option<String>> {
@@ -126,13 +119,13 @@ pub fn plan_floor(
                             (LEASE_UNTIL.to_string(), Some(lease_text)),
                         ]
                         .into(),
-                        outcome: "raised",
+                        outcome: LeaseOutcome::Raised,
                     }
                 } else if cleanup {
                     FloorPatch {
                         min_replicas: None,
                         annotations: remove_all(),
-                        outcome: "unchanged",
+                        outcome: LeaseOutcome::Unchanged,
                     }
                 } else {
                     unchanged()
@@ -141,7 +134,7 @@ pub fn plan_floor(
             _ if cleanup => FloorPatch {
                 min_replicas: None,
                 annotations: remove_all(),
-                outcome: "unchanged",
+                outcome: LeaseOutcome::Unchanged,
             },
             _ => unchanged(),
         });
@@ -151,14 +144,14 @@ pub fn plan_floor(
         return Ok(FloorPatch {
             min_replicas: None,
             annotations: remove_all(),
-            outcome: USER_EDIT_KEPT,
+            outcome: LeaseOutcome::UserEditKept,
         });
     }
     let expired = lease.is_none_or(|until| until <= now);
     let restore = FloorPatch {
         min_replicas: Some(user),
         annotations: remove_all(),
-        outcome: "restored",
+        outcome: LeaseOutcome::Restored,
     };
     Ok(match intent {
         FloorIntent::Restore => restore,
@@ -176,7 +169,7 @@ pub fn plan_floor(
                         (LEASE_UNTIL.to_string(), Some(lease_text)),
                     ]
                     .into(),
-                    outcome: "raised",
+                    outcome: LeaseOutcome::Raised,
                 }
             } else {
                 renew(None, lease_text)
@@ -189,7 +182,7 @@ fn unchanged() -> FloorPatch {
     FloorPatch {
         min_replicas: None,
         annotations: BTreeMap::new(),
-        outcome: "unchanged",
+        outcome: LeaseOutcome::Unchanged,
     }
 }
 
@@ -197,7 +190,7 @@ fn renew(min_replicas: Option<u32>, lease_text: String) -> FloorPatch {
     FloorPatch {
         min_replicas,
         annotations: [(LEASE_UNTIL.to_string(), Some(lease_text))].into(),
-        outcome: "renewed",
+        outcome: LeaseOutcome::Renewed,
     }
 }
 
@@ -258,7 +251,7 @@ pub async fn apply_floor(
     now: f64,
     lease_s: f64,
     dry_run: bool,
-) -> Result<&'static str> {
+) -> Result<LeaseOutcome> {
     Ok(plan_and_apply(client, r, intent, now, lease_s, dry_run)
         .await?
         .patch
@@ -416,7 +409,7 @@ pub async fn restore_hpa_floor(
     client: &kube::Client,
     r: &HpaRef,
     now: f64,
-) -> Result<&'static str> {
+) -> Result<LeaseOutcome> {
     apply_floor(client, r, FloorIntent::Restore, now, 0.0, false).await
 }
 
@@ -596,7 +589,7 @@ mod tests {
             let got = plan_floor(&hpa, intent, NOW, LEASE).unwrap();
             assert_eq!(got.min_replicas, min, "{name}: minReplicas");
             assert_eq!(got.annotations, annotations, "{name}: annotations");
-            assert_eq!(got.outcome, outcome, "{name}: outcome");
+            assert_eq!(got.outcome.to_string(), outcome, "{name}: outcome");
         }
     }
 
@@ -660,7 +653,7 @@ mod tests {
         let p = FloorPatch {
             min_replicas: Some(2),
             annotations: set(&[(USER_MIN, None), (LEASE_UNTIL, Some("x"))]),
-            outcome: "restored",
+            outcome: LeaseOutcome::Restored,
         };
         assert_eq!(
             floor_patch_body(&p, "42", "minReplicas"),

@@ -10,10 +10,11 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ListParams};
 
-use super::drain::{kube_error, node_pool_of, NODEPOOL_LABEL};
+use super::drain::{kube_error, node_pool_of};
 use super::headroom::ApplyOutcome;
 use super::nodepool::{apply_node_pool, read_node_pool};
 use super::nodepool_limits::LimitsIntent;
+use super::shape::NODEPOOL_LABEL;
 use crate::core::interruption::DrainState;
 use crate::core::limits_room::PoolNode;
 use crate::error::Result;

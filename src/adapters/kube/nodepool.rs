@@ -9,8 +9,6 @@
 //! whenever `disruption` is sent, copied from the object) and annotations, never `spec.template`:
 //! a template change drifts and replaces every node of the pool.
 
-use std::collections::BTreeMap;
-
 use kube::api::{Patch, PatchParams};
 use serde_json::{json, Map, Value};
 
@@ -18,50 +16,14 @@ use super::api_error::from_kube;
 use super::conflict::retry_on_conflict;
 use super::headroom::ApplyOutcome;
 use super::nodepool_limits::{limits_restore, limits_write, LimitsIntent, SAVED_LIMITS};
+// The view and the freeze's annotation live in a leaf both this file and `nodepool_limits` read.
+pub use super::nodepool_view::{NodePoolView, SAVED_BUDGETS};
 use super::resources::node_pool_api;
 use crate::error::{Error, Result};
-
-pub const SAVED_BUDGETS: &str = "prewarm.io/saved-budgets";
 
 /// The budget prewarm adds while consolidation is frozen.
 pub fn freeze_budget() -> Value {
     json!({"nodes": "0", "reasons": ["Underutilized", "Empty"]})
-}
-
-/// What prewarm reads of a NodePool.
-#[derive(Clone, Debug, PartialEq)]
-pub struct NodePoolView {
-    pub name: String,
-    pub resource_version: String,
-    pub annotations: BTreeMap<String, String>,
-    /// The whole `spec` as JSON.
-    pub spec: Value,
-}
-
-impl NodePoolView {
-    /// Whether prewarm's freeze is on (the user's budgets are saved).
-    pub fn consolidation_frozen(&self) -> bool {
-        self.annotations.contains_key(SAVED_BUDGETS)
-    }
-
-    fn budgets(&self) -> Value {
-        self.spec
-            .pointer("/disruption/budgets")
-            .cloned()
-            .unwrap_or(Value::Null)
-    }
-
-    fn consolidate_after(&self) -> std::result::Result<Value, String> {
-        self.spec
-            .pointer("/disruption/consolidateAfter")
-            .cloned()
-            .ok_or_else(|| {
-                format!(
-                    "NodePool {} has no spec.disruption.consolidateAfter to keep",
-                    self.name
-                )
-            })
-    }
 }
 
 /// The disruption block to send: `budgets` plus the current `consolidateAfter`.
@@ -246,6 +208,7 @@ pub async fn send_node_pool_patch(client: &kube::Client, name: &str, patch: &Val
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     fn user_budgets() -> Value {
         json!([

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::nodepool::NodePoolView;
+use super::nodepool_view::NodePoolView;
 use crate::core::limits_room::{limits_with_room, PoolNode};
 
 pub const SAVED_LIMITS: &str = "prewarm.io/saved-limits";

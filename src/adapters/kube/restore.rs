@@ -30,7 +30,7 @@ use super::hpa_floor;
 use super::nodepool::{self, NodePoolView};
 use super::nodepool_limits::{self, LimitsIntent, SAVED_LIMITS};
 use super::resources::HeadroomRef;
-use crate::core::interruption::surge::USER_EDIT_KEPT;
+use crate::core::lease_outcome::LeaseOutcome;
 use crate::core::{HeadroomKind, TargetSpec};
 use crate::error::{Error, Result};
 use kube::api::{Patch, PatchParams};
@@ -334,13 +334,13 @@ async fn restore_hpa_floor(
 /// How `prewarm restore` reports one HPA floor change.
 fn floor_outcome(target: &TargetSpec, object: &str, patch: &hpa_floor::FloorPatch) -> Restored {
     match (patch.outcome, patch.min_replicas) {
-        ("restored", Some(min)) => outcome(
+        (LeaseOutcome::Restored, Some(min)) => outcome(
             target,
             object,
             "restored",
             format!("the floor back to the user's {min}; prewarm.io/ annotations removed"),
         ),
-        (USER_EDIT_KEPT, _) => outcome(
+        (LeaseOutcome::UserEditKept, _) => outcome(
             target,
             object,
             "kept",
@@ -453,15 +453,23 @@ mod tests {
         };
         // (patch, expected outcome, a piece of the detail) - by hand.
         let cases = [
-            (patch(Some(2), &removed, "restored"), "restored", "user's 2"),
             (
-                patch(None, &removed, "user_edit_kept"),
+                patch(Some(2), &removed, LeaseOutcome::Restored),
+                "restored",
+                "user's 2",
+            ),
+            (
+                patch(None, &removed, LeaseOutcome::UserEditKept),
                 "kept",
                 "edit stays",
             ),
-            (patch(None, &removed, "unchanged"), "restored", "stray"),
             (
-                patch(None, &BTreeMap::new(), "unchanged"),
+                patch(None, &removed, LeaseOutcome::Unchanged),
+                "restored",
+                "stray",
+            ),
+            (
+                patch(None, &BTreeMap::new(), LeaseOutcome::Unchanged),
                 "unchanged",
                 "nothing",
             ),

@@ -28,14 +28,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::model::{Command, DrainStep, PodRef, PodView, NO_DEADLINE_MAX_WAIT_S};
 use super::pods::pod_due;
 use super::state::DrainState;
+use crate::lease_outcome::LeaseOutcome;
 
 pub const SURGE_DRAINS: &str = "prewarm.io/surge-drains";
 pub const SURGE_BASE: &str = "prewarm.io/surge-base";
 pub const SURGE_USER_REPLICAS: &str = "prewarm.io/surge-user-replicas";
 pub const SURGE_WRITTEN_REPLICAS: &str = "prewarm.io/surge-written-replicas";
-/// The outcome of a surge or an HPA floor whose field the user changed while prewarm had it
-/// raised: the edit stays, and `prewarm restore` reports it as kept, not restored.
-pub const USER_EDIT_KEPT: &str = "user_edit_kept";
 
 /// Who holds a surge of one workload, read from the raised object's annotations.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -164,7 +162,7 @@ pub struct ReplicasPatch {
     pub replicas: Option<u32>,
     pub annotations: BTreeMap<String, Option<String>>,
     /// For the log: raised, restored, user_edit_kept, unchanged.
-    pub outcome: &'static str,
+    pub outcome: LeaseOutcome,
 }
 
 fn remove_deployment_record() -> BTreeMap<String, Option<String>> {
@@ -202,14 +200,14 @@ pub fn plan_deployment_surge(
     let unchanged = ReplicasPatch {
         replicas: None,
         annotations: BTreeMap::new(),
-        outcome: "unchanged",
+        outcome: LeaseOutcome::Unchanged,
     };
     if let (Some(_), Some(w)) = (&record, written) {
         if replicas != w {
             return Ok(ReplicasPatch {
                 replicas: None,
                 annotations: remove_deployment_record(),
-                outcome: USER_EDIT_KEPT,
+                outcome: LeaseOutcome::UserEditKept,
             });
         }
     }
@@ -227,13 +225,13 @@ pub fn plan_deployment_surge(
             ReplicasPatch {
                 replicas: (want != replicas).then_some(want),
                 annotations,
-                outcome: "raised",
+                outcome: LeaseOutcome::Raised,
             }
         }
         SurgeDecision::Restore => ReplicasPatch {
             replicas: Some(user),
             annotations: remove_deployment_record(),
-            outcome: "restored",
+            outcome: LeaseOutcome::Restored,
         },
         SurgeDecision::Unchanged if stray => ReplicasPatch {
             annotations: remove_deployment_record(),

@@ -254,7 +254,7 @@ fn deployment_replicas_saved_restored_and_user_edits_kept() {
         let got = plan_deployment_surge(replicas, &a, &intent).unwrap();
         assert_eq!(got.replicas, want, "{name}: replicas");
         assert_eq!(got.annotations, annotations, "{name}: annotations");
-        assert_eq!(got.outcome, outcome, "{name}: outcome");
+        assert_eq!(got.outcome.to_string(), outcome, "{name}: outcome");
     }
 }
 

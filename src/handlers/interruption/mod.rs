@@ -23,7 +23,7 @@ use lambda_runtime::{service_fn, LambdaEvent};
 use tokio::sync::OnceCell;
 
 use crate::adapters::events::{parse_record_with, InstanceIdRule};
-use crate::adapters::kube::drain::placeholder::PlaceholderSettings;
+use crate::adapters::kube::shape::placeholder::PlaceholderSettings;
 use crate::adapters::kube::ClientCache;
 use crate::config::Config;
 use crate::core::interruption::DrainSettings;

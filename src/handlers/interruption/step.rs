@@ -7,9 +7,9 @@
 
 use crate::adapters::kube::conflict::retry_on_conflict;
 use crate::adapters::kube::drain::execute::{execute, StepReport};
-use crate::adapters::kube::drain::placeholder::PlaceholderSettings;
 use crate::adapters::kube::drain::surge::{self, SurgeReport};
 use crate::adapters::kube::drain::{find_node, observe, replacement, Observation};
+use crate::adapters::kube::shape::placeholder::PlaceholderSettings;
 use crate::core::interruption::{DrainStep, ReplacementSeen};
 use crate::core::TargetSpec;
 use crate::error::{Error, Result};
@@ -75,7 +75,6 @@ pub async fn step(
             let mut released = Vec::new();
             for r in results {
                 match r {
-                    Ok(t) if t.ends_with("(nothing held)") => {}
                     Ok(t) => released.push(t),
                     Err(e) => tracing::warn!(instance, error = %e,
                         "node gone: release failed; the tick's collection gives it back"),

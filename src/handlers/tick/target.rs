@@ -7,6 +7,7 @@ use crate::adapters::kube::headroom::{self, ApplyOutcome, HeadroomRead};
 use crate::adapters::kube::nodepool::{self, NodePoolView};
 use crate::adapters::kube::nodepool_limits::LimitsIntent;
 use crate::adapters::kube::{annotations, hpa_floor, limits_room};
+use crate::core::lease_outcome::LeaseOutcome;
 use crate::core::{self, HeadroomKind, Observation, Plan, TargetSpec};
 
 /// The NodePool's consolidation change this tick: freeze/restore as planned when the target
@@ -116,12 +117,13 @@ pub async fn tick_target(
             hpa_floor::FloorIntent::Restore
         };
         let lease_s = policy.scale_down_delay_s.max(120.0);
-        let outcome = match hpa_floor::apply_floor(client, r, intent, now, lease_s, dry_run).await {
-            Ok(outcome) => outcome.to_string(),
-            Err(e) => format!("error: {e}"),
-        };
-        if r.raise_min_replicas || outcome != "unchanged" {
-            report.hpa_floor = Some(outcome);
+        let outcome = hpa_floor::apply_floor(client, r, intent, now, lease_s, dry_run).await;
+        // An unchanged floor is reported only when the option is on; a change or an error always.
+        if r.raise_min_replicas || !matches!(outcome, Ok(LeaseOutcome::Unchanged)) {
+            report.hpa_floor = Some(match outcome {
+                Ok(outcome) => outcome.to_string(),
+                Err(e) => format!("error: {e}"),
+            });
         }
     }
     report

@@ -1,5 +1,5 @@
 //! What the tick's lease collection (`handlers::tick::leases`) did for one item: the shape the
-//! collections of replacements (`super::replacement`) and surges (`super::surge`) report in.
+//! collections of replacements (`drain::replacement`) and surges (`drain::surge`) report in.
 
 use crate::core::interruption::LeaseVerdict;
 

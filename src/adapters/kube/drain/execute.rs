@@ -10,13 +10,13 @@
 use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::events::Recorder;
 
-use super::placeholder::PlaceholderSettings;
 use super::replacement::{self, Requested};
 use super::{
     delete_pod, evict, node_patch, node_pool_of, patch_node, pdbs_covering, record_event,
     undrain_patch, EvictionOutcome, Observation,
 };
 use crate::adapters::kube::limits_room::sync_room;
+use crate::adapters::kube::shape::placeholder::PlaceholderSettings;
 use crate::core::interruption::state::format_time;
 use crate::core::interruption::{lease_expiry, Command, DrainStep, Finish, PodRef};
 use crate::core::TargetSpec;

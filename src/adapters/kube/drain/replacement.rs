@@ -1,6 +1,6 @@
-//! The replacement of a draining node: one placeholder pod per drain (`placeholder`), made in the
-//! balloon namespace of the target that manages the node's NodePool. It is the drain's lease on
-//! capacity, visible on the cluster: labelled with the drain id (the instance id: the same for
+//! The replacement of a draining node: one placeholder pod per drain (`shape::placeholder`), made
+//! in the balloon namespace of the target that manages the node's NodePool. It is the drain's lease
+//! on capacity, visible on the cluster: labelled with the drain id (the instance id: the same for
 //! every notice about the instance, and known after the node is gone, so a redelivered or
 //! superseding notice never makes a second one), annotated with its owner and expiry.
 //!
@@ -18,15 +18,15 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 
 use super::collected::Collected;
-use super::placeholder::{
-    drain_label, placeholder_for, placeholder_name, placeholder_pod, PlaceholderSettings,
-    LEASE_EXPIRES_AT, REPLACEMENT_FOR,
-};
 use super::{
     has_draining_taint, instance_of_provider_id, is_balloon, is_ready, kube_error, node_pool_of,
     pod_view,
 };
 use crate::adapters::kube::headroom::release_replacement;
+use crate::adapters::kube::shape::placeholder::{
+    drain_label, placeholder_for, placeholder_name, placeholder_pod, PlaceholderSettings,
+    LEASE_EXPIRES_AT, REPLACEMENT_FOR,
+};
 use crate::core::interruption::state::parse_time;
 use crate::core::interruption::{
     placeholder_verdict, DrainState, LeaseVerdict, NodeSeen, PlaceholderVerdict, PodOwner,

@@ -31,9 +31,9 @@ use crate::adapters::kube::scaled_object;
 use crate::core::interruption::surge::{
     hold_evictions, orphaned_drains, plan_deployment_surge, plan_surge, surge_ready, wants_surge,
     SurgeDecision, SurgeIntent, SurgeRecord, SURGE_BASE, SURGE_DRAINS, SURGE_WRITTEN_REPLICAS,
-    USER_EDIT_KEPT,
 };
 use crate::core::interruption::{DrainState, DrainStep, LeaseVerdict, Phase, PodRef};
+use crate::core::lease_outcome::LeaseOutcome;
 use crate::core::TargetSpec;
 use crate::error::{Error, Result};
 
@@ -271,7 +271,7 @@ async fn surge_once(
         };
         let floor = on.plan(floor_intent, now, HPA_LEASE_S)?;
         // The user changed the floor while it was raised: the edit is theirs; the surge ends.
-        let user_edit_kept = floor.outcome == USER_EDIT_KEPT;
+        let user_edit_kept = floor.outcome == LeaseOutcome::UserEditKept;
         let want = if user_edit_kept {
             surge_annotations = record_removed();
             None
@@ -295,7 +295,7 @@ async fn surge_once(
     let annotations = annotations_of(&d.metadata);
     let patch = plan_deployment_surge(replicas, &annotations, intent)
         .map_err(|m| plan_error(display.clone(), m))?;
-    let user_edit_kept = patch.outcome == USER_EDIT_KEPT;
+    let user_edit_kept = patch.outcome == LeaseOutcome::UserEditKept;
     let want = if user_edit_kept || matches!(intent, SurgeIntent::Release { .. }) {
         None
     } else {

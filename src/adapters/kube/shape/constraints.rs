@@ -40,7 +40,7 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
-use super::selector_matches;
+use super::selector::selector_matches;
 
 /// At most this many ORed terms in the joined required node affinity. Beyond it, each pod keeps
 /// only the terms its draining node satisfies (the combinations stay satisfiable: that node meets

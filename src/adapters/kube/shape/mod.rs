@@ -1,0 +1,11 @@
+//! Pure shaping on Kubernetes types: a drain's replacement placeholder from the pods it moves
+//! (their scheduling constraints and resource requests), and label selectors. No API calls here.
+
+pub mod constraints;
+pub mod placeholder;
+pub mod requests;
+pub mod selector;
+
+/// The taint prewarm puts on a draining node (value: the notice kind).
+pub const DRAINING_TAINT: &str = "prewarm.io/draining";
+pub const NODEPOOL_LABEL: &str = "karpenter.sh/nodepool";
