@@ -45,7 +45,7 @@ pub struct InterruptionSettings {
     pub queue_url: Option<String>,
     /// ACCEPT_KWOK_INSTANCE_IDS (false): local stack only; also take the kwok provider's node
     /// names as instance ids (its nodes have no EC2 ids).
-    pub instance_ids: crate::adapters::events::InstanceIdRule,
+    pub instance_ids: InstanceIdRule,
     /// DRAIN_SURGE (true): before evicting a Deployment's pods, raise its replicas (or its HPA's
     /// minReplicas) by its pods on the draining node and wait for the surge pods to be Ready
     /// (or the pod's due time / the deadline): no serving gap once the replacement is ready.
@@ -57,7 +57,7 @@ pub struct InterruptionSettings {
     /// BALLOON_PRIORITY_CLASS (prewarm-balloon) and PAUSE_IMAGE (registry.k8s.io/pause:3.10):
     /// the replacement placeholders' PriorityClass and image; the same as the chart's
     /// `balloon.priorityClassName` and `balloon.image`.
-    pub placeholder: crate::adapters::kube::shape::placeholder::PlaceholderSettings,
+    pub placeholder: PlaceholderSettings,
 }
 
 impl Default for InterruptionSettings {
@@ -68,7 +68,7 @@ impl Default for InterruptionSettings {
             eviction_budget_s: 30.0,
             recheck_s: 15.0,
             queue_url: None,
-            instance_ids: crate::adapters::events::InstanceIdRule::Ec2,
+            instance_ids: InstanceIdRule::Ec2,
             surge: true,
             delete_past_pdb: false,
             placeholder: Default::default(),
@@ -472,9 +472,9 @@ fn interruption_settings<F: Fn(&str) -> Option<String>>(
         queue_url: queue_url(vars)?,
         delete_past_pdb: vars.bool_or("DELETE_PAST_PDB_AT_DEADLINE", false)?,
         instance_ids: if vars.bool_or("ACCEPT_KWOK_INSTANCE_IDS", false)? {
-            crate::adapters::events::InstanceIdRule::Ec2OrKwok
+            InstanceIdRule::Ec2OrKwok
         } else {
-            crate::adapters::events::InstanceIdRule::Ec2
+            InstanceIdRule::Ec2
         },
         surge: vars.bool_or("DRAIN_SURGE", true)?,
         placeholder: placeholder_settings(vars)?,
@@ -486,10 +486,10 @@ fn interruption_settings<F: Fn(&str) -> Option<String>>(
 /// that must show at start-up, not as drains that wait for their deadline.
 fn placeholder_settings<F: Fn(&str) -> Option<String>>(
     vars: &Vars<F>,
-) -> Result<crate::adapters::kube::shape::placeholder::PlaceholderSettings> {
-    let mut settings = crate::adapters::kube::shape::placeholder::PlaceholderSettings::default();
+) -> Result<PlaceholderSettings> {
+    let mut settings = PlaceholderSettings::default();
     if let Some(class) = vars.get("BALLOON_PRIORITY_CLASS") {
-        if !crate::adapters::kube::names::is_dns1123_subdomain(&class) {
+        if !crate::core::names::is_dns1123_subdomain(&class) {
             return Err(Error::config(
                 "BALLOON_PRIORITY_CLASS",
                 format!(
@@ -560,6 +560,45 @@ pub fn parse_targets(raw: &str) -> Result<Vec<TargetSpec>> {
         }
     }
     Ok(targets)
+}
+
+// Settings types the adapters take: defined with the settings, so that config imports no adapter.
+
+/// What the parser accepts as an instance id.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum InstanceIdRule {
+    /// EC2's form only: `i-` and 8 or 17 lowercase hexadecimal digits.
+    #[default]
+    Ec2,
+    /// EC2's form, and also the node names Karpenter's kwok provider puts in `providerID`
+    /// (`kwok://kwok-<nodeclaim>-…`): the local stack has no EC2 instances. Set by
+    /// `ACCEPT_KWOK_INSTANCE_IDS`, never in a real deployment.
+    Ec2OrKwok,
+}
+
+/// The chart's `balloon.image` default.
+pub const DEFAULT_PAUSE_IMAGE: &str = "registry.k8s.io/pause:3.10";
+/// The chart's `balloon.priorityClassName` default.
+pub const DEFAULT_BALLOON_PRIORITY_CLASS: &str = "prewarm-balloon";
+
+/// What the placeholders are made of that is the deployment's choice, not the drain's: the same
+/// as the chart's balloon (`balloon.priorityClassName`, `balloon.image`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlaceholderSettings {
+    /// BALLOON_PRIORITY_CLASS: the placeholder's PriorityClass (negative, so every real pod
+    /// preempts it); pods of this class on a draining node are not counted as pods to move.
+    pub priority_class: String,
+    /// PAUSE_IMAGE: the placeholder's container image.
+    pub image: String,
+}
+
+impl Default for PlaceholderSettings {
+    fn default() -> Self {
+        PlaceholderSettings {
+            priority_class: DEFAULT_BALLOON_PRIORITY_CLASS.into(),
+            image: DEFAULT_PAUSE_IMAGE.into(),
+        }
+    }
 }
 
 #[cfg(test)]

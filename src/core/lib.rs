@@ -10,6 +10,7 @@
 pub mod interruption;
 pub mod lease_outcome;
 pub mod limits_room;
+pub mod names;
 pub mod policy;
 pub mod quantity;
 pub mod spec;

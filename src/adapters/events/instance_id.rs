@@ -3,17 +3,7 @@
 //! `fargate-ip-192-168-1-1.ec2.internal`, an ARN, text in another script) must be refused before
 //! it is looked up.
 
-/// What the parser accepts as an instance id.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum InstanceIdRule {
-    /// EC2's form only: `i-` and 8 or 17 lowercase hexadecimal digits.
-    #[default]
-    Ec2,
-    /// EC2's form, and also the node names Karpenter's kwok provider puts in `providerID`
-    /// (`kwok://kwok-<nodeclaim>-…`): the local stack has no EC2 instances. Set by
-    /// `ACCEPT_KWOK_INSTANCE_IDS`, never in a real deployment.
-    Ec2OrKwok,
-}
+pub use crate::config::InstanceIdRule;
 
 /// A DNS-1123 subdomain is at most 253 characters; `kwok-` leaves 248.
 const KWOK_MAX: usize = 253;

@@ -14,7 +14,7 @@ use serde_json::{json, Map, Value};
 
 use super::detail::shorten;
 use super::instance_id::{self, InstanceIdRule};
-use crate::adapters::kube::names::is_dns1123_subdomain;
+use crate::core::names::is_dns1123_subdomain;
 
 /// The value of the `prewarm` key that marks a resume-drain body.
 pub const KIND: &str = "resume-drain";

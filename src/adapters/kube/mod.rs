@@ -15,7 +15,6 @@ pub mod headroom;
 pub mod hpa;
 pub mod hpa_floor;
 pub mod limits_room;
-pub mod names;
 pub mod nodepool;
 pub mod nodepool_limits;
 pub mod nodepool_view;

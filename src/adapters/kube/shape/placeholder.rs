@@ -39,30 +39,8 @@ pub const REPLACEMENT_OF_NODE: &str = "prewarm.io/replacement-of-node";
 pub const LEASE_EXPIRES_AT: &str = "prewarm.io/lease-expires-at";
 pub const INSTANCE_TYPE_LABEL: &str = "node.kubernetes.io/instance-type";
 pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
-/// The chart's `balloon.image` default.
-pub const DEFAULT_PAUSE_IMAGE: &str = "registry.k8s.io/pause:3.10";
-/// The chart's `balloon.priorityClassName` default.
-pub const DEFAULT_BALLOON_PRIORITY_CLASS: &str = "prewarm-balloon";
+pub use crate::config::{PlaceholderSettings, DEFAULT_BALLOON_PRIORITY_CLASS, DEFAULT_PAUSE_IMAGE};
 
-/// What the placeholders are made of that is the deployment's choice, not the drain's: the same
-/// as the chart's balloon (`balloon.priorityClassName`, `balloon.image`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PlaceholderSettings {
-    /// BALLOON_PRIORITY_CLASS: the placeholder's PriorityClass (negative, so every real pod
-    /// preempts it); pods of this class on a draining node are not counted as pods to move.
-    pub priority_class: String,
-    /// PAUSE_IMAGE: the placeholder's container image.
-    pub image: String,
-}
-
-impl Default for PlaceholderSettings {
-    fn default() -> Self {
-        PlaceholderSettings {
-            priority_class: DEFAULT_BALLOON_PRIORITY_CLASS.into(),
-            image: DEFAULT_PAUSE_IMAGE.into(),
-        }
-    }
-}
 const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
 
 /// What one drain's placeholder is made of.
