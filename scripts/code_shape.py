@@ -4,12 +4,14 @@ and the import circles between files (`use crate::...` / `use super::...` edges,
 module). Prints a table and the circles; `--check MAX` exits 1 when a file has more than MAX
 lines of code or any circle exists (tests/infra/test_code_shape.py runs it).
 
-Run from the repository root: python3 scripts/code_shape.py [--check 600]"""
+Run: python3 scripts/code_shape.py [--check 600] [--root DIR]"""
 import pathlib
 import re
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+if "--root" in sys.argv:
+    ROOT = pathlib.Path(sys.argv[sys.argv.index("--root") + 1]).resolve()
 CRATES = {"crate": ROOT / "src", "core": ROOT / "src" / "core"}
 
 
