@@ -12,38 +12,15 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use prewarm::adapters::kube::client;
 use prewarm::adapters::kube::drain::surge::{release, surge_workload, SURGING_LABEL};
-use prewarm::config::ClusterAccess;
 use prewarm::core::interruption::surge::SurgeIntent;
 use prewarm::core::TargetSpec;
 use serde_json::json;
 
 mod common;
-use common::env;
+use common::{as_user, now, unique};
 
 const NS: &str = "prewarm";
-
-async fn as_user(var: &str) -> kube::Client {
-    client(&ClusterAccess::Kubeconfig { path: env(var) })
-        .await
-        .expect("client")
-}
-
-fn unique(prefix: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
-    format!("{prefix}-{}-{}", std::process::id(), nanos % 100_000)
-}
-
-fn now() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs_f64()
-}
 
 fn deployment(name: &str, replicas: i32) -> Deployment {
     let labels = json!({"app.kubernetes.io/name": name});

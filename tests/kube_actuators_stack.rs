@@ -24,7 +24,7 @@ use prewarm::Error;
 use serde_json::{json, Value};
 
 mod common;
-use common::env;
+use common::{env, now, unique};
 
 async fn admin() -> kube::Client {
     client(&ClusterAccess::Kubeconfig {
@@ -41,21 +41,6 @@ async fn lambda() -> kube::Client {
     })
     .await
     .expect("prewarm-lambda client")
-}
-
-fn unique(prefix: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
-    format!("{prefix}-{}-{}", std::process::id(), nanos % 100_000)
-}
-
-fn now() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs_f64()
 }
 
 async fn apply(api: &Api<DynamicObject>, name: &str, object: Value) -> DynamicObject {

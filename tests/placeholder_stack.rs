@@ -17,34 +17,20 @@ use aws_lambda_events::event::sqs::SqsMessage;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use prewarm::adapters::events::parse_record;
-use prewarm::adapters::kube::client;
 use prewarm::adapters::kube::drain::replacement::{release, request, Requested};
 use prewarm::adapters::kube::shape::placeholder::{placeholder_name, PlaceholderSettings};
-use prewarm::config::{ClusterAccess, Config};
+use prewarm::config::Config;
 use prewarm::core::TargetSpec;
 use prewarm::handlers::interruption::{Continuation, Interruption};
 use serde_json::json;
 
 mod common;
-use common::env;
+use common::{as_user, env, now};
 
 /// The balloon namespace of the stack fixtures.
 const NS: &str = "prewarm";
 const TYPE_LABEL: &str = "node.kubernetes.io/instance-type";
 const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
-
-async fn as_user(var: &str) -> kube::Client {
-    client(&ClusterAccess::Kubeconfig { path: env(var) })
-        .await
-        .expect("client")
-}
-
-fn now() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs_f64()
-}
 
 /// A pod of the draining node: 1 GPU, tolerating the pool's GPU taint, with `required` as its
 /// required node affinity terms.

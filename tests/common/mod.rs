@@ -76,3 +76,27 @@ pub fn env(name: &str) -> String {
         panic!("{name} is not set: source tests/stack/.run/env (needs the local stack, make e2e)")
     })
 }
+
+/// A client as the stack user whose kubeconfig the variable `var` names.
+pub async fn as_user(var: &str) -> kube::Client {
+    prewarm::adapters::kube::client(&prewarm::config::ClusterAccess::Kubeconfig { path: env(var) })
+        .await
+        .expect("client")
+}
+
+/// A name no earlier run used: the process id and the clock's nanoseconds.
+pub fn unique(prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    format!("{prefix}-{}-{}", std::process::id(), nanos % 100_000)
+}
+
+/// The wall clock in Unix seconds (the stack's objects carry real times).
+pub fn now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
