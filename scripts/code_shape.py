@@ -80,13 +80,18 @@ def edges(text: str, crate: str, module: tuple[str, ...], known: set):
                 while segs and segs[0] == "super":
                     base, segs = base[:-1], segs[1:]
                 crate_t = crate
+            elif (crate, module + (segs[0],)) in known:
+                # A path relative to this module names one of its children (`pub use child::*`).
+                base, crate_t = module, crate
             else:
                 continue
-            target = base + tuple(segs)
+            full = base + tuple(s for s in segs if s != "*")
+            target = full
             while target and (crate_t, target) not in known:
                 target = target[:-1]
+            item = full[len(target)] if len(full) > len(target) else ("*" if segs[-1:] == ["*"] else None)
             if (crate_t, target) in known and (crate_t, target) != (crate, module) and target:
-                yield (crate_t, target)
+                yield (crate_t, target, item)
 
 
 def expand(use: str):
@@ -157,7 +162,42 @@ def main():
         text = path.read_text()
         sizes.append((code_lines(text), path.relative_to(ROOT)))
         # A folder module's mod.rs only declares its children: edges to children are not imports.
-        graph[(crate, module)] = {t for t in edges(text, crate, module, known) if t[1][: len(module)] != module or crate != t[0]}
+    # `pub use child::Item` in a folder's mod.rs makes `crate::folder::Item` an import of the
+    # child: resolve each imported item through re-exports, or a circle through a facade hides.
+    reexports, defines = {}, {}
+    for path, crate, module in all_files:
+        text = strip_tests(path.read_text())
+        defines[(crate, module)] = set(re.findall(
+            r"\bpub(?:\([^)]*\))?\s+(?:async\s+)?(?:fn|struct|enum|const|static|type|trait|mod)\s+(\w+)", text))
+        table = {}
+        for u in re.findall(r"\bpub\s+use\s+([^;]+);", text):
+            for crate_t, target, item in edges(f"use {u};", crate, module, known):
+                name = item if item is not None else target[-1]
+                table.setdefault(name, set()).add((crate_t, target))
+        reexports[(crate, module)] = table
+
+    def resolve(node, item, depth=0):
+        table = reexports.get(node, {})
+        if depth > 10 or item is None:
+            return {node}
+        if item in table:
+            return set().union(*(resolve(t, item, depth + 1) for t in table[item]))
+        if item in defines.get(node, ()) or "*" not in table:
+            return {node}
+        found = {t for t in table["*"] if item in defines.get(t, ()) or item in reexports.get(t, {})}
+        return set().union(*(resolve(t, item, depth + 1) for t in found)) if found else {node}
+
+    for path, crate, module in all_files:
+        node = (crate, module)
+        targets = set()
+        for crate_t, target, item in edges(path.read_text(), crate, module, known):
+            if crate_t == crate and target[: len(module)] == module and module:
+                continue  # a folder module naming its own children declares, not imports
+            if item == "*":
+                targets.add((crate_t, target))
+                continue
+            targets |= resolve((crate_t, target), item)
+        graph[node] = {t for t in targets if t != node}
     sizes.sort(reverse=True)
     for n, p in sizes[:25]:
         print(f"{n:5d}  {p}")

@@ -33,3 +33,20 @@ def test_a_circle_and_an_oversized_file_are_reported(tmp_path):
     assert r.returncode == 1
     assert "circle: a <-> b" in r.stdout, r.stdout
     assert "over 20 lines of code: src/b.rs (32)" in r.stdout, r.stdout
+
+
+def test_a_circle_through_a_folders_reexport_is_reported(tmp_path):
+    # y imports X as `super::X`, which the folder's mod.rs only re-exports from x; x imports y.
+    src = tmp_path / "src"
+    (src / "core").mkdir(parents=True)
+    (src / "core" / "lib.rs").write_text("")
+    (src / "f").mkdir()
+    (src / "lib.rs").write_text("pub mod f;\n")
+    (src / "f" / "mod.rs").write_text("mod x;\nmod y;\npub use x::X;\npub struct Own;\n")
+    (src / "f" / "x.rs").write_text("use super::y::g;\npub struct X;\n")
+    (src / "f" / "y.rs").write_text("use super::{Own, X};\npub fn g() {}\n")
+    r = shape(tmp_path)
+    assert "circle: f::x <-> f::y" in r.stdout, r.stdout
+    # Naming the folder's own item is no import of a child.
+    (src / "f" / "x.rs").write_text("pub struct X;\n")
+    assert "no import circles" in shape(tmp_path).stdout

@@ -13,40 +13,16 @@
 //! scored on the newest third (out of sample), to put next to the nominal quantile.
 
 use chrono::{TimeZone, Timelike};
-use serde::{Deserialize, Serialize};
 
 use super::forecast::{forecast, upper_quantile};
 use super::observation::{Sample, SeasonSeries};
 use super::seasonal::{seasonal_forecast, Seasonal};
+pub use crate::spec::Calibration;
 use crate::spec::{PolicySpec, TargetSpec};
 
 /// Fewer lead-time windows than this give no band (the policy falls back and says so); an
 /// hour of day with fewer uses the overall band.
 pub const MIN_WINDOWS: usize = 30;
-
-/// The long-window statistics of a target, cached on its headroom object.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Calibration {
-    /// When it was computed (Unix seconds).
-    pub computed_at: f64,
-    /// The nominal quantile it was fitted for.
-    pub quantile: f64,
-    /// The lead-time band (req/s); None when the history was too short (see `note`).
-    pub band: Option<f64>,
-    /// Per hour of day in TIME_ZONE (24 values) when BAND_BY_HOUR; empty otherwise.
-    #[serde(default)]
-    pub by_hour: Vec<f64>,
-    /// Weight of the seasonal forecast in the blend, 0..1 (0 without seasonal history).
-    pub seasonal_weight: f64,
-    /// Achieved out-of-sample coverage (0..1) of the band, when measurable.
-    pub coverage: Option<f64>,
-    /// Lead-time windows the band was fitted on.
-    pub windows: u32,
-    /// Why there is no band, or what was left out.
-    #[serde(default)]
-    pub note: Option<String>,
-}
 
 impl Calibration {
     /// The band for a forecast made at `now`.

@@ -6,31 +6,10 @@
 //! actions. Zones are evaluated by croner over chrono-tz, so DST shifts move the wall clock,
 //! not the window.
 
-use std::str::FromStr;
-
 use chrono::TimeZone;
-use croner::parser::{CronParser, Seconds, Year};
-use croner::Cron;
 
+pub use crate::spec::parse_cron;
 use crate::spec::{parse_time_zone, ScheduleWindow};
-
-/// Parses a five-field cron expression (minute hour day-of-month month day-of-week).
-pub fn parse_cron(expr: &str) -> Result<Cron, String> {
-    let fields = expr.split_whitespace().count();
-    if fields != 5 && !expr.trim_start().starts_with('@') {
-        return Err(format!(
-            "{expr:?} has {fields} fields; five are expected (minute hour day-of-month month \
-             day-of-week)"
-        ));
-    }
-    let _ = Cron::from_str; // the default parser accepts seconds and years too; ours does not
-    CronParser::builder()
-        .seconds(Seconds::Disallowed)
-        .year(Year::Disallowed)
-        .build()
-        .parse(expr)
-        .map_err(|e| format!("{expr:?} is not a valid cron expression: {e}"))
-}
 
 /// The largest `min_spare` of the windows that cover any moment of `[now, now + lead]`, and
 /// the index of that window. Windows that do not parse (validation rejects them at start-up)

@@ -2,10 +2,12 @@
 //! `PolicySpec` holds the function-wide settings, `TargetSpec` one managed model/NodePool.
 //! Validation returns the name of the offending setting so start-up errors can name it.
 
+mod cron;
 mod policy;
 mod state;
 mod target;
 
+pub use cron::parse_cron;
 pub use policy::*;
 pub use state::*;
 pub use target::*;

@@ -1,4 +1,5 @@
-//! What prewarm knows of a target's headroom object between invocations.
+//! What prewarm knows of a target's headroom object between invocations, the cached band
+//! calibration included (its arithmetic is policy::band's).
 
 use serde::{Deserialize, Serialize};
 
@@ -22,7 +23,7 @@ pub struct HeadroomState {
     /// The long-window statistics (lead-time band, blend weights), recomputed at most every
     /// CALIBRATE_EVERY_SECONDS and cached on the object (`prewarm.io/calibration`).
     #[serde(default)]
-    pub calibration: Option<crate::policy::band::Calibration>,
+    pub calibration: Option<Calibration>,
 }
 
 /// The high-water mark of desired spare capacity kept for the scale-down delay.
@@ -30,4 +31,28 @@ pub struct HeadroomState {
 pub struct Hold {
     pub spare: u32,
     pub until: f64,
+}
+
+/// The long-window statistics of a target, cached on its headroom object.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Calibration {
+    /// When it was computed (Unix seconds).
+    pub computed_at: f64,
+    /// The nominal quantile it was fitted for.
+    pub quantile: f64,
+    /// The lead-time band (req/s); None when the history was too short (see `note`).
+    pub band: Option<f64>,
+    /// Per hour of day in TIME_ZONE (24 values) when BAND_BY_HOUR; empty otherwise.
+    #[serde(default)]
+    pub by_hour: Vec<f64>,
+    /// Weight of the seasonal forecast in the blend, 0..1 (0 without seasonal history).
+    pub seasonal_weight: f64,
+    /// Achieved out-of-sample coverage (0..1) of the band, when measurable.
+    pub coverage: Option<f64>,
+    /// Lead-time windows the band was fitted on.
+    pub windows: u32,
+    /// Why there is no band, or what was left out.
+    #[serde(default)]
+    pub note: Option<String>,
 }

@@ -229,7 +229,7 @@ impl TargetSpec {
         }
         for (i, w) in self.schedules.iter().enumerate() {
             let at = |f: &str| field(&format!("schedules[{i}].{f}"));
-            crate::policy::schedule::parse_cron(&w.cron).map_err(|m| (at("cron"), m))?;
+            super::parse_cron(&w.cron).map_err(|m| (at("cron"), m))?;
             if let Some(zone) = &w.time_zone {
                 parse_time_zone(zone).map_err(|m| (at("timeZone"), m))?;
             }
