@@ -39,11 +39,15 @@ fn fail_static(
     let mut reasons = vec![Reason::MetricsMissing { detail }];
     // What is in use is what the API says serves or waits; with metrics missing there is no
     // forecast of it, so the GPU cap is judged against what is there now.
-    let in_use = observed.serving_replicas.unwrap_or(0) + observed.pending_pods;
+    // Without a count of what serves (no pod selector) the cap's room is unknown: hold then, as
+    // the cap is a spend limit and must never be passed on a guess.
     let scheduled = scheduled_floor(&target.schedules, &policy.zone(), now, policy.lead_time_s);
-    let own = Rails::new(target, prior, in_use)
-        .with_scheduled_floor(scheduled)
-        .blind_floor(&mut reasons);
+    let own = match (observed.serving_replicas, target.gpu_cap) {
+        (None, Some(_)) => prior.spare.saturating_sub(prior.replacement_reserved),
+        (serving, _) => Rails::new(target, prior, serving.unwrap_or(0) + observed.pending_pods)
+            .with_scheduled_floor(scheduled)
+            .blind_floor(&mut reasons),
+    };
     let desired = own
         .saturating_add(prior.replacement_reserved)
         .max(prior.spare);

@@ -198,6 +198,18 @@ fn rows() -> Vec<Row> {
             ],
         ),
         blind(
+            "failing static: a GPU cap with no count of what serves holds",
+            TargetSpec {
+                min_spare: 3,
+                gpu_cap: Some(4),
+                ..test_target()
+            },
+            0,
+            None,
+            0,
+            vec![],
+        ),
+        blind(
             "failing static never lowers to the floor",
             TargetSpec {
                 min_spare: 2,
