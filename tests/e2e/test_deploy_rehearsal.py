@@ -57,8 +57,12 @@ def deployed(stack_env):
     template = (REPO / "template.yaml").read_text()
     assert "    CodeUri: .\n" in template, "Globals.Function.CodeUri moved: update this test"
     template = template.replace("    CodeUri: .\n", f"    CodeUri: s3://{BUCKET}/code.zip\n")
+    # template.yaml is larger than CloudFormation's 51,200-byte limit for TemplateBody, so it goes
+    # through S3 as `sam deploy` sends it (samconfig.toml: resolve_s3).
+    c["s3"].put_object(Bucket=BUCKET, Key="template.yaml", Body=template.encode())
+    template_url = f"{stack_env['LOCALSTACK_URL']}/{BUCKET}/template.yaml"
     cfn = c["cloudformation"]
-    cfn.create_stack(StackName=STACK, TemplateBody=template,
+    cfn.create_stack(StackName=STACK, TemplateURL=template_url,
                      Capabilities=["CAPABILITY_IAM", "CAPABILITY_AUTO_EXPAND"],
                      Parameters=[{"ParameterKey": k, "ParameterValue": v} for k, v in PARAMS.items()])
     status = wait_stack(cfn, "CREATE_IN_PROGRESS")

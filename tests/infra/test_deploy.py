@@ -312,3 +312,16 @@ def test_make_deploy_installs_only_what_deploy_needs():
     tools = (REPO / "infra/tools.sh").read_text()
     assert "apt-get" not in tools and "systemctl" not in tools
     assert not re.search(r"\bvenv (moto|localstack|e2e)\b", tools)
+
+
+def test_a_template_over_the_inline_limit_is_deployed_through_s3(repo):
+    """CloudFormation takes at most 51,200 bytes of template inline; a larger one must go through
+    S3, which `sam deploy` does when samconfig says resolve_s3 (or --s3-bucket is given)."""
+    size = len((repo / "template.yaml").read_bytes())
+    config = tomllib.loads((repo / "samconfig.toml").read_text())
+    deploys = {env: tables["deploy"]["parameters"] for env, tables in config.items()
+               if isinstance(tables, dict) and "deploy" in tables}
+    assert deploys, "samconfig.toml has no deploy section"
+    if size > 51_200:
+        for env, params in deploys.items():
+            assert params.get("resolve_s3") is True or params.get("s3_bucket"), (env, size)
