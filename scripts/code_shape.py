@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The shape of the Rust sources: lines of code per file (tests, comments and blank lines apart)
+"""The shape of the Rust sources: lines of code per file (inline `#[cfg(test)]` blocks, comments and
+blank lines apart; a test-only file counts whole)
 and the import circles between files (`use crate::...` / `use super::...` edges, a file being its
 module). Prints a table and the circles; `--check MAX` exits 1 when a file has more than MAX
 lines of code or any circle exists (tests/infra/test_code_shape.py runs it).
@@ -52,14 +53,18 @@ def code_lines(text: str) -> int:
     return sum(1 for l in strip_tests(text).split("\n") if l.strip() and not l.strip().startswith("//"))
 
 
+def is_test(path: pathlib.Path) -> bool:
+    """A test-only file: `x_tests.rs`, `tests.rs`, or anything in a `x_tests/` folder."""
+    names = [path.name, *(p.name for p in path.parents)]
+    return path.name == "tests.rs" or any(n.endswith("_tests") or n.endswith("_tests.rs") for n in names)
+
+
 def files():
-    """(path, crate name, module path) of every non-test source file."""
+    """(path, crate name, module path, test-only) of every source file under src/."""
     for path in sorted((ROOT / "src").rglob("*.rs")):
-        if path.name.endswith("_tests.rs") or path.name == "tests.rs":
-            continue
         in_core = CRATES["core"] in path.parents
         crate_root = CRATES["core"] if in_core else CRATES["crate"]
-        yield path, ("core" if in_core else "crate"), module_of(path, crate_root)
+        yield path, ("core" if in_core else "crate"), module_of(path, crate_root), is_test(path)
 
 
 def edges(text: str, crate: str, module: tuple[str, ...], known: set):
@@ -154,14 +159,13 @@ def circles(graph):
 
 def main():
     limit = int(sys.argv[sys.argv.index("--check") + 1]) if "--check" in sys.argv else None
-    all_files = list(files())
+    every_file = list(files())
+    # Test files count towards the size rule (one reason to change holds for them too) but are
+    # no part of the module graph: they import their module's whole scope by design.
+    sizes = sorted(((code_lines(p.read_text()), p.relative_to(ROOT)) for p, *_ in every_file), reverse=True)
+    all_files = [(p, c, m) for p, c, m, test in every_file if not test]
     known = {(c, m) for _, c, m in all_files}
-    # A parent module is not an edge target when a child file exists for the path named.
-    graph, sizes = {}, []
-    for path, crate, module in all_files:
-        text = path.read_text()
-        sizes.append((code_lines(text), path.relative_to(ROOT)))
-        # A folder module's mod.rs only declares its children: edges to children are not imports.
+    graph = {}
     # `pub use child::Item` in a folder's mod.rs makes `crate::folder::Item` an import of the
     # child: resolve each imported item through re-exports, or a circle through a facade hides.
     reexports, defines = {}, {}
@@ -198,7 +202,6 @@ def main():
                 continue
             targets |= resolve((crate_t, target), item)
         graph[node] = {t for t in targets if t != node}
-    sizes.sort(reverse=True)
     for n, p in sizes[:25]:
         print(f"{n:5d}  {p}")
     found = circles(graph)

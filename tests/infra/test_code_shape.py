@@ -50,3 +50,14 @@ def test_a_circle_through_a_folders_reexport_is_reported(tmp_path):
     # Naming the folder's own item is no import of a child.
     (src / "f" / "x.rs").write_text("pub struct X;\n")
     assert "no import circles" in shape(tmp_path).stdout
+
+
+def test_an_oversized_test_file_is_reported(tmp_path):
+    # A test-only file is no module of the graph, but one reason to change holds for it too.
+    src = tmp_path / "src"
+    (src / "core").mkdir(parents=True)
+    (src / "core" / "lib.rs").write_text("")
+    (src / "lib.rs").write_text("")
+    (src / "x_tests.rs").write_text("fn row() {}\n" * 30)
+    r = shape(tmp_path, limit=20)
+    assert r.returncode == 1 and "over 20 lines of code: src/x_tests.rs (30)" in r.stdout, r.stdout

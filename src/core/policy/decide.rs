@@ -420,5 +420,5 @@ fn consolidation(
 }
 
 #[cfg(test)]
-#[path = "decide_tests.rs"]
+#[path = "decide_tests/mod.rs"]
 mod tests;
