@@ -69,17 +69,10 @@ pub async fn list_nodes(client: &kube::Client) -> Result<Vec<Node>> {
 pub async fn find_node(client: &kube::Client, instance_id: &str) -> Result<Option<Node>> {
     // providerID is not a field selector of nodes: list and match. Node lists are small next to
     // pods, and a drain happens a few times a day.
-    let nodes = Api::<Node>::all(client.clone())
-        .list(&ListParams::default())
-        .await
-        .map_err(|e| kube_error("list", "nodes", e))?;
-    Ok(nodes.items.into_iter().find(|n| {
-        n.spec
-            .as_ref()
-            .and_then(|s| s.provider_id.as_deref())
-            .and_then(instance_of_provider_id)
-            == Some(instance_id)
-    }))
+    Ok(list_nodes(client)
+        .await?
+        .into_iter()
+        .find(|n| instance_of_node(n).as_deref() == Some(instance_id)))
 }
 
 fn gpu_quantity(q: Option<&k8s_openapi::apimachinery::pkg::api::resource::Quantity>) -> u32 {
@@ -227,13 +220,7 @@ pub async fn observe(client: &kube::Client, node: Node) -> Result<Observation> {
     // The drain's own placeholder is only an opinion about readiness: when it cannot be read,
     // the drain counts it as pending and goes on (deadline evictions must not wait for it, and
     // a pending one is not made twice).
-    let drain_id = node
-        .spec
-        .as_ref()
-        .and_then(|s| s.provider_id.as_deref())
-        .and_then(instance_of_provider_id)
-        .unwrap_or(&name)
-        .to_string();
+    let drain_id = instance_of_node(&node).unwrap_or_else(|| name.clone());
     let replacement = replacement::observe_replacement(client, &drain_id, &name)
         .await
         .unwrap_or_else(|e| {

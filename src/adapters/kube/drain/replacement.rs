@@ -19,8 +19,8 @@ use kube::api::{Api, DeleteParams, ListParams, PostParams};
 
 use super::collected::Collected;
 use super::{
-    has_draining_taint, instance_of_provider_id, is_balloon, is_ready, kube_error, node_pool_of,
-    pod_view,
+    has_draining_taint, instance_of_node, is_balloon, is_ready, kube_error, list_nodes,
+    node_pool_of, pod_view,
 };
 use crate::adapters::kube::headroom::release_replacement;
 use crate::adapters::kube::shape::placeholder::{
@@ -303,13 +303,10 @@ pub async fn collect_placeholders(
     if pods.is_empty() {
         return out;
     }
-    let nodes = match Api::<Node>::all(client.clone())
-        .list(&ListParams::default())
-        .await
-    {
-        Ok(l) => l.items,
+    let nodes = match list_nodes(client).await {
+        Ok(nodes) => nodes,
         Err(e) => {
-            out.push(failed(kube_error("list", "nodes", e)));
+            out.push(failed(e));
             return out;
         }
     };
@@ -319,13 +316,9 @@ pub async fn collect_placeholders(
     {
         let labels = pod.metadata.labels.clone().unwrap_or_default();
         let drain_id = labels.get(REPLACEMENT_FOR).cloned().unwrap_or_default();
-        let node = nodes.iter().find(|n| {
-            n.spec
-                .as_ref()
-                .and_then(|s| s.provider_id.as_deref())
-                .and_then(instance_of_provider_id)
-                .is_some_and(|i| drain_label(i) == drain_id)
-        });
+        let node = nodes
+            .iter()
+            .find(|n| instance_of_node(n).is_some_and(|i| drain_label(&i) == drain_id));
         let state = node.and_then(|n| {
             DrainState::from_annotations(&n.metadata.annotations.clone().unwrap_or_default())
                 .ok()

@@ -24,7 +24,7 @@ use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
 use serde_json::{json, Value};
 
 use super::collected::Collected;
-use super::{instance_of_provider_id, kube_error, Observation};
+use super::{instance_of_node, kube_error, Observation};
 use crate::adapters::kube::conflict::retry_on_conflict;
 use crate::adapters::kube::hpa_floor::{self, FloorIntent};
 use crate::adapters::kube::scaled_object;
@@ -589,13 +589,7 @@ pub fn active_drains(nodes: &[Node]) -> BTreeSet<String> {
                 .flatten()
                 .is_some_and(|s| matches!(s.phase, Phase::WaitingForReplacement | Phase::Evicting))
         })
-        .filter_map(|n| {
-            n.spec
-                .as_ref()
-                .and_then(|s| s.provider_id.as_deref())
-                .and_then(instance_of_provider_id)
-                .map(str::to_string)
-        })
+        .filter_map(instance_of_node)
         .collect()
 }
 
