@@ -108,6 +108,28 @@ impl Rails {
         }
     }
 
+    /// `v` no higher than the ceiling (`maxSpare`), logged when it cuts.
+    fn ceiling(&self, v: u32, reasons: &mut Vec<Reason>) -> u32 {
+        if v <= self.max_spare {
+            return v;
+        }
+        reasons.push(Reason::Ceiling {
+            max_spare: self.max_spare,
+        });
+        self.max_spare
+    }
+
+    /// `v` no higher than the room the GPU cap leaves, logged when it cuts.
+    fn gpu_cap(&self, v: u32, reasons: &mut Vec<Reason>) -> u32 {
+        match self.gpu_room {
+            Some((gpu_cap, room)) if v > room => {
+                reasons.push(Reason::GpuCap { gpu_cap });
+                room
+            }
+            _ => v,
+        }
+    }
+
     /// The tick's own spare when it cannot trust its inputs (fail static): never below what it
     /// holds now, raised to the floor (the target's `minSpare` or a scheduled window's) so that a
     /// target with no metrics (no pods yet, scale to zero) still gets its scheduled capacity,
@@ -118,20 +140,8 @@ impl Rails {
             return self.base;
         }
         reasons.push(floor_reason);
-        let mut v = floor;
-        if v > self.max_spare {
-            v = self.max_spare;
-            reasons.push(Reason::Ceiling {
-                max_spare: self.max_spare,
-            });
-        }
-        if let Some((gpu_cap, room)) = self.gpu_room {
-            if v > room {
-                v = room;
-                reasons.push(Reason::GpuCap { gpu_cap });
-            }
-        }
-        v.max(self.base)
+        let v = self.ceiling(floor, reasons);
+        self.gpu_cap(v, reasons).max(self.base)
     }
 
     pub fn apply(
@@ -150,19 +160,9 @@ impl Rails {
             v = floor;
             reasons.push(floor_reason.clone());
         }
-        if v > self.max_spare {
-            v = self.max_spare;
-            reasons.push(Reason::Ceiling {
-                max_spare: self.max_spare,
-            });
-        }
+        v = self.ceiling(v, reasons);
         // 2. GPU cap: (in use + pending + spare) × GPUs per replica ≤ cap.
-        if let Some((gpu_cap, room)) = self.gpu_room {
-            if v > room {
-                v = room;
-                reasons.push(Reason::GpuCap { gpu_cap });
-            }
-        }
+        v = self.gpu_cap(v, reasons);
         // What the scale-down delay remembers: the value wanted before any rail that only
         // slows change.
         let wanted = self
@@ -243,24 +243,14 @@ impl Rails {
         }
         // 7. Hard limits win over the rails that only slow change: never above the ceiling or
         //    the GPU cap (the cap also wins over the floor), never below the floor.
-        if v > self.max_spare {
-            v = self.max_spare;
-            reasons.push(Reason::Ceiling {
-                max_spare: self.max_spare,
-            });
-        }
+        v = self.ceiling(v, reasons);
         if v < floor {
             // Only the step-up limit can leave v below the floor here. The floor is a promise,
             // not a forecast: it is met at once, past the step limit.
             v = floor;
             reasons.push(floor_reason);
         }
-        if let Some((gpu_cap, room)) = self.gpu_room {
-            if v > room {
-                v = room;
-                reasons.push(Reason::GpuCap { gpu_cap });
-            }
-        }
+        v = self.gpu_cap(v, reasons);
         Railed { value: v, hold }
     }
 }
