@@ -37,10 +37,10 @@ fn fail_static(
     forecast: ForecastSummary,
 ) -> Plan {
     let mut reasons = vec![Reason::MetricsMissing { detail }];
-    // What is in use is what the API says serves or waits; with metrics missing there is no
-    // forecast of it, so the GPU cap is judged against what is there now.
-    // Without a count of what serves (no pod selector) the cap's room is unknown: hold then, as
-    // the cap is a spend limit and must never be passed on a guess.
+    // With metrics missing there is no forecast of what is in use, so the GPU cap is judged
+    // against what the API says serves or waits now. Without a count of what serves (no pod
+    // selector) the cap's room is unknown: hold then, as the cap is a spend limit and must never
+    // be passed on a guess.
     let scheduled = scheduled_floor(&target.schedules, &policy.zone(), now, policy.lead_time_s);
     let own = match (observed.serving_replicas, target.gpu_cap) {
         (None, Some(_)) => prior.spare.saturating_sub(prior.replacement_reserved),
