@@ -15,7 +15,7 @@ ARCH ?= arm64
 help:
 	@echo "make demo    every policy and its frontier on 14 days of ServeGen, a superposed Azure trace and burst-180 (no cloud needed)"
 	@echo "make test    everything CI runs: lint, unit tests, infra tests, end-to-end on the local stack"
-	@echo "make goals   issue 10's goals measured on the simulator (slow; not part of make test)"
+	@echo "make goals   the policy's goals measured on the simulator (slow; not part of make test)"
 	@echo "make lint | unit | infra-test | sam-build | e2e | serving-gap | drain-repeat | bench | fuzz | build | invoke-local | lambda-figures | deploy"
 
 ## Lambda artifacts (cargo-lambda + zig from PyPI, installed on first use).
@@ -86,7 +86,7 @@ demo:
 	  --superpose 20 --burn-in 900 --plot-dir "$(OUT)"
 	$(CARGO_TARGET_DIR)/release/prewarm simulate --scenario burst-180 --burn-in 900 --plot-dir "$(OUT)"
 
-## Issue 10's goals measured (NOT part of `make test`: about half an hour on 2 cores): every
+## The policy's goals measured (NOT part of `make test`: about half an hour on 2 cores): every
 ## goal on 14-day ServeGen, multi-day diurnal and cron-bursts (knobs chosen on training days),
 ## bursty and burst-180, seeds 1-3, lead times 90 and 180 s; prints the table (goal, number per
 ## seed, verdict) and keeps the JSON in $(OUT)/goals/ (`scripts/goals.py --from-json` re-renders).

@@ -1,4 +1,4 @@
-//! The workload flags of `prewarm simulate` (issue 9, item 1) and how a `--trace` path becomes a
+//! The workload flags of `prewarm simulate` and how a `--trace` path becomes a
 //! workload: a request trace (optionally superposed), a rate CSV or a ServeGen directory,
 //! recognised by content (see `crate::sim::workload`).
 
