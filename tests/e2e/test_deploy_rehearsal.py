@@ -35,7 +35,8 @@ PARAMS = {
     "TickSeconds": "20",
     "LeadTimeSeconds": "240",
     "Actions": "cordon,drain",
-    "MaxReceiveCount": "5",
+    "MaxReceiveCount": "24",
+    "InterruptionMaxConcurrency": "4",
     "AlarmTopicArn": "arn:aws:sns:us-east-1:000000000000:prewarm-ops",
     "DryRun": "true",
     "TickReservedConcurrency": "1",
@@ -138,6 +139,8 @@ def test_functions(deployed):
     assert esm["EventSourceArn"].endswith(":" + physical["InterruptionQueue"].rsplit("/", 1)[-1])
     assert (esm["BatchSize"], esm["MaximumBatchingWindowInSeconds"],
             esm["FunctionResponseTypes"]) == (10, 1, ["ReportBatchItemFailures"])
+    # The account-wide rules bring every instance's churn: the trigger's concurrency is bounded.
+    assert esm.get("ScalingConfig") == {"MaximumConcurrency": 4}, esm
 
 
 def test_queue_dlq_and_redrive(deployed):
@@ -148,7 +151,7 @@ def test_queue_dlq_and_redrive(deployed):
                                         AttributeNames=["All"])["Attributes"]
     redrive = json.loads(q["RedrivePolicy"])
     assert redrive["deadLetterTargetArn"] == dlq["QueueArn"]
-    assert int(redrive["maxReceiveCount"]) == 5
+    assert int(redrive["maxReceiveCount"]) == 24
     assert (q["VisibilityTimeout"], q["MessageRetentionPeriod"]) == ("30", "1209600")
     assert dlq["MessageRetentionPeriod"] == "1209600"
     policy = json.loads(q["Policy"])

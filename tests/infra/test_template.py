@@ -681,3 +681,26 @@ def test_the_dashboard_shows_missed_drains_as_a_count(template, repo):
         misses[k1] = e
     assert sorted(misses) == sorted(notice_kinds(repo))
     assert "'Sum', 60)\", \"id\": \"drains\"" not in body
+
+
+def test_an_unclaimed_notice_survives_ten_minutes_of_failed_deliveries(template):
+    # Each failed delivery comes back one visibility timeout later; the notice reaches the DLQ
+    # after MaxReceiveCount of them. An apiserver outage or account-wide throttling of ten
+    # minutes must not dead-letter a Health notice whose drain was never claimed.
+    queue = template["Resources"]["InterruptionQueue"]["Properties"]
+    receives = int(template["Parameters"]["MaxReceiveCount"]["Default"])
+    assert receives * int(queue["VisibilityTimeout"]) >= 600, (receives, queue["VisibilityTimeout"])
+
+
+def test_the_trigger_is_bounded_and_concurrency_can_be_reserved(template):
+    props = template["Resources"]["InterruptionFunction"]["Properties"]
+    (event,) = props["Events"].values()
+    scaling = event["Properties"]["ScalingConfig"]
+    assert scaling == {"MaximumConcurrency": {"Ref": "InterruptionMaxConcurrency"}}
+    # SQS event sources refuse a maximum concurrency under 2.
+    assert int(template["Parameters"]["InterruptionMaxConcurrency"]["MinValue"]) >= 2
+    reserved = props["ReservedConcurrentExecutions"]["Fn::If"]
+    assert reserved == ["ReserveInterruptionConcurrency",
+                        {"Ref": "InterruptionReservedConcurrency"}, {"Ref": "AWS::NoValue"}]
+    # Off by default: Lambda refuses a reservation that leaves too little unreserved.
+    assert int(template["Parameters"]["InterruptionReservedConcurrency"]["Default"]) == 0
