@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Tests of goals.py's G3 point choice on hand-built comparisons (`python3 -m unittest
-scripts/test_goals.py`, or `python3 scripts/test_goals.py`). Expected values worked out in the
-comments."""
+"""Tests of goals.py's point choices (the G3 point; the buffer point G2 and G4 compare with)
+on hand-built comparisons (`python3 -m unittest scripts/test_goals.py`, or
+`python3 scripts/test_goals.py`). Expected values worked out in the comments."""
 
 import os
 import sys
@@ -89,6 +89,60 @@ class G3Point(unittest.TestCase):
         del c["rows"][0]["training"]
         self.assertIsNone(goals.g3_point(c))
         self.assertNotIn(G3A, goals.score("diurnal", c))
+
+
+G4 = "G4 within 5 % of the best buffer's GPU-h at equal delay"
+
+
+def burst(buffer_points, prewarm_training=True):
+    """A memoryless workload: prewarm at 72 GPU-h and 0.05 % delayed on the scored days, 0.1 %
+    on the training days; Karpenter alone and the oracle only fill the rows."""
+    p = {"policy": "prewarm", "gpu_hours": 72.0, "cold_starts": 0, "delayed_fraction": 0.0005,
+         "detail": ""}
+    if prewarm_training:
+        p["training"] = {"requests": 1000, "gpu_hours": 40.0, "cold_starts": 0,
+                         "delayed_fraction": 0.001}
+    return {"rows": [row("reactive", 50.0, 10), p, row("oracle", 40.0, 0)],
+            "frontiers": {"buffer": buffer_points}}
+
+
+class BufferRival(unittest.TestCase):
+    # Buffer points as (scored gpu_hours, delayed) and (training gpu_hours, delayed):
+    # a: cheap on training days (50) but 0.2 % delayed there: more than prewarm's 0.1 %;
+    # b: 80 at 0.05 % on training days, 70 GPU-h at 0.04 % scored;
+    # c: 0.3 % on training days, but 55 GPU-h at 0.03 % on the scored days: the best point
+    #    in hindsight, which no training-day choice would have picked.
+    a = point(1, "", (60.0, 0, 0.001), (50.0, 0, 0.002))
+    b = point(2, "", (70.0, 0, 0.0004), (80.0, 0, 0.0005))
+    c = point(3, "", (55.0, 0, 0.0003), (45.0, 0, 0.003))
+
+    def test_the_rival_is_chosen_on_the_training_days_not_in_hindsight(self):
+        rival, how = goals.buffer_rival(burst([self.a, self.b, self.c]), burst([])["rows"][1])
+        self.assertIs(rival, self.b)
+        self.assertEqual(how, "training days")
+        # 72 <= 1.05 x 70 = 73.5 and 0.05 % <= 0.04 % + 0.01 pt: met. Against c (hindsight,
+        # 1.05 x 55 = 57.75) it would be missed.
+        text, ok = goals.score("bursty", burst([self.a, self.b, self.c]))[G4]
+        self.assertTrue(ok, text)
+        self.assertIn("training days", text)
+
+    def test_more_delayed_than_the_rival_is_missed_whatever_the_gpu_hours(self):
+        # b at 0.03 % scored: prewarm's 0.05 % is more than 0.03 % + 0.01 pt.
+        b = point(2, "", (90.0, 0, 0.0003), (80.0, 0, 0.0005))
+        text, ok = goals.score("bursty", burst([self.a, b]))[G4]
+        self.assertFalse(ok, text)
+
+    def test_no_buffer_point_as_low_is_not_applicable_rather_than_met(self):
+        text, ok = goals.score("bursty", burst([self.a, self.c]))[G4]
+        self.assertIsNone(ok)
+        self.assertTrue(text.startswith("n/a"), text)
+
+    def test_without_training_days_the_scored_frontier_is_used_and_said(self):
+        rival, how = goals.buffer_rival(burst([self.a, self.b, self.c], False),
+                                        burst([], False)["rows"][1])
+        # Scored delay <= 0.05 %: b (70) and c (55); the cheaper is c.
+        self.assertIs(rival, self.c)
+        self.assertEqual(how, "hindsight")
 
 
 if __name__ == "__main__":
