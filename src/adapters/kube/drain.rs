@@ -610,6 +610,8 @@ mod tests {
             replacement_gpus: 8,
             instance_end: None,
             last_step_at: None,
+            next_check_at: None,
+            event_time: None,
             user_cordoned: false,
         };
         let p = node_patch(&node, &state, true, Some(NoticeKind::SpotInterruption));
