@@ -95,6 +95,8 @@ fn claimed(
             replacement_gpus: 8,
             instance_end: prewarm::core::interruption::instance_end(&n),
             last_step_at: Some(T0 + 1.0),
+            next_check_at: None,
+            event_time: None,
             user_cordoned: false,
         }),
         ..node(replacement)
@@ -204,7 +206,10 @@ fn deadlines_per_kind_with_no_warm_capacity() {
         (NoticeKind::ScheduledChange, 86_370.0, true), // window start - 30 s
         (NoticeKind::StateChange, 0.0, true),          // evict at once
         (NoticeKind::Rebalance, 1799.0, false),        // waits for the replacement...
-        (NoticeKind::Rebalance, 1801.0, true),         // ...but not forever
+        // ...30 min from the claim: first seen 30 min after its notice (a late delivery), it
+        // still waits (this table's steps are each a first claim; "not forever" is the
+        // rebalance row of `the_recorded_notice_time_is_bounded_by_the_sent_timestamp`).
+        (NoticeKind::Rebalance, 1801.0, false),
     ];
     for (kind, after, evicts) in cases {
         let mut n = node(Absent);
@@ -272,11 +277,12 @@ fn tiers_daemonsets_mirrors_and_critical_pods() {
         state,
         ..node(Running)
     };
+    // The check the first step planned: T0+15.
     let second = plan_drain(
         &claimed_node,
         &[ds.clone(), critical.clone(), leaving],
         &n,
-        T0 + 8.0,
+        T0 + 15.0,
         &settings(),
     );
     assert!(evicted(&second).is_empty());
@@ -399,14 +405,19 @@ fn a_duplicate_delivery_collapses_into_the_live_one_and_a_later_delivery_continu
         // The placeholder the first step made, not running yet.
         ..node(Pending)
     };
-    // 1 s after the last step (under half the 15 s recheck): the other delivery carries it.
-    let dup = plan_drain(&after, &pods, &n, T0 + 2.0, &settings());
-    assert_eq!(dup.commands, [Command::Done(Finish::Duplicate)]);
-    assert!(!dup.claims("ev-1"));
-    // 8 s after (the delivery's own next check): it carries on where the first stopped.
-    let next = plan_drain(&after, &pods, &n, T0 + 9.0, &settings());
+    // The first step planned its next check at T0+1+15 = T0+16 and recorded it.
+    assert_eq!(first.state.as_ref().unwrap().next_check_at, Some(T0 + 16.0));
+    // 1 s and 13.9 s after the last step (before 16 - 1 s of leeway): the planned check carries
+    // it, this delivery ends.
+    for now in [T0 + 2.0, T0 + 14.9] {
+        let dup = plan_drain(&after, &pods, &n, now, &settings());
+        assert_eq!(dup.commands, [Command::Done(Finish::Duplicate)], "{now}");
+        assert!(!dup.claims("ev-1"));
+    }
+    // The planned check at T0+16: it carries on where the first stopped.
+    let next = plan_drain(&after, &pods, &n, T0 + 16.0, &settings());
     let s = next.state.as_ref().unwrap();
-    assert_eq!((s.started_at, s.last_step_at), (T0 + 1.0, Some(T0 + 9.0)));
+    assert_eq!((s.started_at, s.last_step_at), (T0 + 1.0, Some(T0 + 16.0)));
     assert_eq!(
         next.commands.len(),
         2,
@@ -751,6 +762,7 @@ fn kinds(step: &prewarm::core::interruption::DrainStep) -> Vec<String> {
             Command::Evict { pod, .. } => format!("evict-{}", pod.name),
             Command::WaitUntil { .. } => "wait".into(),
             Command::Undrain { .. } => "undrain".into(),
+            Command::Announce { reason, .. } => format!("announce-{reason}"),
             Command::Done(_) => "done".into(),
         })
         .collect()
@@ -790,6 +802,9 @@ fn the_placeholder_is_handed_over_in_the_step_that_evicts_right_before_the_evict
         kinds(&late),
         [
             "record",
+            // The deadline came and the placeholder never ran: said once (the last step was
+            // before the deadline).
+            "announce-DrainWithoutReplacement",
             "release",
             "evict-llama-0",
             "evict-llama-1",
@@ -1014,17 +1029,360 @@ fn a_cordon_prewarm_whose_warning_never_comes_expires_even_without_a_replacement
     let at_29_min = plan_drain(&waiting, &pods, &n, T0 + 1_740.0, &s);
     assert!(matches!(at_29_min.last(), Command::WaitUntil { .. }));
     assert!(evicted(&at_29_min).is_empty());
-    // 30 minutes after the notice: un-drained (prewarm's cordon lifted), lease released.
-    let at_30_min = plan_drain(&waiting, &pods, &n, T0 + 1_800.0, &s);
+    // 30 minutes after the claim (T0+1; the later of it and the notice): un-drained (prewarm's
+    // cordon lifted), lease released, the notice remembered as closed so a queued copy of it
+    // does not drain the node again.
+    let at_30_min = plan_drain(&waiting, &pods, &n, T0 + 1_801.0, &s);
     assert_eq!(
         at_30_min.commands,
         [
             Command::Undrain {
                 uncordon: true,
-                closed_by: None
+                closed_by: Some(("ev-1".into(), T0))
             },
             Command::ReleaseReplacement,
             Command::Done(Finish::Undrained)
         ]
     );
+}
+
+/// A step at notice+85 s plans its check at the 90 s deadline (15 s recheck would be 100 s): that
+/// check comes 5 s after the step, under half a recheck, and must not be taken for a duplicate,
+/// or nothing evicts before the instance goes.
+#[test]
+fn the_drains_own_check_soon_after_its_last_step_is_not_a_duplicate() {
+    let n = notice(NoticeKind::SpotInterruption);
+    let pods = [pod("llama-0", 4)];
+    let at_85 = plan_drain(
+        &claimed(Pending, n.kind, None),
+        &pods,
+        &n,
+        T0 + 85.0,
+        &settings(),
+    );
+    assert_eq!(at_85.last(), &Command::WaitUntil { at: T0 + 90.0 });
+    let after = NodeView {
+        state: at_85.state.clone(),
+        ..claimed(Pending, n.kind, None)
+    };
+    assert_eq!(after.state.as_ref().unwrap().next_check_at, Some(T0 + 90.0));
+    // (now, duplicate?, evicted) — planned check T0+90, 1 s leeway: before T0+89 a duplicate.
+    let cases: [(f64, bool, &[&str]); 4] = [
+        (85.5, true, &[]),           // another delivery moments after the step
+        (88.9, true, &[]),           // still before the planned check
+        (89.0, false, &[]),          // the planned check, a little early: waits again
+        (90.0, false, &["llama-0"]), // the planned check at the deadline: evicts
+    ];
+    for (after_notice, duplicate, evicts) in cases {
+        let step = plan_drain(&after, &pods, &n, T0 + after_notice, &settings());
+        assert_eq!(
+            step.last() == &Command::Done(Finish::Duplicate),
+            duplicate,
+            "T0+{after_notice}: {:?}",
+            step.commands
+        );
+        assert_eq!(evicted(&step), evicts, "T0+{after_notice}");
+    }
+}
+
+/// A pod whose grace period (300 s) outlasts the 120 s warning is due at once and starts
+/// eviction at the first step; the node's other pods still need their replacement, so the
+/// placeholder is asked for (and made again) until it runs, when everyone goes.
+#[test]
+fn a_pod_due_early_by_its_grace_does_not_stop_the_others_replacement() {
+    let n = notice(NoticeKind::SpotInterruption);
+    let mut slow = pod("llama-slow", 4);
+    slow.grace_s = 300.0; // due at T0+120-300: before the notice
+    let quick = pod("llama-quick", 4); // due at the deadline, T0+90
+    let requested = |step: &prewarm::core::interruption::DrainStep| -> Option<u32> {
+        step.commands.iter().find_map(|c| match c {
+            Command::RequestReplacement { gpus } => Some(*gpus),
+            _ => None,
+        })
+    };
+    // First step, T0+1: the slow pod goes; the placeholder is asked for both pods' 4 + 4 GPUs
+    // (the slow pod's successor needs room too).
+    let first = plan_drain(
+        &node(Absent),
+        &[slow.clone(), quick.clone()],
+        &n,
+        T0 + 1.0,
+        &settings(),
+    );
+    assert_eq!(evicted(&first), ["llama-slow"]);
+    assert_eq!(requested(&first), Some(8));
+    let evicting = NodeView {
+        unschedulable: true,
+        tainted: true,
+        state: first.state.clone(),
+        ..node(Absent)
+    };
+    // T0+16: the slow pod is terminating (until T0+1+119 at most), a real pod preempted the
+    // placeholder: made again for the 4 GPUs of the pod still to move; nothing else evicted.
+    let mut terminating = slow.clone();
+    terminating.deletion_at = Some(T0 + 120.0);
+    let pods = [terminating, quick.clone()];
+    let again = plan_drain(&evicting, &pods, &n, T0 + 16.0, &settings());
+    assert_eq!(requested(&again), Some(4));
+    assert!(evicted(&again).is_empty());
+    // Still pending at T0+31: nothing to request (it exists), nothing evicted.
+    let pending = NodeView {
+        replacement: Pending,
+        ..evicting.clone()
+    };
+    let waiting = plan_drain(&pending, &pods, &n, T0 + 31.0, &settings());
+    assert_eq!((requested(&waiting), evicted(&waiting)), (None, vec![]));
+    // Running at T0+46: hand-over and the quick pod goes; no request.
+    let running = NodeView {
+        replacement: Running,
+        ..evicting.clone()
+    };
+    let ready = plan_drain(&running, &pods, &n, T0 + 46.0, &settings());
+    assert_eq!(requested(&ready), None);
+    assert_eq!(evicted(&ready), ["llama-quick"]);
+    assert!(ready.commands.contains(&Command::ReleaseReplacement));
+    // Never ran, and the deadline (T0+90) came: the quick pod goes, no more placeholder.
+    let late = plan_drain(&evicting, &pods, &n, T0 + 90.0, &settings());
+    assert_eq!(requested(&late), None);
+    assert_eq!(evicted(&late), ["llama-quick"]);
+}
+
+/// The body's time is bounded by SQS's SentTimestamp before it is recorded: a rebalance (no
+/// deadline; waits at most 30 min for its replacement) dated 1970 does not evict at once, and
+/// one dated 2099 still ends its wait. The wait counts from the later of the bounded notice time
+/// and the claim.
+#[test]
+fn the_recorded_notice_time_is_bounded_by_the_sent_timestamp() {
+    const SENT: f64 = T0;
+    const DAY: f64 = 86_400.0;
+    const Y2099: f64 = 4_099_766_400.0; // 2099-12-01T00:00:00Z
+    let pods = [pod("llama-0", 4)];
+    // (event time, recorded notice time, seconds after SENT of the second step, evicts then?)
+    // Claim at SENT+1, so the wait ends at max(recorded, SENT+1) + 1800 = SENT+1801.
+    let cases = [
+        (0.0, SENT - DAY, 1_800.9, false),
+        (0.0, SENT - DAY, 1_801.0, true),
+        (Y2099, SENT, 1_800.9, false),
+        (Y2099, SENT, 1_801.0, true),
+        (SENT - 2.0, SENT - 2.0, 1_801.0, true), // on time: as it was
+    ];
+    for (time, recorded, second, evicts) in cases {
+        let n = Notice {
+            time,
+            sent_time: Some(SENT),
+            ..notice(NoticeKind::Rebalance)
+        };
+        let first = plan_drain(&node(Absent), &pods, &n, SENT + 1.0, &settings());
+        assert!(evicted(&first).is_empty(), "{time}: never at once");
+        let s = first.state.clone().unwrap();
+        assert_eq!(s.notice_time, recorded, "{time}");
+        assert_eq!(s.event_time, Some(time), "{time}");
+        // The continuation has its own, later SentTimestamp: nothing recorded moves.
+        let cont = Notice {
+            sent_time: Some(SENT + second),
+            ..n.clone()
+        };
+        let claimed = NodeView {
+            unschedulable: true,
+            tainted: true,
+            state: first.state.clone(),
+            ..node(Pending)
+        };
+        let step = plan_drain(&claimed, &pods, &cont, SENT + second, &settings());
+        assert_eq!(step.state.as_ref().unwrap().notice_time, recorded);
+        let expected: &[&str] = if evicts { &["llama-0"] } else { &[] };
+        assert_eq!(evicted(&step), expected, "{time} at +{second}");
+    }
+}
+
+/// A notice adopting a drain whose owner went silent keeps the earlier of the two deadlines
+/// (and instance ends): adopting must never make eviction later than the owner would have.
+#[test]
+fn adopting_a_silent_owners_drain_keeps_the_earliest_deadline() {
+    let pods = [pod("llama-0", 4)];
+    // The owner ev-1 last stepped at T0+1; at T0+200 it has been silent 199 s > 120 s.
+    // (owner's kind, new notice's kind and time, expected deadline, expected end)
+    let cases = [
+        // Spot owner (deadline T0+90, end T0+120); a rebalance (none) adopts: T0+90 stays.
+        (
+            NoticeKind::SpotInterruption,
+            NoticeKind::Rebalance,
+            T0,
+            Some(T0 + 90.0),
+            Some(T0 + 120.0),
+        ),
+        // Spot owner; a spot warning issued 100 s later (T0+190, end T0+220) adopts: T0+90.
+        (
+            NoticeKind::SpotInterruption,
+            NoticeKind::SpotInterruption,
+            T0 + 100.0,
+            Some(T0 + 90.0),
+            Some(T0 + 120.0),
+        ),
+        // Rebalance owner (none); a spot warning at T0 adopts: its own T0+90.
+        (
+            NoticeKind::Rebalance,
+            NoticeKind::SpotInterruption,
+            T0,
+            Some(T0 + 90.0),
+            Some(T0 + 120.0),
+        ),
+    ];
+    for (owner, kind, time, deadline, end) in cases {
+        let mut node = claimed(Pending, owner, None);
+        node.state.as_mut().unwrap().last_step_at = Some(T0 + 1.0);
+        let n = Notice {
+            event_id: "ev-2".into(),
+            time,
+            ..notice(kind)
+        };
+        let step = plan_drain(&node, &pods, &n, T0 + 200.0, &settings());
+        let s = step.state.as_ref().unwrap();
+        assert_eq!(s.event_id, "ev-2", "{owner:?} <- {kind:?}");
+        assert_eq!(
+            (s.deadline, s.instance_end),
+            (deadline, end),
+            "{owner:?} <- {kind:?}"
+        );
+        // Past the kept deadline: evicts.
+        assert_eq!(evicted(&step), ["llama-0"], "{owner:?} <- {kind:?}");
+    }
+}
+
+fn announced(step: &prewarm::core::interruption::DrainStep) -> Vec<String> {
+    step.commands
+        .iter()
+        .filter_map(|c| match c {
+            Command::Announce { reason, .. } => Some(reason.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A Health drain (window T0+86,400, deadline T0+86,370) whose placeholder never schedules:
+/// its last milestone is the request at T0+1. It checks every 15 s for 10 minutes, then every
+/// quarter of the time stalled, at most every 15 minutes, and still wakes at the deadline.
+#[test]
+fn a_drain_that_cannot_progress_backs_off() {
+    let n = notice(NoticeKind::ScheduledChange);
+    let pods = [pod("llama-0", 4)];
+    // (seconds after T0, next check after T0) — stalled = now - (T0+1).
+    let cases = [
+        (300.0, 315.0),       // stalled 299 s < 600: 15 s
+        (601.0, 751.0),       // stalled 600 s: 600 / 4 = 150 s
+        (3_601.0, 4_501.0),   // stalled 3,600 s: 900 s (the cap)
+        (86_000.0, 86_370.0), // 900 s would pass the deadline: the deadline
+    ];
+    for (at, next) in cases {
+        let step = plan_drain(
+            &claimed(Pending, n.kind, None),
+            &pods,
+            &n,
+            T0 + at,
+            &settings(),
+        );
+        assert_eq!(
+            step.last(),
+            &Command::WaitUntil { at: T0 + next },
+            "T0+{at}"
+        );
+    }
+    // Backed off, the owner is not taken for silent: its check at T0+4,501 was planned at
+    // T0+3,601; silence counts from 4,501 - 15 = 4,486, so it is gone from 4,486 + 120 = 4,606.
+    let backed_off = plan_drain(
+        &claimed(Pending, n.kind, None),
+        &pods,
+        &n,
+        T0 + 3_601.0,
+        &settings(),
+    );
+    let node = NodeView {
+        state: backed_off.state.clone(),
+        ..claimed(Pending, n.kind, None)
+    };
+    let rebalance = Notice {
+        event_id: "ev-2".into(),
+        ..notice(NoticeKind::Rebalance)
+    };
+    for (at, owner) in [(4_605.0, "ev-1"), (4_607.0, "ev-2")] {
+        let step = plan_drain(&node, &pods, &rebalance, T0 + at, &settings());
+        assert_eq!(step.state.unwrap().event_id, owner, "T0+{at}");
+    }
+}
+
+/// Pods a budget never lets go, on a node still there 600 s after its announced end: the drain
+/// ends with an Event saying why and the node is un-drained, instead of checking for ever.
+#[test]
+fn a_drain_that_cannot_finish_ends_with_a_reason_after_the_survivor_grace() {
+    let blocked = [pod("llama-0", 4)];
+    // (kind, evicting since, seconds after T0, ends?) — 600 s after the later of the end and
+    // the start of eviction. Spot: end T0+120, so T0+720 (a notice that came late and started
+    // evicting at T0+700: T0+1,300); rebalance: no end, the wait ends at max(T0, claim T0+1) +
+    // 1,800 = T0+1,801, so T0+2,401.
+    let cases = [
+        (NoticeKind::SpotInterruption, 90.0, 719.0, false),
+        (NoticeKind::SpotInterruption, 90.0, 720.0, true),
+        (NoticeKind::SpotInterruption, 700.0, 720.0, false),
+        (NoticeKind::SpotInterruption, 700.0, 1_299.0, false),
+        (NoticeKind::SpotInterruption, 700.0, 1_300.0, true),
+        (NoticeKind::Rebalance, 1_801.0, 2_400.0, false),
+        (NoticeKind::Rebalance, 1_801.0, 2_401.0, true),
+    ];
+    for (kind, since, at, ends) in cases {
+        let n = notice(kind);
+        let node = claimed(Pending, kind, Some(T0 + since));
+        let step = plan_drain(&node, &blocked, &n, T0 + at, &settings());
+        if ends {
+            assert_eq!(announced(&step), ["DrainAbandoned"], "{kind:?} T0+{at}");
+            assert!(step.commands.contains(&Command::Undrain {
+                uncordon: true,
+                closed_by: Some(("ev-1".into(), T0))
+            }));
+            assert!(step.commands.contains(&Command::ReleaseReplacement));
+            assert_eq!(step.last(), &Command::Done(Finish::Undrained));
+            assert_eq!(step.state, None);
+        } else {
+            assert_eq!(evicted(&step), ["llama-0"], "{kind:?} T0+{at}: retried");
+            assert!(matches!(step.last(), Command::WaitUntil { .. }));
+        }
+    }
+}
+
+/// Evicting at the deadline with no warm capacity says why, once: at the first step past it.
+#[test]
+fn evicting_without_a_replacement_says_why_once() {
+    let n = notice(NoticeKind::SpotInterruption);
+    let pods = [pod("llama-0", 4)];
+    // The step at T0+85 was the last before the deadline T0+90.
+    let mut before = claimed(Pending, n.kind, None);
+    before.state.as_mut().unwrap().last_step_at = Some(T0 + 85.0);
+    let at = plan_drain(&before, &pods, &n, T0 + 90.0, &settings());
+    assert_eq!(announced(&at), ["DrainWithoutReplacement"]);
+    assert_eq!(evicted(&at), ["llama-0"]);
+    // The next step (previous one at T0+90, already past): no second Event.
+    let after = NodeView {
+        state: at.state.clone(),
+        ..claimed(Pending, n.kind, None)
+    };
+    let again = plan_drain(&after, &pods, &n, T0 + 105.0, &settings());
+    assert!(announced(&again).is_empty());
+    // Where no placeholder can be made, the Event says so.
+    let mut no_target = claimed(NoTarget, n.kind, None);
+    no_target.state.as_mut().unwrap().last_step_at = Some(T0 + 85.0);
+    let step = plan_drain(&no_target, &pods, &n, T0 + 90.0, &settings());
+    let note = step
+        .commands
+        .iter()
+        .find_map(|c| match c {
+            Command::Announce { note, .. } => Some(note.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(note.contains("no prewarm target manages"), "{note}");
+    // A replacement that ran: no such Event.
+    let ran = NodeView {
+        replacement: Running,
+        ..before.clone()
+    };
+    assert!(announced(&plan_drain(&ran, &pods, &n, T0 + 90.0, &settings())).is_empty());
 }

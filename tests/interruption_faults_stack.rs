@@ -163,12 +163,14 @@ async fn fault_matrix() {
                 .await
                 .unwrap();
         }
-        // Silent past 4 x recheck + 60 s: the record dated back by that much.
+        // Silent past 4 x recheck + 60 s: the record dated back by that much (the check the
+        // last step planned too: silence counts from it when it is later).
         annotate(
             &admin,
             &node,
             &[
                 ("prewarm.io/drain-last-step-at", ago(600)),
+                ("prewarm.io/drain-next-check-at", ago(598)),
                 ("prewarm.io/drain-notice-time", ago(600)),
                 ("prewarm.io/drain-deadline", ago(500)),
                 ("prewarm.io/drain-instance-end", ago(480)),
@@ -303,10 +305,11 @@ async fn fault_matrix() {
     );
 
     // ---- 5. A rebalance that never becomes a spot warning (rebalance=cordon-prewarm): the
-    // cordon expires 30 min after the notice and the node is un-drained, pods untouched. The
-    // clock moving on is the notice itself dated 30 min minus EXPIRES_IN_S back: every delivery
-    // of it (the claim, its continuations) carries that time, so the record cannot be back-dated
-    // alone (a later delivery's newer time would replace it, as a Health update's does).
+    // cordon expires 30 min after the later of the notice and the claim, and the node is
+    // un-drained, pods untouched. The clock moving on is the notice dated 30 min minus
+    // EXPIRES_IN_S back (every delivery of it carries that time, so a later delivery never looks
+    // like a newer update), and the claim's record (`drain-started-at`) dated back as much right
+    // after the claim: the body's time alone cannot shorten the wait.
     let (case_start, failed_before) = (std::time::Instant::now(), failures.len());
     {
         const EXPIRES_IN_S: i64 = 8;
@@ -324,6 +327,12 @@ async fn fault_matrix() {
         send(&sqs, &q, &body).await;
         pump(&h_prewarm, &sqs, &q).await;
         let claimed = after(&admin, &node).await;
+        annotate(
+            &admin,
+            &node,
+            &[("prewarm.io/drain-started-at", ago(notice_age))],
+        )
+        .await;
         // Whichever way it stands at the expiry (waiting for a replacement: its own continuation
         // expires it; prewarmed: no continuation, the tick hands it over and the resume-drain
         // step expires it), the node is un-drained.

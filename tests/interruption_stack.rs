@@ -276,7 +276,11 @@ async fn the_tick_hands_orphaned_and_expired_drains_to_the_interruption_function
     annotate(
         &admin,
         &orphan,
-        &[("prewarm.io/drain-last-step-at", ago(600))],
+        &[
+            ("prewarm.io/drain-last-step-at", ago(600)),
+            // Silence counts from the planned check when it is later: dated back too.
+            ("prewarm.io/drain-next-check-at", ago(585)),
+        ],
     )
     .await;
     // 2. A cordon-prewarm rebalance drain 31 minutes old that no spot warning followed, on a

@@ -11,6 +11,10 @@ use crate::error::{Error, Result};
 
 /// SendMessageBatch takes at most this many entries per call.
 const BATCH_SIZE: usize = 10;
+/// SendMessageBatch refuses a call whose messages add up to more than 256 KiB (the sum of their
+/// lengths; `BatchRequestTooLong`). A message's length counts its body and its attributes (name,
+/// data type, value).
+const MAX_BATCH_BYTES: usize = 262_144;
 
 /// One message to send with a shared body: its attributes (name, data type, value) and its
 /// DelaySeconds.
@@ -67,21 +71,51 @@ pub async fn send_resume(
     Ok(out.message_id.unwrap_or_default())
 }
 
-/// The batch entries of `messages` (ids `c0`, `c1`, ... across the whole list), `BATCH_SIZE` per
-/// call.
+/// A message's length as SQS counts it against the batch limit: body and attributes.
+fn message_bytes(body: &str, m: &Outgoing) -> usize {
+    body.len()
+        + m.attributes
+            .iter()
+            .map(|(name, data_type, value)| name.len() + data_type.len() + value.len())
+            .sum::<usize>()
+}
+
+/// `messages` in calls: in order, at most `BATCH_SIZE` entries and `MAX_BATCH_BYTES` per call (a
+/// Health body of 100 KB goes two to a call, not ten). A message over the limit on its own goes
+/// alone, for SQS to take or refuse by the queue's own maximum message size.
+fn calls(body: &str, messages: &[Outgoing]) -> Vec<std::ops::Range<usize>> {
+    let mut out: Vec<std::ops::Range<usize>> = Vec::new();
+    let mut bytes = 0;
+    for (i, m) in messages.iter().enumerate() {
+        let size = message_bytes(body, m);
+        match out.last_mut() {
+            Some(call) if call.len() < BATCH_SIZE && bytes + size <= MAX_BATCH_BYTES => {
+                call.end = i + 1;
+                bytes += size;
+            }
+            _ => {
+                out.push(i..i + 1);
+                bytes = size;
+            }
+        }
+    }
+    out
+}
+
+/// The batch entries of `messages` (ids `c0`, `c1`, ... across the whole list), in calls as
+/// [`calls`] cuts them.
 fn batches(body: &str, messages: &[Outgoing]) -> Result<Vec<Vec<SendMessageBatchRequestEntry>>> {
     let error =
         |e: aws_sdk_sqs::error::BuildError| aws_error("SendMessageBatch", e.to_string(), true);
-    messages
-        .chunks(BATCH_SIZE)
-        .enumerate()
-        .map(|(chunk_no, chunk)| {
-            chunk
+    calls(body, messages)
+        .into_iter()
+        .map(|call| {
+            messages[call.clone()]
                 .iter()
-                .enumerate()
-                .map(|(i, m)| {
+                .zip(call)
+                .map(|(m, i)| {
                     let mut entry = SendMessageBatchRequestEntry::builder()
-                        .id(format!("c{}", chunk_no * BATCH_SIZE + i))
+                        .id(format!("c{i}"))
                         .message_body(body)
                         .delay_seconds(m.delay_s);
                     for (name, data_type, value) in &m.attributes {
@@ -196,5 +230,37 @@ mod tests {
             (attempt.data_type(), attempt.string_value()),
             ("Number", Some("3"))
         );
+    }
+
+    /// A Health body of about 100 KB (thousands of instances): a call holds two continuations
+    /// (2 x 100,022 = 200,044 bytes; three would be 300,066 > 262,144), not ten.
+    #[test]
+    fn continuations_of_a_large_body_stay_under_the_batch_payload_limit() {
+        let body = "x".repeat(100_000);
+        // 15 + 6 + 1 bytes of attribute per message: 100,022 bytes each.
+        let m = Outgoing {
+            attributes: vec![("prewarm-attempt", "Number", "3".into())],
+            delay_s: 0,
+        };
+        let messages = vec![m; 23];
+        let got = batches(&body, &messages).unwrap();
+        let sizes: Vec<usize> = got.iter().map(Vec::len).collect();
+        assert_eq!(sizes, [2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 1]);
+        assert_eq!(got[11][0].id(), "c22");
+        // Over the limit on its own (300,000 bytes): each goes alone, in order.
+        let huge = "y".repeat(300_000);
+        let messages = vec![
+            Outgoing {
+                attributes: vec![],
+                delay_s: 0,
+            };
+            3
+        ];
+        let got = batches(&huge, &messages).unwrap();
+        let ids: Vec<Vec<&str>> = got
+            .iter()
+            .map(|b| b.iter().map(|e| e.id()).collect())
+            .collect();
+        assert_eq!(ids, [["c0"], ["c1"], ["c2"]]);
     }
 }

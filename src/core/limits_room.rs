@@ -124,6 +124,8 @@ mod tests {
             replacement_gpus: 8,
             instance_end: Some(T0 + 120.0),
             last_step_at: Some(T0),
+            next_check_at: None,
+            event_time: None,
             user_cordoned: false,
         }
     }

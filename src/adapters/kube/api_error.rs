@@ -47,6 +47,29 @@ pub fn status_retryable(code: u16) -> bool {
     code == 409 || code == 429 || code >= 500
 }
 
+/// The `reason` of a Status whose HTTP code is 429 (`metav1.StatusReasonTooManyRequests`).
+const TOO_MANY_REQUESTS: &str = "TooManyRequests";
+/// The cause type the Eviction API attaches to a PodDisruptionBudget's refusal
+/// (`policyv1.DisruptionBudgetCause`; a StatusCause's type is serialised as `reason`).
+const DISRUPTION_BUDGET_CAUSE: &str = "DisruptionBudget";
+
+/// Whether a refused eviction is a PodDisruptionBudget's answer, rather than the apiserver
+/// shedding load. Both are 429s. The Eviction API refuses for a budget with a JSON Status whose
+/// reason is `TooManyRequests` and whose causes include a `DisruptionBudget` cause ("The
+/// disruption budget NAME needs N healthy pods and has M currently", or "... is still being
+/// processed by the server"). API Priority and Fairness (and the max-in-flight filter) answers
+/// a plain-text "Too many requests, please try again later." with a Retry-After header: no
+/// Status at all (the client then makes one up, reason "Failed to parse error data"). Only the
+/// first may ever lead to a delete past the budget; the second is a transient failure.
+pub fn is_pdb_refusal(status: &kube::core::Status) -> bool {
+    status.code == 429
+        && status.reason == TOO_MANY_REQUESTS
+        && status
+            .details
+            .as_ref()
+            .is_some_and(|d| d.causes.iter().any(|c| c.reason == DISRUPTION_BUDGET_CAUSE))
+}
+
 /// Whether a kube error is the optimistic-concurrency conflict (another writer got there first).
 pub fn is_conflict(error: &kube::Error) -> bool {
     matches!(error, kube::Error::Api(status) if status.code == 409)
@@ -79,6 +102,53 @@ mod tests {
         }
         assert!(api_failure("get", "x", api(409)).is_conflict());
         assert_eq!(api_failure("get", "x", api(404)).kind(), "kube");
+    }
+
+    /// 429s as the apiserver sends them (bodies from Kubernetes' eviction REST handler and the
+    /// flow-control filter), and whether each is a budget's refusal.
+    #[test]
+    fn only_a_disruption_budget_429_is_a_pdb_refusal() {
+        let status = |json: serde_json::Value| -> kube::core::Status {
+            serde_json::from_value(json).unwrap()
+        };
+        let pdb = status(serde_json::json!({
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": "Cannot evict pod as it would violate the pod's disruption budget.",
+            "reason": "TooManyRequests",
+            "details": {"causes": [{"reason": "DisruptionBudget",
+                "message": "The disruption budget llama needs 2 healthy pods and has 2 currently"}]},
+            "code": 429
+        }));
+        let pdb_processing = status(serde_json::json!({
+            "status": "Failure", "reason": "TooManyRequests", "code": 429,
+            "message": "Cannot evict pod as it would violate the pod's disruption budget.",
+            "details": {"retryAfterSeconds": 10, "causes": [{"reason": "DisruptionBudget",
+                "message": "The disruption budget llama is still being processed by the server."}]}
+        }));
+        // API Priority and Fairness: a plain-text body, which the client turns into this.
+        let flow_control = kube::core::Status::failure(
+            "Too many requests, please try again later.",
+            "Failed to parse error data",
+        )
+        .with_code(429);
+        // A JSON 429 without a budget's cause (an aggregated API server's own limit, say).
+        let throttled_json = status(serde_json::json!({
+            "status": "Failure", "reason": "TooManyRequests", "code": 429,
+            "message": "the server has received too many requests and has asked us to try again later",
+            "details": {"retryAfterSeconds": 1}
+        }));
+        let mut forbidden = pdb.clone();
+        forbidden.code = 403;
+        let cases = [
+            ("pdb", pdb, true),
+            ("pdb still being processed", pdb_processing, true),
+            ("flow control", flow_control, false),
+            ("429 without a budget cause", throttled_json, false),
+            ("not a 429", forbidden, false),
+        ];
+        for (name, s, expected) in cases {
+            assert_eq!(is_pdb_refusal(&s), expected, "{name}");
+        }
     }
 
     #[test]

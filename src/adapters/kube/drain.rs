@@ -15,6 +15,7 @@ use kube::api::{Api, DeleteParams, EvictParams, ListParams, Patch, PatchParams, 
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use serde_json::{json, Value};
 
+use super::api_error::is_pdb_refusal;
 use super::shape::selector::selector_matches;
 use super::shape::{requests, DRAINING_TAINT, NODEPOOL_LABEL};
 use crate::core::interruption::state::{format_time, parse_time, ALL_KEYS, CLOSED_EVENT};
@@ -336,7 +337,7 @@ pub enum EvictionOutcome {
     Evicted,
     /// 404 or 409: already gone (or being replaced under the same name): nothing to do.
     Gone,
-    /// 429: a PodDisruptionBudget allows no disruption now.
+    /// 429 with a disruption-budget cause: a PodDisruptionBudget allows no disruption now.
     Blocked {
         pdb: Option<String>,
         message: String,
@@ -367,11 +368,22 @@ pub async fn evict(
     match api.evict(&pod.name, &params).await {
         Ok(_) => Ok(EvictionOutcome::Evicted),
         Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(EvictionOutcome::Gone),
-        Err(kube::Error::Api(s)) if s.code == 429 => Ok(EvictionOutcome::Blocked {
+        Err(e) => eviction_refused(e).map_err(|e| kube_error("evict", &format!("pod/{pod}"), e)),
+    }
+}
+
+/// What a refused eviction came to: gone, blocked by a budget, or an error. A 429 is a
+/// PodDisruptionBudget's block only when its Status says so (`api_error::is_pdb_refusal`); any
+/// other 429 is the apiserver throttling, a transient error the next check retries, which must
+/// never count as a block (a block at the deadline may delete past the budget).
+fn eviction_refused(e: kube::Error) -> std::result::Result<EvictionOutcome, kube::Error> {
+    match e {
+        kube::Error::Api(s) if s.code == 404 || s.code == 409 => Ok(EvictionOutcome::Gone),
+        kube::Error::Api(s) if is_pdb_refusal(&s) => Ok(EvictionOutcome::Blocked {
             pdb: None,
             message: s.message.clone(),
         }),
-        Err(e) => Err(kube_error("evict", &format!("pod/{pod}"), e)),
+        other => Err(other),
     }
 }
 
@@ -540,6 +552,32 @@ mod tests {
         serde_json::from_value(json).unwrap()
     }
 
+    /// A throttling 429 is an error the next check retries, never a block (which, at the
+    /// deadline with DELETE_PAST_PDB_AT_DEADLINE, deletes the pod past its budget).
+    #[test]
+    fn only_a_budgets_429_blocks_an_eviction() {
+        let api = |s: kube::core::Status| kube::Error::Api(s.boxed());
+        let budget: kube::core::Status = serde_json::from_value(json!({
+            "status": "Failure", "reason": "TooManyRequests", "code": 429,
+            "message": "Cannot evict pod as it would violate the pod's disruption budget.",
+            "details": {"causes": [{"reason": "DisruptionBudget",
+                "message": "The disruption budget llama needs 2 healthy pods and has 2 currently"}]}
+        }))
+        .unwrap();
+        let flow_control = kube::core::Status::failure(
+            "Too many requests, please try again later.",
+            "Failed to parse error data",
+        )
+        .with_code(429);
+        assert!(matches!(
+            eviction_refused(api(budget)),
+            Ok(EvictionOutcome::Blocked { .. })
+        ));
+        assert!(matches!(eviction_refused(api(flow_control)), Err(_)));
+        let gone = kube::core::Status::failure("not found", "NotFound").with_code(404);
+        assert_eq!(eviction_refused(api(gone)).unwrap(), EvictionOutcome::Gone);
+    }
+
     #[test]
     fn pod_views_classify_owners_priority_and_annotations() {
         let ds = pod(json!({"metadata": {"name": "exporter", "namespace": "mon",
@@ -610,6 +648,8 @@ mod tests {
             replacement_gpus: 8,
             instance_end: None,
             last_step_at: None,
+            next_check_at: None,
+            event_time: None,
             user_cordoned: false,
         };
         let p = node_patch(&node, &state, true, Some(NoticeKind::SpotInterruption));

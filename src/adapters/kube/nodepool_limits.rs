@@ -503,6 +503,8 @@ mod tests {
                 replacement_gpus: 8,
                 instance_end: Some(1120.0),
                 last_step_at: Some(1000.0),
+                next_check_at: None,
+                event_time: None,
                 user_cordoned: false,
             }),
             capacity: [("nvidia.com/gpu".to_string(), "8".to_string())].into(),

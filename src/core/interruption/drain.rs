@@ -7,7 +7,9 @@
 //! Order of a drain (make before break):
 //! 1. cordon and taint the node (`prewarm.io/draining=<kind>:NoSchedule`), record the state;
 //! 2. request a replacement: a placeholder pod of this drain's own, shaped like the pods to move
-//!    (`replacement`), made again if a real pod preempted it while the drain waits;
+//!    (`replacement`), made again if a real pod preempted it while the drain waits, and asked
+//!    for until everyone goes (a pod whose long grace period makes it due early does not stop
+//!    the others' replacement);
 //! 3. wait until that placeholder runs on a Ready node other than this one, or until the
 //!    eviction deadline, whichever is first;
 //! 4. evict in tiers: ordinary pods first, then critical pods (system priority classes) once the
@@ -22,13 +24,15 @@
 //! 5. done when nothing evictable is left (the placeholder is deleted again, idempotently).
 
 use super::actions::Action;
-use super::deadline::{eviction_deadline, instance_end};
+use super::deadline::{eviction_deadline, instance_end, issued_at};
 use super::model::{
-    Command, DrainSettings, DrainStep, Finish, NodeView, PodView, ReplacementSeen,
-    NO_DEADLINE_MAX_WAIT_S,
+    no_deadline_wait_end, Command, DrainSettings, DrainStep, Finish, NodeView, PodView,
+    ReplacementSeen, BACKOFF_AFTER_S, CHECK_EARLY_S, EVENT_ABANDONED, EVENT_WITHOUT_REPLACEMENT,
+    MAX_CHECK_GAP_S, NO_DEADLINE_MAX_WAIT_S, SURVIVOR_GRACE_S,
 };
 use super::notice::{Notice, NoticeStatus};
 use super::pods::{holding_pods, pod_due, pod_due_at, pods_to_evict};
+use super::state::format_time;
 use super::state::{DrainState, Phase};
 
 /// A notice takes a node over from the notice that owns its drain only when it must act sooner.
@@ -37,6 +41,14 @@ fn supersedes(new_deadline: Option<f64>, old_deadline: Option<f64>) -> bool {
         (Some(new), Some(old)) => new < old,
         (Some(_), None) => true,
         (None, _) => false,
+    }
+}
+
+/// The earlier of two optional times (None: no such time, so the other one).
+fn earliest(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 
@@ -49,7 +61,12 @@ pub fn owner_alive(s: &DrainState, now: f64, settings: &DrainSettings) -> bool {
         Phase::Drained | Phase::Prewarmed => true,
         Phase::WaitingForReplacement | Phase::Evicting => {
             let last = s.last_step_at.unwrap_or(s.started_at);
-            now - last < settings.owner_stale_s()
+            // A backed-off drain's next check may be minutes away: its silence counts from when
+            // that check was due, less one recheck (so from the last step when not backed off).
+            let heard_at = s
+                .next_check_at
+                .map_or(last, |t| last.max(t - settings.recheck_s));
+            now - heard_at < settings.owner_stale_s()
         }
     }
 }
@@ -76,18 +93,23 @@ pub fn plan_drain(
         return DrainStep::finish(vec![], node.state.clone(), Finish::Ignored);
     }
     let deadline = eviction_deadline(notice, settings.eviction_budget_s);
+    // What is recorded: the issued time bounded by SQS's SentTimestamp (the origin of waits), and
+    // the envelope time as claimed (which tells one update of a Health event from another).
+    let (issued, claimed) = (issued_at(notice), Some(notice.time));
+    let recorded_claim = |s: &DrainState| s.event_time.unwrap_or(s.notice_time);
 
     let mut state = match &node.state {
         // A newer update of the same notice (AWS Health: same eventArn, later `time`; e.g. the
         // window moved): its times replace the recorded ones, whatever the last step was.
-        Some(s) if s.event_id == notice.event_id && notice.time > s.notice_time => DrainState {
-            notice_time: notice.time,
+        Some(s) if s.event_id == notice.event_id && notice.time > recorded_claim(s) => DrainState {
+            notice_time: issued,
+            event_time: claimed,
             deadline,
             instance_end: instance_end(notice),
             ..s.clone()
         },
         // An older update (or its continuation) arriving after a newer one: the newer drives.
-        Some(s) if s.event_id == notice.event_id && notice.time < s.notice_time => {
+        Some(s) if s.event_id == notice.event_id && notice.time < recorded_claim(s) => {
             return DrainStep::finish(
                 vec![],
                 Some(s.clone()),
@@ -96,12 +118,13 @@ pub fn plan_drain(
                 },
             )
         }
-        // The same notice delivered twice: the delivery that stepped moments ago carries it.
+        // The same notice delivered again well before the check its last step planned: that
+        // check carries the drain on, so this delivery ends. The planned check itself (however
+        // soon after the last step: a deadline 5 s later) is not a duplicate.
         Some(s)
             if s.event_id == notice.event_id
                 && !matches!(s.phase, Phase::Drained | Phase::Prewarmed)
-                && s.last_step_at
-                    .is_some_and(|t| now >= t && now - t < settings.recheck_s / 2.0) =>
+                && s.next_check_at.is_some_and(|t| now < t - CHECK_EARLY_S) =>
         {
             return DrainStep::finish(vec![], Some(s.clone()), Finish::Duplicate)
         }
@@ -116,13 +139,15 @@ pub fn plan_drain(
             )
         }
         // Taking over (an earlier deadline, or an owner gone silent) keeps what was done
-        // (cordon, replacement) and moves the deadline to the new notice's.
+        // (cordon, replacement) and the earliest deadline and end of the two: a rebalance (no
+        // deadline) adopting a silent spot warning's drain still evicts at the warning's deadline.
         Some(s) => DrainState {
             event_id: notice.event_id.clone(),
             kind: notice.kind,
-            notice_time: notice.time,
-            deadline,
-            instance_end: instance_end(notice),
+            notice_time: issued,
+            event_time: claimed,
+            deadline: earliest(deadline, s.deadline),
+            instance_end: earliest(instance_end(notice), s.instance_end),
             finished_at: None,
             phase: match s.phase {
                 Phase::Drained | Phase::Prewarmed => Phase::WaitingForReplacement,
@@ -134,7 +159,8 @@ pub fn plan_drain(
             event_id: notice.event_id.clone(),
             kind: notice.kind,
             phase: Phase::WaitingForReplacement,
-            notice_time: notice.time,
+            notice_time: issued,
+            event_time: claimed,
             deadline,
             started_at: now,
             replacement_requested_at: None,
@@ -144,6 +170,7 @@ pub fn plan_drain(
             replacement_gpus: 0,
             instance_end: instance_end(notice),
             last_step_at: None,
+            next_check_at: None,
             // A cordon without prewarm's taint is someone else's (an operator's, a maintenance
             // tool's): remembered so that an un-drain leaves it.
             user_cordoned: node.unschedulable && !node.tainted,
@@ -180,22 +207,12 @@ pub fn plan_drain(
         state.replacement_ready_at = Some(now);
     }
     let past_deadline = deadline.is_some_and(|d| now >= d);
-    let waited_too_long = deadline.is_none() && now >= state.notice_time + NO_DEADLINE_MAX_WAIT_S;
+    let waited_too_long = deadline.is_none() && now >= no_deadline_wait_end(&state);
     // cordon-prewarm without a deadline only prepares: if no notice with a deadline took over
     // within the wait (a rebalance that never became a spot warning), the cordon expires, whether
     // or not its replacement ever became ready. (Prewarmed drains are expired by the tick.)
     if action == Action::CordonPrewarm && waited_too_long && state.evicting_since.is_none() {
-        return DrainStep::finish(
-            vec![
-                Command::Undrain {
-                    uncordon: !state.user_cordoned,
-                    closed_by: None,
-                },
-                Command::ReleaseReplacement,
-            ],
-            None,
-            Finish::Undrained,
-        );
+        return end_undrained(&state, notice, vec![]);
     }
     // A pod whose grace period would outlast the instance must start going earlier than the
     // others: the instance's end minus its grace period.
@@ -210,36 +227,61 @@ pub fn plan_drain(
     if state.evicting_since.is_none() && start_evicting {
         state.evicting_since = Some(now);
     }
-    // Until eviction starts (a step that starts it needs none: the evicted pods ask for
-    // their own room), the placeholder is (re)made whenever it is missing: the first step, or
-    // after a real pod preempted it (it has the balloon priority).
+    // Every pod goes (tier by tier) once the replacement was ready, at the deadline, or when
+    // told to; before that only pods due by their own grace period.
+    let everyone = state.evicting_since.is_some()
+        && match action {
+            Action::EvictNow => true,
+            Action::Drain => {
+                state.replacement_ready_at.is_some() || past_deadline || waited_too_long
+            }
+            Action::CordonPrewarm => past_deadline,
+            Action::Ignore => unreachable!("handled above"),
+        };
+    // Until everyone goes (that step needs none: the evicted pods ask for their own room), the
+    // placeholder is (re)made whenever it is missing: the first step, after a real pod preempted
+    // it (it has the balloon priority), and while only pods due by their long grace period are
+    // going — the node's other pods still wait for warm capacity.
     if needs_placeholder
         && matches!(
             node.replacement,
             ReplacementSeen::Absent | ReplacementSeen::NoTarget
         )
-        && state.evicting_since.is_none()
+        && !everyone
     {
         commands.push(Command::RequestReplacement { gpus: gpus_to_move });
         state.replacement_requested_at.get_or_insert(now);
         state.replacement_gpus = gpus_to_move;
     }
 
-    // The next check: after `recheck_s`, or earlier at the deadline or a pod's own due time.
+    // The next check: after `recheck_s` (longer for a drain stalled for a while), or earlier at
+    // the deadline, a pod's own due time or the end of a deadline-less wait.
     let mut wake_points: Vec<f64> = deadline.into_iter().collect();
     wake_points.extend(holding.iter().filter_map(|p| pod_due_at(p, deadline, end)));
+    // Past `forced_at` everyone goes whatever the replacement. A drain still evicting
+    // `SURVIVOR_GRACE_S` after the end (or `forced_at` without one), and after it started
+    // evicting (a notice that came late or a window already open gets its ten minutes too),
+    // could not finish: it ends.
+    let forced_at = deadline.unwrap_or(no_deadline_wait_end(&state));
+    let give_up_at = state
+        .evicting_since
+        .map(|since| end.unwrap_or(forced_at).max(since) + SURVIVOR_GRACE_S);
+    wake_points.push(forced_at);
+    wake_points.extend(give_up_at);
     let next_check = {
-        let soon = now + settings.recheck_s;
+        let soon = now + check_gap(now - last_milestone(&state), settings.recheck_s);
         wake_points
             .into_iter()
             .filter(|&t| t > now && t < soon)
             .fold(soon, f64::min)
     };
+    state.next_check_at = Some(next_check);
 
     if state.evicting_since.is_none() {
         if action == Action::CordonPrewarm && ready && deadline.is_none() {
             state.phase = Phase::Prewarmed;
             state.finished_at = Some(now);
+            state.next_check_at = None;
             commands.insert(
                 0,
                 Command::RecordState {
@@ -274,9 +316,25 @@ pub fn plan_drain(
         .filter(|p| !p.do_not_disrupt || past_deadline)
         .collect();
     let protected_waiting = holding.len() - in_scope.len();
+    // Evicting everyone with no warm capacity (none can be made, or the placeholder never ran)
+    // because the deadline or the end of the wait came: said once, at the first step past it.
+    let previous_step = node
+        .state
+        .as_ref()
+        .filter(|s| s.event_id == state.event_id)
+        .and_then(|s| s.last_step_at);
+    if everyone
+        && needs_placeholder
+        && state.replacement_ready_at.is_none()
+        && (past_deadline || waited_too_long)
+        && previous_step.is_none_or(|t| t < forced_at)
+    {
+        commands.push(without_replacement(node.replacement, &state, deadline));
+    }
     if in_scope.is_empty() && (protected_waiting == 0 || deadline.is_none()) {
         state.phase = Phase::Drained;
         state.finished_at = Some(now);
+        state.next_check_at = None;
         commands.insert(
             0,
             Command::RecordState {
@@ -286,15 +344,32 @@ pub fn plan_drain(
         commands.push(Command::ReleaseReplacement);
         return DrainStep::finish(commands, Some(state), Finish::Drained);
     }
+    // Pods still here `SURVIVOR_GRACE_S` after the instance's announced end (or the end of a
+    // deadline-less wait) on a node that is still there: a budget that never allows their
+    // eviction, or a node that was not reclaimed after all. Checking on would cycle for ever;
+    // the drain ends, the node is un-drained (as the tick does with a survivor), and an Event
+    // says why.
+    if give_up_at.is_some_and(|t| now >= t) {
+        let past = match end {
+            Some(e) => format!("the instance's announced end {}", format_time(e)),
+            None => format!(
+                "the end of the wait for a replacement {}",
+                format_time(forced_at)
+            ),
+        };
+        let note = format!(
+            "{} pod(s) still on the node {SURVIVOR_GRACE_S} s past {past} and the start of eviction: a PodDisruptionBudget that never allowed their eviction, or a node that was not reclaimed; the drain of {} notice {} ends and the node is un-drained",
+            in_scope.len(),
+            state.kind,
+            state.event_id,
+        );
+        let announce = Command::Announce {
+            reason: EVENT_ABANDONED.into(),
+            note,
+        };
+        return end_undrained(&state, notice, vec![announce]);
+    }
 
-    // Every pod goes (tier by tier) once the replacement was ready, at the deadline, or when
-    // told to; before that only pods due by their own grace period.
-    let everyone = match action {
-        Action::EvictNow => true,
-        Action::Drain => state.replacement_ready_at.is_some() || past_deadline || waited_too_long,
-        Action::CordonPrewarm => past_deadline,
-        Action::Ignore => unreachable!("handled above"),
-    };
     let evict = pods_to_evict(&in_scope, everyone, deadline, end, now)
         .into_iter()
         .map(|c| match c {
@@ -335,6 +410,70 @@ pub fn plan_drain(
     DrainStep {
         commands,
         state: Some(state),
+    }
+}
+
+/// Ends a drain that will not go on here: `first`, then the node un-drained (prewarm's cordon
+/// lifted) and the placeholder released. The notice is remembered as closed, so deliveries of it
+/// still in the queue (a duplicate, the at-least-once copy of this very message) do not drain
+/// the node again.
+fn end_undrained(state: &DrainState, notice: &Notice, first: Vec<Command>) -> DrainStep {
+    let mut commands = first;
+    commands.extend([
+        Command::Undrain {
+            uncordon: !state.user_cordoned,
+            closed_by: Some((state.event_id.clone(), notice.time)),
+        },
+        Command::ReleaseReplacement,
+    ]);
+    DrainStep::finish(commands, None, Finish::Undrained)
+}
+
+/// The last milestone of a drain: its claim, the replacement asked for or ready, eviction started.
+fn last_milestone(s: &DrainState) -> f64 {
+    [
+        s.replacement_requested_at,
+        s.replacement_ready_at,
+        s.evicting_since,
+    ]
+    .into_iter()
+    .flatten()
+    .fold(s.started_at, f64::max)
+}
+
+/// The gap to the next check of a drain that reached its last milestone `stalled_for` seconds
+/// ago: `recheck_s` for `BACKOFF_AFTER_S`, then a quarter of the time stalled, at most
+/// `MAX_CHECK_GAP_S` (a Health window weeks away is checked every 15 minutes, not 15 seconds).
+fn check_gap(stalled_for: f64, recheck_s: f64) -> f64 {
+    if stalled_for < BACKOFF_AFTER_S {
+        recheck_s
+    } else {
+        (stalled_for / 4.0).clamp(recheck_s, MAX_CHECK_GAP_S.max(recheck_s))
+    }
+}
+
+/// The Event of a drain that evicts everyone with no warm capacity, saying why.
+fn without_replacement(seen: ReplacementSeen, s: &DrainState, deadline: Option<f64>) -> Command {
+    let why = match seen {
+        ReplacementSeen::NoTarget => {
+            "no prewarm target manages this node's NodePool, so no replacement could be made"
+                .to_string()
+        }
+        _ => format!(
+            "its replacement placeholder (asked for at {}) never ran on a Ready node",
+            s.replacement_requested_at.map_or("-".into(), format_time)
+        ),
+    };
+    let when = match deadline {
+        Some(d) => format!("the eviction deadline {}", format_time(d)),
+        None => format!("the end of the {NO_DEADLINE_MAX_WAIT_S} s wait for a replacement"),
+    };
+    Command::Announce {
+        reason: EVENT_WITHOUT_REPLACEMENT.into(),
+        note: format!(
+            "evicting without warm capacity at {when}: {why} (notice {}, {})",
+            s.event_id, s.kind
+        ),
     }
 }
 

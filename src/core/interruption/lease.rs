@@ -7,14 +7,14 @@ use serde::Serialize;
 
 use super::drain::{owner_alive, plan_drain};
 use super::model::{
-    Command, DrainSettings, DrainStep, Finish, NodeView, PodView, NO_DEADLINE_MAX_WAIT_S,
+    no_deadline_wait_end, Command, DrainSettings, DrainStep, Finish, NodeView, PodView,
+    NO_DEADLINE_MAX_WAIT_S,
 };
 use super::notice::{Notice, NoticeStatus};
 use super::state::{DrainState, Phase};
 
-/// A node that is still there and Ready this long after the end its notice announced survived
-/// (a reboot maintenance, a cancelled reclaim): it is un-drained.
-pub const SURVIVOR_GRACE_S: f64 = 600.0;
+/// (Defined with the planner's vocabulary: the drain planner ends a drain by it too.)
+pub use super::model::SURVIVOR_GRACE_S;
 
 /// What the tick does with one drain lease or drain state.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -67,7 +67,7 @@ pub fn lease_verdict(node: NodeSeen<'_>, now: f64, settings: &DrainSettings) -> 
             state.kind
         )),
         Phase::Drained => release("the drain is over"),
-        Phase::Prewarmed if now >= state.notice_time + NO_DEADLINE_MAX_WAIT_S => undrain(format!(
+        Phase::Prewarmed if now >= no_deadline_wait_end(state) => undrain(format!(
             "no notice with a deadline followed the {} within {NO_DEADLINE_MAX_WAIT_S} s",
             state.kind
         )),
@@ -86,7 +86,8 @@ pub fn notice_of_record(state: &DrainState, instance: &str, status: NoticeStatus
         event_id: state.event_id.clone(),
         kind: state.kind,
         instance_ids: vec![instance.to_string()],
-        time: state.notice_time,
+        // The claimed time, as the notice said it: `plan_drain` tells the same update by it.
+        time: state.event_time.unwrap_or(state.notice_time),
         instance_state: None,
         window_start: state.instance_end,
         termination_time: state.instance_end,
@@ -173,6 +174,8 @@ mod tests {
             replacement_gpus: 4,
             instance_end: Some(T0 + 120.0),
             last_step_at: Some(last_step),
+            next_check_at: None,
+            event_time: None,
             user_cordoned: false,
         }
     }

@@ -15,6 +15,37 @@ use super::state::DrainState;
 /// bound, a replacement that never comes would keep the message cycling until its retention.
 pub const NO_DEADLINE_MAX_WAIT_S: f64 = 1800.0;
 
+/// When a drain without a deadline stops waiting: `NO_DEADLINE_MAX_WAIT_S` after the later of
+/// the (bounded) notice time and the claim. Counted from the claim as well because the
+/// replacement was only asked for then: a notice that reached prewarm hours late (EventBridge
+/// retries for up to a day), or one dated in 1970 (bounded to a day before SQS received it),
+/// still gets its full wait instead of being evicted at once with no warm capacity.
+pub fn no_deadline_wait_end(state: &DrainState) -> f64 {
+    state.notice_time.max(state.started_at) + NO_DEADLINE_MAX_WAIT_S
+}
+
+/// A node still there this long after the end its notice announced survived it (a reboot
+/// maintenance, a cancelled reclaim): the tick un-drains it, and a drain that cannot finish there
+/// (pods a budget keeps) ends then instead of checking for ever.
+pub const SURVIVOR_GRACE_S: f64 = 600.0;
+
+/// A drain that has reached no milestone (claim, replacement asked for or ready, eviction
+/// started) for this long checks less and less often: no spot warning lasts this long, so only
+/// drains that wait for weeks (a Health window) or cannot progress back off.
+pub const BACKOFF_AFTER_S: f64 = 600.0;
+/// The longest gap between two checks of a drain: SQS's largest DelaySeconds.
+pub const MAX_CHECK_GAP_S: f64 = 900.0;
+
+/// The Event reason on the node when a drain evicts everyone without warm capacity.
+pub const EVENT_WITHOUT_REPLACEMENT: &str = "DrainWithoutReplacement";
+/// The Event reason on the node when a drain that cannot finish ends.
+pub const EVENT_ABANDONED: &str = "DrainAbandoned";
+
+/// A check that arrives up to this long before the time its step planned is that check (SQS
+/// delays are whole seconds, rounded up; clocks of two invocations differ by milliseconds); one
+/// earlier than that is a duplicate delivery.
+pub const CHECK_EARLY_S: f64 = 1.0;
+
 /// The settings of drain planning (from `InterruptionSettings`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct DrainSettings {
@@ -136,8 +167,9 @@ pub enum Finish {
     /// Another notice with an earlier (or the same) deadline already owns the node's drain, and
     /// its owner is alive.
     Superseded { by_event: String },
-    /// Another delivery of this same notice stepped the drain moments ago: that delivery carries
-    /// it on, so this one ends (duplicate deliveries collapse instead of multiplying).
+    /// Another delivery of this same notice stepped the drain and planned a check that has not
+    /// come yet (`DrainState::next_check_at`): that check carries it on, so this delivery ends
+    /// (duplicate deliveries collapse instead of multiplying).
     Duplicate,
     /// The notice is closed (a Health maintenance cancelled or over) or the node survived: the
     /// cordon, taint, drain state and replacement were removed.
@@ -187,6 +219,11 @@ pub enum Command {
     Undrain {
         uncordon: bool,
         closed_by: Option<(String, f64)>,
+    },
+    /// Record a warning Event on the node: `reason` (one of the `EVENT_*` reasons) and why.
+    Announce {
+        reason: String,
+        note: String,
     },
     /// Work remains: look again at this time (the message's next visibility).
     WaitUntil {

@@ -10,7 +10,7 @@
 use serde::Serialize;
 
 use super::lease::{NodeSeen, SURVIVOR_GRACE_S};
-use super::model::NO_DEADLINE_MAX_WAIT_S;
+use super::model::no_deadline_wait_end;
 use super::state::{DrainState, Phase};
 
 /// When a drain's lease ends at the latest: the instance's announced end (or, without one, the
@@ -20,7 +20,7 @@ pub fn lease_expiry(state: &DrainState) -> f64 {
     let need_until = state
         .instance_end
         .or(state.deadline)
-        .unwrap_or(state.notice_time + NO_DEADLINE_MAX_WAIT_S);
+        .unwrap_or(no_deadline_wait_end(state));
     need_until + SURVIVOR_GRACE_S
 }
 
@@ -83,6 +83,8 @@ mod tests {
             replacement_gpus: 4,
             instance_end: end,
             last_step_at: Some(T0),
+            next_check_at: None,
+            event_time: None,
             user_cordoned: false,
         }
     }

@@ -22,6 +22,8 @@ pub const FINISHED_AT: &str = "prewarm.io/drain-finished-at";
 pub const REPLACEMENT_GPUS: &str = "prewarm.io/drain-replacement-gpus";
 pub const INSTANCE_END: &str = "prewarm.io/drain-instance-end";
 pub const LAST_STEP_AT: &str = "prewarm.io/drain-last-step-at";
+pub const NEXT_CHECK_AT: &str = "prewarm.io/drain-next-check-at";
+pub const EVENT_TIME: &str = "prewarm.io/drain-event-time";
 /// "true" when the node was already cordoned by someone else when prewarm claimed it: un-draining
 /// then leaves that cordon in place.
 pub const USER_CORDONED: &str = "prewarm.io/drain-user-cordoned";
@@ -32,7 +34,7 @@ pub const USER_CORDONED: &str = "prewarm.io/drain-user-cordoned";
 pub const CLOSED_EVENT: &str = "prewarm.io/closed-event";
 
 /// Every annotation key, so an executor can write (or clear) the whole set in one patch.
-pub const ALL_KEYS: [&str; 14] = [
+pub const ALL_KEYS: [&str; 16] = [
     EVENT_ID,
     KIND,
     PHASE,
@@ -46,6 +48,8 @@ pub const ALL_KEYS: [&str; 14] = [
     REPLACEMENT_GPUS,
     INSTANCE_END,
     LAST_STEP_AT,
+    NEXT_CHECK_AT,
+    EVENT_TIME,
     USER_CORDONED,
 ];
 
@@ -91,7 +95,15 @@ pub struct DrainState {
     pub event_id: String,
     pub kind: NoticeKind,
     pub phase: Phase,
+    /// When the notice was issued as far as it can be trusted (`deadline::issued_at`: the
+    /// envelope time bounded by SQS's `SentTimestamp`): the origin of every wait counted from
+    /// the notice.
     pub notice_time: f64,
+    /// The envelope's `time` as the body claims it, unbounded: it only tells a newer update of
+    /// one AWS Health event from an older one or a redelivery, and is never used as a clock
+    /// (each continuation has its own `SentTimestamp`, so bounded times of one notice differ
+    /// between deliveries). None on a record written before it was kept: `notice_time` stands in.
+    pub event_time: Option<f64>,
     pub deadline: Option<f64>,
     /// When prewarm first acted on the node (cordon).
     pub started_at: f64,
@@ -107,6 +119,10 @@ pub struct DrainState {
     /// When the drain last made a step: the owner's heartbeat. A drain whose owner has not
     /// stepped for a while is adopted by the next notice or the tick (its message is gone).
     pub last_step_at: Option<f64>,
+    /// The check the last step planned (its message's delivery time). A delivery of the same
+    /// notice well before it is a duplicate (the planned check carries the drain on); the planned
+    /// check itself, arriving on time, is not. None once the drain is over.
+    pub next_check_at: Option<f64>,
     /// The node was unschedulable (someone else's cordon) when the drain claimed it: an
     /// un-drain keeps the cordon.
     pub user_cordoned: bool,
@@ -136,6 +152,8 @@ impl DrainState {
             (FINISHED_AT, self.finished_at),
             (INSTANCE_END, self.instance_end),
             (LAST_STEP_AT, self.last_step_at),
+            (NEXT_CHECK_AT, self.next_check_at),
+            (EVENT_TIME, self.event_time),
         ] {
             if let Some(t) = value {
                 put(key, format_time(t));
@@ -183,6 +201,8 @@ impl DrainState {
                 .unwrap_or(0),
             instance_end: time(INSTANCE_END)?,
             last_step_at: time(LAST_STEP_AT)?,
+            next_check_at: time(NEXT_CHECK_AT)?,
+            event_time: time(EVENT_TIME)?,
             user_cordoned: a.get(USER_CORDONED).is_some_and(|v| v == "true"),
         }))
     }
@@ -221,6 +241,8 @@ mod tests {
             replacement_gpus: 8,
             instance_end: Some(1_795_953_720.0),
             last_step_at: Some(1_795_953_690.5),
+            next_check_at: Some(1_795_953_705.5),
+            event_time: Some(1_795_953_600.0),
             user_cordoned: true,
         }
     }

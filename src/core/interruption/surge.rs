@@ -25,7 +25,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::model::{Command, DrainStep, PodRef, PodView, NO_DEADLINE_MAX_WAIT_S};
+use super::model::{no_deadline_wait_end, Command, DrainStep, PodRef, PodView};
 use super::pods::pod_due;
 use super::state::DrainState;
 use crate::lease_outcome::LeaseOutcome;
@@ -247,9 +247,7 @@ pub fn plan_deployment_surge(
 /// stops waiting for surges when it stops waiting for anything (`NO_DEADLINE_MAX_WAIT_S`), so a
 /// surge that never turns Ready cannot hold its drain forever.
 pub fn wants_surge(state: &DrainState, now: f64) -> bool {
-    let until = state
-        .deadline
-        .unwrap_or(state.notice_time + NO_DEADLINE_MAX_WAIT_S);
+    let until = state.deadline.unwrap_or(no_deadline_wait_end(state));
     state.replacement_ready_at.is_some() && now < until
 }
 

@@ -297,6 +297,8 @@ fn state(ready_at: Option<f64>, deadline: Option<f64>) -> DrainState {
         replacement_gpus: 1,
         instance_end: deadline.map(|d| d + 30.0),
         last_step_at: Some(NOW),
+        next_check_at: None,
+        event_time: None,
         user_cordoned: false,
     }
 }

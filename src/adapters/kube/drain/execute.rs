@@ -218,6 +218,10 @@ pub async fn execute(
                 }
                 Err(e) => report.eviction_errors.push(format!("{pod}: {e}")),
             },
+            // The planner's reason, as a warning Event on the node.
+            Command::Announce { reason, note } => {
+                event(recorder, observed, true, reason, note.clone(), None).await
+            }
             Command::ReleaseReplacement => {
                 // The drain's surges end with it (a failure keeps the drain open, as below).
                 for r in super::surge::release(client, targets, drain_id, now_s()).await {
