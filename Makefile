@@ -10,12 +10,13 @@ TRACES ?= $(abspath $(CURDIR)/../shared/traces)
 OUT ?= out
 ARCH ?= arm64
 
-.PHONY: help build test unit infra-test sam-build lint e2e serving-gap drain-repeat stack-up stack-down demo goals bench fuzz invoke-local lambda-figures deploy
+.PHONY: help build test unit infra-test sam-build sam-artifact release lint e2e serving-gap drain-repeat stack-up stack-down demo goals bench fuzz invoke-local lambda-figures deploy
 
 help:
 	@echo "make demo    every policy and its frontier on 14 days of ServeGen, a superposed Azure trace and burst-180 (no cloud needed)"
 	@echo "make test    everything CI runs: lint, unit tests, infra tests, end-to-end on the local stack"
 	@echo "make goals   the policy's goals measured on the simulator (slow; not part of make test)"
+	@echo "make release VERSION=x.y.z   the release page's files in out/release/x.y.z (zip, template, chart, SHA256SUMS)"
 	@echo "make lint | unit | infra-test | sam-build | e2e | serving-gap | drain-repeat | bench | fuzz | build | invoke-local | lambda-figures | deploy"
 
 ## Lambda artifacts (cargo-lambda + zig from PyPI, installed on first use).
@@ -43,11 +44,28 @@ infra-test:
 ## functions' bootstrap is an aarch64 ELF newer than the sources (docs/testing.md, "What `make
 ## test` runs"). --no-cached: SAM's cache keys on file contents and would copy an old artifact after a
 ## checkout that only touched files; cargo's own freshness check (mtimes) decides instead.
-sam-build:
+## The release files are made from that same artifact (scripts/release.sh) and checked with it:
+## the zip holds exactly the bootstrap that was checked, under 8 MB.
+RELEASE_CHECK_VERSION := 0.0.0-check
+sam-build: sam-artifact
+	scripts/release.sh $(RELEASE_CHECK_VERSION) $(OUT)/release/$(RELEASE_CHECK_VERSION)
+	PREWARM_RELEASE_DIR=$(OUT)/release/$(RELEASE_CHECK_VERSION) PREWARM_RELEASE_VERSION=$(RELEASE_CHECK_VERSION) \
+	  $(INFRA_VENV)/python -m pytest -q tests/build
+
+sam-artifact:
 	infra/lint.sh venv
 	infra/tools.sh lambda >/dev/null
 	PATH="$(DEPLOY_PATH)" sam build --no-cached
-	$(INFRA_VENV)/python -m pytest -q tests/build
+
+## What a release page carries, built from a clean clone: the arm64 Lambda zip, the template
+## that points at it (deploy with `sam deploy`, no Rust needed), the chart and SHA256SUMS.
+## The release's own checks are tests/build (run by `make sam-build` on a check version).
+VERSION ?=
+release: sam-artifact
+	@test -n "$(VERSION)" || { echo "make release VERSION=x.y.z" >&2; exit 2; }
+	scripts/release.sh $(VERSION) $(OUT)/release/$(VERSION)
+	PREWARM_RELEASE_DIR=$(OUT)/release/$(VERSION) PREWARM_RELEASE_VERSION=$(VERSION) \
+	  $(INFRA_VENV)/python -m pytest -q tests/build
 
 ## Brings the local stack up, runs the stack-gated Rust tests and the pytest scenarios, tears down.
 e2e:
