@@ -103,6 +103,9 @@ pub struct Config {
     pub metric_source: Option<MetricSourceConfig>,
     pub cluster: Option<ClusterAccess>,
     pub dry_run: bool,
+    /// PAUSED: the tick restores what prewarm changed (once per execution environment, until
+    /// it succeeds) and from then on only observes, as under DRY_RUN.
+    pub paused: bool,
     pub emf_namespace: String,
     pub interruption: InterruptionSettings,
 }
@@ -202,7 +205,7 @@ pub const INTERRUPTION_BOUNDS: [(&str, f64, f64); 2] = [
 
 /// The variables only the tick reads: the interruption function never looks at them, so a bad
 /// or missing metric setting cannot stop drains (they are not even set on that function).
-pub const TICK_ONLY_VARS: [&str; 14] = [
+pub const TICK_ONLY_VARS: [&str; 15] = [
     "METRIC_SOURCE",
     "PROMETHEUS_URL",
     "AMP_WORKSPACE_URL",
@@ -217,6 +220,7 @@ pub const TICK_ONLY_VARS: [&str; 14] = [
     "COOLDOWN_SECONDS",
     "STALE_AFTER_SECONDS",
     "DRY_RUN",
+    "PAUSED",
 ];
 
 impl Config {
@@ -296,6 +300,7 @@ impl Config {
             metric_source: None,
             cluster,
             dry_run: false,
+            paused: false,
             emf_namespace: vars
                 .get("EMF_NAMESPACE")
                 .unwrap_or_else(|| "Prewarm".into()),
@@ -339,6 +344,7 @@ impl Config {
         self.policy = policy;
         self.metric_source = metric_source(vars)?;
         self.dry_run = vars.bool_or("DRY_RUN", false)?;
+        self.paused = vars.bool_or("PAUSED", false)?;
         Ok(())
     }
 
@@ -695,6 +701,7 @@ mod tests {
             (&[("BAND_HISTORY_SECONDS", "60")], "BAND_HISTORY_SECONDS"),
             (&[("DELAYED_REQUEST_COST", "0.01")], "GPU_HOUR_COST"),
             (&[("DRY_RUN", "maybe")], "DRY_RUN"),
+            (&[("PAUSED", "maybe")], "PAUSED"),
             (&[("METRIC_SOURCE", "graphite")], "METRIC_SOURCE"),
             (&[("METRIC_SOURCE", "prometheus")], "PROMETHEUS_URL"),
             (
@@ -762,11 +769,13 @@ mod tests {
                 "https://sqs.us-east-1.amazonaws.com/1/q",
             ),
             ("DRY_RUN", "true"),
+            ("PAUSED", "true"),
             ("LEAD_TIME_SECONDS", "45"),
         ])
         .unwrap();
         c.require_tick_ready().unwrap();
         assert!(c.dry_run);
+        assert!(c.paused);
         assert_eq!(c.policy.lead_time_s, 45.0);
         let t = c.target("llama").unwrap();
         assert_eq!(t.gpus_per_replica, 1);

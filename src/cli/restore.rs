@@ -1,12 +1,15 @@
 //! `prewarm restore [--dry-run]`: puts back what prewarm changed for every target (frozen
-//! disruption budgets, sizes, prewarm.io/ annotations; see adapters::kube::restore), for example
-//! before `helm uninstall` and deleting the stack. Configured like the functions: CLUSTER_NAME or
-//! KUBECONFIG, and PREWARM_TARGETS or PREWARM_TARGETS_CONFIGMAP. Exits non-zero when anything
-//! could not be restored.
+//! disruption budgets, sizes, prewarm.io/ annotations; see adapters::kube::restore), then what
+//! it finds still marked across the cluster (a removed target's objects, nodes a drain cordoned
+//! that no live drain holds; adapters::kube::restore_found), for example before `helm uninstall`
+//! and deleting the stack. Configured like the functions: CLUSTER_NAME or KUBECONFIG, and
+//! PREWARM_TARGETS or PREWARM_TARGETS_CONFIGMAP. Exits non-zero when anything could not be
+//! restored.
 
-use crate::adapters::kube::{self as kube_adapter, restore, targets};
+use crate::adapters::kube as kube_adapter;
 use crate::config::{Config, HandlerKind};
 use crate::error::{Error, Result};
+use crate::handlers::restore::{restore_everything, Nodes};
 
 #[derive(Debug, clap::Args)]
 pub struct RestoreArgs {
@@ -19,29 +22,21 @@ pub async fn run(args: RestoreArgs) -> Result<()> {
     // The settings the interruption function reads: the cluster and the targets, no metrics.
     let config = Config::for_handler_from_env(HandlerKind::Interruption)?;
     let client = kube_adapter::client(config.require_cluster()?).await?;
-    let read =
-        targets::current(config.targets_configmap.as_ref(), &config.targets, &client).await?;
-    let mut failed = read.refused.len();
-    for (name, e) in &read.refused {
-        eprintln!("{name}: not restored, its target does not parse: {e}");
+    let now = crate::handlers::tick::unix_now();
+    let summary = restore_everything(&client, &config, now, Nodes::Write, args.dry_run).await;
+    for r in &summary.lines {
+        println!("{}\t{}\t{}\t{}", r.target, r.object, r.outcome, r.detail);
     }
-    for result in restore::restore_all(&client, &read.targets, args.dry_run).await {
-        match result {
-            Ok(steps) => {
-                for r in steps {
-                    println!("{}\t{}\t{}\t{}", r.target, r.object, r.outcome, r.detail);
-                }
-            }
-            Err(e) => {
-                failed += 1;
-                eprintln!("not restored: {e}");
-            }
-        }
+    for e in &summary.errors {
+        eprintln!("{e}");
     }
-    if failed > 0 {
+    if !summary.errors.is_empty() {
         return Err(Error::config(
             "restore",
-            format!("{failed} objects could not be restored (see above)"),
+            format!(
+                "{} objects could not be restored (see above)",
+                summary.errors.len()
+            ),
         ));
     }
     Ok(())

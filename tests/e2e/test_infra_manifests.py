@@ -215,8 +215,11 @@ DENIED = {
         ("create", "scaledobjects.keda.sh", None, "inference"),
     ],
     "restore": [
-        # Puts back what the tick wrote: no drain rights, nothing of other owners.
-        ("patch", "nodes", None, None), ("list", "pods", None, None),
+        # Puts back what the tick and the drains wrote: no eviction rights, nothing of other
+        # owners. (It patches nodes anywhere, a drain's mark; never deletes or replaces them.
+        # It lists NodePools anywhere and writes only the targets'.)
+        ("delete", "nodes", None, None), ("update", "nodes", None, None),
+        ("list", "pods", None, None),
         ("create", "pods/eviction", None, "inference"),
         ("patch", "nodepools.karpenter.sh/default", None, None),
         ("update", "nodepools.karpenter.sh/gpu", None, None),

@@ -187,8 +187,12 @@ def with_hook():
 
 def test_restore_gets_only_what_it_puts_back_by_name(sample):
     restore = rbac_of(sample, "restore")
+    # NodePools written by name, listed anywhere (a removed target's is found and reported);
+    # nodes anywhere (a node a drain left cordoned).
     assert rules(restore[("ClusterRole", None)]) == {
-        ("karpenter.sh", "nodepools", ("gpu", "gpu-big", "gpu-static"), ("get", "patch"))}
+        ("karpenter.sh", "nodepools", ("gpu", "gpu-big", "gpu-static"), ("get", "patch")),
+        ("karpenter.sh", "nodepools", (), ("list",)),
+        ("", "nodes", (), ("get", "list", "patch"))}
     # Drains' placeholders deleted where they live (the balloon / buffer namespaces).
     placeholders = ("", "pods", (), ("list", "delete"))
     assert rules(restore[("Role", "prewarm")]) == {
@@ -205,7 +209,7 @@ def test_restore_gets_only_what_it_puts_back_by_name(sample):
             ("apps", "deployments", (), ("get", "list", "patch"))}
     assert set(restore) == {(k, ns) for k, ns in [("ClusterRole", None), ("ClusterRoleBinding", None)]} | {
         (k, ns) for ns in ("prewarm", "buffers", "inference", "models") for k in ("Role", "RoleBinding")}, \
-        "no drain rights, no pods"
+        "no eviction rights, no pods outside the placeholders' namespaces"
 
 
 def test_the_restore_hook_is_off_without_an_image(sample):

@@ -154,7 +154,7 @@ FUNCTION_SETTINGS = {
         "METRIC_SOURCE", "PROMETHEUS_URL", "AMP_WORKSPACE_URL", "CLOUDWATCH_NAMESPACE",
         "TICK_SECONDS", "LEAD_TIME_SECONDS", "METRICS_WINDOW_SECONDS",
         "METRICS_STEP_SECONDS", "ERROR_QUANTILE", "TARGET_WAIT_SECONDS", "SCALE_DOWN_DELAY_SECONDS",
-        "COOLDOWN_SECONDS", "STALE_AFTER_SECONDS", "DRY_RUN",
+        "COOLDOWN_SECONDS", "STALE_AFTER_SECONDS", "DRY_RUN", "PAUSED",
         "SEASONS_SECONDS", "TIME_ZONE", "FAST_PATH_RATIO", "FAST_PATH_WINDOW_SECONDS",
         "BAND_HISTORY_SECONDS", "BAND_STEP_SECONDS", "BAND_BY_HOUR", "CALIBRATE_EVERY_SECONDS",
         "DELAYED_REQUEST_COST", "GPU_HOUR_COST",
@@ -704,3 +704,53 @@ def test_the_trigger_is_bounded_and_concurrency_can_be_reserved(template):
                         {"Ref": "InterruptionReservedConcurrency"}, {"Ref": "AWS::NoValue"}]
     # Off by default: Lambda refuses a reservation that leaves too little unreserved.
     assert int(template["Parameters"]["InterruptionReservedConcurrency"]["Default"]) == 0
+
+
+def test_a_saved_query_tells_one_drain_in_time_order(template):
+    """"Why did this drain take four minutes?": every line of one drain by its drain id (the
+    notice's event_id), oldest first, with the phase, the step, the next check and the pods
+    moved."""
+    queries = resources_of(template, "AWS::Logs::QueryDefinition")
+    timeline = [q["Properties"] for q in queries.values()
+                if "drain-timeline" in json.dumps(q["Properties"]["Name"])]
+    assert len(timeline) == 1, "no saved drain-timeline query"
+    (q,) = timeline
+    assert q["LogGroupNames"] == [{"Ref": "InterruptionLogGroup"}]
+    text = q["QueryString"]
+    assert 'filter event_id = "DRAIN_ID"' in text
+    assert "sort @timestamp asc" in text
+    fields = text.splitlines()[0]
+    for field in ("phase", "message as step", "next_check", "pods_evicted as pods_moved"):
+        assert field in fields, field
+
+
+def test_every_saved_query_is_documented_verbatim(template, repo):
+    """docs/operations.md shows each saved query as the stack saves it."""
+    docs = (repo / "docs/operations.md").read_text()
+    for name, q in resources_of(template, "AWS::Logs::QueryDefinition").items():
+        assert q["Properties"]["QueryString"].strip() in docs, name
+
+
+def test_deleting_the_stack_restores_the_cluster_first(template):
+    """The custom resource is served by the tick function and deleted before everything the tick
+    needs to reach the cluster: its function (ServiceToken), role, log group and access entry."""
+    (restore,) = resources_of(template, "Custom::PrewarmRestore").values()
+    props = restore["Properties"]
+    assert props["ServiceToken"] == {"Fn::GetAtt": ["TickFunction", "Arn"]}
+    depends = restore["DependsOn"]
+    assert {"TickRole", "TickLogGroup"} <= set([depends] if isinstance(depends, str) else depends)
+    # The access entry is conditional: a Ref inside Fn::If depends on it only when it exists.
+    assert props["AccessEntry"] == {"Fn::If": ["WantAccessEntries", {"Ref": "TickAccessEntry"}, "none"]}
+    # A lost answer holds the stack minutes, not CloudFormation's default hour.
+    assert 0 < props["ServiceTimeout"] <= 600
+
+
+def test_paused_makes_the_tick_restore_and_observe(template):
+    param = template["Parameters"]["Paused"]
+    assert (param["Default"], set(param["AllowedValues"])) == ("No", {"Yes", "No"})
+    fns = resources_of(template, "AWS::Serverless::Function")
+    tick_env = fns["TickFunction"]["Properties"]["Environment"]["Variables"]
+    assert tick_env["PAUSED"] == {"Ref": "Paused"}
+    assert "PAUSED" not in fns["InterruptionFunction"]["Properties"]["Environment"]["Variables"]
+    groups = template["Metadata"]["AWS::CloudFormation::Interface"]["ParameterGroups"]
+    assert any("Paused" in g["Parameters"] for g in groups)

@@ -11,6 +11,7 @@ pub mod model;
 pub mod notice;
 pub mod pods;
 pub mod replacement;
+pub mod restore;
 pub mod state;
 pub mod surge;
 
@@ -23,4 +24,5 @@ pub use model::{
 };
 pub use notice::{Notice, NoticeKind, NoticeStatus};
 pub use replacement::{lease_expiry, placeholder_verdict, PlaceholderVerdict};
+pub use restore::{node_restore, NodeMarks, NodeRestore};
 pub use state::{DrainState, Phase};

@@ -32,6 +32,10 @@ pub struct TickDeps {
     pub metrics: Box<dyn MetricSource>,
     /// Sends resume-drain messages to INTERRUPTION_QUEUE_URL (the lease collection's handover).
     pub sqs: aws_sdk_sqs::Client,
+    /// PAUSED: whether this execution environment's restore has succeeded (then it only
+    /// observes; a new configuration is a new environment, so un-pausing and pausing again
+    /// restores again).
+    pub paused_restored: std::sync::atomic::AtomicBool,
 }
 
 impl TickDeps {
@@ -50,6 +54,7 @@ impl TickDeps {
             clients,
             metrics,
             sqs: aws_sdk_sqs::Client::new(&sdk),
+            paused_restored: std::sync::atomic::AtomicBool::new(false),
         })
     }
 }
@@ -173,7 +178,11 @@ pub async fn handle(deps: Arc<TickDeps>, context: &lambda_runtime::Context) -> V
     let start = unix_now();
     let deadline = invocation_deadline(context, start);
     let tick_s = deps.config.policy.tick_s;
-    let dry_run = deps.config.dry_run;
+    if deps.config.paused {
+        pause(&deps, start).await;
+    }
+    // Paused: only observe, as under DRY_RUN.
+    let dry_run = deps.config.dry_run || deps.config.paused;
     let mut summary = Vec::new();
     for t in tick_times(start, tick_s, deadline, tick_budget(tick_s)) {
         sleep_until(t).await;
@@ -197,14 +206,69 @@ pub async fn handle(deps: Arc<TickDeps>, context: &lambda_runtime::Context) -> V
     })
 }
 
-/// Lambda mode: build the clients once, then serve scheduled events.
-pub async fn serve(config: Config) -> Result<()> {
+/// PAUSED: restore what prewarm changed, until one restore has gone through in this execution
+/// environment (an idempotent restore finds nothing the next time, but listing the cluster
+/// every minute would be a waste). Nodes are reported, never written: drains keep running under
+/// PAUSED and un-drain their nodes themselves.
+async fn pause(deps: &TickDeps, now: f64) {
+    use std::sync::atomic::Ordering;
+    if deps.paused_restored.load(Ordering::Relaxed) {
+        return;
+    }
+    let client = match deps.clients.get().await {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!(event = "restore", why = "paused", error = %e, "not restored: no Kubernetes client");
+            return;
+        }
+    };
+    let summary = crate::handlers::restore::restore_everything(
+        &client,
+        &deps.config,
+        now,
+        crate::handlers::restore::Nodes::Report,
+        false,
+    )
+    .await;
+    crate::handlers::restore::log_summary(&summary, "paused");
+    if summary.errors.is_empty() {
+        deps.paused_restored.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Lambda mode: build the clients once, then serve scheduled events, and the stack's
+/// `Custom::PrewarmRestore` requests (`handlers::custom_resource`).
+pub async fn serve(config: Result<Config>) -> Result<()> {
     // Boxed: the runtime's future type is deep enough to overflow the compiler's layout limit.
-    let deps = Arc::new(Box::pin(TickDeps::build(config)).await?);
+    // A function that cannot start still answers the stack's custom resource (a Create fails
+    // with the reason, a Delete goes through); scheduled invocations fail with it.
+    let deps: std::result::Result<Arc<TickDeps>, String> = match config {
+        Ok(config) => Box::pin(TickDeps::build(config))
+            .await
+            .map(Arc::new)
+            .map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    };
+    if let Err(e) = &deps {
+        tracing::error!(error = %e, "the tick cannot start: only the stack's custom resource is served");
+    }
     Box::pin(lambda_runtime::run(service_fn(
         move |event: LambdaEvent<Value>| {
-            let deps = Arc::clone(&deps);
+            let deps = deps.clone();
             async move {
+                if let Some(request) = crate::adapters::cfn_response::request_of(&event.payload) {
+                    let answered = crate::handlers::custom_resource::handle(
+                        deps.as_deref()
+                            .map(|d| (&d.clients, &d.config))
+                            .map_err(String::as_str),
+                        &event.payload,
+                        request,
+                        unix_now(),
+                    )
+                    .await;
+                    return answered.map_err(lambda_runtime::Error::from);
+                }
+                let deps = deps.map_err(lambda_runtime::Error::from)?;
                 Ok::<Value, lambda_runtime::Error>(Box::pin(handle(deps, &event.context)).await)
             }
         },

@@ -185,7 +185,7 @@ pub async fn observe_replacement(
     Ok(ReplacementSeen::Pending)
 }
 
-async fn delete_placeholder(client: &kube::Client, pod: &Pod) -> Result<String> {
+pub(crate) async fn delete_placeholder(client: &kube::Client, pod: &Pod) -> Result<String> {
     let ns = pod.metadata.namespace.clone().unwrap_or_default();
     let name = pod.metadata.name.clone().unwrap_or_default();
     let dp = DeleteParams {
