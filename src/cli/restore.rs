@@ -5,6 +5,7 @@
 //! could not be restored.
 
 use crate::adapters::kube::{self as kube_adapter, restore, targets};
+use crate::clock::unix_now;
 use crate::config::{Config, HandlerKind};
 use crate::error::{Error, Result};
 
@@ -25,7 +26,7 @@ pub async fn run(args: RestoreArgs) -> Result<()> {
     for (name, e) in &read.refused {
         eprintln!("{name}: not restored, its target does not parse: {e}");
     }
-    for result in restore::restore_all(&client, &read.targets, args.dry_run).await {
+    for result in restore::restore_all(&client, &read.targets, unix_now(), args.dry_run).await {
         match result {
             Ok(steps) => {
                 for r in steps {
