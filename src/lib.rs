@@ -8,9 +8,11 @@
 //! - [`handlers`]: the tick and interruption handlers that join adapters to the core.
 //! - [`sim`]: the discrete-event simulator that runs the same core code on request traces.
 //! - [`cli`]: the `prewarm` command line for people.
+//! - [`clock`]: the one reading of the wall time, at the edge; below it `now` is a parameter.
 
 pub mod adapters;
 pub mod cli;
+pub mod clock;
 pub mod config;
 pub mod error;
 pub mod handlers;

@@ -130,7 +130,7 @@ impl EmfRecord {
         if self.metrics.is_empty() {
             return;
         }
-        let now_ms = chrono::Utc::now().timestamp_millis();
+        let now_ms = crate::clock::unix_millis();
         println!("{}", self.render(namespace, now_ms));
     }
 }

@@ -247,7 +247,7 @@ async fn a_keda_owned_hpa_is_surged_on_its_scaled_object() {
     use kube::api::DynamicObject;
     use prewarm::adapters::kube::hpa_floor::{plan_and_apply, FloorIntent};
     use prewarm::adapters::kube::scaled_object;
-    use prewarm::core::lease_outcome::LeaseOutcome;
+    use prewarm::core::lease::LeaseOutcome;
     use prewarm::core::spec::HpaRef;
 
     let _one = INFERENCE.lock().await;
@@ -444,7 +444,7 @@ async fn restore_deletes_placeholders_and_gives_surges_back() {
         .unwrap();
 
         let target = chart_target();
-        let dry = restore_drain_leases(&restorer, &target, true)
+        let dry = restore_drain_leases(&restorer, &target, now(), true)
             .await
             .unwrap();
         let mentions = |out: &[prewarm::adapters::kube::restore::Restored], what: &str| {
@@ -458,7 +458,7 @@ async fn restore_deletes_placeholders_and_gives_surges_back() {
         assert_eq!(replicas(&deployments.get(&plain).await.unwrap()), Some(3));
         assert!(pods.get_opt(&placeholder).await.unwrap().is_some());
 
-        let done = restore_drain_leases(&restorer, &target, false)
+        let done = restore_drain_leases(&restorer, &target, now(), false)
             .await
             .expect("the restore user may give drain leases back");
         let line = |what: &str| {
@@ -466,9 +466,9 @@ async fn restore_deletes_placeholders_and_gives_surges_back() {
                 .find(|r| r.detail.contains(what))
                 .unwrap_or_else(|| panic!("{what} not in {done:?}"))
         };
-        assert_eq!(line(&placeholder).outcome, "restored");
-        assert_eq!(line(&plain).outcome, "restored");
-        assert_eq!(line(&floored).outcome, "kept");
+        assert_eq!(line(&placeholder).outcome.to_string(), "restored");
+        assert_eq!(line(&plain).outcome.to_string(), "restored");
+        assert_eq!(line(&floored).outcome.to_string(), "kept");
 
         // The Deployment: the user's 2 exactly, nothing of prewarm's left.
         let d = deployments.get(&plain).await.unwrap();

@@ -13,11 +13,13 @@ use prewarm::adapters::kube::headroom::{
     apply_plan, read_headroom, release_replacement, ApplyOutcome,
 };
 use prewarm::adapters::kube::nodepool::{
-    apply_node_pool, freeze_budget, read_node_pool, send_node_pool_patch, SAVED_BUDGETS,
+    apply_node_pool, freeze_budget, read_node_pool, send_node_pool_patch, PatchOutcome,
+    SAVED_BUDGETS,
 };
 use prewarm::adapters::kube::nodepool_limits::LimitsIntent;
 use prewarm::adapters::kube::{client, resources};
 use prewarm::config::ClusterAccess;
+use prewarm::core::lease::LeaseOutcome;
 use prewarm::core::policy::plan::ForecastSummary;
 use prewarm::core::{Action, HeadroomState, Plan, TargetSpec};
 use prewarm::Error;
@@ -401,7 +403,11 @@ async fn budgets_freeze_and_restore_round_trip_exactly_and_never_touch_the_templ
     let frozen = apply_node_pool(&lambda, &view, &LimitsIntent::Leave, Some(true), false)
         .await
         .unwrap();
-    assert!(matches!(frozen, ApplyOutcome::Written { .. }), "{frozen:?}");
+    assert_eq!(
+        (frozen.patch, frozen.budgets),
+        (PatchOutcome::Written, LeaseOutcome::Raised),
+        "{frozen:?}"
+    );
 
     let during = pools.get(&name).await.unwrap();
     let mut expected = user_budgets().as_array().unwrap().clone();
@@ -421,15 +427,17 @@ async fn budgets_freeze_and_restore_round_trip_exactly_and_never_touch_the_templ
     assert_eq!(
         apply_node_pool(&lambda, &view, &LimitsIntent::Leave, Some(true), false)
             .await
-            .unwrap(),
-        ApplyOutcome::Unchanged
+            .unwrap()
+            .patch,
+        PatchOutcome::Unchanged
     );
 
     let restored = apply_node_pool(&lambda, &view, &LimitsIntent::Leave, Some(false), false)
         .await
         .unwrap();
-    assert!(
-        matches!(restored, ApplyOutcome::Written { .. }),
+    assert_eq!(
+        (restored.patch, restored.budgets),
+        (PatchOutcome::Written, LeaseOutcome::Restored),
         "{restored:?}"
     );
     let after = pools.get(&name).await.unwrap();
@@ -462,8 +470,9 @@ async fn limits_patch_changes_only_the_named_limit() {
     )
     .await
     .unwrap();
-    assert!(
-        matches!(outcome, ApplyOutcome::Written { .. }),
+    assert_eq!(
+        (outcome.patch, outcome.limits),
+        (PatchOutcome::Written, LeaseOutcome::Raised),
         "{outcome:?}"
     );
     let after = pools.get(&name).await.unwrap();
@@ -490,8 +499,9 @@ async fn limits_patch_changes_only_the_named_limit() {
             false
         )
         .await
-        .unwrap(),
-        ApplyOutcome::Unchanged
+        .unwrap()
+        .patch,
+        PatchOutcome::Unchanged
     );
 
     delete(&pools, &name).await;
@@ -597,7 +607,7 @@ async fn restore_puts_back_the_users_limits_exactly_and_keeps_their_edits() {
                 .unwrap();
         }
 
-        for step in restore_all(&lambda, std::slice::from_ref(&t), false).await {
+        for step in restore_all(&lambda, std::slice::from_ref(&t), now(), false).await {
             step.unwrap_or_else(|e| panic!("{situation}: {e}"));
         }
         let after = pools.get(&name).await.unwrap();
@@ -623,9 +633,11 @@ async fn restore_puts_back_the_users_limits_exactly_and_keeps_their_edits() {
             .collect();
         assert!(ours.is_empty(), "{situation}: {ours:?}");
         // A second restore finds nothing to do.
-        for step in restore_all(&lambda, std::slice::from_ref(&t), false).await {
+        for step in restore_all(&lambda, std::slice::from_ref(&t), now(), false).await {
             assert!(
-                step.unwrap().iter().all(|r| r.outcome != "restored"),
+                step.unwrap()
+                    .iter()
+                    .all(|r| r.outcome.to_string() != "restored"),
                 "{situation}"
             );
         }
@@ -813,7 +825,6 @@ async fn hpa_floor_is_raised_and_restored_as_the_lambda_user() {
     use prewarm::adapters::kube::hpa_floor::{
         apply_floor, restore_hpa_floor, FloorIntent, FIELD_MANAGER, RAISED_MIN, USER_MIN,
     };
-    use prewarm::core::lease_outcome::LeaseOutcome;
     use prewarm::core::spec::HpaRef;
 
     let name = unique("floor");
@@ -904,7 +915,6 @@ async fn a_keda_owned_hpa_is_floored_through_its_scaled_object_as_the_lambda_use
         USER_MIN,
     };
     use prewarm::adapters::kube::scaled_object;
-    use prewarm::core::lease_outcome::LeaseOutcome;
     use prewarm::core::spec::HpaRef;
 
     let name = unique("keda");

@@ -449,7 +449,7 @@ async fn a_targets_cap_grows_for_the_lease_only_and_restore_gives_the_users_valu
     // `prewarm restore` as its own user would: the user's values exactly.
     let config =
         Config::from_lookup(|k| (k == "PREWARM_TARGETS").then(|| targets_json.clone())).unwrap();
-    let restored = restore_all(&lambda, &config.targets, false).await;
+    let restored = restore_all(&lambda, &config.targets, now_s(), false).await;
     let (after_restore, saved_after) = limits_of(&admin, &pool).await;
 
     for p in placeholders(&admin, &instance).await {
@@ -481,7 +481,7 @@ async fn a_targets_cap_grows_for_the_lease_only_and_restore_gives_the_users_valu
     // The limits step put them back (the other steps find no balloon: the test made none).
     let limits_step = restored.first().and_then(|r| r.as_ref().ok());
     assert!(
-        limits_step.is_some_and(|r| r.iter().any(|x| x.outcome == "restored")),
+        limits_step.is_some_and(|r| r.iter().any(|x| x.outcome.to_string() == "restored")),
         "{restored:?}"
     );
     assert_eq!(after_restore, users);

@@ -10,6 +10,7 @@
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use prewarm::adapters::kube::resources;
+use prewarm::adapters::kube::restore::RestoreOutcome;
 use prewarm::adapters::kube::restore_found::restore_found;
 use prewarm::core::interruption::{DrainSettings, DrainState, NoticeKind, Phase};
 use serde_json::{json, Value};
@@ -35,6 +36,9 @@ fn drain(event_id: &str, silent_s: f64, user_cordoned: bool) -> DrainState {
         instance_end: Some(t + 3_600.0),
         last_step_at: Some(t - silent_s),
         user_cordoned,
+        event_time: None,
+        // The check its last step planned, one recheck (15 s) later.
+        next_check_at: Some(t - silent_s + 15.0),
     }
 }
 
@@ -168,7 +172,7 @@ async fn restore_finds_what_prewarm_left_and_spares_live_drains() {
         assert!(
             lines
                 .iter()
-                .any(|r| r.object.contains(&live) && r.outcome == "kept"),
+                .any(|r| r.object.contains(&live) && r.outcome == RestoreOutcome::Kept),
             "{lines:?}"
         );
 
@@ -195,7 +199,7 @@ async fn restore_finds_what_prewarm_left_and_spares_live_drains() {
         assert!(
             again
                 .iter()
-                .all(|r| r.outcome != "restored" || r.object.contains(&live)),
+                .all(|r| r.outcome != RestoreOutcome::Restored || r.object.contains(&live)),
             "{again:?}"
         );
     }

@@ -126,10 +126,7 @@ async fn from_metric_source(args: &BacktestArgs, name: &str) -> crate::Result<Wo
         crate::Error::config("PREWARM_TARGETS", format!("no target named {name:?}"))
     })?;
     let source = metrics::from_config(source_config).await?;
-    let end = args
-        .until
-        .unwrap_or_else(crate::handlers::tick::unix_now)
-        .floor();
+    let end = args.until.unwrap_or_else(crate::clock::unix_now).floor();
     let start = end - args.days * 86_400.0;
     let observed = metrics::history::read(
         source.as_ref(),

@@ -22,7 +22,7 @@ pub async fn run(args: RestoreArgs) -> Result<()> {
     // The settings the interruption function reads: the cluster and the targets, no metrics.
     let config = Config::for_handler_from_env(HandlerKind::Interruption)?;
     let client = kube_adapter::client(config.require_cluster()?).await?;
-    let now = crate::handlers::tick::unix_now();
+    let now = crate::clock::unix_now();
     let summary = restore_everything(&client, &config, now, Nodes::Write, args.dry_run).await;
     for r in &summary.lines {
         println!("{}\t{}\t{}\t{}", r.target, r.object, r.outcome, r.detail);

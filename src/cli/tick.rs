@@ -6,8 +6,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::clock::unix_now;
 use crate::config::Config;
-use crate::handlers::tick::{tick_once, unix_now, TargetReport, TickDeps};
+use crate::handlers::tick::{tick_once, TargetReport, TickDeps};
 
 #[derive(Debug, clap::Args)]
 pub struct TickArgs {

@@ -6,9 +6,11 @@
 //! - [`spec`]: every setting of the decision model, validated in one place.
 //! - [`interruption`]: notice kinds, deadlines and drain planning.
 //! - [`limits_room`], [`quantity`]: NodePool limits room for drains, in exact Kubernetes quantities.
+//! - [`lease`]: the lease prewarm holds on a field of a user's object (save, write, keep an edit,
+//!   give back), one decision for every such field.
 
 pub mod interruption;
-pub mod lease_outcome;
+pub mod lease;
 pub mod limits_room;
 pub mod names;
 pub mod policy;

@@ -16,6 +16,7 @@ use serde_json::{json, Value};
 
 use super::restore::{log_summary, restore_everything, Nodes, RestoreSummary};
 use crate::adapters::cfn_response::{self, Echo, Request, RequestKind};
+use crate::adapters::kube::restore::RestoreOutcome;
 use crate::adapters::kube::ClientCache;
 use crate::config::Config;
 use crate::error::Result;
@@ -46,8 +47,8 @@ pub fn answer(
         ),
         Handled::Restored(s) => {
             let data: HashMap<String, String> = [
-                ("Restored", s.count("restored")),
-                ("Kept", s.count("kept")),
+                ("Restored", s.count(RestoreOutcome::Restored)),
+                ("Kept", s.count(RestoreOutcome::Kept)),
                 ("Failed", s.errors.len()),
             ]
             .into_iter()
@@ -147,7 +148,7 @@ pub async fn handle(
 
 /// The restore on the stack's deletion, every line logged.
 async fn restore_on_delete(clients: &ClientCache, config: &Config, now: f64) -> RestoreSummary {
-    let client = match clients.get().await {
+    let client = match clients.get(crate::clock::system_time(now)).await {
         Ok(c) => c,
         Err(e) => {
             return RestoreSummary {
@@ -166,11 +167,11 @@ mod tests {
     use super::*;
     use crate::adapters::kube::restore::Restored;
 
-    fn line(outcome: &str) -> Restored {
+    fn line(outcome: RestoreOutcome) -> Restored {
         Restored {
             target: "t".into(),
             object: "o".into(),
-            outcome: outcome.into(),
+            outcome,
             detail: String::new(),
         }
     }
@@ -179,15 +180,15 @@ mod tests {
     fn a_delete_never_fails_the_stack_and_says_what_it_left() {
         let clean = RestoreSummary {
             lines: vec![
-                line("restored"),
-                line("restored"),
-                line("kept"),
-                line("unchanged"),
+                line(RestoreOutcome::Restored),
+                line(RestoreOutcome::Restored),
+                line(RestoreOutcome::Kept),
+                line(RestoreOutcome::Unchanged),
             ],
             errors: vec![],
         };
         let broken = RestoreSummary {
-            lines: vec![line("restored")],
+            lines: vec![line(RestoreOutcome::Restored)],
             errors: vec!["not restored: nodepool gpu: forbidden".into()],
         };
         let delete = Some(RequestKind::Delete);

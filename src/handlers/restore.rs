@@ -3,7 +3,7 @@
 //! marked across the cluster (`adapters::kube::restore_found`). Changes when what a restore
 //! covers changes.
 
-use crate::adapters::kube::restore::{self, Restored};
+use crate::adapters::kube::restore::{self, RestoreOutcome, Restored};
 use crate::adapters::kube::{restore_found, targets};
 use crate::config::Config;
 
@@ -24,7 +24,7 @@ pub struct RestoreSummary {
 }
 
 impl RestoreSummary {
-    pub fn count(&self, outcome: &str) -> usize {
+    pub fn count(&self, outcome: RestoreOutcome) -> usize {
         self.lines.iter().filter(|r| r.outcome == outcome).count()
     }
 
@@ -32,8 +32,8 @@ impl RestoreSummary {
     pub fn sentence(&self) -> String {
         let mut s = format!(
             "restore: {} restored, {} kept, {} failed",
-            self.count("restored"),
-            self.count("kept"),
+            self.count(RestoreOutcome::Restored),
+            self.count(RestoreOutcome::Kept),
             self.errors.len()
         );
         if !self.errors.is_empty() {
@@ -71,7 +71,7 @@ pub async fn restore_everything(
         ));
     }
     let settings = super::interruption::drain_settings(config);
-    let mut results = restore::restore_all(client, &read.targets, dry_run).await;
+    let mut results = restore::restore_all(client, &read.targets, now, dry_run).await;
     results.extend(
         restore_found::restore_found(client, &settings, now, dry_run, nodes == Nodes::Report).await,
     );

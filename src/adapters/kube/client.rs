@@ -13,6 +13,7 @@ use serde_json::json;
 use tokio::sync::Mutex;
 
 use super::eks_token;
+use crate::clock::{system_now, unix_seconds};
 use crate::config::ClusterAccess;
 use crate::error::{Error, Result};
 
@@ -141,8 +142,14 @@ async fn kubeconfig_client(path: &str) -> Result<kube::Client> {
         .map_err(|e| Error::config("KUBECONFIG", format!("{path}: {e}")))
 }
 
-/// Signs a fresh token with the SDK's current credentials (Lambda role credentials rotate).
-async fn fresh_token(sdk: &aws_config::SdkConfig, cluster: &str, region: &str) -> Result<String> {
+/// Signs a fresh token at `signed_at` with the SDK's current credentials (Lambda role
+/// credentials rotate).
+async fn fresh_token(
+    sdk: &aws_config::SdkConfig,
+    cluster: &str,
+    region: &str,
+    signed_at: SystemTime,
+) -> Result<String> {
     let provider = sdk
         .credentials_provider()
         .ok_or_else(|| eks_error("token", "no AWS credentials provider configured", false))?;
@@ -150,7 +157,7 @@ async fn fresh_token(sdk: &aws_config::SdkConfig, cluster: &str, region: &str) -
         .provide_credentials()
         .await
         .map_err(|e| eks_error("token", format!("no AWS credentials: {e}"), true))?;
-    eks_token::token(cluster, region, &credentials, SystemTime::now())
+    eks_token::token(cluster, region, &credentials, signed_at)
 }
 
 async fn eks_client(
@@ -158,14 +165,16 @@ async fn eks_client(
     endpoint: &ClusterEndpoint,
     cluster: &str,
     region: &str,
+    signed_at: SystemTime,
 ) -> Result<kube::Client> {
-    let token = fresh_token(sdk, cluster, region).await?;
+    let token = fresh_token(sdk, cluster, region, signed_at).await?;
     let kubeconfig = Kubeconfig::from_yaml(&eks_kubeconfig(endpoint, &token).to_string())
         .map_err(kube_build_error)?;
     from_kubeconfig(kubeconfig).await
 }
 
-/// Builds a client for `access` (no caching; see `ClientCache` for the Lambda).
+/// Builds a client for `access` (no caching; see `ClientCache` for the Lambda). A one-shot
+/// client (a CLI command, a test) signs its EKS token when it is built.
 pub async fn client(access: &ClusterAccess) -> Result<kube::Client> {
     match access {
         ClusterAccess::Kubeconfig { path } => kubeconfig_client(path).await,
@@ -175,15 +184,9 @@ pub async fn client(access: &ClusterAccess) -> Result<kube::Client> {
         } => {
             let sdk = aws_config(region).await;
             let endpoint = describe_cluster(&aws_sdk_eks::Client::new(&sdk), cluster_name).await?;
-            eks_client(&sdk, &endpoint, cluster_name, region).await
+            eks_client(&sdk, &endpoint, cluster_name, region, system_now()).await
         }
     }
-}
-
-fn unix_now() -> f64 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 struct Cached {
@@ -213,9 +216,11 @@ impl ClientCache {
         }
     }
 
-    /// The current client, built or renewed as needed.
-    pub async fn get(&self) -> Result<kube::Client> {
-        let now = unix_now();
+    /// The current client at `now` (the caller's clock), built or renewed as needed: a new EKS
+    /// token is signed at `now`.
+    pub async fn get(&self, now: SystemTime) -> Result<kube::Client> {
+        let signed_at = now;
+        let now = unix_seconds(now);
         let mut cached = self.cached.lock().await;
         if let Some(c) = cached.as_ref() {
             if c.issued_at.is_none_or(|t| eks_token::is_fresh(t, now)) {
@@ -240,7 +245,8 @@ impl ClientCache {
                 }
                 let ctx = eks.as_ref().expect("set above");
                 Cached {
-                    client: eks_client(&ctx.sdk, &ctx.endpoint, cluster_name, region).await?,
+                    client: eks_client(&ctx.sdk, &ctx.endpoint, cluster_name, region, signed_at)
+                        .await?,
                     issued_at: Some(now),
                 }
             }

@@ -8,7 +8,7 @@
 //! - `prewarm.io/raised-min-replicas`: what prewarm wrote;
 //! - `prewarm.io/floor-lease-until`: when the raise expires unless a tick renews it.
 //!
-//! Rules (pure: `plan_floor`), each in the table test:
+//! Rules (pure: `plan_floor`, over the lease protocol of `core::lease`), each in the table test:
 //! - never above `maxReplicas`, never below the user's value;
 //! - restore (user's value back, annotations removed) when the forecast no longer asks for more,
 //!   when the lease has expired (the tick, or `prewarm restore`, finds it so), or on request;
@@ -40,7 +40,7 @@ use super::api_error::from_kube;
 use super::scaled_object;
 // The view lives in a leaf both this file and `scaled_object` build it from.
 pub use super::floor_view::FloorView;
-use crate::core::lease_outcome::LeaseOutcome;
+use crate::core::lease::{lease_step, Held, LeaseOutcome, Want};
 use crate::core::spec::HpaRef;
 use crate::error::{Error, Result};
 
@@ -102,96 +102,54 @@ pub fn plan_floor(
         .get(LEASE_UNTIL)
         .map(|raw| parse_time(raw).map_err(|e| format!("annotation {LEASE_UNTIL}: {e}")))
         .transpose()?;
-    let lease_text = format_time(now + lease_s);
+    let lease_text = Some(format_time(now + lease_s));
 
-    // Not raised (or our annotations are incomplete): the current value is the user's.
-    let (Some(user), Some(raised)) = (user_saved, raised) else {
-        let cleanup = user_saved.is_some() || raised.is_some() || lease.is_some();
-        return Ok(match intent {
-            FloorIntent::AtLeast(want) => {
-                let want = want.min(hpa.max_replicas);
-                if want > hpa.min_replicas {
-                    FloorPatch {
-                        min_replicas: Some(want),
-                        annotations: [
-                            (USER_MIN.to_string(), Some(hpa.min_replicas.to_string())),
-                            (RAISED_MIN.to_string(), Some(want.to_string())),
-                            (LEASE_UNTIL.to_string(), Some(lease_text)),
-                        ]
-                        .into(),
-                        outcome: LeaseOutcome::Raised,
-                    }
-                } else if cleanup {
-                    FloorPatch {
-                        min_replicas: None,
-                        annotations: remove_all(),
-                        outcome: LeaseOutcome::Unchanged,
-                    }
-                } else {
-                    unchanged()
-                }
-            }
-            _ if cleanup => FloorPatch {
-                min_replicas: None,
-                annotations: remove_all(),
-                outcome: LeaseOutcome::Unchanged,
-            },
-            _ => unchanged(),
-        });
+    // Held only with both counts (incomplete annotations: the current value is the user's, and
+    // the strays are cleaned up).
+    let held = match (user_saved, raised) {
+        (Some(user), Some(written)) => Some(Held { user, written }),
+        _ => None,
     };
-    // Raised by prewarm, but someone changed minReplicas since: the edit is the user's now.
-    if hpa.min_replicas != raised {
-        return Ok(FloorPatch {
-            min_replicas: None,
-            annotations: remove_all(),
-            outcome: LeaseOutcome::UserEditKept,
-        });
-    }
+    let cleanup = held.is_none() && (user_saved.is_some() || raised.is_some() || lease.is_some());
     let expired = lease.is_none_or(|until| until <= now);
-    let restore = FloorPatch {
-        min_replicas: Some(user),
-        annotations: remove_all(),
-        outcome: LeaseOutcome::Restored,
-    };
-    Ok(match intent {
-        FloorIntent::Restore => restore,
-        FloorIntent::Hold if expired => restore,
-        FloorIntent::Hold => renew(None, lease_text),
-        FloorIntent::AtLeast(want) => {
-            let want = want.min(hpa.max_replicas);
-            if want <= user {
-                restore
-            } else if want != raised {
-                FloorPatch {
-                    min_replicas: Some(want),
-                    annotations: [
-                        (RAISED_MIN.to_string(), Some(want.to_string())),
-                        (LEASE_UNTIL.to_string(), Some(lease_text)),
-                    ]
-                    .into(),
-                    outcome: LeaseOutcome::Raised,
-                }
-            } else {
-                renew(None, lease_text)
-            }
+    // A floor: raised above the user's value, given back at or below it; an expired lease is
+    // given back when the metrics are missing.
+    let want = match (intent, &held) {
+        (FloorIntent::AtLeast(want), None) if want.min(hpa.max_replicas) > hpa.min_replicas => {
+            Want::Value(want.min(hpa.max_replicas))
         }
+        (FloorIntent::AtLeast(want), Some(h)) if want.min(hpa.max_replicas) <= h.user => {
+            Want::GiveBack
+        }
+        (FloorIntent::AtLeast(want), Some(_)) => Want::Value(want.min(hpa.max_replicas)),
+        (FloorIntent::AtLeast(_), None) => Want::Keep,
+        (FloorIntent::Hold, Some(_)) if expired => Want::GiveBack,
+        (FloorIntent::Hold, _) => Want::Keep,
+        (FloorIntent::Restore, _) => Want::GiveBack,
+    };
+    let step = lease_step(held.as_ref(), &hpa.min_replicas, want);
+    let annotations = match (step.outcome, &step.held) {
+        // A first raise saves the user's value; a later one keeps it.
+        (LeaseOutcome::Raised, Some(after)) if held.is_none() => [
+            (USER_MIN.to_string(), Some(after.user.to_string())),
+            (RAISED_MIN.to_string(), Some(after.written.to_string())),
+            (LEASE_UNTIL.to_string(), lease_text),
+        ]
+        .into(),
+        (LeaseOutcome::Raised, Some(after)) => [
+            (RAISED_MIN.to_string(), Some(after.written.to_string())),
+            (LEASE_UNTIL.to_string(), lease_text),
+        ]
+        .into(),
+        (LeaseOutcome::Renewed, _) => [(LEASE_UNTIL.to_string(), lease_text)].into(),
+        (LeaseOutcome::Unchanged, _) if !cleanup => BTreeMap::new(),
+        _ => remove_all(),
+    };
+    Ok(FloorPatch {
+        min_replicas: step.write,
+        annotations,
+        outcome: step.outcome,
     })
-}
-
-fn unchanged() -> FloorPatch {
-    FloorPatch {
-        min_replicas: None,
-        annotations: BTreeMap::new(),
-        outcome: LeaseOutcome::Unchanged,
-    }
-}
-
-fn renew(min_replicas: Option<u32>, lease_text: String) -> FloorPatch {
-    FloorPatch {
-        min_replicas,
-        annotations: [(LEASE_UNTIL.to_string(), Some(lease_text))].into(),
-        outcome: LeaseOutcome::Renewed,
-    }
 }
 
 /// The HPA's view for `plan_floor`.

@@ -11,8 +11,7 @@ use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ListParams};
 
 use super::drain::{kube_error, node_pool_of};
-use super::headroom::ApplyOutcome;
-use super::nodepool::{apply_node_pool, read_node_pool};
+use super::nodepool::{apply_node_pool, read_node_pool, NodePoolOutcome};
 use super::nodepool_limits::LimitsIntent;
 use super::shape::NODEPOOL_LABEL;
 use crate::core::interruption::DrainState;
@@ -53,7 +52,7 @@ pub async fn sync_room(
     pool: &str,
     cap: Option<&BTreeMap<String, String>>,
     now: f64,
-) -> Result<ApplyOutcome> {
+) -> Result<NodePoolOutcome> {
     let (view, nodes) = futures::try_join!(read_node_pool(client, pool), pool_nodes(client, pool))?;
     let intent = LimitsIntent::Room {
         cap: cap.cloned(),

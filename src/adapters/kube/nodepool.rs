@@ -4,21 +4,22 @@
 //! Freezing appends one budget `{nodes: "0", reasons: [Underutilized, Empty]}` to the user's
 //! budgets (Karpenter applies the most restrictive active budget, so drift and expiry budgets keep
 //! working) and saves the user's list verbatim in the `prewarm.io/saved-budgets` annotation;
-//! restoring writes that list back exactly. Every patch is a JSON merge patch that touches only
-//! `spec.limits`, `spec.disruption` (always with `consolidateAfter`, which Karpenter 1.14 requires
-//! whenever `disruption` is sent, copied from the object) and annotations, never `spec.template`:
-//! a template change drifts and replaces every node of the pool.
+//! restoring writes that list back exactly (a lease on the list, `core::lease`). Every patch is a
+//! JSON merge patch that touches only `spec.limits`, `spec.disruption` (always with
+//! `consolidateAfter`, which Karpenter 1.14 requires whenever `disruption` is sent, copied from the
+//! object) and annotations, never `spec.template`: a template change drifts and replaces every
+//! node of the pool.
 
 use kube::api::{Patch, PatchParams};
 use serde_json::{json, Map, Value};
 
 use super::api_error::from_kube;
 use super::conflict::retry_on_conflict;
-use super::headroom::ApplyOutcome;
-use super::nodepool_limits::{limits_restore, limits_write, LimitsIntent, SAVED_LIMITS};
+use super::nodepool_limits::{limits_restore_step, limits_write, LimitsIntent, SAVED_LIMITS};
 // The view and the freeze's annotation live in a leaf both this file and `nodepool_limits` read.
 pub use super::nodepool_view::{NodePoolView, SAVED_BUDGETS};
 use super::resources::node_pool_api;
+use crate::core::lease::{lease_step, Held, LeaseOutcome, Want};
 use crate::error::{Error, Result};
 
 /// The budget prewarm adds while consolidation is frozen.
@@ -31,28 +32,40 @@ fn disruption(view: &NodePoolView, budgets: Value) -> std::result::Result<Value,
     Ok(json!({"consolidateAfter": view.consolidate_after()?, "budgets": budgets}))
 }
 
-/// Freeze: budgets + the freeze budget, the user's list saved. None when already frozen.
-pub fn freeze_changes(view: &NodePoolView) -> std::result::Result<Option<(Value, Value)>, String> {
-    if view.consolidation_frozen() {
-        return Ok(None);
-    }
-    let saved = view.budgets();
-    let mut frozen = match &saved {
+/// The user's budgets with the freeze budget appended: what prewarm writes while frozen.
+fn with_freeze(user: &Value) -> std::result::Result<Value, String> {
+    let mut frozen = match user {
         Value::Array(items) => items.clone(),
         Value::Null => Vec::new(),
         other => return Err(format!("spec.disruption.budgets is not a list: {other}")),
     };
     frozen.push(freeze_budget());
-    let annotation = serde_json::to_string(&saved).expect("JSON always serialises");
-    Ok(Some((
-        disruption(view, Value::Array(frozen))?,
-        Value::String(annotation),
-    )))
+    Ok(Value::Array(frozen))
+}
+
+/// Freeze: budgets + the freeze budget, the user's list saved. None when already frozen (an
+/// edit of the budgets during the freeze is the user's, and waits for the restore).
+pub fn freeze_changes(view: &NodePoolView) -> std::result::Result<Option<(Value, Value)>, String> {
+    if view.consolidation_frozen() {
+        return Ok(None);
+    }
+    let current = view.budgets();
+    let step = lease_step(None, &current, Want::Value(with_freeze(&current)?));
+    let (Some(frozen), Some(held)) = (step.write, step.held) else {
+        return Ok(None);
+    };
+    let annotation = serde_json::to_string(&held.user).expect("JSON always serialises");
+    Ok(Some((disruption(view, frozen)?, Value::String(annotation))))
 }
 
 /// Restore: the saved budgets back, the annotation removed. None when not frozen. If someone
 /// edited the budgets during the freeze, their edit is kept and only prewarm's budget removed.
 pub fn restore_changes(view: &NodePoolView) -> std::result::Result<Option<Value>, String> {
+    Ok(restore_step(view)?.map(|(disruption, _)| disruption))
+}
+
+/// `restore_changes` and its outcome (restored, or the user's edit kept).
+fn restore_step(view: &NodePoolView) -> std::result::Result<Option<(Value, LeaseOutcome)>, String> {
     let Some(raw) = view.annotations.get(SAVED_BUDGETS) else {
         return Ok(None);
     };
@@ -64,18 +77,32 @@ pub fn restore_changes(view: &NodePoolView) -> std::result::Result<Option<Value>
         ));
     }
     let current = view.budgets();
-    let mut expected = saved.as_array().cloned().unwrap_or_default();
-    expected.push(freeze_budget());
-    let budgets = if current == Value::Array(expected) {
-        saved
-    } else {
+    let held = Held {
+        written: with_freeze(&saved)?,
+        user: saved,
+    };
+    let step = lease_step(Some(&held), &current, Want::GiveBack);
+    let budgets = step.write.unwrap_or_else(|| {
         let mut edited = current.as_array().cloned().unwrap_or_default();
         if let Some(i) = edited.iter().position(|b| *b == freeze_budget()) {
             edited.remove(i);
         }
         Value::Array(edited)
-    };
-    Ok(Some(disruption(view, budgets)?))
+    });
+    Ok(Some((disruption(view, budgets)?, step.outcome)))
+}
+
+/// What one NodePool patch does to the two leases prewarm holds there.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodePoolChange {
+    /// The merge patch, None when nothing changes.
+    pub patch: Option<Value>,
+    /// `spec.limits`: raised (written), restored, user_edit_kept (given back, but every limit
+    /// was edited since) or unchanged.
+    pub limits: LeaseOutcome,
+    /// `spec.disruption.budgets`: raised (frozen), restored, user_edit_kept (given back with the
+    /// user's edit) or unchanged.
+    pub budgets: LeaseOutcome,
 }
 
 /// The one merge patch for a NodePool this tick, or None when nothing changes.
@@ -85,21 +112,38 @@ pub fn node_pool_patch(
     limits: &LimitsIntent,
     freeze: Option<bool>,
 ) -> std::result::Result<Option<Value>, String> {
+    Ok(node_pool_change(view, limits, freeze)?.patch)
+}
+
+/// `node_pool_patch` with what it does to each lease.
+pub fn node_pool_change(
+    view: &NodePoolView,
+    limits: &LimitsIntent,
+    freeze: Option<bool>,
+) -> std::result::Result<NodePoolChange, String> {
     let mut spec = Map::new();
     let mut annotations = Map::new();
+    let mut change = NodePoolChange {
+        patch: None,
+        limits: LeaseOutcome::Unchanged,
+        budgets: LeaseOutcome::Unchanged,
+    };
     match limits.resolve(view)? {
         LimitsIntent::Leave | LimitsIntent::Room { .. } => {}
         LimitsIntent::Write(wanted) => {
             if let Some((changed, saved)) = limits_write(view, &wanted)? {
                 spec.insert("limits".into(), changed);
                 annotations.insert(SAVED_LIMITS.into(), Value::String(saved));
+                change.limits = LeaseOutcome::Raised;
             }
         }
         LimitsIntent::Restore if view.annotations.contains_key(SAVED_LIMITS) => {
-            if let Some(restored) = limits_restore(view)? {
+            let (restored, outcome) = limits_restore_step(view)?;
+            if let Some(restored) = restored {
                 spec.insert("limits".into(), restored);
             }
             annotations.insert(SAVED_LIMITS.into(), Value::Null);
+            change.limits = outcome;
         }
         LimitsIntent::Restore => {}
     }
@@ -108,18 +152,20 @@ pub fn node_pool_patch(
             if let Some((disruption, saved)) = freeze_changes(view)? {
                 spec.insert("disruption".into(), disruption);
                 annotations.insert(SAVED_BUDGETS.into(), saved);
+                change.budgets = LeaseOutcome::Raised;
             }
         }
         Some(false) => {
-            if let Some(disruption) = restore_changes(view)? {
+            if let Some((disruption, outcome)) = restore_step(view)? {
                 spec.insert("disruption".into(), disruption);
                 annotations.insert(SAVED_BUDGETS.into(), Value::Null);
+                change.budgets = outcome;
             }
         }
         None => {}
     }
     if spec.is_empty() && annotations.is_empty() {
-        return Ok(None);
+        return Ok(change);
     }
     let mut metadata = json!({"resourceVersion": view.resource_version});
     if !annotations.is_empty() {
@@ -129,7 +175,8 @@ pub fn node_pool_patch(
     if !spec.is_empty() {
         patch["spec"] = Value::Object(spec);
     }
-    Ok(Some(patch))
+    change.patch = Some(patch);
+    Ok(change)
 }
 
 /// Reads a NodePool; a missing one is `Error::NotFound` naming it.
@@ -157,38 +204,74 @@ pub async fn apply_node_pool(
     limits: &LimitsIntent,
     freeze: Option<bool>,
     dry_run: bool,
-) -> Result<ApplyOutcome> {
+) -> Result<NodePoolOutcome> {
     let outcome = retry_on_conflict(WRITE_ATTEMPTS, |attempt| async move {
         let current = if attempt == 0 {
             view.clone()
         } else {
             read_node_pool(client, &view.name).await?
         };
-        let patch = node_pool_patch(&current, limits, freeze).map_err(|message| Error::Kube {
+        let change = node_pool_change(&current, limits, freeze).map_err(|message| Error::Kube {
             operation: "plan patch".into(),
             object: format!("nodepool {}", view.name),
             message,
             retryable: false,
         })?;
-        let Some(patch) = patch else {
-            return Ok(ApplyOutcome::Unchanged);
+        let done = |patch| NodePoolOutcome {
+            patch,
+            limits: change.limits,
+            budgets: change.budgets,
+        };
+        let Some(patch) = &change.patch else {
+            return Ok(done(PatchOutcome::Unchanged));
         };
         if dry_run {
-            return Ok(ApplyOutcome::DryRun {
-                before: 0,
-                after: 0,
-            });
+            return Ok(done(PatchOutcome::DryRun));
         }
-        send_node_pool_patch(client, &view.name, &patch).await?;
-        Ok(ApplyOutcome::Written {
-            before: 0,
-            after: 0,
-        })
+        send_node_pool_patch(client, &view.name, patch).await?;
+        Ok(done(PatchOutcome::Written))
     })
     .await;
     match outcome {
-        Err(e) if e.is_conflict() => Ok(ApplyOutcome::Conflict),
+        Err(e) if e.is_conflict() => Ok(NodePoolOutcome {
+            patch: PatchOutcome::Conflict,
+            limits: LeaseOutcome::Unchanged,
+            budgets: LeaseOutcome::Unchanged,
+        }),
         other => other,
+    }
+}
+
+/// What became of a NodePool patch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PatchOutcome {
+    Written,
+    /// Nothing to write.
+    Unchanged,
+    /// DRY_RUN: it would have been written.
+    DryRun,
+    /// The NodePool kept changing under the writes (409): left to the next tick.
+    Conflict,
+}
+
+/// What `apply_node_pool` did: the patch, and each lease as it planned it (unchanged after a
+/// conflict, which writes nothing).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NodePoolOutcome {
+    pub patch: PatchOutcome,
+    pub limits: LeaseOutcome,
+    pub budgets: LeaseOutcome,
+}
+
+impl NodePoolOutcome {
+    /// The text of the logs: the patch's outcome, as the headroom's (`ApplyOutcome::as_str`).
+    pub fn as_str(&self) -> &'static str {
+        match self.patch {
+            PatchOutcome::Written => "written",
+            PatchOutcome::Unchanged => "unchanged",
+            PatchOutcome::DryRun => "dry_run",
+            PatchOutcome::Conflict => "conflict_skipped",
+        }
     }
 }
 
@@ -498,6 +581,107 @@ mod tests {
             node_pool_patch(&untouched, &LimitsIntent::Restore, None).unwrap(),
             None
         );
+    }
+
+    /// (situation, view, limits intent, freeze, expected limits outcome, expected budgets
+    /// outcome) - by hand, from what each lease holds and what the patch does to it.
+    #[test]
+    fn each_lease_of_the_patch_reports_its_outcome() {
+        use LeaseOutcome::*;
+        let saved = serde_json::to_string(&user_budgets()).unwrap();
+        let mut frozen_budgets = user_budgets().as_array().unwrap().clone();
+        frozen_budgets.push(freeze_budget());
+        let gpu = |limit: &str| {
+            let mut v = view(
+                user_budgets(),
+                &[(
+                    SAVED_LIMITS,
+                    r#"{"hadLimits":true,"limits":{"nvidia.com/gpu":{"before":"32","written":"40"}}}"#,
+                )],
+            );
+            v.spec["limits"]["nvidia.com/gpu"] = json!(limit);
+            v
+        };
+        let wanted = |k: &str, v: &str| -> BTreeMap<String, String> {
+            [(k.to_string(), v.to_string())].into()
+        };
+        let cases = [
+            (
+                "freezing a pool not frozen",
+                view(user_budgets(), &[]),
+                LimitsIntent::Leave,
+                Some(true),
+                Unchanged,
+                Raised,
+            ),
+            (
+                "freezing a frozen pool",
+                view(
+                    Value::Array(frozen_budgets.clone()),
+                    &[(SAVED_BUDGETS, &saved)],
+                ),
+                LimitsIntent::Leave,
+                Some(true),
+                Unchanged,
+                Unchanged,
+            ),
+            (
+                "the budgets as prewarm froze them, given back",
+                view(Value::Array(frozen_budgets), &[(SAVED_BUDGETS, &saved)]),
+                LimitsIntent::Leave,
+                Some(false),
+                Unchanged,
+                Restored,
+            ),
+            (
+                "budgets the user edited during the freeze, given back: the edit kept",
+                view(
+                    json!([{"nodes": "2"}, freeze_budget()]),
+                    &[(SAVED_BUDGETS, r#"[{"nodes":"1"}]"#)],
+                ),
+                LimitsIntent::Leave,
+                Some(false),
+                Unchanged,
+                UserEditKept,
+            ),
+            (
+                "a gpu limit of 16 over the user's 32",
+                view(user_budgets(), &[]),
+                LimitsIntent::Write(wanted("nvidia.com/gpu", "16")),
+                None,
+                Raised,
+                Unchanged,
+            ),
+            (
+                "the cpu limit already 1000",
+                view(user_budgets(), &[]),
+                LimitsIntent::Write(wanted("cpu", "1000")),
+                None,
+                Unchanged,
+                Unchanged,
+            ),
+            (
+                "prewarm's 40 still there, given back: the user's 32",
+                gpu("40"),
+                LimitsIntent::Restore,
+                None,
+                Restored,
+                Unchanged,
+            ),
+            (
+                "prewarm's 40 edited to 48, given back: the 48 kept",
+                gpu("48"),
+                LimitsIntent::Restore,
+                None,
+                UserEditKept,
+                Unchanged,
+            ),
+        ];
+        for (situation, v, limits, freeze, want_limits, want_budgets) in cases {
+            let change = node_pool_change(&v, &limits, freeze).unwrap();
+            assert_eq!(change.limits, want_limits, "{situation}: limits");
+            assert_eq!(change.budgets, want_budgets, "{situation}: budgets");
+        }
     }
 
     /// Every patch prewarm can build, over NodePools in every state, has no `template` key

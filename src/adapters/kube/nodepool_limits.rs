@@ -8,7 +8,8 @@
 //! or no key when there was none, or no `spec.limits` at all when the NodePool had none. A limit
 //! someone changed after prewarm wrote it is theirs and is kept; if they change it and prewarm
 //! writes it again, their value is the one restore gives back (the value before prewarm's last
-//! write).
+//! write). Each limit is a lease (`core::lease`): the saved value is the user's, the written
+//! one prewarm's.
 
 use std::collections::BTreeMap;
 
@@ -16,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::nodepool_view::NodePoolView;
+use crate::core::lease::{lease_step, Held, LeaseOutcome, Want};
 use crate::core::limits_room::{limits_with_room, PoolNode};
 
 pub const SAVED_LIMITS: &str = "prewarm.io/saved-limits";
@@ -46,6 +48,31 @@ pub fn quantity_text(v: &Value) -> Option<String> {
         Value::String(s) => Some(s.clone()),
         Value::Number(n) => Some(n.to_string()),
         _ => None,
+    }
+}
+
+/// A limit's value as the lease compares it: verbatim JSON (restored as the user wrote it), or
+/// absent; two quantities are the same limit when their text is (`1000` and `"1000"`).
+#[derive(Clone, Debug)]
+struct Limit(Option<Value>);
+
+impl PartialEq for Limit {
+    fn eq(&self, other: &Limit) -> bool {
+        match (&self.0, &other.0) {
+            (Some(a), Some(b)) => match (quantity_text(a), quantity_text(b)) {
+                (Some(a), Some(b)) => a == b,
+                _ => a == b,
+            },
+            (a, b) => a.is_none() && b.is_none(),
+        }
+    }
+}
+
+/// What the saved-limits annotation holds of one limit, as a lease.
+fn held_limit(entry: &SavedLimit) -> Held<Limit> {
+    Held {
+        user: Limit(entry.before.clone()),
+        written: Limit(Some(Value::String(entry.written.clone()))),
     }
 }
 
@@ -104,28 +131,38 @@ pub fn limits_write(
             .as_str()
             .expect("limits are written as text")
             .to_string();
-        let current = current_limit(view, key);
-        let entry = saved.limits.entry(key.clone()).or_insert(SavedLimit {
-            before: current.clone(),
-            written: written.clone(),
-        });
-        // Changed by someone since prewarm's last write: that is now the user's value.
-        if current.as_ref().and_then(quantity_text).as_deref() != Some(entry.written.as_str()) {
-            entry.before = current;
+        let live = Limit(current_limit(view, key));
+        let want = Want::Value(Limit(Some(value.clone())));
+        let held = saved.limits.get(key).map(held_limit);
+        let mut step = lease_step(held.as_ref(), &live, want.clone());
+        // Changed by someone since prewarm's last write: the edit is kept as the user's value,
+        // and the cap is written over it at once (the limit is changed, so it is raised).
+        if step.outcome == LeaseOutcome::UserEditKept {
+            step = lease_step(None, &live, want);
         }
-        entry.written = written;
+        let user = step
+            .held
+            .map(|h| h.user.0)
+            .expect("a changed limit is raised");
+        saved.limits.insert(
+            key.clone(),
+            SavedLimit {
+                before: user,
+                written,
+            },
+        );
     }
     let annotation = serde_json::to_string(&saved).expect("JSON always serialises");
     Ok(Some((changed, annotation)))
 }
 
-/// What the NodePool's `spec.limits` would be after a restore (key -> verbatim value), and the
-/// merge patch per key that gets there: every limit that still holds prewarm's value goes back
-/// to the user's (or away when the user had none).
+/// What the NodePool's `spec.limits` would be after a restore (key -> verbatim value), the merge
+/// patch per key that gets there, and the outcome: every limit that still holds prewarm's value
+/// goes back to the user's (or away when the user had none); an edited one is kept.
 fn restored(
     view: &NodePoolView,
     saved: &SavedLimits,
-) -> (BTreeMap<String, Value>, Map<String, Value>) {
+) -> (BTreeMap<String, Value>, Map<String, Value>, LeaseOutcome) {
     let mut patch = Map::new();
     let mut after: BTreeMap<String, Value> = view
         .spec
@@ -133,28 +170,33 @@ fn restored(
         .and_then(Value::as_object)
         .map(|m| m.clone().into_iter().collect())
         .unwrap_or_default();
+    let mut outcomes = Vec::new();
     for (key, entry) in &saved.limits {
-        let ours = current_limit(view, key)
-            .as_ref()
-            .and_then(quantity_text)
-            .as_deref()
-            == Some(entry.written.as_str());
-        if !ours {
-            continue;
-        }
-        match &entry.before {
-            Some(v) => {
+        let live = Limit(current_limit(view, key));
+        let step = lease_step(Some(&held_limit(entry)), &live, Want::GiveBack);
+        outcomes.push(step.outcome);
+        match step.write.map(|user| user.0) {
+            Some(Some(v)) => {
                 after.insert(key.clone(), v.clone());
-                patch.insert(key.clone(), v.clone());
+                patch.insert(key.clone(), v);
             }
-            None => {
+            Some(None) => {
                 after.remove(key);
                 patch.insert(key.clone(), Value::Null);
             }
+            None => {}
         }
     }
     after.retain(|_, v| !v.is_null());
-    (after, patch)
+    (after, patch, restore_outcome(&outcomes))
+}
+
+/// The outcome of giving several limits back: restored if any was, else kept if any was edited.
+fn restore_outcome(outcomes: &[LeaseOutcome]) -> LeaseOutcome {
+    [LeaseOutcome::Restored, LeaseOutcome::UserEditKept]
+        .into_iter()
+        .find(|o| outcomes.contains(o))
+        .unwrap_or(LeaseOutcome::Unchanged)
 }
 
 /// The user's own limits, as text: `spec.limits` with prewarm's writes taken back (what
@@ -232,15 +274,23 @@ impl LimitsIntent {
 /// of the keys to put back, null per key to remove; or null to remove `spec.limits` the user
 /// never had), None when nothing changes. Errors on a broken annotation.
 pub fn limits_restore(view: &NodePoolView) -> std::result::Result<Option<Value>, String> {
+    Ok(limits_restore_step(view)?.0)
+}
+
+/// `limits_restore` and its outcome: restored (some limit given back), kept (every limit prewarm
+/// wrote was edited since), unchanged (prewarm holds no limit).
+pub fn limits_restore_step(
+    view: &NodePoolView,
+) -> std::result::Result<(Option<Value>, LeaseOutcome), String> {
     let Some(saved) = saved_limits(view)? else {
-        return Ok(None);
+        return Ok((None, LeaseOutcome::Unchanged));
     };
-    let (after, patch) = restored(view, &saved);
+    let (after, patch, outcome) = restored(view, &saved);
     let limits_present = view.spec.get("limits").is_some_and(|l| !l.is_null());
     if !saved.had_limits && after.is_empty() && limits_present {
-        return Ok(Some(Value::Null));
+        return Ok((Some(Value::Null), LeaseOutcome::Restored));
     }
-    Ok((!patch.is_empty()).then_some(Value::Object(patch)))
+    Ok(((!patch.is_empty()).then_some(Value::Object(patch)), outcome))
 }
 
 #[cfg(test)]

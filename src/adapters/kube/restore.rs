@@ -30,7 +30,7 @@ use super::hpa_floor;
 use super::nodepool::{self, NodePoolView};
 use super::nodepool_limits::{self, LimitsIntent, SAVED_LIMITS};
 use super::resources::HeadroomRef;
-use crate::core::lease_outcome::LeaseOutcome;
+use crate::core::lease::LeaseOutcome;
 use crate::core::{HeadroomKind, TargetSpec};
 use crate::error::{Error, Result};
 use kube::api::{Patch, PatchParams};
@@ -43,9 +43,37 @@ pub const PREFIX: &str = "prewarm.io/";
 pub struct Restored {
     pub target: String,
     pub object: String,
-    /// `restored`, `unchanged`, or `kept` (something prewarm cannot put back, with the reason).
-    pub outcome: String,
+    pub outcome: RestoreOutcome,
     pub detail: String,
+}
+
+/// The outcome column of `prewarm restore` (its text is the output's, and the JSON's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RestoreOutcome {
+    /// prewarm's change was undone (dry: would be).
+    Restored,
+    /// Nothing of prewarm's there.
+    Unchanged,
+    /// Left as it is, with the reason: a user's edit made while prewarm held the field
+    /// (`LeaseOutcome::UserEditKept`), or what prewarm cannot put back.
+    Kept,
+}
+
+impl RestoreOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RestoreOutcome::Restored => "restored",
+            RestoreOutcome::Unchanged => "unchanged",
+            RestoreOutcome::Kept => "kept",
+        }
+    }
+}
+
+impl std::fmt::Display for RestoreOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// `prewarm.io/` annotations set to null (merge patch removal), but for `keep` (what a step of
@@ -119,41 +147,46 @@ pub fn node_pool_patch(view: &NodePoolView) -> std::result::Result<Option<Value>
     Ok(Some(patch))
 }
 
+/// One kind of change undone on one target at `now` (Unix seconds; the leases restore compares
+/// and writes are judged at it), dry or not.
 type Step = for<'a> fn(
     &'a kube::Client,
     &'a TargetSpec,
+    f64,
     bool,
 ) -> futures::future::BoxFuture<'a, Result<Vec<Restored>>>;
 
 /// The kinds of change `prewarm restore` undoes, in order. Add a step for a new kind of change.
 pub const RESTORE_STEPS: [Step; 5] = [
-    |c, t, dry| Box::pin(restore_node_pool_limits(c, t, dry)),
-    |c, t, dry| Box::pin(restore_node_pool(c, t, dry)),
-    |c, t, dry| Box::pin(restore_headroom(c, t, dry)),
-    |c, t, dry| Box::pin(restore_drain_leases(c, t, dry)),
-    |c, t, dry| Box::pin(restore_hpa_floor(c, t, dry)),
+    |c, t, _, dry| Box::pin(restore_node_pool_limits(c, t, dry)),
+    |c, t, _, dry| Box::pin(restore_node_pool(c, t, dry)),
+    |c, t, _, dry| Box::pin(restore_headroom(c, t, dry)),
+    |c, t, now, dry| Box::pin(restore_drain_leases(c, t, now, dry)),
+    |c, t, now, dry| Box::pin(restore_hpa_floor(c, t, now, dry)),
 ];
 
-/// Runs every step for every target; an error on one target does not stop the others.
+/// Runs every step for every target at `now` (the caller's clock); an error on one target does
+/// not stop the others.
 pub async fn restore_all(
     client: &kube::Client,
     targets: &[TargetSpec],
+    now: f64,
     dry_run: bool,
 ) -> Vec<Result<Vec<Restored>>> {
     let mut out = Vec::new();
     for target in targets {
         for step in RESTORE_STEPS {
-            out.push(step(client, target, dry_run).await);
+            out.push(step(client, target, now, dry_run).await);
         }
     }
     out
 }
 
-fn outcome(target: &TargetSpec, object: &str, outcome: &str, detail: String) -> Restored {
+fn outcome(target: &TargetSpec, object: &str, outcome: RestoreOutcome, detail: String) -> Restored {
     Restored {
         target: target.name.clone(),
         object: object.to_string(),
-        outcome: outcome.to_string(),
+        outcome,
         detail,
     }
 }
@@ -179,12 +212,22 @@ async fn restore_node_pool_with(
             retryable: false,
         })?;
         let Some(p) = patch else {
-            return Ok(outcome(target, object, "unchanged", nothing.into()));
+            return Ok(outcome(
+                target,
+                object,
+                RestoreOutcome::Unchanged,
+                nothing.into(),
+            ));
         };
         if !dry_run {
             nodepool::send_node_pool_patch(client, &target.node_pool, &p).await?;
         }
-        Ok(outcome(target, object, "restored", p.to_string()))
+        Ok(outcome(
+            target,
+            object,
+            RestoreOutcome::Restored,
+            p.to_string(),
+        ))
     })
     .await
 }
@@ -243,7 +286,7 @@ async fn restore_headroom(
         None => out.push(outcome(
             target,
             &object.display,
-            "unchanged",
+            RestoreOutcome::Unchanged,
             "nothing of prewarm's".into(),
         )),
         Some(p) => {
@@ -254,14 +297,19 @@ async fn restore_headroom(
                     .await
                     .map_err(|e| from_kube("patch", object.kind, &object.display, e))?;
             }
-            out.push(outcome(target, &object.display, "restored", p.to_string()));
+            out.push(outcome(
+                target,
+                &object.display,
+                RestoreOutcome::Restored,
+                p.to_string(),
+            ));
         }
     }
     if matches!(target.headroom, HeadroomKind::NodePoolReplicas) {
         out.push(outcome(
             target,
             &object.display,
-            "kept",
+            RestoreOutcome::Kept,
             format!("spec.replicas stays {size}: the count before prewarm is not kept"),
         ));
     }
@@ -275,19 +323,24 @@ async fn restore_headroom(
 pub async fn restore_drain_leases(
     client: &kube::Client,
     target: &TargetSpec,
+    now: f64,
     dry_run: bool,
 ) -> Result<Vec<Restored>> {
     let mut out = Vec::new();
     for line in replacement::delete_placeholders_of(client, target, dry_run).await? {
-        out.push(outcome(target, "drain placeholder", "restored", line));
+        out.push(outcome(
+            target,
+            "drain placeholder",
+            RestoreOutcome::Restored,
+            line,
+        ));
     }
-    let now = unix_now();
     for released in surge::release_all(client, std::slice::from_ref(target), now, dry_run).await {
         let released = released?;
         let what = if released.user_edit_kept {
-            "kept"
+            RestoreOutcome::Kept
         } else {
-            "restored"
+            RestoreOutcome::Restored
         };
         out.push(outcome(target, "drain surge", what, released.line));
     }
@@ -295,17 +348,11 @@ pub async fn restore_drain_leases(
         out.push(outcome(
             target,
             "drain leases",
-            "unchanged",
+            RestoreOutcome::Unchanged,
             "no drain placeholder or surge".into(),
         ));
     }
     Ok(out)
-}
-
-fn unix_now() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// The HPA floor step: nothing for a target without an HPA; a read (and no write) for an HPA
@@ -313,12 +360,12 @@ fn unix_now() -> f64 {
 async fn restore_hpa_floor(
     client: &kube::Client,
     target: &TargetSpec,
+    now: f64,
     dry_run: bool,
 ) -> Result<Vec<Restored>> {
     let Some(r) = &target.hpa else {
         return Ok(Vec::new());
     };
-    let now = unix_now();
     let change = hpa_floor::plan_and_apply(
         client,
         r,
@@ -337,23 +384,28 @@ fn floor_outcome(target: &TargetSpec, object: &str, patch: &hpa_floor::FloorPatc
         (LeaseOutcome::Restored, Some(min)) => outcome(
             target,
             object,
-            "restored",
+            RestoreOutcome::Restored,
             format!("the floor back to the user's {min}; prewarm.io/ annotations removed"),
         ),
         (LeaseOutcome::UserEditKept, _) => outcome(
             target,
             object,
-            "kept",
+            RestoreOutcome::Kept,
             "the floor was edited while raised: the edit stays; prewarm.io/ annotations removed"
                 .into(),
         ),
         _ if !patch.annotations.is_empty() => outcome(
             target,
             object,
-            "restored",
+            RestoreOutcome::Restored,
             "not raised; stray prewarm.io/ floor annotations removed".into(),
         ),
-        _ => outcome(target, object, "unchanged", "nothing of prewarm's".into()),
+        _ => outcome(
+            target,
+            object,
+            RestoreOutcome::Unchanged,
+            "nothing of prewarm's".into(),
+        ),
     }
 }
 
@@ -441,6 +493,31 @@ mod tests {
         assert_eq!(node_pool_patch(&untouched).unwrap(), None);
     }
 
+    /// The outcome column keeps the words `prewarm restore` always printed (and the JSON the
+    /// same), written out by hand.
+    #[test]
+    fn the_outcome_column_is_the_words_restore_always_printed() {
+        let cases = [
+            (RestoreOutcome::Restored, "restored"),
+            (RestoreOutcome::Unchanged, "unchanged"),
+            (RestoreOutcome::Kept, "kept"),
+        ];
+        for (outcome, text) in cases {
+            assert_eq!(outcome.to_string(), text, "{outcome:?}");
+            assert_eq!(serde_json::to_value(outcome).unwrap(), json!(text));
+        }
+        let line = Restored {
+            target: "t".into(),
+            object: "nodepool gpu".into(),
+            outcome: RestoreOutcome::Kept,
+            detail: "d".into(),
+        };
+        assert_eq!(
+            serde_json::to_value(&line).unwrap(),
+            json!({"target": "t", "object": "nodepool gpu", "outcome": "kept", "detail": "d"})
+        );
+    }
+
     #[test]
     fn hpa_floor_outcomes_read_as_restore_lines() {
         use hpa_floor::{FloorPatch, LEASE_UNTIL};
@@ -476,7 +553,7 @@ mod tests {
         ];
         for (p, want, piece) in cases {
             let r = floor_outcome(&t, "hpa ml/llama", &p);
-            assert_eq!(r.outcome, want, "{p:?}");
+            assert_eq!(r.outcome.to_string(), want, "{p:?}");
             assert!(r.detail.contains(piece), "{p:?}: {}", r.detail);
         }
     }

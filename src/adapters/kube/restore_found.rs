@@ -35,7 +35,7 @@ use super::drain::{has_draining_taint, instance_of_node, is_ready, undrain_patch
 use super::hpa_floor::{self, FloorIntent};
 use super::nodepool::{self, NodePoolView};
 use super::resources::{capacity_buffer, deployment, node_pool_api};
-use super::restore::{self, Restored, PREFIX};
+use super::restore::{self, RestoreOutcome, Restored, PREFIX};
 use super::shape::placeholder::REPLACEMENT_FOR;
 use crate::core::interruption::state::CLOSED_EVENT;
 use crate::core::interruption::surge::{
@@ -133,11 +133,11 @@ pub fn node_give_back_patch(node: &Node, uncordon: bool) -> Value {
     patch
 }
 
-fn found(object: String, outcome: &str, detail: String) -> Restored {
+fn found(object: String, outcome: RestoreOutcome, detail: String) -> Restored {
     Restored {
         target: FOUND.into(),
         object,
-        outcome: outcome.into(),
+        outcome,
         detail,
     }
 }
@@ -157,7 +157,7 @@ where
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(Listed::Items(Vec::new())),
         Err(kube::Error::Api(s)) if s.code == 403 => Ok(Listed::NotSearched(found(
             what.into(),
-            "kept",
+            RestoreOutcome::Kept,
             format!("not searched: may not list {what} cluster-wide ({}); only the targets' own were restored", s.message),
         ))),
         Err(e) => Err(from_kube("list", what, "cluster-wide", e)),
@@ -213,10 +213,10 @@ pub async fn restore_nodes(
         );
         match node_restore(&marks, now, settings) {
             NodeRestore::Unchanged => {}
-            NodeRestore::Held { reason } => out.push(found(object, "kept", format!(
+            NodeRestore::Held { reason } => out.push(found(object, RestoreOutcome::Kept, format!(
                 "{reason}: left as it is; run restore again once the drain is over"
             ))),
-            NodeRestore::GiveBack { reason, .. } if report_only => out.push(found(object, "kept", format!(
+            NodeRestore::GiveBack { reason, .. } if report_only => out.push(found(object, RestoreOutcome::Kept, format!(
                 "would be given back ({reason}), but this identity never writes nodes: run `prewarm restore`"
             ))),
             NodeRestore::GiveBack { uncordon, reason } => {
@@ -354,10 +354,10 @@ fn written(
     kind: &str,
 ) -> Result<Restored> {
     match sent {
-        Ok(()) => Ok(found(object, "restored", detail)),
+        Ok(()) => Ok(found(object, RestoreOutcome::Restored, detail)),
         Err(kube::Error::Api(s)) if s.code == 403 => Ok(found(
             object,
-            "kept",
+            RestoreOutcome::Kept,
             format!(
                 "may not write it ({}): run `prewarm restore` as a cluster admin",
                 s.message
@@ -402,7 +402,11 @@ async fn restore_floors(client: &kube::Client, now: f64, dry_run: bool) -> Resul
         if !dry_run {
             on.write(&body).await?;
         }
-        out.push(found(on.object.clone(), "restored", body.to_string()));
+        out.push(found(
+            on.object.clone(),
+            RestoreOutcome::Restored,
+            body.to_string(),
+        ));
     }
     Ok(out)
 }
@@ -449,7 +453,11 @@ async fn restore_surges_and_placeholders(
         .collect();
     for released in surge::release_all(client, &stand_ins, now, dry_run).await {
         let r = released?;
-        let outcome = if r.user_edit_kept { "kept" } else { "restored" };
+        let outcome = if r.user_edit_kept {
+            RestoreOutcome::Kept
+        } else {
+            RestoreOutcome::Restored
+        };
         out.push(found("drain surge".into(), outcome, r.line));
     }
     let pods = match list(
@@ -475,7 +483,11 @@ async fn restore_surges_and_placeholders(
         } else {
             delete_placeholder(client, pod).await?
         };
-        out.push(found("drain placeholder".into(), "restored", line));
+        out.push(found(
+            "drain placeholder".into(),
+            RestoreOutcome::Restored,
+            line,
+        ));
     }
     Ok(out)
 }

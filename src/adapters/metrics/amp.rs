@@ -57,7 +57,7 @@ impl ApsSigner {
         if let Some(c) = cached.as_ref() {
             let fresh = match c.expiry() {
                 None => true,
-                Some(expiry) => SystemTime::now() + REFRESH_BEFORE_EXPIRY < expiry,
+                Some(expiry) => crate::clock::system_now() + REFRESH_BEFORE_EXPIRY < expiry,
             };
             if fresh {
                 return Ok(c.clone());
@@ -80,10 +80,11 @@ impl ApsSigner {
 
 #[async_trait::async_trait]
 impl RequestSigner for ApsSigner {
-    /// The headers to add to a GET of `url`, signed now.
+    /// The headers to add to a GET of `url`, signed now: a signature is only good for minutes
+    /// after its time, so it is the time the request is sent, not the tick's.
     async fn headers_for_get(&self, url: &str) -> Result<Vec<(String, String)>, Error> {
         let credentials = self.credentials().await?;
-        signed_get_headers(url, &credentials, &self.region, SystemTime::now())
+        signed_get_headers(url, &credentials, &self.region, crate::clock::system_now())
     }
 }
 

@@ -155,9 +155,9 @@ impl MetricSource for CloudWatchSource {
     /// nearest time), so a 1-minute history is not thinned onto a 15 s grid.
     async fn arrival_history(&self, target: &TargetSpec, w: Window) -> Result<Vec<Sample>, Error> {
         let dims = dimensions(target).map_err(|m| metrics_error(target, m, false))?;
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(w.end, |d| d.as_secs_f64());
+        // CloudWatch's retention runs on the wall clock, not the window's (a backtest's window
+        // ends in the past).
+        let now = crate::clock::unix_now();
         let period = history_period(w.step, now - w.start);
         let p = f64::from(period);
         let start = (w.start / p).floor() * p - p;

@@ -131,6 +131,8 @@ mod tests {
             instance_end: end_in.map(|d| NOW + d),
             last_step_at: Some(NOW - last_step_ago),
             user_cordoned,
+            event_time: None,
+            next_check_at: None,
         }
     }
 

@@ -18,7 +18,8 @@
 //! - Deployment only: `prewarm.io/surge-user-replicas` (the user's `spec.replicas`, restored
 //!   exactly) and `prewarm.io/surge-written-replicas` (what prewarm wrote: a different value
 //!   means the user edited it meanwhile, and the edit is kept). For an HPA the same two roles
-//!   are played by the HPA floor lease's annotations (`adapters::kube::hpa_floor`).
+//!   are played by the HPA floor lease's annotations (`adapters::kube::hpa_floor`). Both follow
+//!   the one lease protocol, `crate::lease`.
 //!
 //! Everything here is pure: the adapter (`adapters::kube::drain::surge`) reads the objects,
 //! asks these functions and writes what they say.
@@ -28,7 +29,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::model::{no_deadline_wait_end, Command, DrainStep, PodRef, PodView};
 use super::pods::pod_due;
 use super::state::DrainState;
-use crate::lease_outcome::LeaseOutcome;
+use crate::lease::{lease_step, Held, LeaseOutcome, Want};
 
 pub const SURGE_DRAINS: &str = "prewarm.io/surge-drains";
 pub const SURGE_BASE: &str = "prewarm.io/surge-base";
@@ -197,47 +198,54 @@ pub fn plan_deployment_surge(
     let record = SurgeRecord::from_annotations(a)?;
     let user = number(SURGE_USER_REPLICAS)?;
     let written = number(SURGE_WRITTEN_REPLICAS)?;
-    let unchanged = ReplicasPatch {
-        replicas: None,
-        annotations: BTreeMap::new(),
-        outcome: LeaseOutcome::Unchanged,
+    let held = match (&record, user, written) {
+        (Some(_), Some(user), Some(written)) => Some(Held { user, written }),
+        // A record cut short by hand (no user's value): a count that is no longer prewarm's is
+        // still the user's edit, kept; one that is prewarm's counts as no record at all.
+        (Some(_), None, Some(written)) if replicas != written => Some(Held {
+            user: replicas,
+            written,
+        }),
+        _ => None,
     };
-    if let (Some(_), Some(w)) = (&record, written) {
-        if replicas != w {
-            return Ok(ReplicasPatch {
-                replicas: None,
-                annotations: remove_deployment_record(),
-                outcome: LeaseOutcome::UserEditKept,
-            });
-        }
-    }
-    // A partial record (a write cut short by hand) counts as none: the current value is the user's.
-    let (record, user) = match (record, user, written) {
-        (Some(r), Some(u), Some(_)) => (Some(r), u),
-        _ => (None, replicas),
-    };
+    let record = record.filter(|_| held.is_some());
     let stray = record.is_none() && a.keys().any(|k| remove_deployment_record().contains_key(k));
-    Ok(match plan_surge(record.as_ref(), replicas, None, intent) {
-        SurgeDecision::Set { want, record } => {
+    let decision = plan_surge(record.as_ref(), replicas, None, intent);
+    let want = match &decision {
+        SurgeDecision::Set { want, .. } => Want::Value(*want),
+        SurgeDecision::Restore => Want::GiveBack,
+        SurgeDecision::Unchanged => Want::Keep,
+    };
+    let step = lease_step(held.as_ref(), &replicas, want);
+    Ok(match (step.outcome, decision) {
+        (LeaseOutcome::UserEditKept | LeaseOutcome::Restored, _) => ReplicasPatch {
+            replicas: step.write,
+            annotations: remove_deployment_record(),
+            outcome: step.outcome,
+        },
+        // A new record (a drain joined or left) is written even when the count stays: the
+        // Deployment's lease has no expiry to renew, so that is a raise too.
+        (_, SurgeDecision::Set { want, record }) => {
             let mut annotations = record.annotations();
+            let user = step.held.map_or(replicas, |h| h.user);
             annotations.insert(SURGE_USER_REPLICAS.into(), Some(user.to_string()));
             annotations.insert(SURGE_WRITTEN_REPLICAS.into(), Some(want.to_string()));
             ReplicasPatch {
-                replicas: (want != replicas).then_some(want),
+                replicas: step.write,
                 annotations,
                 outcome: LeaseOutcome::Raised,
             }
         }
-        SurgeDecision::Restore => ReplicasPatch {
-            replicas: Some(user),
-            annotations: remove_deployment_record(),
-            outcome: LeaseOutcome::Restored,
+        // Nothing to change (a held surge has no expiry to renew); strays are cleaned up.
+        _ => ReplicasPatch {
+            replicas: None,
+            annotations: if stray {
+                remove_deployment_record()
+            } else {
+                BTreeMap::new()
+            },
+            outcome: LeaseOutcome::Unchanged,
         },
-        SurgeDecision::Unchanged if stray => ReplicasPatch {
-            annotations: remove_deployment_record(),
-            ..unchanged
-        },
-        SurgeDecision::Unchanged => unchanged,
     })
 }
 

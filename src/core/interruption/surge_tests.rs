@@ -249,6 +249,24 @@ fn deployment_replicas_saved_restored_and_user_edits_kept() {
             "unchanged",
         ),
         ("nothing there, nothing asked", 4, ann(&[]), release("i-a"), None, set(&[]), "unchanged"),
+        (
+            "a record cut short by hand (no user's value), the 5 edited to 8: the 8 kept",
+            8,
+            ann(&[(SURGE_DRAINS, r#"{"i-a":2}"#), (SURGE_BASE, "3"), (SURGE_WRITTEN_REPLICAS, "5")]),
+            hold("i-a", 2),
+            None,
+            gone.clone(),
+            "user_edit_kept",
+        ),
+        (
+            "a record cut short by hand, the count still prewarm's 5: no record, strays removed",
+            5,
+            ann(&[(SURGE_DRAINS, r#"{"i-a":2}"#), (SURGE_BASE, "3"), (SURGE_WRITTEN_REPLICAS, "5")]),
+            release("i-a"),
+            None,
+            gone.clone(),
+            "unchanged",
+        ),
     ];
     for (name, replicas, a, intent, want, annotations, outcome) in rows {
         let got = plan_deployment_surge(replicas, &a, &intent).unwrap();

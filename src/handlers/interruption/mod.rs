@@ -15,7 +15,7 @@ pub mod record;
 pub mod step;
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 use kube::runtime::events::Recorder;
@@ -25,6 +25,7 @@ use tokio::sync::OnceCell;
 use crate::adapters::events::{parse_record_with, InstanceIdRule};
 use crate::adapters::kube::shape::placeholder::PlaceholderSettings;
 use crate::adapters::kube::ClientCache;
+use crate::clock::{system_now, unix_now};
 use crate::config::Config;
 use crate::core::interruption::DrainSettings;
 use crate::core::TargetSpec;
@@ -79,13 +80,6 @@ pub async fn serve(config: Config) -> Result<()> {
     })
 }
 
-fn now_s() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
-}
-
 /// How long one record may take: until shortly before the invocation's deadline, at most
 /// `MAX_RECORD_TIME`. A deadline already (nearly) past is not a real Lambda deadline — local
 /// emulators send the invoke time — so it counts as unknown and `MAX_RECORD_TIME` applies.
@@ -129,7 +123,7 @@ impl Interruption {
 
     /// Handles a batch; the response lists the records to keep (batch item failures).
     pub async fn handle_batch(&self, event: SqsEvent, deadline: SystemTime) -> SqsBatchResponse {
-        let budget = record_budget(deadline, SystemTime::now());
+        let budget = record_budget(deadline, system_now());
         let outcomes = futures::future::join_all(event.records.iter().map(|m| async move {
             let record = parse_record_with(m, self.instance_ids);
             let came_with = Continuation::of(&m.message_attributes);
@@ -139,7 +133,7 @@ impl Interruption {
                     // Whether the step claimed the node is unknown: keep the message (if it did,
                     // the next delivery is a duplicate of a live drain and collapses).
                     Err(_) => RecordOutcome::Later {
-                        at: now_s() + self.settings.recheck_s,
+                        at: unix_now() + self.settings.recheck_s,
                         reason: format!("record took longer than {budget:?}"),
                     },
                 };
@@ -162,6 +156,7 @@ impl Interruption {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::UNIX_EPOCH;
 
     #[test]
     fn each_record_gets_the_time_left_minus_a_margin_within_bounds() {

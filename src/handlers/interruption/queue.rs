@@ -21,9 +21,10 @@ use std::collections::HashMap;
 
 use aws_lambda_events::event::sqs::{SqsMessage, SqsMessageAttribute};
 
-use super::{now_s, Interruption};
+use super::Interruption;
 use crate::adapters::events::ParsedRecord;
 use crate::adapters::queue::{change_visibility, queue_url_from_arn, send_with_body, Outgoing};
+use crate::clock::unix_now;
 use crate::error::{Error, Result};
 
 /// Continuation attempt (0 on the notice's own delivery).
@@ -214,7 +215,7 @@ impl Interruption {
         came_with: &Continuation,
         outcome: &RecordOutcome,
     ) -> bool {
-        let now = now_s();
+        let now = unix_now();
         let mut settlement = settle(outcome, came_with, now);
         let mut sent = 0;
         if let Settlement::Send {

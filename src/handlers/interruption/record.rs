@@ -7,10 +7,11 @@ use kube::runtime::events::Recorder;
 
 use super::queue::{self, Continuation, RecordOutcome};
 use super::step::{step, Planned, Stepped};
-use super::{now_s, Interruption};
+use super::Interruption;
 use crate::adapters::events::{Parsed, ParsedRecord, ResumeDrain};
 use crate::adapters::kube::drain::execute::StepReport;
 use crate::adapters::kube::drain::{event_recorder, is_ready, surge};
+use crate::clock::unix_now;
 use crate::core::interruption::{
     instance_end, notice_of_record, plan_drain, plan_resume, Command, DrainStep, Finish, Notice,
     NoticeStatus,
@@ -93,7 +94,7 @@ impl Interruption {
                     event_id: notice.event_id.clone(),
                 }
             },
-            now_s,
+            unix_now,
         )
         .await;
         self.outcome_of(stepped, &instance, Some(notice))
@@ -104,10 +105,14 @@ impl Interruption {
     async fn cluster(
         &self,
     ) -> std::result::Result<(kube::Client, &Recorder, Vec<TargetSpec>), RecordOutcome> {
-        let client = self.kube.get().await.map_err(|e| RecordOutcome::Later {
-            at: now_s() + self.settings.recheck_s,
-            reason: format!("no Kubernetes client: {e}"),
-        })?;
+        let client = self
+            .kube
+            .get(crate::clock::system_now())
+            .await
+            .map_err(|e| RecordOutcome::Later {
+                at: unix_now() + self.settings.recheck_s,
+                reason: format!("no Kubernetes client: {e}"),
+            })?;
         let recorder = self
             .recorder
             .get_or_init(|| async { event_recorder(&client) })
@@ -166,7 +171,7 @@ impl Interruption {
                     .map_or_else(|| "(resume-drain)".to_string(), |s| s.event_id.clone());
                 Planned { step, event_id }
             },
-            now_s,
+            unix_now,
         )
         .await;
         self.outcome_of(stepped, &resume.instance, None)
@@ -181,7 +186,7 @@ impl Interruption {
         notice: Option<&Notice>,
     ) -> RecordOutcome {
         let later = |reason: String| RecordOutcome::Later {
-            at: now_s() + self.settings.recheck_s,
+            at: unix_now() + self.settings.recheck_s,
             reason: format!("{instance}: {reason}"),
         };
         let stepped = match stepped {
@@ -335,7 +340,7 @@ impl Interruption {
             .iter()
             .map(|b| format!("{} ({})", b.pod, b.pdbs.join(",")))
             .collect();
-        let latency_ms = ((now_s() - notice.time) * 1000.0).round() as i64;
+        let latency_ms = ((unix_now() - notice.time) * 1000.0).round() as i64;
         // One line per pod a PodDisruptionBudget keeps, so "drains blocked" can be queried by pod.
         for b in &report.blocked {
             tracing::warn!(

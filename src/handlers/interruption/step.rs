@@ -6,7 +6,7 @@
 //! resume-drain messages both come through here; they differ only in how they plan.
 
 use crate::adapters::kube::conflict::retry_on_conflict;
-use crate::adapters::kube::drain::execute::{execute, StepReport};
+use crate::adapters::kube::drain::execute::{execute, StepContext, StepReport};
 use crate::adapters::kube::drain::surge::{self, SurgeReport};
 use crate::adapters::kube::drain::{find_node, observe, replacement, Observation};
 use crate::adapters::kube::shape::placeholder::PlaceholderSettings;
@@ -96,17 +96,16 @@ pub async fn step(
         } else {
             None
         };
-        let report = execute(
+        let context = StepContext {
             client,
             recorder,
             targets,
-            &observed,
-            &planned.step,
-            instance,
-            &planned.event_id,
             placeholder,
-        )
-        .await?;
+            drain_id: instance,
+            event_id: &planned.event_id,
+            now,
+        };
+        let report = execute(&context, &observed, &planned.step).await?;
         if report.conflict {
             return Err(Error::conflict(
                 "patch",

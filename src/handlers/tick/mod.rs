@@ -12,13 +12,14 @@ pub mod report;
 pub mod target;
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use lambda_runtime::{service_fn, LambdaEvent};
 use serde_json::Value;
 
 use crate::adapters::kube::{annotations, targets, ClientCache};
 use crate::adapters::metrics::{self, MetricSource};
+use crate::clock::{system_time, unix_now, unix_seconds};
 use crate::config::Config;
 use crate::error::{Error, Result};
 
@@ -59,15 +60,9 @@ impl TickDeps {
     }
 }
 
-pub fn unix_now() -> f64 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
-}
-
 /// Runs one tick over every target concurrently, each in its own task.
 pub async fn tick_once(deps: &Arc<TickDeps>, now: f64, dry_run: bool) -> Vec<TargetReport> {
-    let client = match deps.clients.get().await {
+    let client = match deps.clients.get(system_time(now)).await {
         Ok(c) => c,
         Err(e) => {
             if deps.config.targets_configmap.is_some() {
@@ -162,10 +157,7 @@ async fn sleep_until(t: f64) {
 /// The invocation's deadline in Unix seconds. A deadline that has passed before the first tick
 /// means the runtime gave none (emulators may leave it at 0): then only the minute bounds ticks.
 fn invocation_deadline(context: &lambda_runtime::Context, start: f64) -> f64 {
-    let deadline = context
-        .deadline()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64());
+    let deadline = unix_seconds(context.deadline());
     if deadline > start {
         deadline
     } else {
@@ -215,7 +207,7 @@ async fn pause(deps: &TickDeps, now: f64) {
     if deps.paused_restored.load(Ordering::Relaxed) {
         return;
     }
-    let client = match deps.clients.get().await {
+    let client = match deps.clients.get(system_time(now)).await {
         Ok(c) => c,
         Err(e) => {
             tracing::error!(event = "restore", why = "paused", error = %e, "not restored: no Kubernetes client");

@@ -7,7 +7,7 @@ use crate::adapters::kube::headroom::{self, ApplyOutcome, HeadroomRead};
 use crate::adapters::kube::nodepool::{self, NodePoolView};
 use crate::adapters::kube::nodepool_limits::LimitsIntent;
 use crate::adapters::kube::{annotations, hpa_floor, limits_room};
-use crate::core::lease_outcome::LeaseOutcome;
+use crate::core::lease::LeaseOutcome;
 use crate::core::{self, HeadroomKind, Observation, Plan, TargetSpec};
 
 /// The NodePool's consolidation change this tick: freeze/restore as planned when the target

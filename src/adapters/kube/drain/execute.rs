@@ -56,17 +56,40 @@ pub struct StepReport {
     pub room: Option<String>,
 }
 
-#[allow(clippy::too_many_arguments)]
+/// What a step is carried out with, besides the observation and the plan.
+#[derive(Clone, Copy)]
+pub struct StepContext<'a> {
+    pub client: &'a kube::Client,
+    /// Where the milestones' Events go.
+    pub recorder: &'a Recorder,
+    /// Where the replacement placeholder goes, and whose NodePool limits make room for it.
+    pub targets: &'a [TargetSpec],
+    /// What replacement placeholders are made of.
+    pub placeholder: &'a PlaceholderSettings,
+    /// The drain's id (the instance id): its placeholder and surges are keyed by it.
+    pub drain_id: &'a str,
+    /// The notice the step acts for, named in Events.
+    pub event_id: &'a str,
+    /// When the step was planned (Unix seconds): the limits' room and the surges' release are
+    /// judged at this time.
+    pub now: f64,
+}
+
+/// Carries out `step`, planned from `observed`.
 pub async fn execute(
-    client: &kube::Client,
-    recorder: &Recorder,
-    targets: &[TargetSpec],
+    ctx: &StepContext<'_>,
     observed: &Observation,
     step: &DrainStep,
-    drain_id: &str,
-    event_id: &str,
-    placeholder: &PlaceholderSettings,
 ) -> Result<StepReport> {
+    let StepContext {
+        client,
+        recorder,
+        targets,
+        placeholder,
+        drain_id,
+        event_id,
+        now,
+    } = *ctx;
     let mut report = StepReport::default();
     let node = &observed.node;
     let pool = node_pool_of(node);
@@ -139,7 +162,7 @@ pub async fn execute(
     if let (true, Some(pool)) = (requests, pool) {
         if let Some(target) = replacement::target_for_pool(targets, pool) {
             report.room = Some(
-                match sync_room(client, pool, target.limits.as_ref(), now_s()).await {
+                match sync_room(client, pool, target.limits.as_ref(), now).await {
                     Ok(outcome) => outcome.as_str().to_string(),
                     Err(e) => {
                         tracing::warn!(error = %e, drain_id, pool, "no room made in the NodePool's limits");
@@ -224,7 +247,7 @@ pub async fn execute(
             }
             Command::ReleaseReplacement => {
                 // The drain's surges end with it (a failure keeps the drain open, as below).
-                for r in super::surge::release(client, targets, drain_id, now_s()).await {
+                for r in super::surge::release(client, targets, drain_id, now).await {
                     match r {
                         Ok(t) => report.released.push(format!("surge {t}")),
                         Err(e) => report.release_errors.push(format!("surge: {e}")),
@@ -340,10 +363,4 @@ pub fn blocked_note(pod: &PodRef, pdbs: &[String], message: &str, event_id: &str
         ),
     };
     format!("eviction of pod {pod} blocked by {budget}: {message} (interruption event {event_id}); retrying")
-}
-
-fn now_s() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
 }

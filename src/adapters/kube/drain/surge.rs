@@ -33,7 +33,7 @@ use crate::core::interruption::surge::{
     SurgeDecision, SurgeIntent, SurgeRecord, SURGE_BASE, SURGE_DRAINS, SURGE_WRITTEN_REPLICAS,
 };
 use crate::core::interruption::{DrainState, DrainStep, LeaseVerdict, Phase, PodRef};
-use crate::core::lease_outcome::LeaseOutcome;
+use crate::core::lease::LeaseOutcome;
 use crate::core::TargetSpec;
 use crate::error::{Error, Result};
 
