@@ -573,7 +573,7 @@ mod tests {
             eviction_refused(api(budget)),
             Ok(EvictionOutcome::Blocked { .. })
         ));
-        assert!(matches!(eviction_refused(api(flow_control)), Err(_)));
+        assert!(eviction_refused(api(flow_control)).is_err());
         let gone = kube::core::Status::failure("not found", "NotFound").with_code(404);
         assert_eq!(eviction_refused(api(gone)).unwrap(), EvictionOutcome::Gone);
     }
