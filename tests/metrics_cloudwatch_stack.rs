@@ -12,10 +12,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use aws_config::{BehaviorVersion, Region};
 use aws_sdk_cloudwatch::types::{Dimension, MetricDatum, StandardUnit};
 use aws_smithy_types::DateTime;
-use prewarm::adapters::metrics::{cloudwatch, from_config, MetricSource};
+use prewarm::adapters::metrics::{cloudwatch, from_config, MetricSource, RecentSignals, Window};
 use prewarm::config::MetricSourceConfig;
 use prewarm::core::spec::HeadroomKind;
-use prewarm::core::{Observation, PolicySpec, TargetSpec};
+use prewarm::core::{PolicySpec, TargetSpec};
 
 fn localstack_url() -> String {
     std::env::var("LOCALSTACK_URL").expect("LOCALSTACK_URL (source tests/stack/.run/env)")
@@ -125,7 +125,7 @@ fn now_s() -> i64 {
         .as_secs() as i64
 }
 
-fn assert_known(obs: &Observation, now: f64, end: i64) {
+fn assert_known(obs: &RecentSignals, now: f64, end: i64) {
     let policy = PolicySpec::default();
     let points = (policy.window_s / policy.step_s) as usize + 1;
     let grid: Vec<f64> = (0..points)
@@ -170,7 +170,10 @@ async fn cloudwatch_source_reads_known_datapoints_by_target_dimension() {
     let src = source(&namespace).await;
     for offset in [0.0, 3.0, 5.0, 7.5, 9.9] {
         let now = end as f64 + offset;
-        let obs = src.observe(&t, &PolicySpec::default(), now).await.unwrap();
+        let obs = src
+            .observe(&t, Window::ending_at(now, &PolicySpec::default()))
+            .await
+            .unwrap();
         assert_known(&obs, now, end);
     }
 }
@@ -192,7 +195,7 @@ async fn selector_matchers_become_dimensions() {
     let now = end as f64 + 7.0;
     let obs = source(&namespace)
         .await
-        .observe(&t, &PolicySpec::default(), now)
+        .observe(&t, Window::ending_at(now, &PolicySpec::default()))
         .await
         .unwrap();
     assert_known(&obs, now, end);
@@ -201,10 +204,10 @@ async fn selector_matchers_become_dimensions() {
     let other = target("other", "");
     let empty = source(&namespace)
         .await
-        .observe(&other, &PolicySpec::default(), now)
+        .observe(&other, Window::ending_at(now, &PolicySpec::default()))
         .await
         .unwrap();
-    assert_eq!(empty, Observation::default());
+    assert_eq!(empty, RecentSignals::default());
 }
 
 #[tokio::test]
@@ -214,8 +217,7 @@ async fn a_regex_selector_is_a_final_error_naming_the_target() {
         .await
         .observe(
             &target("llama", r#"model_name=~"llama.*""#),
-            &PolicySpec::default(),
-            now_s() as f64,
+            Window::ending_at(now_s() as f64, &PolicySpec::default()),
         )
         .await
         .unwrap_err();
@@ -250,8 +252,7 @@ async fn an_unreachable_endpoint_is_a_retryable_error() {
     let err = source
         .observe(
             &target("llama", ""),
-            &PolicySpec::default(),
-            1_700_000_000.0,
+            Window::ending_at(1_700_000_000.0, &PolicySpec::default()),
         )
         .await
         .unwrap_err();

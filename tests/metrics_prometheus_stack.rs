@@ -11,10 +11,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use aws_credential_types::provider::SharedCredentialsProvider;
 use aws_credential_types::Credentials;
-use prewarm::adapters::metrics::{amp, MetricSource, PrometheusSource};
+use prewarm::adapters::metrics::{amp, MetricSource, PrometheusSource, RecentSignals, Window};
 use prewarm::config::MetricSourceConfig;
 use prewarm::core::spec::{HeadroomKind, ServerKind};
-use prewarm::core::{Observation, PolicySpec, TargetSpec};
+use prewarm::core::{PolicySpec, TargetSpec};
 use prewarm::Error;
 
 fn prometheus_url() -> String {
@@ -185,7 +185,7 @@ fn now_whole_seconds() -> i64 {
 
 /// Checks an observation of `known_history(now)` with the default policy (900 s window, 15 s
 /// step): 61 grid points from now-900 to now, each at a sample time.
-fn assert_known(obs: &Observation, now: i64) {
+fn assert_known(obs: &RecentSignals, now: i64) {
     let policy = PolicySpec::default();
     let points = (policy.window_s / policy.step_s) as usize + 1;
     let grid: Vec<f64> = (0..points)
@@ -224,7 +224,10 @@ async fn prometheus_source_reads_known_pushed_series() {
     remote_write(&known_history(now), &model).await;
     let source = PrometheusSource::new(&prometheus_url()).unwrap();
     let obs = source
-        .observe(&target(&model), &PolicySpec::default(), now as f64)
+        .observe(
+            &target(&model),
+            Window::ending_at(now as f64, &PolicySpec::default()),
+        )
         .await
         .unwrap();
     assert_known(&obs, now);
@@ -246,7 +249,7 @@ async fn every_server_kinds_built_in_queries_run_on_real_prometheus() {
         let mut t = target(&model);
         t.server = kind;
         let obs = source
-            .observe(&t, &PolicySpec::default(), now as f64)
+            .observe(&t, Window::ending_at(now as f64, &PolicySpec::default()))
             .await
             .unwrap_or_else(|e| panic!("{kind:?}: {e}"));
         assert_known(&obs, now);
@@ -269,7 +272,10 @@ async fn amp_source_signed_requests_are_well_formed_end_to_end() {
     signer.preload().await.unwrap();
     let source = amp::source(&format!("{}/", prometheus_url()), signer).unwrap();
     let obs = source
-        .observe(&target(&model), &PolicySpec::default(), now as f64)
+        .observe(
+            &target(&model),
+            Window::ending_at(now as f64, &PolicySpec::default()),
+        )
         .await
         .unwrap();
     assert_known(&obs, now);
@@ -299,7 +305,10 @@ async fn amp_from_config_loads_credentials_from_the_environment_chain() {
     .await
     .unwrap();
     let obs = source
-        .observe(&target(&model), &PolicySpec::default(), now as f64)
+        .observe(
+            &target(&model),
+            Window::ending_at(now as f64, &PolicySpec::default()),
+        )
         .await
         .unwrap();
     assert_known(&obs, now);
@@ -311,10 +320,13 @@ async fn a_selector_without_data_gives_empty_series_not_an_error() {
     let source = PrometheusSource::new(&prometheus_url()).unwrap();
     let now = now_whole_seconds() as f64;
     let obs = source
-        .observe(&target(&unique_model("none")), &PolicySpec::default(), now)
+        .observe(
+            &target(&unique_model("none")),
+            Window::ending_at(now, &PolicySpec::default()),
+        )
         .await
         .unwrap();
-    assert_eq!(obs, Observation::default());
+    assert_eq!(obs, RecentSignals::default());
 }
 
 #[tokio::test]
@@ -324,7 +336,10 @@ async fn a_bad_query_is_a_final_error_naming_target_and_signal() {
     let mut t = target("x");
     t.queries.running = Some("sum(rate(foo[1m])".into()); // unbalanced parenthesis
     let err = source
-        .observe(&t, &PolicySpec::default(), now_whole_seconds() as f64)
+        .observe(
+            &t,
+            Window::ending_at(now_whole_seconds() as f64, &PolicySpec::default()),
+        )
         .await
         .unwrap_err();
     match &err {
@@ -374,7 +389,7 @@ async fn unaggregated_override_is_rejected_not_summed() {
     let mut t = target(&model);
     t.queries.waiting = Some(format!(r#"h4_multi{{model_name="{model}"}}"#));
     let err = source
-        .observe(&t, &PolicySpec::default(), now as f64)
+        .observe(&t, Window::ending_at(now as f64, &PolicySpec::default()))
         .await
         .unwrap_err();
     assert!(
@@ -394,7 +409,10 @@ async fn an_unreachable_server_is_a_retryable_error() {
         .port();
     let source = PrometheusSource::new(&format!("http://127.0.0.1:{port}")).unwrap();
     let err = source
-        .observe(&target("x"), &PolicySpec::default(), 1_700_000_000.0)
+        .observe(
+            &target("x"),
+            Window::ending_at(1_700_000_000.0, &PolicySpec::default()),
+        )
         .await
         .unwrap_err();
     assert!(err.retryable(), "{err}");
@@ -438,7 +456,7 @@ async fn built_in_vllm_queries_read_the_scraped_load_generator() {
         window_s: 60.0,
         ..PolicySpec::default()
     };
-    let mut last = Observation::default();
+    let mut last = RecentSignals::default();
     let mut seen = false;
     // Wait (not a timing assertion) for enough scrapes that deriv has points to work on.
     for _ in 0..45 {
@@ -447,7 +465,10 @@ async fn built_in_vllm_queries_read_the_scraped_load_generator() {
             .duration_since(UNIX_EPOCH)
             .unwrap()
             .as_secs_f64();
-        last = source.observe(&target(&model), &policy, now).await.unwrap();
+        last = source
+            .observe(&target(&model), Window::ending_at(now, &policy))
+            .await
+            .unwrap();
         let newest = |s: &[prewarm::core::Sample]| s.last().map(|x| x.v);
         if newest(&last.running) == Some(8.0)
             && newest(&last.waiting).is_some_and(|w| w >= 10.0)
@@ -525,7 +546,10 @@ async fn http_answers_map_to_retryable_or_final_errors() {
         let url = canned_server(status, body).await;
         let err = PrometheusSource::new(&url)
             .unwrap()
-            .observe(&target("x"), &PolicySpec::default(), 1_700_000_000.0)
+            .observe(
+                &target("x"),
+                Window::ending_at(1_700_000_000.0, &PolicySpec::default()),
+            )
             .await
             .unwrap_err();
         assert_eq!(err.retryable(), retryable, "{status}: {err}");

@@ -5,6 +5,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
 
 use super::api_error::from_kube;
+pub use crate::core::policy::observe::PodCounts;
 use crate::core::TargetSpec;
 use crate::error::Result;
 
@@ -42,14 +43,6 @@ pub fn is_loading(pod: &Pod) -> bool {
         && pod.metadata.deletion_timestamp.is_none()
         && condition(pod, "PodScheduled").is_some_and(|c| c.status == "True")
         && condition(pod, "Ready").is_none_or(|c| c.status != "True")
-}
-
-/// Counts of a target's inference pods.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct PodCounts {
-    pub unschedulable: u32,
-    pub serving: u32,
-    pub loading: u32,
 }
 
 pub fn count(pods: &[Pod]) -> PodCounts {

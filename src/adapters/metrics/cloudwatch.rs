@@ -35,8 +35,8 @@ use aws_sdk_cloudwatch::types::{
 use aws_smithy_types::DateTime;
 
 use super::queries::normalized_selector;
-use super::{metrics_error, MetricSource, Window};
-use crate::core::{Observation, PolicySpec, Sample, TargetSpec};
+use super::{metrics_error, MetricSource, RecentSignals, Window};
+use crate::core::{Sample, TargetSpec};
 use crate::error::Error;
 
 pub const WAITING: &str = "RequestsWaiting";
@@ -173,31 +173,24 @@ impl MetricSource for CloudWatchSource {
         )
     }
 
-    async fn observe(
-        &self,
-        target: &TargetSpec,
-        policy: &PolicySpec,
-        now: f64,
-    ) -> Result<Observation, Error> {
+    async fn observe(&self, target: &TargetSpec, w: Window) -> Result<RecentSignals, Error> {
         let dims = dimensions(target).map_err(|m| metrics_error(target, m, false))?;
-        let period = period_for(policy.step_s);
+        let period = period_for(w.step);
         let p = f64::from(period);
-        // Complete periods only: the newest one ends at or before `now`. The oldest grid point
-        // looks up to one step back, and its arrival rate needs the gauges of the period before
-        // that, hence one extra period at the start.
-        let end = (now / p).floor() * p;
-        let start = ((now - policy.window_s - policy.step_s) / p).floor() * p - p;
+        // Complete periods only: the newest one ends at or before the window's end (now). The
+        // oldest grid point looks up to one step back, and its arrival rate needs the gauges of
+        // the period before that, hence one extra period at the start.
+        let end = (w.end / p).floor() * p;
+        let start = ((w.start - w.step) / p).floor() * p - p;
         let series = self
             .fetch(target, &dims, start, end, period, &ALL_SIGNALS)
             .await?;
-        let w = Window::ending_at(now, policy);
         let arrivals = arrival_rate(&series.completed, &series.waiting, &series.running, p);
-        Ok(Observation {
+        Ok(RecentSignals {
             arrival_rate: to_grid(&arrivals, &w),
             service_time_s: to_grid(&series.latency, &w),
             waiting: to_grid(&series.waiting, &w),
             running: to_grid(&series.running, &w),
-            ..Observation::default()
         })
     }
 }

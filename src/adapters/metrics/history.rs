@@ -3,7 +3,7 @@
 //! answer exceeds what the servers return (Prometheus: 11,000 points per series; the tick's
 //! 5 s timeout per query), and joined.
 
-use super::MetricSource;
+use super::{MetricSource, Window};
 use crate::core::{Observation, PolicySpec, Sample, TargetSpec};
 use crate::error::Error;
 
@@ -30,7 +30,9 @@ pub async fn read(
             step_s: step,
             ..policy.clone()
         };
-        let o = source.observe(target, &window, until).await?;
+        let o = source
+            .observe(target, Window::ending_at(until, &window))
+            .await?;
         append(&mut out.arrival_rate, o.arrival_rate, start);
         append(&mut out.service_time_s, o.service_time_s, start);
     }

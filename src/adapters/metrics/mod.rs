@@ -1,8 +1,8 @@
 //! Metric sources: Prometheus, Amazon Managed Prometheus (SigV4), CloudWatch.
 //!
-//! Each source answers one question per target and tick: the recent history (the policy's
-//! window, ending now, on its step grid, oldest first) of arrival rate, service time, waiting and
-//! running requests. History is fetched every tick so the Lambda keeps no state between
+//! Each source answers one question per target and tick: the recent history (the window the
+//! tick's read plan names, `core::policy::observe::plan`, on its step grid, oldest first) of
+//! arrival rate, service time, waiting and running requests. History is fetched every tick so the Lambda keeps no state between
 //! invocations. Failures are `Error::Metrics` naming the target: transport problems are
 //! retryable, malformed answers are not. A well-formed answer without data is an empty series,
 //! on which the policy fails static (holds capacity, never scales down).
@@ -20,22 +20,21 @@ use async_trait::async_trait;
 use aws_config::{BehaviorVersion, Region};
 
 use crate::config::MetricSourceConfig;
-use crate::core::{Observation, PolicySpec, Sample, TargetSpec};
+use crate::core::{Sample, TargetSpec};
 use crate::error::Error;
+
+pub use crate::core::policy::observe::{RecentSignals, Window};
 
 pub use cloudwatch::CloudWatchSource;
 pub use prometheus::PrometheusSource;
 
-/// Where the signals of a target come from. `pending_pods` and `serving_replicas` of the
-/// returned observation are left at their defaults: the tick fills them from Kubernetes.
+/// Where the signals of a target come from. The tick joins them with what Kubernetes says
+/// (pods, HPA) in `core::policy::observe::assemble`.
 #[async_trait]
 pub trait MetricSource: Send + Sync {
-    async fn observe(
-        &self,
-        target: &TargetSpec,
-        policy: &PolicySpec,
-        now: f64,
-    ) -> Result<Observation, Error>;
+    /// The recent signals over `window` (the read plan's `recent`: the policy's window ending
+    /// now, on its step).
+    async fn observe(&self, target: &TargetSpec, window: Window) -> Result<RecentSignals, Error>;
 
     /// The arrival rate over any past window (seasonal history, the band's long history),
     /// oldest first, each sample stamped at its own time.
@@ -44,58 +43,6 @@ pub trait MetricSource: Send + Sync {
         target: &TargetSpec,
         window: Window,
     ) -> Result<Vec<Sample>, Error>;
-}
-
-/// The time range of one observation, in Unix seconds.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Window {
-    pub start: f64,
-    pub end: f64,
-    pub step: f64,
-}
-
-impl Window {
-    /// Consecutive windows of at most `max_points` points covering this one; neighbours share
-    /// their boundary point.
-    pub fn chunks(&self, max_points: f64) -> Vec<Window> {
-        let span = (max_points - 1.0).max(1.0) * self.step;
-        let mut out = Vec::new();
-        let mut start = self.start;
-        loop {
-            let end = (start + span).min(self.end);
-            out.push(Window {
-                start,
-                end,
-                step: self.step,
-            });
-            if end >= self.end {
-                return out;
-            }
-            start = end;
-        }
-    }
-
-    /// The same clock times one season back: what a PromQL `offset` would read. (`offset`
-    /// binds to each selector, not to a whole expression such as the arrival-rate sum, so the
-    /// query's range is shifted instead; the samples are the same.)
-    pub fn shifted_back(&self, season_s: f64) -> Window {
-        Window {
-            start: self.start - season_s,
-            end: self.end - season_s,
-            step: self.step,
-        }
-    }
-
-    /// `policy.window_s` ending at `now`, with the policy's step. The grid is anchored at `now`
-    /// rather than rounded to a multiple of the step, so the newest point is as fresh as the
-    /// source allows (staleness is judged on it).
-    pub fn ending_at(now: f64, policy: &PolicySpec) -> Window {
-        Window {
-            start: now - policy.window_s,
-            end: now,
-            step: policy.step_s,
-        }
-    }
 }
 
 pub(crate) fn metrics_error(target: &TargetSpec, message: String, retryable: bool) -> Error {

@@ -10,8 +10,8 @@ use async_trait::async_trait;
 use serde::Deserialize;
 
 use super::queries;
-use super::{metrics_error, MetricSource, Window};
-use crate::core::{Observation, PolicySpec, Sample, TargetSpec};
+use super::{metrics_error, MetricSource, RecentSignals, Window};
+use crate::core::{Sample, TargetSpec};
 use crate::error::Error;
 
 /// A whole query may take this long; a tick runs every 15 s and must not stall on one target.
@@ -111,14 +111,8 @@ impl PrometheusSource {
 
 #[async_trait]
 impl MetricSource for PrometheusSource {
-    async fn observe(
-        &self,
-        target: &TargetSpec,
-        policy: &PolicySpec,
-        now: f64,
-    ) -> Result<Observation, Error> {
+    async fn observe(&self, target: &TargetSpec, w: Window) -> Result<RecentSignals, Error> {
         let q = queries::for_target(target);
-        let w = Window::ending_at(now, policy);
         let named = |signal: &'static str, query: String| async move {
             self.range(&query, &w).await.map_err(|e| {
                 metrics_error(
@@ -134,19 +128,18 @@ impl MetricSource for PrometheusSource {
             named("arrival rate", q.arrival_rate),
             named("service time", q.service_time),
         )?;
-        Ok(Observation {
+        Ok(RecentSignals {
             arrival_rate,
             service_time_s,
             waiting,
             running,
-            ..Observation::default()
         })
     }
 
     async fn arrival_history(&self, target: &TargetSpec, w: Window) -> Result<Vec<Sample>, Error> {
         let query = queries::for_target(target).arrival_rate;
         let mut out = Vec::new();
-        for chunk in w.chunks(MAX_POINTS_PER_QUERY) {
+        for chunk in chunks(&w, MAX_POINTS_PER_QUERY) {
             let mut part = self.range(&query, &chunk).await.map_err(|e| {
                 metrics_error(
                     target,
@@ -163,6 +156,26 @@ impl MetricSource for PrometheusSource {
             out.extend(part);
         }
         Ok(out)
+    }
+}
+
+/// Consecutive windows of at most `max_points` points covering `w`; neighbours share their
+/// boundary point.
+fn chunks(w: &Window, max_points: f64) -> Vec<Window> {
+    let span = (max_points - 1.0).max(1.0) * w.step;
+    let mut out = Vec::new();
+    let mut start = w.start;
+    loop {
+        let end = (start + span).min(w.end);
+        out.push(Window {
+            start,
+            end,
+            step: w.step,
+        });
+        if end >= w.end {
+            return out;
+        }
+        start = end;
     }
 }
 

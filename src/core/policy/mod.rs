@@ -1,5 +1,6 @@
 //! The tick's policy, one file per stage, in the order `decide` runs them: the observation
-//! (what the metric sources saw), assess (which numbers can be trusted, or fail static),
+//! (what the metric sources saw; `observe` plans the reads and assembles them, for the tick and
+//! the simulator alike), assess (which numbers can be trusted, or fail static),
 //! forecast (damped trend), seasonal (the same clock time a season back), band (the calibrated
 //! error quantile), sizing (Erlang C) and hpa_sizing (the HPA's own units), fast_path (a surge
 //! already in the system), next_step, schedule (cron windows), rails (floors, caps, steps,
@@ -13,6 +14,7 @@ pub mod forecast;
 pub mod hpa_sizing;
 pub mod next_step;
 pub mod observation;
+pub mod observe;
 pub mod plan;
 pub mod rails;
 pub mod schedule;

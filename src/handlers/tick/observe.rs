@@ -1,96 +1,68 @@
-//! What a tick sees of one target: the metrics, the pods and the HPA, the seasonal history and
-//! the band's calibration history, gathered into the policy's `Observation`.
+//! What a tick sees of one target: the reads the core's read plan names
+//! (`core::policy::observe`), issued against the metric source and Kubernetes, and handed to the
+//! core's assembly, the same one the simulator's eyes use.
 
 use super::TickDeps;
 use crate::adapters::kube::{hpa, pods};
-use crate::adapters::metrics::Window;
 use crate::core::policy::band;
-use crate::core::policy::observation::SeasonSeries;
+use crate::core::policy::observation::HpaStatus;
+use crate::core::policy::observe::{self, Reads, SeasonHistory, SeasonRead};
 use crate::core::{self, Observation, TargetSpec};
 
-/// Metrics first, then the pod counts and the HPA from Kubernetes. A failed source becomes the
-/// observation's `problem`, so the policy fails static (holds, never scales down) and says why.
-/// The seasonal history is optional: when it cannot be read the policy forecasts with the trend
-/// alone and says so.
+/// Metrics, the pod counts, the seasonal history and the HPA, read at once. A failed metric or
+/// pod read becomes the observation's `problem` (the policy fails static and says why); a
+/// season or an HPA that cannot be read is logged here and left out. The calibration history
+/// is added by the caller once the cached calibration has been read (`calibration_history`).
 pub(super) async fn observe(
     deps: &TickDeps,
     client: &kube::Client,
     target: &TargetSpec,
     now: f64,
 ) -> Observation {
-    let policy = &deps.config.policy;
-    let (metrics, pods, seasonal, hpa) = futures::join!(
-        deps.metrics.observe(target, policy, now),
+    let plan = observe::plan(&deps.config.policy, now);
+    let (signals, pods, seasons, hpa) = futures::join!(
+        deps.metrics.observe(target, plan.recent),
         pods::target_pods(client, target),
-        seasonal_history(deps, target, now),
-        async {
-            match &target.hpa {
-                Some(r) => Some(hpa::read_hpa_status(client, r).await),
-                None => None,
-            }
-        }
+        seasonal_history(deps, target, &plan.seasons),
+        hpa_status(client, target),
     );
-    let mut observation = match metrics {
-        Ok(o) => o,
-        Err(e) => Observation {
-            problem: Some(e.to_string()),
-            ..Observation::default()
-        },
-    };
-    observation.seasonal = seasonal;
-    match pods {
-        Ok(Some(counts)) => {
-            observation.pending_pods = counts.unschedulable;
-            observation.serving_replicas = Some(counts.serving);
-            observation.loading_replicas = Some(counts.loading);
-        }
-        Ok(None) => {}
-        Err(e) => {
-            let problem = format!("inference pods: {e}");
-            observation.problem = Some(match observation.problem.take() {
-                Some(p) => format!("{p}; {problem}"),
-                None => problem,
-            });
-        }
-    }
-    match hpa {
-        Some(Ok(status)) => observation.hpa = Some(status),
-        // Without the HPA the policy sizes with Erlang C and logs "HPA not read"; the error
-        // itself goes to the log here.
-        Some(Err(e)) => tracing::warn!(target = %target.name, error = %e, "HPA not read"),
-        None => {}
-    }
-    observation
+    observe::assemble(Reads {
+        signals: signals.map_err(|e| e.to_string()),
+        pods: pods.map_err(|e| e.to_string()),
+        hpa,
+        seasons,
+        calibration_history: Vec::new(),
+    })
 }
 
-/// The arrival rate at the same clock times one season back, over the observation window and
-/// the next lead time, shifted into today's frame.
-pub(super) async fn seasonal_history(
+/// The target's HPA, when it names one. Without it the policy sizes with Erlang C and logs
+/// "HPA not read"; the error itself goes to the log here.
+async fn hpa_status(client: &kube::Client, target: &TargetSpec) -> Option<HpaStatus> {
+    match hpa::read_hpa_status(client, target.hpa.as_ref()?).await {
+        Ok(status) => Some(status),
+        Err(e) => {
+            tracing::warn!(target = %target.name, error = %e, "HPA not read");
+            None
+        }
+    }
+}
+
+/// The arrival rate at the same clock times one season back, per season of the plan. A season
+/// that cannot be read is logged and left out: the policy forecasts with the trend alone.
+async fn seasonal_history(
     deps: &TickDeps,
     target: &TargetSpec,
-    now: f64,
-) -> Vec<SeasonSeries> {
-    let policy = &deps.config.policy;
-    let today = Window {
-        start: now - policy.window_s,
-        end: now + policy.lead_time_s,
-        step: policy.step_s,
-    };
-    let reads = policy.seasons_s.iter().map(|&period_s| async move {
-        match deps
-            .metrics
-            .arrival_history(target, today.shifted_back(period_s))
-            .await
-        {
-            Ok(samples) => Some(SeasonSeries {
-                period_s,
-                samples: samples
-                    .into_iter()
-                    .map(|s| core::Sample::new(s.t + period_s, s.v))
-                    .collect(),
+    seasons: &[SeasonRead],
+) -> Vec<SeasonHistory> {
+    let reads = seasons.iter().map(|season| async move {
+        match deps.metrics.arrival_history(target, season.window).await {
+            Ok(samples) => Some(SeasonHistory {
+                period_s: season.period_s,
+                shift_s: season.shift_s,
+                samples,
             }),
             Err(e) => {
-                tracing::warn!(target = %target.name, season_s = period_s, error = %e,
+                tracing::warn!(target = %target.name, season_s = season.period_s, error = %e,
                     "seasonal history not read");
                 None
             }
@@ -103,24 +75,17 @@ pub(super) async fn seasonal_history(
         .collect()
 }
 
-/// The long history the band is calibrated on, fetched only when the cached calibration is
-/// due (at most every CALIBRATE_EVERY_SECONDS): BAND_HISTORY_SECONDS plus the shortest season,
-/// so the seasonal forecaster can be replayed over the whole band history.
+/// The long history the band is calibrated on, read only when the cached calibration is due
+/// (the plan's `calibration_window`). The tick reads it after the headroom object, which holds
+/// the cached calibration, and adds it to the observation.
 pub(super) async fn calibration_history(
     deps: &TickDeps,
     target: &TargetSpec,
     cached: Option<&band::Calibration>,
     now: f64,
 ) -> Vec<core::Sample> {
-    let policy = &deps.config.policy;
-    if !band::due(cached, policy, now) {
+    let Some(window) = observe::calibration_window(&deps.config.policy, cached, now) else {
         return Vec::new();
-    }
-    let back = band::history_seconds(policy);
-    let window = Window {
-        start: now - back,
-        end: now,
-        step: policy.band_step_s,
     };
     match deps.metrics.arrival_history(target, window).await {
         Ok(samples) => samples,

@@ -1,6 +1,9 @@
-//! The Lambda's eyes: the one place that builds the `Observation` the simulated prewarm gives
-//! `crate::core::decide()`. It holds only what the built-in vLLM queries
-//! (src/adapters/metrics/queries.rs) return from what the servers export, scraped every step:
+//! The Lambda's eyes: what the simulated prewarm sees before `crate::core::decide()`. The
+//! windows come from the tick's own read plan and the `Observation` from its own assembly
+//! (`crate::core::policy::observe`); this file only evaluates, for the windows the plan names,
+//! what the built-in vLLM queries (src/adapters/metrics/queries.rs) return from what the
+//! servers export, scraped every step (what Prometheus would answer), and what the Kubernetes
+//! API would say of the pods and the HPA:
 //!
 //! - waiting, running: `sum(vllm:num_requests_waiting|running)`, the gauges at each scrape;
 //! - arrival rate: `sum(rate(vllm:request_success_total[1m]))` (completions, not arrivals) plus
@@ -17,10 +20,13 @@
 //!
 //! A scrape becomes visible `ingestion_lag_s` after it is taken. Samples start at t = 0: the
 //! history before the trace is never made up (the burn-in keeps the first window out of the
-//! scores).
+//! scores). How the eyes align the plan's windows to the scrape grid, and where that differs
+//! from the tick's reads, is written down in `crate::core::policy::observe`.
 
-use crate::core::policy::band;
-use crate::core::policy::observation::{HpaMetric, HpaStatus, SeasonSeries};
+use crate::core::policy::observation::{HpaMetric, HpaStatus};
+use crate::core::policy::observe::{
+    self, PodCounts, ReadPlan, Reads, RecentSignals, SeasonHistory, Window,
+};
 use crate::core::policy::plan::ForecastSummary;
 use crate::core::{Observation, PolicySpec, Sample, TargetSpec};
 use crate::sim::stats::DAY_S;
@@ -60,7 +66,12 @@ impl Sim<'_> {
 
     /// The newest scrape a query can see now (the ingestion lag), as a scrape index.
     fn newest_visible_scrape(&self) -> i64 {
-        ((self.now - self.cfg.ingestion_lag_s) / self.cfg.step_s + 1e-9).floor() as i64
+        self.newest_visible_at(self.now)
+    }
+
+    /// The newest scrape a query can see at `t` (trace time), as a scrape index.
+    fn newest_visible_at(&self, t: f64) -> i64 {
+        ((t - self.cfg.ingestion_lag_s) / self.cfg.step_s + 1e-9).floor() as i64
     }
 
     fn gauges_at(&self, b: usize) -> (f64, f64) {
@@ -104,58 +115,56 @@ impl Sim<'_> {
     }
 
     /// The arrival-rate samples of the scrapes `from..=to` (those a query can see), each at
-    /// its scrape time plus `shift_s`.
-    fn arrival_samples(&self, from: i64, to: i64, every: i64, shift_s: f64) -> Vec<Sample> {
+    /// its scrape time.
+    fn arrival_samples(&self, from: i64, to: i64, every: i64) -> Vec<Sample> {
         let (step, base) = (self.cfg.step_s, self.cfg.base_epoch);
         let to = to.min(self.newest_visible_scrape());
         let mut out = Vec::new();
         let mut b = from.max(0);
         while b <= to {
             if let Some(v) = self.arrival_rate_at(b) {
-                out.push(Sample::new(base + b as f64 * step + shift_s, v));
+                out.push(Sample::new(base + b as f64 * step, v));
             }
             b += every.max(1);
         }
         out
     }
 
-    /// What `seasonal_history` of the tick handler reads: per season, the arrival rate one
-    /// season back over the observation window and the next lead time, shifted forward by the
-    /// season. A season longer than the history gives an empty series, as an empty query does.
-    fn seasonal(&self, policy: &PolicySpec) -> Vec<SeasonSeries> {
+    /// The plan's seasons as the arrival-rate query returns them: the season frame snapped
+    /// inward to the scrape grid, one season back in whole scrapes, to be moved forward by as
+    /// many. A season longer than the history gives an empty series, as an empty query does.
+    fn season_histories(&self, plan: &ReadPlan) -> Vec<SeasonHistory> {
         let step = self.cfg.step_s;
-        // The query's range in today's frame: [now - window, now + lead], on the scrape grid.
-        let start = ((self.now - policy.window_s) / step - 1e-9).ceil() as i64;
-        let end = ((self.now + policy.lead_time_s) / step + 1e-9).floor() as i64;
-        policy
-            .seasons_s
+        let frame = &plan.season_frame;
+        let start = (frame.start / step - 1e-9).ceil() as i64;
+        let end = (frame.end / step + 1e-9).floor() as i64;
+        plan.seasons
             .iter()
-            .map(|&period_s| {
-                let back = (period_s / step).round() as i64;
-                let (from, to) = (start - back, end - back);
-                SeasonSeries {
-                    period_s,
-                    samples: self.arrival_samples(from, to, 1, back as f64 * step),
+            .map(|season| {
+                let back = (season.shift_s / step).round() as i64;
+                SeasonHistory {
+                    period_s: season.period_s,
+                    shift_s: back as f64 * step,
+                    samples: self.arrival_samples(start - back, end - back, 1),
                 }
             })
             .collect()
     }
 
-    /// What `calibration_history` of the tick handler reads when the cached calibration is
-    /// due: BAND_HISTORY_SECONDS plus the shortest season, the window and the lead time of
-    /// arrival rate, every BAND_STEP_SECONDS, ending at the newest visible scrape. Empty when
-    /// the cached calibration is still fresh.
+    /// What the tick's `calibration_history` reads when the cached calibration is due: the
+    /// plan's calibration window as whole band steps (`round(band step / scrape)` scrapes each)
+    /// counted back from the newest visible scrape. Empty when the cached calibration is still
+    /// fresh. `now` is Unix time, as the cache is stamped.
     fn calibration_history(&self, policy: &PolicySpec, now: f64) -> Vec<Sample> {
-        if !band::due(self.headroom_state.calibration.as_ref(), policy, now) {
+        let cached = self.headroom_state.calibration.as_ref();
+        let Some(window) = observe::calibration_window(policy, cached, now) else {
             return Vec::new();
-        }
+        };
         let step = self.cfg.step_s;
-        let back = band::history_seconds(policy);
-        let every = (policy.band_step_s / step).round().max(1.0) as i64;
+        let every = (window.step / step).round().max(1.0) as i64;
         let newest = self.newest_visible_scrape();
-        // On the band grid counted back from the newest scrape.
-        let count = (back / (every as f64 * step)).floor() as i64;
-        self.arrival_samples(newest - count * every, newest, every, 0.0)
+        let count = ((window.end - window.start) / (every as f64 * step)).floor() as i64;
+        self.arrival_samples(newest - count * every, newest, every)
     }
 
     /// The workload's HPA as `read_hpa_status` returns it: the replica controller's range, its
@@ -191,43 +200,52 @@ impl Sim<'_> {
             .count() as u32
     }
 
-    /// What one tick of the Lambda observes now for `target`: the tick's window of scrapes up
-    /// to the newest one the ingestion lag lets a query see, the seasonal and (when due) the
-    /// calibration history, the pods and the HPA.
-    pub(super) fn observation(&self, policy: &PolicySpec, target: &TargetSpec) -> Observation {
+    /// The recent signals as the built-in queries return them for `window`: one point per
+    /// scrape, `round(length / scrape)` scrapes up to the newest one visible at its end.
+    fn recent_signals(&self, window: &Window) -> RecentSignals {
         let step = self.cfg.step_s;
         let base = self.cfg.base_epoch;
-        let now = base + self.now;
-        let steps = (policy.window_s / step).round().max(1.0) as i64;
-        let newest = self.newest_visible_scrape();
+        let steps = ((window.end - window.start) / step).round().max(1.0) as i64;
+        let newest = self.newest_visible_at(window.end);
         let latency_scrapes = (LATENCY_WINDOW_S / step).round().max(2.0) as i64;
-        let mut obs = Observation {
-            pending_pods: self.unschedulable_pods(),
-            serving_replicas: Some(self.serving_count()),
-            loading_replicas: Some(self.loading_replicas()),
-            hpa: self.hpa_status(target),
-            seasonal: self.seasonal(policy),
-            calibration_history: self.calibration_history(policy, now),
-            ..Observation::default()
-        };
+        let mut signals = RecentSignals::default();
         for b in (newest - steps + 1).max(0)..=newest {
             let t = base + b as f64 * step;
             let bu = b as usize;
             let (waiting, running) = self.gauges_at(bu);
-            obs.waiting.push(Sample::new(t, waiting));
-            obs.running.push(Sample::new(t, running));
+            signals.waiting.push(Sample::new(t, waiting));
+            signals.running.push(Sample::new(t, running));
             if let Some(rate) = self.arrival_rate_at(b) {
-                obs.arrival_rate.push(Sample::new(t, rate));
+                signals.arrival_rate.push(Sample::new(t, rate));
             }
             let first = (b - latency_scrapes + 1).max(0) as usize;
             if first < bu {
                 let (done, latency) = self.completions_in(first + 1, bu);
                 if done > 0.0 {
-                    obs.service_time_s.push(Sample::new(t, latency / done));
+                    signals.service_time_s.push(Sample::new(t, latency / done));
                 }
             }
         }
-        obs
+        signals
+    }
+
+    /// What one tick of the Lambda observes now for `target`: the tick's read plan evaluated
+    /// over the scrapes, the pods and the HPA, assembled as the tick assembles its reads. The
+    /// plan does not depend on where time starts, so the eyes ask it on the trace's clock
+    /// (scrape b at b · step); the calibration's due check takes Unix time.
+    pub(super) fn observation(&self, policy: &PolicySpec, target: &TargetSpec) -> Observation {
+        let plan = observe::plan(policy, self.now);
+        observe::assemble(Reads {
+            signals: Ok(self.recent_signals(&plan.recent)),
+            pods: Ok(Some(PodCounts {
+                unschedulable: self.unschedulable_pods(),
+                serving: self.serving_count(),
+                loading: self.loading_replicas(),
+            })),
+            hpa: self.hpa_status(target),
+            seasons: self.season_histories(&plan),
+            calibration_history: self.calibration_history(policy, self.cfg.base_epoch + self.now),
+        })
     }
 }
 
@@ -307,12 +325,23 @@ mod tests {
     use super::super::tests::{config, step_to};
     use super::super::{Replicas, Request, Sim};
     use crate::core::policy::band::Calibration;
-    use crate::core::policy::observation::{HpaMetric, HpaStatus};
+    use crate::core::policy::observation::{HpaMetric, HpaStatus, SeasonSeries};
+    use crate::core::policy::observe;
     use crate::core::spec::HpaRef;
     use crate::core::{HeadroomKind, PolicySpec, Sample, TargetSpec};
 
     fn target() -> TargetSpec {
         TargetSpec::new("t", "gpu", HeadroomKind::NodePoolReplicas, 8)
+    }
+
+    impl Sim<'_> {
+        /// What the observation's `seasonal` holds: the plan's seasons as the eyes read them,
+        /// moved into today's frame by the shared assembly.
+        fn seasonal(&self, policy: &PolicySpec) -> Vec<SeasonSeries> {
+            let plan = observe::plan(policy, self.now);
+            let histories = self.season_histories(&plan);
+            histories.into_iter().map(observe::season_series).collect()
+        }
     }
 
     fn with_hpa() -> TargetSpec {
