@@ -331,6 +331,7 @@ impl Config {
                 .f64_or("CALIBRATE_EVERY_SECONDS", defaults.calibrate_every_s)?,
             delayed_request_cost: vars.opt_f64("DELAYED_REQUEST_COST")?,
             gpu_hour_cost: vars.opt_f64("GPU_HOUR_COST")?,
+            target_timeout_s: vars.f64_or("TARGET_TIMEOUT_SECONDS", defaults.target_timeout_s)?,
             ..defaults
         };
         policy
@@ -666,8 +667,10 @@ mod tests {
             ("BAND_BY_HOUR", "true"),
             ("DELAYED_REQUEST_COST", "0.002"),
             ("GPU_HOUR_COST", "4"),
+            ("TARGET_TIMEOUT_SECONDS", "7"),
         ])
         .unwrap();
+        assert_eq!(c.policy.target_timeout_s, 7.0);
         assert_eq!(c.policy.seasons_s, vec![3600.0, 25200.0]);
         assert_eq!(c.policy.time_zone, "America/New_York");
         assert_eq!(c.policy.fast_path_ratio, 3.0);
@@ -685,6 +688,11 @@ mod tests {
         let cases: &[(&[(&str, &str)], &str)] = &[
             (&[("TICK_SECONDS", "0")], "TICK_SECONDS"),
             (&[("TICK_SECONDS", "fast")], "TICK_SECONDS"),
+            (&[("TARGET_TIMEOUT_SECONDS", "0")], "TARGET_TIMEOUT_SECONDS"),
+            (
+                &[("TARGET_TIMEOUT_SECONDS", "61")],
+                "TARGET_TIMEOUT_SECONDS",
+            ),
             (&[("LEAD_TIME_SECONDS", "NaN")], "LEAD_TIME_SECONDS"),
             (&[("ERROR_QUANTILE", "1.5")], "ERROR_QUANTILE"),
             (&[("SEASONS_SECONDS", "86400,week")], "SEASONS_SECONDS"),
