@@ -357,6 +357,12 @@ impl Config {
                 "must be set to prometheus, amp or cloudwatch",
             ));
         }
+        // Targets that could fight over a shared NodePool (`core::spec::shared_pool`): the tick
+        // writes pools, so it refuses them; the interruption function and `prewarm restore`
+        // read the same targets and run.
+        crate::core::spec::validate_shared_pools(&self.targets).map_err(|(setting, message)| {
+            Error::config("PREWARM_TARGETS", format!("{setting}: {message}"))
+        })?;
         if self.interruption.queue_url.is_none() {
             return Err(Error::config(
                 "INTERRUPTION_QUEUE_URL",
@@ -611,6 +617,12 @@ mod tests {
         "headroom":{"kind":"balloon","namespace":"prewarm","name":"balloon-llama"},
         "selector":"model_name=\"llama\""}]"#;
 
+    const SHARED_FREEZE: &str = r#"[
+        {"name":"a","nodePool":"gpu","maxSpare":8,"freezeConsolidation":true,
+         "headroom":{"kind":"balloon","namespace":"prewarm","name":"balloon-a"}},
+        {"name":"b","nodePool":"gpu","maxSpare":8,
+         "headroom":{"kind":"balloon","namespace":"prewarm","name":"balloon-b"}}]"#;
+
     fn config(pairs: &[(&str, &str)]) -> Result<Config> {
         let map: HashMap<String, String> = pairs
             .iter()
@@ -786,6 +798,35 @@ mod tests {
                 name: "balloon-llama".into()
             }
         );
+    }
+
+    /// Two targets on NodePool gpu, one freezing it: the tick refuses to start, naming both;
+    /// the interruption function starts with the same targets (it writes no pool).
+    #[test]
+    fn targets_that_could_fight_over_a_node_pool_stop_the_tick_not_the_drains() {
+        let pairs = [
+            ("PREWARM_TARGETS", SHARED_FREEZE),
+            ("METRIC_SOURCE", "prometheus"),
+            ("PROMETHEUS_URL", "http://127.0.0.1:19090"),
+            ("KUBECONFIG", "/tmp/kubeconfig"),
+            ("INTERRUPTION_QUEUE_URL", "http://127.0.0.1:5000/1/q"),
+        ];
+        match config(&pairs).unwrap().require_tick_ready() {
+            Err(Error::Config { var, message }) => {
+                assert_eq!(var, "PREWARM_TARGETS");
+                assert!(
+                    message.contains(r#"targets "a" and "b" share NodePool "gpu""#),
+                    "{message}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let drains = Config::for_handler(HandlerKind::Interruption, |k| map.get(k).cloned());
+        assert_eq!(drains.unwrap().targets.len(), 2);
     }
 
     #[test]

@@ -90,6 +90,7 @@ pub async fn tick_once(deps: &Arc<TickDeps>, now: f64, dry_run: bool) -> Vec<Tar
     else {
         return Vec::new();
     };
+    let targets = targets::without_pool_conflicts(targets, &deps.config.emf_namespace);
     if !dry_run {
         leases::collect_drain_leases(deps, &client, &targets, now).await;
     }
