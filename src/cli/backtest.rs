@@ -200,7 +200,8 @@ mod tests {
     #[test]
     fn the_step_is_refused_at_parse_time_unless_one_second_to_a_day() {
         let parse = |resolution: &str| {
-            Wrapper::try_parse_from(["prewarm", "--target", "llama", "--resolution", resolution])
+            let flag = format!("--resolution={resolution}");
+            Wrapper::try_parse_from(["prewarm", "--target", "llama", flag.as_str()])
                 .map(|w| w.args.resolution)
                 .map_err(|e| e.to_string())
         };
