@@ -60,7 +60,8 @@ mod tests {
             keda_owner: None,
         };
         // (name, floor on the object, annotations, the user's floor) - by hand from the rule.
-        let rows: [(&str, u32, &[(&str, &str)], Option<u32>); 5] = [
+        type Row<'a> = (&'a str, u32, &'a [(&'a str, &'a str)], Option<u32>);
+        let rows: [Row; 5] = [
             ("not raised", 2, &[], None),
             (
                 "raised 2 -> 6",
