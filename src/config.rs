@@ -336,6 +336,7 @@ impl Config {
                 .f64_or("CALIBRATE_EVERY_SECONDS", defaults.calibrate_every_s)?,
             delayed_request_cost: vars.opt_f64("DELAYED_REQUEST_COST")?,
             gpu_hour_cost: vars.opt_f64("GPU_HOUR_COST")?,
+            target_timeout_s: vars.f64_or("TARGET_TIMEOUT_SECONDS", defaults.target_timeout_s)?,
             ..defaults
         };
         policy
@@ -362,6 +363,12 @@ impl Config {
                 "must be set to prometheus, amp or cloudwatch",
             ));
         }
+        // Targets that could fight over a shared NodePool (`core::spec::shared_pool`): the tick
+        // writes pools, so it refuses them; the interruption function and `prewarm restore`
+        // read the same targets and run.
+        crate::core::spec::validate_shared_pools(&self.targets).map_err(|(setting, message)| {
+            Error::config("PREWARM_TARGETS", format!("{setting}: {message}"))
+        })?;
         if self.interruption.queue_url.is_none() {
             return Err(Error::config(
                 "INTERRUPTION_QUEUE_URL",
@@ -616,6 +623,12 @@ mod tests {
         "headroom":{"kind":"balloon","namespace":"prewarm","name":"balloon-llama"},
         "selector":"model_name=\"llama\""}]"#;
 
+    const SHARED_FREEZE: &str = r#"[
+        {"name":"a","nodePool":"gpu","maxSpare":8,"freezeConsolidation":true,
+         "headroom":{"kind":"balloon","namespace":"prewarm","name":"balloon-a"}},
+        {"name":"b","nodePool":"gpu","maxSpare":8,
+         "headroom":{"kind":"balloon","namespace":"prewarm","name":"balloon-b"}}]"#;
+
     fn config(pairs: &[(&str, &str)]) -> Result<Config> {
         let map: HashMap<String, String> = pairs
             .iter()
@@ -672,8 +685,10 @@ mod tests {
             ("BAND_BY_HOUR", "true"),
             ("DELAYED_REQUEST_COST", "0.002"),
             ("GPU_HOUR_COST", "4"),
+            ("TARGET_TIMEOUT_SECONDS", "7"),
         ])
         .unwrap();
+        assert_eq!(c.policy.target_timeout_s, 7.0);
         assert_eq!(c.policy.seasons_s, vec![3600.0, 25200.0]);
         assert_eq!(c.policy.time_zone, "America/New_York");
         assert_eq!(c.policy.fast_path_ratio, 3.0);
@@ -691,6 +706,11 @@ mod tests {
         let cases: &[(&[(&str, &str)], &str)] = &[
             (&[("TICK_SECONDS", "0")], "TICK_SECONDS"),
             (&[("TICK_SECONDS", "fast")], "TICK_SECONDS"),
+            (&[("TARGET_TIMEOUT_SECONDS", "0")], "TARGET_TIMEOUT_SECONDS"),
+            (
+                &[("TARGET_TIMEOUT_SECONDS", "61")],
+                "TARGET_TIMEOUT_SECONDS",
+            ),
             (&[("LEAD_TIME_SECONDS", "NaN")], "LEAD_TIME_SECONDS"),
             (&[("ERROR_QUANTILE", "1.5")], "ERROR_QUANTILE"),
             (&[("SEASONS_SECONDS", "86400,week")], "SEASONS_SECONDS"),
@@ -787,6 +807,35 @@ mod tests {
                 name: "balloon-llama".into()
             }
         );
+    }
+
+    /// Two targets on NodePool gpu, one freezing it: the tick refuses to start, naming both;
+    /// the interruption function starts with the same targets (it writes no pool).
+    #[test]
+    fn targets_that_could_fight_over_a_node_pool_stop_the_tick_not_the_drains() {
+        let pairs = [
+            ("PREWARM_TARGETS", SHARED_FREEZE),
+            ("METRIC_SOURCE", "prometheus"),
+            ("PROMETHEUS_URL", "http://127.0.0.1:19090"),
+            ("KUBECONFIG", "/tmp/kubeconfig"),
+            ("INTERRUPTION_QUEUE_URL", "http://127.0.0.1:5000/1/q"),
+        ];
+        match config(&pairs).unwrap().require_tick_ready() {
+            Err(Error::Config { var, message }) => {
+                assert_eq!(var, "PREWARM_TARGETS");
+                assert!(
+                    message.contains(r#"targets "a" and "b" share NodePool "gpu""#),
+                    "{message}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let drains = Config::for_handler(HandlerKind::Interruption, |k| map.get(k).cloned());
+        assert_eq!(drains.unwrap().targets.len(), 2);
     }
 
     #[test]

@@ -26,7 +26,7 @@ use prewarm::Error;
 use serde_json::{json, Value};
 
 mod common;
-use common::{env, now, unique};
+use common::{env, hpa_on_running_requests, now, unique};
 
 async fn admin() -> kube::Client {
     client(&ClusterAccess::Kubeconfig {
@@ -77,6 +77,7 @@ fn plan(action: Action, current: u32, desired: u32, next: HeadroomState) -> Plan
         freeze_consolidation: None,
         forecast: ForecastSummary::default(),
         reasons: vec![],
+        hpa_floor: None,
         next_state: next,
     }
 }
@@ -752,25 +753,6 @@ async fn static_node_pool_replicas_read_back_with_the_template_untouched() {
     delete(&pools, &name).await;
 }
 
-/// An HPA (minReplicas 2, maxReplicas 9) on vLLM's running requests, 4 per replica, scaling a
-/// Deployment that does not exist (nothing is scaled).
-fn hpa_on_running_requests(
-    name: &str,
-) -> k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler {
-    serde_json::from_value(json!({
-        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
-        "metadata": {"name": name, "namespace": "prewarm"},
-        "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "nothing"},
-            "minReplicas": 2, "maxReplicas": 9,
-            "metrics": [{"type": "Pods", "pods": {
-                "metric": {"name": "vllm:num_requests_running"},
-                "target": {"type": "AverageValue", "averageValue": "4"}}}]
-        }
-    }))
-    .unwrap()
-}
-
 /// The HPA reader as the `prewarm-lambda` user (RBAC: `get` on horizontalpodautoscalers): an HPA
 /// on vLLM's running requests (4 per replica) is predictable; min/max come back as written.
 #[tokio::test]
@@ -783,7 +765,7 @@ async fn hpa_is_read_as_the_lambda_user() {
 
     let name = unique("hpa");
     let admin_api: Api<HorizontalPodAutoscaler> = Api::namespaced(admin().await, "prewarm");
-    let hpa = hpa_on_running_requests(&name);
+    let hpa = hpa_on_running_requests(&name, "4");
     admin_api
         .create(&Default::default(), &hpa)
         .await
@@ -829,7 +811,7 @@ async fn hpa_floor_is_raised_and_restored_as_the_lambda_user() {
 
     let name = unique("floor");
     let admin_api: Api<HorizontalPodAutoscaler> = Api::namespaced(admin().await, "prewarm");
-    let hpa = hpa_on_running_requests(&name);
+    let hpa = hpa_on_running_requests(&name, "4");
     admin_api.create(&Default::default(), &hpa).await.unwrap();
     let r = HpaRef {
         namespace: "prewarm".into(),
@@ -936,7 +918,7 @@ async fn a_keda_owned_hpa_is_floored_through_its_scaled_object_as_the_lambda_use
     .await;
     let hpa_name = format!("keda-hpa-{name}");
     let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(admin.clone(), "prewarm");
-    let mut hpa = hpa_on_running_requests(&hpa_name);
+    let mut hpa = hpa_on_running_requests(&hpa_name, "4");
     hpa.metadata.owner_references = Some(vec![
         k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
             api_version: "keda.sh/v1alpha1".into(),

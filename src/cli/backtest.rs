@@ -36,8 +36,8 @@ pub struct BacktestArgs {
     /// Days of history to read (--target).
     #[arg(long, default_value_t = 7.0)]
     pub days: f64,
-    /// Seconds between history points (--target).
-    #[arg(long, default_value_t = 60.0)]
+    /// Seconds between history points (--target), 1 to 86400.
+    #[arg(long, default_value_t = 60.0, value_parser = resolution_seconds)]
     pub resolution: f64,
     /// End of the history, Unix seconds (--target; default: now).
     #[arg(long)]
@@ -54,6 +54,18 @@ pub struct BacktestArgs {
     pub seed: u64,
     #[command(flatten)]
     pub common: CommonArgs,
+}
+
+/// The step of the history read: refused at parse time when it is not a number of seconds from 1
+/// to a day. A zero or negative step never advances the read, and a step of a nanosecond asks
+/// the metric source for trillions of points.
+fn resolution_seconds(raw: &str) -> Result<f64, String> {
+    match raw.trim().parse::<f64>() {
+        Ok(v) if (1.0..=86_400.0).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "{raw:?} is not a step in seconds from 1 to 86400 (the seconds between history points)"
+        )),
+    }
 }
 
 fn positive(flag: &str, v: f64) -> crate::Result<()> {
@@ -102,7 +114,6 @@ fn from_csv(args: &BacktestArgs, path: &Path) -> crate::Result<Workload> {
 
 async fn from_metric_source(args: &BacktestArgs, name: &str) -> crate::Result<Workload> {
     positive("--days", args.days)?;
-    positive("--resolution", args.resolution)?;
     positive("--rate-scale", args.rate_scale)?;
     let tokens_from = match &args.tokens_from {
         Some(p) => p.clone(),
@@ -170,4 +181,41 @@ async fn from_metric_source(args: &BacktestArgs, name: &str) -> crate::Result<Wo
         rate_scale: args.rate_scale,
         tokens_from: Some(tokens_from),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Wrapper {
+        #[command(flatten)]
+        args: BacktestArgs,
+    }
+
+    #[test]
+    fn the_step_is_refused_at_parse_time_unless_one_second_to_a_day() {
+        let parse = |resolution: &str| {
+            let flag = format!("--resolution={resolution}");
+            Wrapper::try_parse_from(["prewarm", "--target", "llama", flag.as_str()])
+                .map(|w| w.args.resolution)
+                .map_err(|e| e.to_string())
+        };
+        // (flag value, accepted step) - the range by hand: [1, 86400] seconds.
+        for (raw, want) in [
+            ("60", Some(60.0)),
+            ("1", Some(1.0)),
+            ("86400", Some(86_400.0)),
+        ] {
+            assert_eq!(parse(raw).ok(), want, "{raw}");
+        }
+        for raw in ["0", "-60", "0.5", "86401", "NaN", "inf", "soon"] {
+            let e = parse(raw).unwrap_err();
+            assert!(
+                e.contains("--resolution") && e.contains("from 1 to 86400"),
+                "{raw}: {e}"
+            );
+        }
+    }
 }

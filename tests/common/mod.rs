@@ -84,6 +84,27 @@ pub async fn as_user(var: &str) -> kube::Client {
         .expect("client")
 }
 
+/// An HPA (minReplicas 2, maxReplicas 9) in namespace prewarm on vLLM's running requests,
+/// `per_replica` each (an AverageValue quantity), scaling a Deployment that does not exist
+/// (nothing is scaled).
+pub fn hpa_on_running_requests(
+    name: &str,
+    per_replica: &str,
+) -> k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler {
+    serde_json::from_value(json!({
+        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": name, "namespace": "prewarm"},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "nothing"},
+            "minReplicas": 2, "maxReplicas": 9,
+            "metrics": [{"type": "Pods", "pods": {
+                "metric": {"name": "vllm:num_requests_running"},
+                "target": {"type": "AverageValue", "averageValue": per_replica}}}]
+        }
+    }))
+    .unwrap()
+}
+
 /// A name no earlier run used: the process id and the clock's nanoseconds.
 pub fn unique(prefix: &str) -> String {
     let nanos = std::time::SystemTime::now()

@@ -5,7 +5,7 @@
 //! to every warm invocation and only rebuilds it when its EKS token nears the end of its
 //! validity (`eks_token::is_fresh`).
 
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use aws_credential_types::provider::ProvideCredentials;
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -96,6 +96,25 @@ pub async fn describe_cluster(
     })
 }
 
+/// How long a connection to the API server may take to open. kube's default is 30 s: two ticks.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long one answer may take once a request is sent (kube's default: no limit, for exec and
+/// watch streams, which prewarm does not use). Every call of prewarm is a get, list or patch the
+/// API server answers in well under a second; past this it is hung, and a tick must not wait on
+/// it until the Lambda's timeout.
+pub const READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The client's timeouts: an API server that does not answer fails the call, not the tick.
+/// The read timeout counts from when a request is sent, not from when its pooled connection
+/// went idle (`reset_reader_on_write`): a connection idle between ticks must not time out the
+/// next tick's first call.
+fn with_timeouts(mut config: kube::Config) -> kube::Config {
+    config.connect_timeout = Some(CONNECT_TIMEOUT);
+    config.read_timeout = Some(READ_TIMEOUT);
+    config.reset_reader_on_write = true;
+    config
+}
+
 fn kube_build_error(message: impl std::fmt::Display) -> Error {
     Error::Kube {
         operation: "build client".into(),
@@ -131,7 +150,7 @@ async fn from_kubeconfig(kubeconfig: Kubeconfig) -> Result<kube::Client> {
     // not sleep on it: callers see every status at once and retry on their own schedule (the
     // next tick, the message's next visibility).
     config.default_retry = false;
-    kube::Client::try_from(config).map_err(kube_build_error)
+    kube::Client::try_from(with_timeouts(config)).map_err(kube_build_error)
 }
 
 async fn kubeconfig_client(path: &str) -> Result<kube::Client> {
@@ -277,6 +296,17 @@ mod tests {
             Some("LS0tLS1CRUdJTi0tLS0t")
         );
         assert!(kc.auth_infos[0].auth_info.as_ref().unwrap().token.is_some());
+    }
+
+    #[test]
+    fn a_hung_api_server_fails_the_call_not_the_tick() {
+        // kube's defaults: connect 30 s, no read limit at all.
+        let defaults = kube::Config::new("https://127.0.0.1:6443".parse().unwrap());
+        assert_eq!(defaults.read_timeout, None);
+        let config = with_timeouts(defaults);
+        assert_eq!(config.connect_timeout, Some(Duration::from_secs(5)));
+        assert_eq!(config.read_timeout, Some(Duration::from_secs(10)));
+        assert!(config.reset_reader_on_write);
     }
 
     #[tokio::test]

@@ -338,6 +338,7 @@ mod tests {
             freeze_consolidation: None,
             forecast: ForecastSummary::default(),
             reasons: vec![],
+            hpa_floor: None,
             next_state: next,
         }
     }

@@ -9,11 +9,17 @@
 //! Anything else (CPU or memory `Resource` metrics, DCGM utilisation, a waiting-only queue
 //! length, `Value` targets) is reported as unpredictable with the reason; with several metrics
 //! the HPA takes the largest proposal, so one unpredictable metric makes the whole HPA so.
+//!
+//! The range is the user's: while prewarm holds a raised floor (`hpa_floor`), the HPA's
+//! `minReplicas` (or its KEDA ScaledObject's `minReplicaCount`) is prewarm's own value, and
+//! sizing against it would keep the forecast from ever asking for less than the raise.
 
 use k8s_openapi::api::autoscaling::v2::{HorizontalPodAutoscaler, MetricSpec, MetricTarget};
 use kube::Api;
 
 use super::api_error::from_kube;
+use super::floor_view::FloorView;
+use super::hpa_floor;
 use crate::core::policy::observation::{HpaMetric, HpaStatus};
 use crate::core::spec::HpaRef;
 use crate::error::Result;
@@ -155,7 +161,17 @@ pub fn hpa_status(hpa: &HorizontalPodAutoscaler, explicit: Option<&str>) -> HpaS
     }
 }
 
-/// Reads the target's HPA.
+/// `status` with the user's floor: the one saved on the floor object while prewarm holds a
+/// raise there, else the HPA's own.
+pub fn with_users_floor(status: HpaStatus, floor: &FloorView) -> HpaStatus {
+    HpaStatus {
+        min_replicas: floor.saved_user_floor().unwrap_or(status.min_replicas),
+        ..status
+    }
+}
+
+/// Reads the target's HPA, and the KEDA ScaledObject that owns it if one does (where the floor
+/// and its lease live then).
 pub async fn read_hpa_status(client: &kube::Client, r: &HpaRef) -> Result<HpaStatus> {
     let api: Api<HorizontalPodAutoscaler> = Api::namespaced(client.clone(), &r.namespace);
     let hpa = api.get(&r.name).await.map_err(|e| {
@@ -166,7 +182,9 @@ pub async fn read_hpa_status(client: &kube::Client, r: &HpaRef) -> Result<HpaSta
             e,
         )
     })?;
-    Ok(hpa_status(&hpa, r.in_system_metric.as_deref()))
+    let status = hpa_status(&hpa, r.in_system_metric.as_deref());
+    let on = hpa_floor::floor_object_of(client, hpa).await?;
+    Ok(with_users_floor(status, &on.view))
 }
 
 #[cfg(test)]
@@ -299,6 +317,44 @@ mod tests {
                 (got, want) => panic!("{name}: got {got:?}, want {want:?}"),
             }
         }
+    }
+
+    #[test]
+    fn sizing_takes_the_users_floor_while_prewarm_holds_a_raise() {
+        use crate::adapters::kube::floor_view::{RAISED_MIN, USER_MIN};
+        use crate::adapters::kube::scaled_object;
+        // The fixture HPA says minReplicas 2; prewarm raised it to 6 from the user's 2.
+        let mut raised = hpa(serde_json::json!([]));
+        raised.spec.as_mut().unwrap().min_replicas = Some(6);
+        raised.metadata.annotations = Some(
+            [(USER_MIN, "2"), (RAISED_MIN, "6")]
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .into(),
+        );
+        let status = hpa_status(&raised, None);
+        assert_eq!(status.min_replicas, 6, "the spec says prewarm's 6");
+        let sized = with_users_floor(status.clone(), &hpa_floor::floor_view(&raised));
+        assert_eq!(sized.min_replicas, 2, "sized with the user's 2");
+        // The user set 4 while it was raised: 4 is theirs.
+        raised.spec.as_mut().unwrap().min_replicas = Some(4);
+        let edited = hpa_status(&raised, None);
+        let sized = with_users_floor(edited, &hpa_floor::floor_view(&raised));
+        assert_eq!(sized.min_replicas, 4);
+        // KEDA: the HPA says KEDA's 5 (from minReplicaCount 5, prewarm's raise of the user's 1);
+        // the lease is on the ScaledObject.
+        let so: kube::api::DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
+            "metadata": {"name": "llama", "namespace": "ml",
+                         "annotations": {USER_MIN: "1", RAISED_MIN: "5"}},
+            "spec": {"minReplicaCount": 5, "maxReplicaCount": 12}
+        }))
+        .unwrap();
+        let keda = HpaStatus {
+            min_replicas: 5,
+            ..status
+        };
+        let sized = with_users_floor(keda, &scaled_object::floor_view(&so));
+        assert_eq!(sized.min_replicas, 1);
     }
 
     #[test]

@@ -44,9 +44,7 @@ use crate::core::lease::{lease_step, Held, LeaseOutcome, Want};
 use crate::core::spec::HpaRef;
 use crate::error::{Error, Result};
 
-pub const USER_MIN: &str = "prewarm.io/user-min-replicas";
-pub const RAISED_MIN: &str = "prewarm.io/raised-min-replicas";
-pub const LEASE_UNTIL: &str = "prewarm.io/floor-lease-until";
+pub use super::floor_view::{LEASE_UNTIL, RAISED_MIN, USER_MIN};
 pub const FIELD_MANAGER: &str = "prewarm-hpa-floor";
 
 /// What the floor of the HPA should be this tick.
@@ -85,18 +83,8 @@ pub fn plan_floor(
     now: f64,
     lease_s: f64,
 ) -> std::result::Result<FloorPatch, String> {
-    let number = |key: &str| -> std::result::Result<Option<u32>, String> {
-        hpa.annotations
-            .get(key)
-            .map(|raw| {
-                raw.trim()
-                    .parse::<u32>()
-                    .map_err(|_| format!("annotation {key}: expected a count, got {raw:?}"))
-            })
-            .transpose()
-    };
-    let user_saved = number(USER_MIN)?;
-    let raised = number(RAISED_MIN)?;
+    let user_saved = hpa.count(USER_MIN)?;
+    let raised = hpa.count(RAISED_MIN)?;
     let lease = hpa
         .annotations
         .get(LEASE_UNTIL)

@@ -13,6 +13,7 @@ use kube::Api;
 
 use super::api_error::from_kube;
 use crate::config::{TargetsConfigMap, TARGETS_KEY};
+use crate::core::spec::shared_pool_conflicts;
 use crate::core::TargetSpec;
 use crate::error::{Error, Result};
 
@@ -119,6 +120,24 @@ pub async fn current_or_report(
     }
 }
 
+/// The targets the tick may run: every target of a NodePool whose targets could fight over it
+/// (`core::spec::shared_pool`) is refused, logged and counted with the reason, and that pool is
+/// left alone; the others run. The tick re-reads a targets ConfigMap at every invocation, so
+/// this is its start-up check for a list that can change while it runs.
+pub fn without_pool_conflicts(targets: Vec<TargetSpec>, emf_namespace: &str) -> Vec<TargetSpec> {
+    let mut targets = targets;
+    for c in shared_pool_conflicts(&targets) {
+        let (on_pool, others): (Vec<_>, Vec<_>) =
+            targets.into_iter().partition(|t| t.node_pool == c.pool);
+        targets = others;
+        for t in on_pool {
+            let e = Error::config("PREWARM_TARGETS", format!("{}: {}", c.setting, c.message));
+            report_refused(emf_namespace, &t.name, &e);
+        }
+    }
+    targets
+}
+
 /// Logs and counts (EMF Errors, also without dimensions) one target that cannot run, or the whole
 /// list (`target` = the source) when it could not be read.
 pub fn report_refused(emf_namespace: &str, target: &str, error: &Error) {
@@ -181,6 +200,24 @@ mod tests {
                 .collect();
             assert_eq!(got, refused, "{raw}");
         }
+    }
+
+    #[test]
+    fn targets_that_could_fight_over_a_node_pool_do_not_run() {
+        // a and c share NodePool gpu and a freezes it: both refused; b (pool cpu) runs.
+        let raw = format!(
+            "[{},{},{}]",
+            target("a", r#","freezeConsolidation":true"#),
+            target("b", "").replace(r#""nodePool":"gpu""#, r#""nodePool":"cpu""#),
+            target("c", "")
+        );
+        let read = parse_each(SOURCE, &raw).unwrap();
+        assert_eq!(read.targets.len(), 3);
+        let runs: Vec<String> = without_pool_conflicts(read.targets, "Prewarm-test")
+            .into_iter()
+            .map(|t| t.name)
+            .collect();
+        assert_eq!(runs, ["b"]);
     }
 
     #[test]

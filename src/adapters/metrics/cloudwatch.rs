@@ -232,10 +232,11 @@ impl Series {
             "latency" => &mut self.latency,
             other => return Err(format!("unexpected result id {other:?}")),
         };
+        // NaN, infinities and values past MAX_SAMPLE_MAGNITUDE are gaps (`Sample::is_plausible`).
         for (t, v) in r.timestamps().iter().zip(r.values()) {
-            let t = t.as_secs_f64() + period;
-            if t.is_finite() && v.is_finite() {
-                target.push(Sample::new(t, *v));
+            let sample = Sample::new(t.as_secs_f64() + period, *v);
+            if sample.is_plausible() {
+                target.push(sample);
             }
         }
         target.sort_by(|a, b| a.t.total_cmp(&b.t));
@@ -387,6 +388,24 @@ mod tests {
                 )
             })
             .collect()
+    }
+
+    #[test]
+    fn garbage_values_are_gaps() {
+        // Periods of 60 s starting at 0, 60, ..., 300: stamped at their ends 60, 120, ... 360.
+        // NaN, +inf and values past 1e12 are dropped; 1e12 itself and 4 are kept.
+        let values = [4.0, f64::NAN, f64::INFINITY, 2e12, -1e13, 1e12];
+        let result = MetricDataResult::builder()
+            .id("waiting")
+            .set_timestamps(Some((0..6).map(|k| DateTime::from_secs(60 * k)).collect()))
+            .set_values(Some(values.to_vec()))
+            .build();
+        let mut series = Series::default();
+        series.add(&result, 60.0).unwrap();
+        assert_eq!(
+            series.waiting,
+            vec![Sample::new(60.0, 4.0), Sample::new(360.0, 1e12)]
+        );
     }
 
     #[test]

@@ -225,8 +225,8 @@ struct MatrixSeries {
 }
 
 /// Parses a `query_range` answer into one series, oldest first. Non-finite values ("NaN" from
-/// 0/0, "+Inf", "-Inf") are left out: they carry no demand information, and a gap is what the
-/// policy already treats as missing data. Several series are an error (a query that forgot to
+/// 0/0, "+Inf", "-Inf") and values past `MAX_SAMPLE_MAGNITUDE` (1e12) are left out: they carry
+/// no demand information, and a gap is what the policy already treats as missing data. Several series are an error (a query that forgot to
 /// aggregate); no series is an empty result, not an error.
 pub fn parse_matrix(body: &[u8]) -> Result<Vec<Sample>, String> {
     let envelope: Envelope = serde_json::from_slice(body)
@@ -257,9 +257,9 @@ pub fn parse_matrix(body: &[u8]) -> Result<Vec<Sample>, String> {
             let s = series.into_iter().next().expect("one series");
             let mut samples = Vec::with_capacity(s.values.len());
             for (t, raw) in s.values {
-                let v = parse_value(&raw)?;
-                if t.is_finite() && v.is_finite() {
-                    samples.push(Sample::new(t, v));
+                let sample = Sample::new(t, parse_value(&raw)?);
+                if sample.is_plausible() {
+                    samples.push(sample);
                 }
             }
             samples.sort_by(|a, b| a.t.total_cmp(&b.t));
@@ -340,6 +340,19 @@ mod tests {
         assert_eq!(
             parse_matrix(body.as_bytes()).unwrap(),
             vec![Sample::new(4.0, 7.0)]
+        );
+    }
+
+    #[test]
+    fn values_past_a_trillion_are_dropped() {
+        // 1e12 itself is kept (the bound); 1.5e12, -2e12 and 1e300 (finite, garbage) are not.
+        let body = ok(
+            "matrix",
+            r#"[{"metric":{},"values":[[1,"1e12"],[2,"1.5e12"],[3,"-2e12"],[4,"1e300"],[5,"3"]]}]"#,
+        );
+        assert_eq!(
+            parse_matrix(body.as_bytes()).unwrap(),
+            vec![Sample::new(1.0, 1e12), Sample::new(5.0, 3.0)]
         );
     }
 

@@ -123,6 +123,38 @@ fn bands(errors: &[(f64, f64)], q: f64, by_hour: bool, zone: &chrono_tz::Tz) -> 
     (overall, hours)
 }
 
+/// `history` on the BAND_STEP_SECONDS grid from its oldest kept sample (that sample's time
+/// and the grid; None without a usable sample). Kept: finite samples not stamped after `now`
+/// (plus one step; the calibration is computed at `now`, so a later one is bogus) and no older
+/// than the history the calibration asks for (`history_seconds`, plus two steps) before the
+/// newest: one bogus timestamp cannot stretch the grid, and its allocation, past what the
+/// configuration reads (a sample stamped at 0 would otherwise span 56 years of minutes).
+fn on_grid(history: &[Sample], policy: &PolicySpec, now: f64) -> Option<(f64, Vec<Option<f64>>)> {
+    let h = policy.band_step_s;
+    let plausible = |s: &&Sample| s.t.is_finite() && s.v.is_finite() && s.t <= now + h;
+    let newest = history
+        .iter()
+        .filter(plausible)
+        .map(|s| s.t)
+        .reduce(f64::max)?;
+    let oldest = newest - history_seconds(policy) - 2.0 * h;
+    let usable: Vec<&Sample> = history
+        .iter()
+        .filter(plausible)
+        .filter(|s| s.t >= oldest)
+        .collect();
+    let first = usable.iter().map(|s| s.t).reduce(f64::min)?;
+    let n = ((newest - first) / h).round() as usize + 1;
+    let mut grid: Vec<Option<f64>> = vec![None; n];
+    for s in &usable {
+        let i = ((s.t - first) / h).round() as usize;
+        if i < n {
+            grid[i] = Some(s.v.max(0.0));
+        }
+    }
+    Some((first, grid))
+}
+
 /// Fits the band (and the seasonal weight) on `history` (oldest first, on the
 /// BAND_STEP_SECONDS grid; gaps allowed). The shortest season in SEASONS_SECONDS that the
 /// history spans is the one replayed.
@@ -139,23 +171,12 @@ pub fn calibrate(history: &[Sample], policy: &PolicySpec, q: f64, now: f64) -> C
         windows: 0,
         note: None,
     };
-    let usable: Vec<&Sample> = history
-        .iter()
-        .filter(|s| s.t.is_finite() && s.v.is_finite())
-        .collect();
-    let (Some(first), Some(last)) = (usable.first(), usable.last()) else {
+    let Some((first_t, grid)) = on_grid(history, policy, now) else {
         out.note = Some("no history".into());
         return out;
     };
-    let n = ((last.t - first.t) / h).round() as usize + 1;
-    let mut grid: Vec<Option<f64>> = vec![None; n];
-    for s in &usable {
-        let i = ((s.t - first.t) / h).round() as usize;
-        if i < n {
-            grid[i] = Some(s.v.max(0.0));
-        }
-    }
-    let at = |i: usize| first.t + h * i as f64;
+    let n = grid.len();
+    let at = |i: usize| first_t + h * i as f64;
     let lead = (policy.lead_time_s / h).ceil().max(1.0) as usize;
     let w = ((policy.window_s / h).round() as usize).max(2);
     let span = h * n as f64;
@@ -292,6 +313,33 @@ mod tests {
     }
 
     #[test]
+    fn a_bogus_timestamp_cannot_stretch_the_grid() {
+        // 100 good minutes from T0; the calibration runs at the newest, T0 + 99 min.
+        let now = T0 + 99.0 * 60.0;
+        let clean = grid(&[5.0; 100]);
+        // The grid the configuration reads: history_seconds = 86 400 (BAND_HISTORY_SECONDS)
+        // + 240 (window) + 120 (lead) = 86 760 s; 100 samples span 99 minutes, all of it kept.
+        let sized =
+            |history: &[Sample]| on_grid(history, &policy(), now).map(|(t, g)| (t, g.len()));
+        assert_eq!(sized(&clean), Some((T0, 100)));
+        // (name, a bogus sample) - each left out, so the grid is the clean one: T0, 100 points.
+        // Kept, the first spans (T0 - 0) / 60 ≈ 28.3 M minutes, the second 16.7 M (≈ 270 MB).
+        for (name, bogus) in [
+            ("stamped at 0", Sample::new(0.0, 5.0)),
+            ("stamped 31 years ahead", Sample::new(now + 1e9, 5.0)),
+            ("NaN time", Sample::new(f64::NAN, 5.0)),
+        ] {
+            let mut history = clean.clone();
+            history.push(bogus);
+            assert_eq!(sized(&history), Some((T0, 100)), "{name}");
+            let c = calibrate(&history, &policy(), 0.9, now);
+            assert_eq!(c, calibrate(&clean, &policy(), 0.9, now), "{name}");
+        }
+        // Only bogus samples: no history at all.
+        assert_eq!(sized(&[Sample::new(now + 1e9, 5.0)]), None);
+    }
+
+    #[test]
     fn flat_history_has_zero_band_and_full_coverage() {
         let c = calibrate(&grid(&[5.0; 100]), &policy(), 0.9, T0 + 6000.0);
         // Windows i = 4..98: 94 of them, every error 0.
@@ -314,18 +362,20 @@ mod tests {
         let values: Vec<f64> = (0..200)
             .map(|i| if i % 10 == 0 { 15.0 } else { 5.0 })
             .collect();
-        let c = calibrate(&grid(&values), &policy(), 0.9, T0);
+        // Calibrated at the newest sample (a later one would be in the future).
+        let now = T0 + 60.0 * 199.0;
+        let c = calibrate(&grid(&values), &policy(), 0.9, now);
         assert_eq!(c.band, Some(10.0));
         assert_eq!(c.coverage, Some(1.0));
         // At the 0.75 quantile the rank falls among the zeros and fives: 5 (three of ten
         // windows above 0 … ⌈0.75·n⌉ lands on the 5s).
-        let c = calibrate(&grid(&values), &policy(), 0.75, T0);
+        let c = calibrate(&grid(&values), &policy(), 0.75, now);
         assert_eq!(c.band, Some(5.0));
     }
 
     #[test]
     fn too_short_a_history_says_so() {
-        let c = calibrate(&grid(&[5.0; 20]), &policy(), 0.9, T0);
+        let c = calibrate(&grid(&[5.0; 20]), &policy(), 0.9, T0 + 60.0 * 19.0);
         assert_eq!(c.band, None);
         assert!(c.note.unwrap().contains("30 needed"));
         let c = calibrate(&[], &policy(), 0.9, T0);
@@ -342,7 +392,7 @@ mod tests {
             seasons_s: vec![1200.0],
             ..policy()
         };
-        let c = calibrate(&grid(&values), &policy, 0.9, T0);
+        let c = calibrate(&grid(&values), &policy, 0.9, T0 + 60.0 * 119.0);
         assert!(c.seasonal_weight > 0.99, "{c:?}");
         assert_eq!(c.band, Some(0.0), "{c:?}");
     }

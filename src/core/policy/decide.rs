@@ -59,6 +59,7 @@ fn fail_static(
         freeze_consolidation: None,
         forecast,
         reasons,
+        hpa_floor: None,
         next_state: HeadroomState {
             spare: desired,
             last_tick: Some(now),
@@ -181,6 +182,9 @@ pub fn decide(
     };
 
     let freeze_consolidation = consolidation(target, prior, &inputs, policy, now);
+    // The HPA floor counts every replica, so its rails have no current need to subtract.
+    let hpa_floor =
+        Rails::new(target, prior, 0).replica_floor(sized.at_horizon, sized.now, sized.in_place);
     Plan {
         target: target.name.clone(),
         action,
@@ -189,6 +193,7 @@ pub fn decide(
         freeze_consolidation,
         forecast: summary,
         reasons,
+        hpa_floor: Some(hpa_floor),
         next_state: HeadroomState {
             spare: desired,
             cooldown_until,

@@ -9,9 +9,21 @@ pub struct Sample {
     pub v: f64,
 }
 
+/// The largest magnitude a metric sample may have. Rates, queue lengths and latencies of a
+/// model's servers are many orders below it; a value past it is garbage (a counter reset read
+/// as a rate, a unit error, an overflow) that would size without bound, so the metric sources
+/// drop it at parse time, as they drop NaN and infinities: a gap, which the policy treats as
+/// missing data.
+pub const MAX_SAMPLE_MAGNITUDE: f64 = 1e12;
+
 impl Sample {
     pub fn new(t: f64, v: f64) -> Self {
         Sample { t, v }
+    }
+
+    /// A finite time and a finite value within `MAX_SAMPLE_MAGNITUDE`.
+    pub fn is_plausible(&self) -> bool {
+        self.t.is_finite() && self.v.is_finite() && self.v.abs() <= MAX_SAMPLE_MAGNITUDE
     }
 }
 

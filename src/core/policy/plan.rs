@@ -138,6 +138,10 @@ pub struct Plan {
     pub freeze_consolidation: Option<bool>,
     pub forecast: ForecastSummary,
     pub reasons: Vec<Reason>,
+    /// The workload HPA's floor for `hpa.raiseMinReplicas`: the replicas at the horizon within
+    /// the rails (`Rails::replica_floor`); None when failing static (the lease is held as is).
+    #[serde(default)]
+    pub hpa_floor: Option<u32>,
     /// The state to persist on the headroom object after the plan is carried out.
     pub next_state: HeadroomState,
 }

@@ -130,6 +130,22 @@ impl Rails {
         }
     }
 
+    /// The HPA floor (`hpa.raiseMinReplicas`) within the rails a spare has: the replicas the HPA
+    /// will want at the horizon (`at_horizon`), at most `maxSpare` above those it wants now
+    /// (`wanted_now`: the warm replicas a floor holds are spare by another name), at most
+    /// `maxStepUp` above those in place (`in_place`: the replicas one tick adds), and never
+    /// more replicas than the GPU cap leaves after the replacement reserve. Build the rails
+    /// with a current need of 0 (`Rails::new(target, prior, 0)`): the floor counts every
+    /// replica, not a spare beyond those in use. A falling floor is not slowed: lowering it
+    /// removes no pod (the HPA's own scale-down stabilisation does that), so the user's value
+    /// comes back as soon as the forecast stops asking for more.
+    pub fn replica_floor(&self, at_horizon: u32, wanted_now: u32, in_place: u32) -> u32 {
+        let v = at_horizon
+            .min(wanted_now.saturating_add(self.max_spare))
+            .min(in_place.saturating_add(self.max_step_up));
+        self.gpu_cap(v, &mut Vec::new())
+    }
+
     /// The tick's own spare when it cannot trust its inputs (fail static): never below what it
     /// holds now, raised to the floor (the target's `minSpare` or a scheduled window's) so that a
     /// target with no metrics (no pods yet, scale to zero) still gets its scheduled capacity,

@@ -4,11 +4,13 @@
 
 mod cron;
 mod policy;
+mod shared_pool;
 mod state;
 mod target;
 
 pub use cron::parse_cron;
 pub use policy::*;
+pub use shared_pool::{shared_pool_conflicts, validate_shared_pools, PoolConflict};
 pub use state::*;
 pub use target::*;
 

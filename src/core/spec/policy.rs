@@ -63,6 +63,11 @@ pub struct PolicySpec {
     pub delayed_request_cost: Option<f64>,
     #[serde(default)]
     pub gpu_hour_cost: Option<f64>,
+    /// TARGET_TIMEOUT_SECONDS (10): the longest one target's tick may take (its metric reads,
+    /// API calls and writes); past it that target's tick fails, retryable, and the others go on.
+    /// Also the time a tick must still have before the invocation's deadline to start.
+    #[serde(default = "default_target_timeout")]
+    pub target_timeout_s: f64,
 }
 
 fn default_seasons() -> Vec<f64> {
@@ -85,6 +90,9 @@ fn default_band_step() -> f64 {
 }
 fn default_calibrate_every() -> f64 {
     3_600.0
+}
+fn default_target_timeout() -> f64 {
+    10.0
 }
 
 impl Default for PolicySpec {
@@ -112,6 +120,7 @@ impl Default for PolicySpec {
             calibrate_every_s: default_calibrate_every(),
             delayed_request_cost: None,
             gpu_hour_cost: None,
+            target_timeout_s: default_target_timeout(),
         }
     }
 }
@@ -131,7 +140,7 @@ fn check(name: &str, value: f64, lo: f64, hi: f64) -> Result<(), (String, String
 /// Static inclusive bounds of the policy's environment variables: `(variable, min, max)`.
 /// template.yaml's parameters carry exactly these as MinValue/MaxValue, so a value CloudFormation
 /// accepts never fails at Init (tests/template_bounds.rs holds the two equal).
-pub const POLICY_BOUNDS: [(&str, f64, f64); 9] = [
+pub const POLICY_BOUNDS: [(&str, f64, f64); 10] = [
     ("LEAD_TIME_SECONDS", 1.0, 3600.0),
     ("TICK_SECONDS", 1.0, 60.0),
     ("METRICS_STEP_SECONDS", 1.0, 300.0),
@@ -141,6 +150,7 @@ pub const POLICY_BOUNDS: [(&str, f64, f64); 9] = [
     ("SCALE_DOWN_DELAY_SECONDS", 0.0, 86_400.0),
     ("COOLDOWN_SECONDS", 0.0, 3600.0),
     ("STALE_AFTER_SECONDS", 1.0, 3600.0),
+    ("TARGET_TIMEOUT_SECONDS", 1.0, 60.0),
 ];
 
 impl PolicySpec {
@@ -156,6 +166,7 @@ impl PolicySpec {
             self.scale_down_delay_s,
             self.cooldown_s,
             self.stale_after_s,
+            self.target_timeout_s,
         ];
         for ((name, lo, hi), value) in POLICY_BOUNDS.iter().zip(values) {
             check(name, value, *lo, *hi)?;

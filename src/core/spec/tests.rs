@@ -31,6 +31,10 @@ fn policy_bounds_table() {
         ("STALE_AFTER_SECONDS", 1.0, 3600.0, |p, v| {
             p.stale_after_s = v
         }),
+        // One second to one minute (a tick's targets each within it).
+        ("TARGET_TIMEOUT_SECONDS", 1.0, 60.0, |p, v| {
+            p.target_timeout_s = v
+        }),
         ("ewma_alpha", 0.001, 1.0, |p, v| p.ewma_alpha = v),
         ("trend_beta", 0.0, 1.0, |p, v| p.trend_beta = v),
         ("trend_damping", 0.0, 1.0, |p, v| p.trend_damping = v),

@@ -2,10 +2,12 @@
 //! headroom object and NodePool, decide (pure core), and carry out the plan unless DRY_RUN.
 //!
 //! EventBridge fires at most once a minute, so one invocation runs several ticks, stopping
-//! shortly before the minute ends (or the Lambda deadline). Each target runs in its own task:
-//! an error, even a panic, on one target never stops the others. Every decision is one JSON log
-//! line with flat fields (for Logs Insights) and one EMF record.
+//! shortly before the minute ends (or the Lambda deadline). Each target runs in its own task,
+//! within TARGET_TIMEOUT_SECONDS: an error, a panic or a hang on one target never stops the
+//! others. Every decision is one JSON log line with flat fields (for Logs Insights) and one EMF
+//! record, written as soon as that target's tick ends.
 
+pub mod deadline;
 pub mod leases;
 pub mod observe;
 pub mod report;
@@ -88,16 +90,27 @@ pub async fn tick_once(deps: &Arc<TickDeps>, now: f64, dry_run: bool) -> Vec<Tar
     else {
         return Vec::new();
     };
+    let targets = targets::without_pool_conflicts(targets, &deps.config.emf_namespace);
     if !dry_run {
         leases::collect_drain_leases(deps, &client, &targets, now).await;
     }
+    let limit_s = deps.config.policy.target_timeout_s;
     let tasks: Vec<_> = targets
         .iter()
         .cloned()
         .map(|target| {
             let deps = Arc::clone(deps);
             let client = client.clone();
-            tokio::spawn(async move { tick_target(&deps, &client, &target, now, dry_run).await })
+            tokio::spawn(async move {
+                let at = Some(annotations::format_time(now));
+                let tick = tick_target(&deps, &client, &target, now, dry_run);
+                let report = deadline::within(limit_s, &target.name, dry_run, at, tick).await;
+                // Logged now, not after the slowest target: a decision made is never lost to
+                // a tick that the Lambda's timeout ends.
+                log_decision(&report);
+                emf_record(&report).emit(&deps.config.emf_namespace);
+                report
+            })
         })
         .collect();
     let mut reports = Vec::with_capacity(tasks.len());
@@ -113,12 +126,12 @@ pub async fn tick_once(deps: &Arc<TickDeps>, now: f64, dry_run: bool) -> Vec<Tar
                 message: format!("the tick of this target failed: {join_error}"),
                 retryable: true,
             };
-            TargetReport::new(&target.name, dry_run).failed(&e)
+            // The task panicked before it could log: told here.
+            let report = TargetReport::new(&target.name, dry_run).failed(&e);
+            log_decision(&report);
+            emf_record(&report).emit(&deps.config.emf_namespace);
+            report
         }));
-    }
-    for report in &reports {
-        log_decision(report);
-        emf_record(report).emit(&deps.config.emf_namespace);
     }
     reports
 }
@@ -142,9 +155,10 @@ pub fn tick_times(start: f64, tick_s: f64, deadline: f64, budget_s: f64) -> Vec<
     times
 }
 
-/// Time one tick may take at most, kept free before the Lambda deadline.
-fn tick_budget(tick_s: f64) -> f64 {
-    tick_s.min(10.0)
+/// Time one tick may take at most, kept free before the Lambda deadline: its targets run at
+/// once, each within TARGET_TIMEOUT_SECONDS.
+fn tick_budget(config: &Config) -> f64 {
+    config.policy.target_timeout_s
 }
 
 async fn sleep_until(t: f64) {
@@ -176,9 +190,24 @@ pub async fn handle(deps: Arc<TickDeps>, context: &lambda_runtime::Context) -> V
     // Paused: only observe, as under DRY_RUN.
     let dry_run = deps.config.dry_run || deps.config.paused;
     let mut summary = Vec::new();
-    for t in tick_times(start, tick_s, deadline, tick_budget(tick_s)) {
+    let budget = tick_budget(&deps.config);
+    for (k, t) in tick_times(start, tick_s, deadline, budget)
+        .into_iter()
+        .enumerate()
+    {
         sleep_until(t).await;
-        let reports = tick_once(&deps, unix_now(), dry_run).await;
+        let now = unix_now();
+        // The plan assumed every tick on time; one that overran leaves less.
+        if k > 0 && !deadline::fits_before(now, budget, deadline) {
+            tracing::warn!(
+                planned = %annotations::format_time(t),
+                remaining_s = deadline - now,
+                budget_s = budget,
+                "no tick started: too little time left before the invocation's deadline"
+            );
+            break;
+        }
+        let reports = tick_once(&deps, now, dry_run).await;
         summary.push(serde_json::json!({
             "at": annotations::format_time(t),
             "targets": reports.iter().map(|r| serde_json::json!({
@@ -294,7 +323,8 @@ mod tests {
             (15.0, start + 2.0, &[0.0]),
         ];
         for (tick_s, deadline, offsets) in cases {
-            let got: Vec<f64> = tick_times(start, *tick_s, *deadline, tick_budget(*tick_s))
+            // The default TARGET_TIMEOUT_SECONDS: 10 s of budget.
+            let got: Vec<f64> = tick_times(start, *tick_s, *deadline, 10.0)
                 .into_iter()
                 .map(|t| t - start)
                 .collect();

@@ -163,6 +163,7 @@ pub fn log_decision(r: &TargetReport) {
         .unwrap_or("");
     let desired = r.plan.as_ref().map(|p| p.desired_spare);
     let current = r.plan.as_ref().map(|p| p.current_spare);
+    let floor_replicas = r.plan.as_ref().and_then(|p| p.hpa_floor);
     let action = r.action();
     let reason = r.reason();
     let headroom = r.headroom.as_deref().unwrap_or("");
@@ -208,6 +209,7 @@ pub fn log_decision(r: &TargetReport) {
             headroom = headroom,
             node_pool = node_pool,
             hpa_floor = hpa_floor,
+            floor_replicas,
             dry_run = r.dry_run,
             "decision"
         );

@@ -148,12 +148,13 @@ async fn limits_intent(client: &kube::Client, target: &TargetSpec, now: f64) -> 
     }
 }
 
-/// The HPA floor this tick: the replicas forecast for the horizon, or hold as is when failing
-/// static (never lowered on missing data; the lease is renewed).
+/// The HPA floor this tick: the replicas forecast for the horizon within the rails (the plan's
+/// `hpa_floor`), or hold as is when failing static (never lowered on missing data; the lease
+/// is renewed).
 pub fn floor_intent(plan: &Plan) -> hpa_floor::FloorIntent {
-    match plan.action {
-        core::Action::FailStatic => hpa_floor::FloorIntent::Hold,
-        _ => hpa_floor::FloorIntent::AtLeast(plan.forecast.replicas_at_horizon),
+    match (plan.action, plan.hpa_floor) {
+        (core::Action::FailStatic, _) | (_, None) => hpa_floor::FloorIntent::Hold,
+        (_, Some(floor)) => hpa_floor::FloorIntent::AtLeast(floor),
     }
 }
 
@@ -179,6 +180,7 @@ pub(super) mod tests {
             freeze_consolidation: freeze,
             forecast: Default::default(),
             reasons: vec![],
+            hpa_floor: None,
             next_state: Default::default(),
         }
     }
@@ -194,6 +196,51 @@ pub(super) mod tests {
             },
             spec: Value::Null,
         }
+    }
+
+    /// The floor's whole pure path, from the HPA as read to the patch: prewarm raised the HPA
+    /// from the user's 2 to 6 (lease live), and demand has fallen to 0. The HPA wants 0
+    /// replicas, clamped to the user's 2 (not to prewarm's 6, which would renew the raise
+    /// forever): the floor plan gives the 2 back and drops the lease.
+    #[test]
+    fn a_forecast_that_falls_gives_a_raised_floor_back_to_the_user() {
+        use crate::adapters::kube::hpa;
+        use crate::core::policy::observation::Sample;
+        use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+        const NOW: f64 = 1_795_953_600.0; // 2026-11-29T12:00:00Z
+        let raised: HorizontalPodAutoscaler = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "llama", "namespace": "ml", "annotations": {
+                hpa_floor::USER_MIN: "2", hpa_floor::RAISED_MIN: "6",
+                hpa_floor::LEASE_UNTIL: "2026-11-29T12:03:00.000Z"}},
+            "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "llama"},
+                     "minReplicas": 6, "maxReplicas": 10,
+                     "metrics": [{"type": "Pods", "pods": {
+                         "metric": {"name": "vllm:num_requests_running"},
+                         "target": {"type": "AverageValue", "averageValue": "1"}}}]},
+            "status": {"currentReplicas": 6, "desiredReplicas": 6}
+        }))
+        .unwrap();
+        let view = hpa_floor::floor_view(&raised);
+        let observed = Observation {
+            arrival_rate: (0..8)
+                .map(|i| Sample::new(NOW - 15.0 * f64::from(7 - i), 0.0))
+                .collect(),
+            serving_replicas: Some(6),
+            hpa: Some(hpa::with_users_floor(hpa::hpa_status(&raised, None), &view)),
+            ..Observation::default()
+        };
+        let target: TargetSpec = serde_json::from_value(serde_json::json!({
+            "name": "llama", "nodePool": "gpu", "maxSpare": 8,
+            "headroom": {"kind": "balloon", "namespace": "prewarm", "name": "balloon-gpu"},
+            "hpa": {"namespace": "ml", "name": "llama", "raiseMinReplicas": true}
+        }))
+        .unwrap();
+        let policy = core::PolicySpec::default();
+        let plan = core::decide(&observed, &target, &policy, &Default::default(), NOW);
+        assert_eq!(plan.hpa_floor, Some(2), "{plan:#?}");
+        let patch = hpa_floor::plan_floor(&view, floor_intent(&plan), NOW, 300.0).unwrap();
+        assert_eq!(patch.min_replicas, Some(2));
+        assert_eq!(patch.outcome, LeaseOutcome::Restored);
     }
 
     #[test]

@@ -171,6 +171,7 @@ fn calibrated(band: f64, seasonal_weight: f64) -> Calibration {
     }
 }
 
+mod hpa_floor;
 mod props;
 mod rows_inputs;
 mod rows_rails;
