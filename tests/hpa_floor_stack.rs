@@ -12,7 +12,7 @@ use kube::api::{Api, DeleteParams};
 use prewarm::adapters::kube::annotations::parse_time;
 use prewarm::adapters::kube::hpa::read_hpa_status;
 use prewarm::adapters::kube::hpa_floor::{apply_floor, LEASE_UNTIL, RAISED_MIN, USER_MIN};
-use prewarm::core::lease_outcome::LeaseOutcome;
+use prewarm::core::lease::LeaseOutcome;
 use prewarm::core::{decide, HeadroomState, Observation, PolicySpec, Sample, TargetSpec};
 use prewarm::handlers::tick::floor_intent;
 use serde_json::json;
