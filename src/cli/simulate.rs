@@ -11,6 +11,7 @@ use crate::sim::scenario::ScenarioKind;
 use crate::sim::setup::{
     self, BenchValues, CapacityType, ModelValues, PolicyName, PrewarmValues, Setup, SetupValues,
 };
+use crate::sim::startup_profile::StartupProfile;
 use crate::sim::workload::{self, Asked, Workload};
 
 use super::workload_args::WorkloadArgs;
@@ -143,7 +144,8 @@ pub struct ModelArgs {
     /// GPUs per inference replica (TargetSpec gpusPerReplica default 1).
     #[arg(long, default_value_t = 1)]
     pub gpus_per_replica: u32,
-    /// Karpenter's instance type: g5.xlarge, g5.12xlarge or g5.48xlarge (us-east-1 prices).
+    /// Karpenter's instance type: g5.xlarge, g5.12xlarge, g5.48xlarge or p4d.24xlarge
+    /// (us-east-1 prices).
     #[arg(long, default_value = "g5.12xlarge")]
     pub instance_type: String,
     /// Price nodes as on-demand or spot.
@@ -161,6 +163,16 @@ pub struct ModelArgs {
     /// Seconds to load weights from local disk and serve (assumption, vLLM 7-8B).
     #[arg(long, default_value_t = 30.0)]
     pub model_load: f64,
+    /// A published startup profile: sets the instance types, --gpus-per-replica, --slots, the
+    /// prefill and decode speeds and the lead time's parts (--node-launch + --image-pull +
+    /// --model-load), so the lead time is their sum: small-1gpu 487 s, llama70b-8gpu 850 s
+    /// (sources in docs/simulator.md). The flags it sets cannot be given with it; --lead-time
+    /// rescales its parts as it does the flags'.
+    #[arg(long, value_enum, conflicts_with_all = [
+        "instance_type", "ca_instance_type", "gpus_per_replica", "slots",
+        "prefill_tokens_per_s", "decode_tokens_per_s", "node_launch", "image_pull", "model_load",
+    ])]
+    pub startup_profile: Option<StartupProfile>,
     /// Total lead time: rescales --node-launch, --image-pull and --model-load proportionally
     /// (the defaults add up to 180 s, LEAD_TIME_SECONDS' default).
     #[arg(long, conflicts_with = "lead_times")]
@@ -311,7 +323,7 @@ impl CommonArgs {
         let m = &self.model;
         let p = &self.prewarm;
         let b = &self.bench;
-        SetupValues {
+        let mut values = SetupValues {
             model: ModelValues {
                 prefill_tokens_per_s: m.prefill_tokens_per_s,
                 decode_tokens_per_s: m.decode_tokens_per_s,
@@ -373,7 +385,11 @@ impl CommonArgs {
             slo_fraction: self.slo_fraction,
             policies: self.policies.clone(),
             buffer_max: self.buffer_max,
+        };
+        if let Some(profile) = m.startup_profile {
+            profile.apply(&mut values.model);
         }
+        values
     }
 }
 
@@ -494,6 +510,74 @@ mod tests {
         assert!((setup.lead_time_s() - 45.0).abs() < 1e-9);
         assert_eq!(setup.prewarm_policy.lead_time_s, setup.lead_time_s());
         assert!((setup.cluster_autoscaler.node_launch_s - 252.0 * 45.0 / 180.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_startup_profile_makes_the_lead_time_the_sum_of_its_parts() {
+        // llama70b-8gpu: 90 s node boot + 540 s image and weights + 220 s model load = 850 s,
+        // on p4d.24xlarge with all 8 GPUs per replica (prewarm's target is told the same).
+        let setup = parse(&["--startup-profile", "llama70b-8gpu"])
+            .common
+            .setup(None)
+            .unwrap();
+        assert_eq!(setup.lead_time_s(), 850.0);
+        assert_eq!(setup.prewarm_policy.lead_time_s, 850.0);
+        assert_eq!(setup.karpenter.instance.name, "p4d.24xlarge");
+        assert_eq!(setup.cluster_autoscaler.instance.name, "p4d.24xlarge");
+        assert_eq!(setup.prewarm_target.gpus_per_replica, 8);
+        // small-1gpu: 75 + 330 + 82 = 487 s.
+        let setup = parse(&["--startup-profile", "small-1gpu"])
+            .common
+            .setup(None)
+            .unwrap();
+        assert_eq!(setup.lead_time_s(), 487.0);
+        assert_eq!(setup.karpenter.instance.name, "g5.xlarge");
+        // --lead-time 425 is half of 850: each part halves (45, 270, 110), and Cluster
+        // Autoscaler's 252 s with Karpenter's launch (126).
+        let setup = parse(&["--startup-profile", "llama70b-8gpu", "--lead-time", "425"])
+            .common
+            .setup(Some(425.0))
+            .unwrap();
+        assert!((setup.karpenter.node_launch_s - 45.0).abs() < 1e-9);
+        assert!((setup.model.image_pull_s - 270.0).abs() < 1e-9);
+        assert!((setup.model.model_load_s - 110.0).abs() < 1e-9);
+        assert!((setup.cluster_autoscaler.node_launch_s - 126.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_startup_profile_refuses_the_flags_it_sets() {
+        for (flag, value) in [
+            ("--node-launch", "30"),
+            ("--image-pull", "60"),
+            ("--model-load", "10"),
+            ("--instance-type", "g5.xlarge"),
+            ("--ca-instance-type", "g5.48xlarge"),
+            ("--gpus-per-replica", "1"),
+            ("--slots", "8"),
+            ("--prefill-tokens-per-s", "4000"),
+            ("--decode-tokens-per-s", "40"),
+        ] {
+            let argv = [
+                "prewarm",
+                "--scenario",
+                "bursty",
+                "--startup-profile",
+                "small-1gpu",
+                flag,
+                value,
+            ];
+            let error = Wrapper::try_parse_from(argv).err().expect(flag).to_string();
+            assert!(
+                error.contains("--startup-profile") && error.contains(flag),
+                "{flag}: {error}"
+            );
+        }
+        // A flag the profile leaves alone combines with it.
+        let setup = parse(&["--startup-profile", "small-1gpu", "--no-prepull"])
+            .common
+            .setup(None)
+            .unwrap();
+        assert!(!setup.model.prepull);
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub mod report;
 pub mod run;
 pub mod scenario;
 pub mod setup;
+pub mod startup_profile;
 pub mod stats;
 pub mod trace;
 pub mod workload;

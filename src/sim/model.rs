@@ -14,7 +14,8 @@ pub struct InstanceType {
 }
 
 /// The built-in catalogue: NVIDIA A10G instances of the g5 family (24 GB per GPU, enough for a
-/// 7-8B model in fp16 per GPU). Prices: us-east-1 on-demand Linux list prices.
+/// 7-8B model in fp16 per GPU) and p4d.24xlarge for a 70B model across 8 GPUs. Prices: us-east-1
+/// on-demand Linux list prices.
 pub const INSTANCE_TYPES: &[InstanceType] = &[
     InstanceType {
         name: "g5.xlarge",
@@ -30,6 +31,15 @@ pub const INSTANCE_TYPES: &[InstanceType] = &[
         name: "g5.48xlarge",
         gpus: 8,
         on_demand_usd_per_hour: 16.288,
+    },
+    // 8 x A100 40 GB (320 GB: a 70B model in bf16, 140 GB, with room for its KV cache). The
+    // us-east-1 on-demand list price from its launch until AWS's GPU price cuts of June 2025;
+    // the price after the cut could not be checked (December 2026), so dollars for this type
+    // are an upper bound.
+    InstanceType {
+        name: "p4d.24xlarge",
+        gpus: 8,
+        on_demand_usd_per_hour: 32.7726,
     },
 ];
 
