@@ -754,3 +754,25 @@ def test_paused_makes_the_tick_restore_and_observe(template):
     assert "PAUSED" not in fns["InterruptionFunction"]["Properties"]["Environment"]["Variables"]
     groups = template["Metadata"]["AWS::CloudFormation::Interface"]["ParameterGroups"]
     assert any("Paused" in g["Parameters"] for g in groups)
+
+
+def test_the_decisions_query_answers_why_it_scaled(template):
+    # "Why did it scale up at 03:12?" needs the inputs of the decision, not only its outcome:
+    # which band and sizing were used, the seasonal forecast, the pods pending and serving, the
+    # sizes before and after and the HPA floor (names as the tick's decision line logs them).
+    query = template["Resources"]["DecisionLogQuery"]["Properties"]["QueryString"]
+    fields = {f.strip() for f in query.splitlines()[0].removeprefix("fields").split(",")}
+    assert {"observed", "forecast", "quantile", "band_source", "sizing", "seasonal",
+            "seasonal_weight", "pending_pods", "serving_replicas", "size_before", "size_after",
+            "floor_replicas", "hpa_floor", "action", "reason"} <= fields, fields
+
+
+def test_the_dashboard_calls_arrival_rates_what_they_are(template):
+    body = template["Resources"]["Dashboard"]["Properties"]["DashboardBody"]
+    body = body["Fn::Sub"] if isinstance(body, dict) else body
+    widgets = json.loads(body if isinstance(body, str) else body[0])["widgets"]
+    for w in widgets:
+        names = json.dumps(w["properties"].get("metrics", []))
+        if "Forecast" in names:
+            assert "requests/s" in w["properties"]["title"], w["properties"]["title"]
+            assert "replicas" not in w["properties"]["title"], w["properties"]["title"]
