@@ -17,8 +17,7 @@ use prewarm::adapters::kube::nodepool::{
     SAVED_BUDGETS,
 };
 use prewarm::adapters::kube::nodepool_limits::LimitsIntent;
-use prewarm::adapters::kube::{client, resources};
-use prewarm::config::ClusterAccess;
+use prewarm::adapters::kube::resources;
 use prewarm::core::lease::LeaseOutcome;
 use prewarm::core::policy::plan::ForecastSummary;
 use prewarm::core::{Action, HeadroomState, Plan, TargetSpec};
@@ -26,24 +25,7 @@ use prewarm::Error;
 use serde_json::{json, Value};
 
 mod common;
-use common::{env, hpa_on_running_requests, now, unique};
-
-async fn admin() -> kube::Client {
-    client(&ClusterAccess::Kubeconfig {
-        path: env("KUBECONFIG"),
-    })
-    .await
-    .expect("admin client")
-}
-
-/// The client prewarm runs with: only the ClusterRole `prewarm`.
-async fn lambda() -> kube::Client {
-    client(&ClusterAccess::Kubeconfig {
-        path: env("PREWARM_LAMBDA_KUBECONFIG"),
-    })
-    .await
-    .expect("prewarm-lambda client")
-}
+use common::{as_user, hpa_on_running_requests, now, unique};
 
 async fn apply(api: &Api<DynamicObject>, name: &str, object: Value) -> DynamicObject {
     let object: DynamicObject = serde_json::from_value(object).unwrap();
@@ -129,7 +111,10 @@ fn prewarm_annotations(object: &DynamicObject) -> BTreeMap<String, String> {
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
 async fn balloon_scale_reads_back_and_a_stale_write_is_a_conflict() {
-    let (admin, lambda) = (admin().await, lambda().await);
+    let (admin, lambda) = (
+        as_user("KUBECONFIG").await,
+        as_user("PREWARM_LAMBDA_KUBECONFIG").await,
+    );
     let name = unique("kt-balloon");
     let deployments = ns_api(&admin, &resources::deployment());
     apply(&deployments, &name, balloon(&name)).await;
@@ -248,7 +233,10 @@ async fn reservations_of_the_earlier_design_are_released_once_per_drain() {
     // Drains used to reserve their replacement on the headroom (annotations + spec.replicas);
     // now each drain has its own placeholder pod, and what an earlier prewarm reserved is only
     // handed back. A balloon of 2 own replicas with 2 + 1 reserved by two drains:
-    let (admin, lambda) = (admin().await, lambda().await);
+    let (admin, lambda) = (
+        as_user("KUBECONFIG").await,
+        as_user("PREWARM_LAMBDA_KUBECONFIG").await,
+    );
     let name = unique("kt-reserve");
     let deployments = ns_api(&admin, &resources::deployment());
     let mut object = balloon(&name);
@@ -290,7 +278,10 @@ async fn reservations_of_the_earlier_design_are_released_once_per_drain() {
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
 async fn capacity_buffer_replicas_read_back() {
-    let (admin, lambda) = (admin().await, lambda().await);
+    let (admin, lambda) = (
+        as_user("KUBECONFIG").await,
+        as_user("PREWARM_LAMBDA_KUBECONFIG").await,
+    );
     let name = unique("kt-buffer");
     let templates = ns_api(
         &admin,
@@ -393,7 +384,10 @@ fn test_pool(name: &str) -> Value {
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
 async fn budgets_freeze_and_restore_round_trip_exactly_and_never_touch_the_template() {
-    let (admin, lambda) = (admin().await, lambda().await);
+    let (admin, lambda) = (
+        as_user("KUBECONFIG").await,
+        as_user("PREWARM_LAMBDA_KUBECONFIG").await,
+    );
     let name = unique("kt-pool");
     let pools = Api::<DynamicObject>::all_with(admin.clone(), &resources::node_pool());
     let created = apply(&pools, &name, test_pool(&name)).await;
@@ -454,7 +448,10 @@ async fn budgets_freeze_and_restore_round_trip_exactly_and_never_touch_the_templ
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
 async fn limits_patch_changes_only_the_named_limit() {
-    let (admin, lambda) = (admin().await, lambda().await);
+    let (admin, lambda) = (
+        as_user("KUBECONFIG").await,
+        as_user("PREWARM_LAMBDA_KUBECONFIG").await,
+    );
     let name = unique("kt-limits");
     let pools = Api::<DynamicObject>::all_with(admin.clone(), &resources::node_pool());
     let created = apply(&pools, &name, test_pool(&name)).await;
@@ -517,7 +514,10 @@ async fn limits_patch_changes_only_the_named_limit() {
 async fn restore_puts_back_the_users_limits_exactly_and_keeps_their_edits() {
     use prewarm::adapters::kube::nodepool_limits::SAVED_LIMITS;
     use prewarm::adapters::kube::restore::restore_all;
-    let (admin, lambda) = (admin().await, lambda().await);
+    let (admin, lambda) = (
+        as_user("KUBECONFIG").await,
+        as_user("PREWARM_LAMBDA_KUBECONFIG").await,
+    );
     let pools = Api::<DynamicObject>::all_with(admin.clone(), &resources::node_pool());
     let balloons = ns_api(&admin, &resources::deployment());
     let wanted: BTreeMap<String, String> = [
@@ -650,7 +650,10 @@ async fn restore_puts_back_the_users_limits_exactly_and_keeps_their_edits() {
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
 async fn a_patch_the_apiserver_rejects_is_final_and_changes_nothing() {
-    let (admin, lambda) = (admin().await, lambda().await);
+    let (admin, lambda) = (
+        as_user("KUBECONFIG").await,
+        as_user("PREWARM_LAMBDA_KUBECONFIG").await,
+    );
     let name = unique("kt-reject");
     let pools = Api::<DynamicObject>::all_with(admin.clone(), &resources::node_pool());
     let created = apply(&pools, &name, test_pool(&name)).await;
@@ -686,7 +689,7 @@ async fn a_patch_the_apiserver_rejects_is_final_and_changes_nothing() {
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
 async fn missing_objects_are_named_and_nothing_is_written() {
-    let lambda = lambda().await;
+    let lambda = as_user("PREWARM_LAMBDA_KUBECONFIG").await;
     let missing = unique("kt-missing");
     let t = target(json!({
         "name": "kube-test", "nodePool": missing, "maxSpare": 8,
@@ -711,7 +714,10 @@ async fn missing_objects_are_named_and_nothing_is_written() {
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
 async fn static_node_pool_replicas_read_back_with_the_template_untouched() {
-    let (admin, lambda) = (admin().await, lambda().await);
+    let (admin, lambda) = (
+        as_user("KUBECONFIG").await,
+        as_user("PREWARM_LAMBDA_KUBECONFIG").await,
+    );
     let name = unique("kt-static");
     let pools = Api::<DynamicObject>::all_with(admin.clone(), &resources::node_pool());
     let mut object = test_pool(&name);
@@ -764,7 +770,8 @@ async fn hpa_is_read_as_the_lambda_user() {
     use prewarm::core::spec::HpaRef;
 
     let name = unique("hpa");
-    let admin_api: Api<HorizontalPodAutoscaler> = Api::namespaced(admin().await, "prewarm");
+    let admin_api: Api<HorizontalPodAutoscaler> =
+        Api::namespaced(as_user("KUBECONFIG").await, "prewarm");
     let hpa = hpa_on_running_requests(&name, "4");
     admin_api
         .create(&Default::default(), &hpa)
@@ -776,7 +783,7 @@ async fn hpa_is_read_as_the_lambda_user() {
         raise_min_replicas: false,
         in_system_metric: None,
     };
-    let got = read_hpa_status(&lambda().await, &r).await;
+    let got = read_hpa_status(&as_user("PREWARM_LAMBDA_KUBECONFIG").await, &r).await;
     let _ = admin_api.delete(&name, &DeleteParams::default()).await;
     let got = got.expect("the lambda user may get HPAs");
     assert_eq!((got.min_replicas, got.max_replicas), (2, 9));
@@ -791,7 +798,7 @@ async fn hpa_is_read_as_the_lambda_user() {
         name: "no-such-hpa".into(),
         ..r
     };
-    match read_hpa_status(&lambda().await, &missing).await {
+    match read_hpa_status(&as_user("PREWARM_LAMBDA_KUBECONFIG").await, &missing).await {
         Err(Error::NotFound { kind, .. }) => assert_eq!(kind, "HorizontalPodAutoscaler"),
         other => panic!("expected NotFound, got {other:?}"),
     }
@@ -810,7 +817,8 @@ async fn hpa_floor_is_raised_and_restored_as_the_lambda_user() {
     use prewarm::core::spec::HpaRef;
 
     let name = unique("floor");
-    let admin_api: Api<HorizontalPodAutoscaler> = Api::namespaced(admin().await, "prewarm");
+    let admin_api: Api<HorizontalPodAutoscaler> =
+        Api::namespaced(as_user("KUBECONFIG").await, "prewarm");
     let hpa = hpa_on_running_requests(&name, "4");
     admin_api.create(&Default::default(), &hpa).await.unwrap();
     let r = HpaRef {
@@ -819,7 +827,7 @@ async fn hpa_floor_is_raised_and_restored_as_the_lambda_user() {
         raise_min_replicas: true,
         in_system_metric: None,
     };
-    let lambda = lambda().await;
+    let lambda = as_user("PREWARM_LAMBDA_KUBECONFIG").await;
     let min_of = |h: &HorizontalPodAutoscaler| h.spec.as_ref().unwrap().min_replicas;
     let result = async {
         // Asked for 20, capped at maxReplicas 9; the user's 2 is saved.
@@ -900,7 +908,7 @@ async fn a_keda_owned_hpa_is_floored_through_its_scaled_object_as_the_lambda_use
     use prewarm::core::spec::HpaRef;
 
     let name = unique("keda");
-    let admin = admin().await;
+    let admin = as_user("KUBECONFIG").await;
     let sos: Api<DynamicObject> =
         Api::namespaced_with(admin.clone(), "prewarm", &scaled_object::resource());
     let so = apply(
@@ -936,7 +944,7 @@ async fn a_keda_owned_hpa_is_floored_through_its_scaled_object_as_the_lambda_use
         raise_min_replicas: true,
         in_system_metric: None,
     };
-    let lambda = lambda().await;
+    let lambda = as_user("PREWARM_LAMBDA_KUBECONFIG").await;
     let min_count = |o: &DynamicObject| o.data["spec"]["minReplicaCount"].as_u64();
     let ann = |o: &DynamicObject, k: &str| annotation(o, k).map(str::to_string);
     let result = async {

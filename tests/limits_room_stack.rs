@@ -27,36 +27,23 @@ use prewarm::adapters::kube::limits_room::sync_room;
 use prewarm::adapters::kube::nodepool_limits::SAVED_LIMITS;
 use prewarm::adapters::kube::resources::node_pool;
 use prewarm::adapters::kube::restore::restore_all;
-use prewarm::config::{ClusterAccess, Config};
+use prewarm::config::Config;
 use prewarm::handlers::interruption::{Continuation, Interruption, RecordOutcome};
 use serde_json::{json, Value};
 
 mod common;
-use common::env;
+use common::{as_user, env, now};
 
 const NS: &str = "prewarm-room-stack";
 
-async fn client_of(kubeconfig: &str) -> kube::Client {
-    prewarm::adapters::kube::client(&ClusterAccess::Kubeconfig {
-        path: env(kubeconfig),
-    })
-    .await
-    .unwrap()
-}
-
-fn unique(prefix: &str) -> String {
+/// Not `common::unique`: this one also makes instance ids (`i-` + hex digits, as
+/// `InstanceIdRule` accepts) and short pool names.
+fn unique_hex(prefix: &str) -> String {
     let n = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_nanos();
     format!("{prefix}{:08x}", n & 0xffff_ffff)
-}
-
-fn now_s() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs_f64()
 }
 
 /// The target of `pool`: placeholders in the balloon namespace `prewarm`; `limits` as given.
@@ -85,14 +72,14 @@ async fn handler(targets: &str) -> Interruption {
 /// A spot warning for `instance`, issued now (instance end in 120 s, eviction deadline in 90 s).
 fn spot_warning(instance: &str) -> ParsedRecord {
     let body = json!({
-        "version": "0", "id": unique("ev-"), "detail-type": "EC2 Spot Instance Interruption Warning",
+        "version": "0", "id": unique_hex("ev-"), "detail-type": "EC2 Spot Instance Interruption Warning",
         "source": "aws.ec2", "account": "123456789012",
         "time": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         "region": "us-east-1", "resources": [format!("arn:aws:ec2:us-east-1a:instance/{instance}")],
         "detail": {"instance-id": instance, "instance-action": "terminate"}
     });
     let message: SqsMessage = serde_json::from_value(json!({
-        "messageId": unique("m-"), "receiptHandle": "rh", "body": body.to_string(),
+        "messageId": unique_hex("m-"), "receiptHandle": "rh", "body": body.to_string(),
         "attributes": {"ApproximateReceiveCount": "1"}, "messageAttributes": {},
         "eventSource": "aws:sqs", "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:q",
         "awsRegion": "us-east-1"
@@ -250,12 +237,12 @@ async fn node_report(client: &kube::Client, node: &str) -> String {
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
 async fn a_pool_at_its_cap_launches_the_replacement_and_gets_the_users_limits_back() {
-    let admin = client_of("KUBECONFIG").await;
-    let lambda = client_of("PREWARM_LAMBDA_KUBECONFIG").await;
+    let admin = as_user("KUBECONFIG").await;
+    let lambda = as_user("PREWARM_LAMBDA_KUBECONFIG").await;
     ensure_namespace(&admin).await;
     // A short name: the kwok provider's node names (the drain id, a label value of at most 63
     // characters) grow with the NodePool's.
-    let pool = unique("re-");
+    let pool = unique_hex("re-");
     // The user's own limits: exactly one g5.12xlarge (48 cpu, 4 GPUs); the GPU limit a number.
     let users = json!({"cpu": "48", "nvidia.com/gpu": 4});
     make_pool(&admin, &pool, users.clone()).await;
@@ -302,7 +289,7 @@ async fn a_pool_at_its_cap_launches_the_replacement_and_gets_the_users_limits_ba
 
     let h = handler(&targets(&pool, None)).await;
     let record = spot_warning(&instance);
-    let claim_at = now_s();
+    let claim_at = now();
     let first = h.handle_record(&record, &Continuation::default()).await;
     // Right after the claim, before any tick: room for one more node of that size.
     let (at_claim, saved_at_claim) = limits_of(&admin, &pool).await;
@@ -325,7 +312,7 @@ async fn a_pool_at_its_cap_launches_the_replacement_and_gets_the_users_limits_ba
         || running_on(&admin, "prewarm", &placeholder),
     )
     .await;
-    let launched_in = now_s() - claim_at;
+    let launched_in = now() - claim_at;
 
     // Drive the drain to its end (hand-over, eviction).
     let mut outcomes = vec![first];
@@ -338,7 +325,7 @@ async fn a_pool_at_its_cap_launches_the_replacement_and_gets_the_users_limits_ba
     }
     let report = node_report(&admin, &node).await;
     // Drained, the node still there: Karpenter still counts it, so the room stays.
-    let tick = sync_room(&lambda, &pool, None, now_s()).await.unwrap();
+    let tick = sync_room(&lambda, &pool, None, now()).await.unwrap();
     let (while_there, _) = limits_of(&admin, &pool).await;
 
     // The instance goes (the NodeClaim deleted, as when EC2 takes it back): the tick's room
@@ -357,7 +344,7 @@ async fn a_pool_at_its_cap_launches_the_replacement_and_gets_the_users_limits_ba
         nodes.get_opt(&node).await.unwrap().is_none().then_some(())
     })
     .await;
-    sync_room(&lambda, &pool, None, now_s()).await.unwrap();
+    sync_room(&lambda, &pool, None, now()).await.unwrap();
     let (after, saved_after) = limits_of(&admin, &pool).await;
 
     let _ = Api::<Pod>::namespaced(admin.clone(), NS)
@@ -396,15 +383,15 @@ async fn a_pool_at_its_cap_launches_the_replacement_and_gets_the_users_limits_ba
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
 async fn a_targets_cap_grows_for_the_lease_only_and_restore_gives_the_users_value_back() {
-    let admin = client_of("KUBECONFIG").await;
-    let lambda = client_of("PREWARM_LAMBDA_KUBECONFIG").await;
+    let admin = as_user("KUBECONFIG").await;
+    let lambda = as_user("PREWARM_LAMBDA_KUBECONFIG").await;
     ensure_namespace(&admin).await;
-    let pool = unique("room-cap-");
+    let pool = unique_hex("room-cap-");
     let users = json!({"cpu": "1000", "memory": "4Ti", "nvidia.com/gpu": 100});
     make_pool(&admin, &pool, users.clone()).await;
     // A node of the pool made by hand (kwok runs it): 4 GPUs, 32 cpu, 128Gi.
-    let node = unique("room-n-");
-    let instance = unique("kwok-room-");
+    let node = unique_hex("room-n-");
+    let instance = unique_hex("kwok-room-");
     let nodes = Api::<Node>::all(admin.clone());
     let n: Node = serde_json::from_value(json!({
         "metadata": {"name": node, "annotations": {"kwok.x-k8s.io/node": "fake"},
@@ -427,7 +414,7 @@ async fn a_targets_cap_grows_for_the_lease_only_and_restore_gives_the_users_valu
     let targets_json = targets(&pool, Some(cap.clone()));
     let target_cap = serde_json::from_value(cap.clone()).unwrap();
     // The tick first writes the cap (the user's values saved).
-    sync_room(&lambda, &pool, Some(&target_cap), now_s())
+    sync_room(&lambda, &pool, Some(&target_cap), now())
         .await
         .unwrap();
     let (capped, _) = limits_of(&admin, &pool).await;
@@ -437,11 +424,11 @@ async fn a_targets_cap_grows_for_the_lease_only_and_restore_gives_the_users_valu
         .await;
     let (at_claim, _) = limits_of(&admin, &pool).await;
     // The tick while the lease lasts keeps the room (the same computation: nothing to write).
-    let kept = sync_room(&lambda, &pool, Some(&target_cap), now_s())
+    let kept = sync_room(&lambda, &pool, Some(&target_cap), now())
         .await
         .unwrap();
     // 800 s on, past the lease's expiry (instance end + 600 s): the room is given back.
-    sync_room(&lambda, &pool, Some(&target_cap), now_s() + 800.0)
+    sync_room(&lambda, &pool, Some(&target_cap), now() + 800.0)
         .await
         .unwrap();
     let (expired, _) = limits_of(&admin, &pool).await;
@@ -449,7 +436,7 @@ async fn a_targets_cap_grows_for_the_lease_only_and_restore_gives_the_users_valu
     // `prewarm restore` as its own user would: the user's values exactly.
     let config =
         Config::from_lookup(|k| (k == "PREWARM_TARGETS").then(|| targets_json.clone())).unwrap();
-    let restored = restore_all(&lambda, &config.targets, now_s(), false).await;
+    let restored = restore_all(&lambda, &config.targets, now(), false).await;
     let (after_restore, saved_after) = limits_of(&admin, &pool).await;
 
     for p in placeholders(&admin, &instance).await {

@@ -7,7 +7,8 @@
 //! queries like CloudWatch for this use (sums and averages per period); it does not support
 //! metric math or percentiles, which the source does not use.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+mod common;
+use common::{now_whole_seconds, unique_series};
 
 use aws_config::{BehaviorVersion, Region};
 use aws_sdk_cloudwatch::types::{Dimension, MetricDatum, StandardUnit};
@@ -52,14 +53,6 @@ fn target(name: &str, selector: &str) -> TargetSpec {
         selector: selector.into(),
         ..TargetSpec::new(name, "gpu", HeadroomKind::NodePoolReplicas, 4)
     }
-}
-
-fn unique(tag: &str) -> String {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    format!("h4-{tag}-{}-{nanos}", std::process::id())
 }
 
 async fn source(namespace: &str) -> Box<dyn MetricSource> {
@@ -118,13 +111,6 @@ async fn put(client: &aws_sdk_cloudwatch::Client, namespace: &str, data: &[Metri
     }
 }
 
-fn now_s() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64
-}
-
 fn assert_known(obs: &RecentSignals, now: f64, end: i64) {
     let policy = PolicySpec::default();
     let points = (policy.window_s / policy.step_s) as usize + 1;
@@ -161,10 +147,10 @@ fn assert_known(obs: &RecentSignals, now: f64, end: i64) {
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
 async fn cloudwatch_source_reads_known_datapoints_by_target_dimension() {
-    let namespace = format!("PrewarmTest/{}", unique("cw"));
+    let namespace = format!("PrewarmTest/{}", unique_series("cw"));
     let t = target("llama", "");
     let dims = [Dimension::builder().name("Target").value("llama").build()];
-    let end = now_s() / PERIOD * PERIOD;
+    let end = now_whole_seconds() / PERIOD * PERIOD;
     put_known_history(&namespace, &dims, end).await;
     // Every phase of `now` within a period lands on the same known values.
     let src = source(&namespace).await;
@@ -181,7 +167,7 @@ async fn cloudwatch_source_reads_known_datapoints_by_target_dimension() {
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
 async fn selector_matchers_become_dimensions() {
-    let namespace = format!("PrewarmTest/{}", unique("cwsel"));
+    let namespace = format!("PrewarmTest/{}", unique_series("cwsel"));
     let t = target("llama", r#"model_name="llama-3", pool="a""#);
     let dims = [
         Dimension::builder()
@@ -190,7 +176,7 @@ async fn selector_matchers_become_dimensions() {
             .build(),
         Dimension::builder().name("pool").value("a").build(),
     ];
-    let end = now_s() / PERIOD * PERIOD;
+    let end = now_whole_seconds() / PERIOD * PERIOD;
     put_known_history(&namespace, &dims, end).await;
     let now = end as f64 + 7.0;
     let obs = source(&namespace)
@@ -217,7 +203,7 @@ async fn a_regex_selector_is_a_final_error_naming_the_target() {
         .await
         .observe(
             &target("llama", r#"model_name=~"llama.*""#),
-            Window::ending_at(now_s() as f64, &PolicySpec::default()),
+            Window::ending_at(now_whole_seconds() as f64, &PolicySpec::default()),
         )
         .await
         .unwrap_err();
@@ -311,10 +297,13 @@ async fn put_minutes(namespace: &str, dims: &[Dimension], from: i64, to: i64, bu
 #[ignore = "needs the local stack (make e2e)"]
 async fn seasonal_history_reads_known_minutes_one_season_back() {
     for season in [1200_i64, 86_400] {
-        let namespace = format!("PrewarmTest/{}", unique(&format!("cwseason{season}")));
+        let namespace = format!(
+            "PrewarmTest/{}",
+            unique_series(&format!("cwseason{season}"))
+        );
         let t = target("llama", "");
         let dims = [Dimension::builder().name("Target").value("llama").build()];
-        let now = now_s() / 60 * 60;
+        let now = now_whole_seconds() / 60 * 60;
         let policy = PolicySpec::default();
         let today = prewarm::adapters::metrics::Window {
             start: now as f64 - policy.window_s,

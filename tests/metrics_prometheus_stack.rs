@@ -6,6 +6,9 @@
 //! The remote-write body (protobuf `WriteRequest`, snappy block) is encoded by hand below: both
 //! formats are small, and no protobuf or snappy crate is a dependency of the project.
 
+mod common;
+use common::{now_whole_seconds, unique_series};
+
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -31,14 +34,6 @@ fn target(model: &str) -> TargetSpec {
             4,
         )
     }
-}
-
-fn unique_model(tag: &str) -> String {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    format!("h4-{tag}-{}-{nanos}", std::process::id())
 }
 
 // ---- remote write: protobuf + snappy by hand --------------------------------------------------
@@ -176,13 +171,6 @@ fn known_history_of(kind: ServerKind, now: i64) -> Vec<(String, Vec<(i64, f64)>)
     }
 }
 
-fn now_whole_seconds() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64
-}
-
 /// Checks an observation of `known_history(now)` with the default policy (900 s window, 15 s
 /// step): 61 grid points from now-900 to now, each at a sample time.
 fn assert_known(obs: &RecentSignals, now: i64) {
@@ -217,7 +205,7 @@ fn assert_known(obs: &RecentSignals, now: i64) {
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
 async fn prometheus_source_reads_known_pushed_series() {
-    let model = unique_model("prom");
+    let model = unique_series("prom");
     let now = now_whole_seconds();
     remote_write(&known_history(now), &model).await;
     let source = PrometheusSource::new(&prometheus_url()).unwrap();
@@ -241,7 +229,7 @@ async fn every_server_kinds_built_in_queries_run_on_real_prometheus() {
         ServerKind::Tgi,
         ServerKind::Sglang,
     ] {
-        let model = unique_model(&format!("{kind:?}").to_lowercase());
+        let model = unique_series(&format!("{kind:?}").to_lowercase());
         let now = now_whole_seconds();
         remote_write(&known_history_of(kind, now), &model).await;
         let mut t = target(&model);
@@ -259,7 +247,7 @@ async fn every_server_kinds_built_in_queries_run_on_real_prometheus() {
 async fn amp_source_signed_requests_are_well_formed_end_to_end() {
     // Prometheus ignores the SigV4 headers, so this proves the signed request (URL encoding,
     // extra headers) is accepted and answered by the same parsing as the plain source.
-    let model = unique_model("amp");
+    let model = unique_series("amp");
     let now = now_whole_seconds();
     remote_write(&known_history(now), &model).await;
     let creds = Credentials::new("AKIDTEST", "secret", Some("session".into()), None, "test");
@@ -293,7 +281,7 @@ async fn amp_from_config_loads_credentials_from_the_environment_chain() {
             std::env::set_var(k, v);
         }
     }
-    let model = unique_model("ampcfg");
+    let model = unique_series("ampcfg");
     let now = now_whole_seconds();
     remote_write(&known_history(now), &model).await;
     let source = prewarm::adapters::metrics::from_config(&MetricSourceConfig::Amp {
@@ -319,7 +307,7 @@ async fn a_selector_without_data_gives_empty_series_not_an_error() {
     let now = now_whole_seconds() as f64;
     let obs = source
         .observe(
-            &target(&unique_model("none")),
+            &target(&unique_series("none")),
             Window::ending_at(now, &PolicySpec::default()),
         )
         .await
@@ -358,7 +346,7 @@ async fn a_bad_query_is_a_final_error_naming_target_and_signal() {
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
 async fn unaggregated_override_is_rejected_not_summed() {
-    let model = unique_model("multi");
+    let model = unique_series("multi");
     let now = now_whole_seconds();
     // Two series of one name under two pods: a query without sum() returns both.
     for pod in ["a", "b"] {
@@ -437,7 +425,7 @@ async fn built_in_vllm_queries_read_the_scraped_load_generator() {
     // One replica with 8 slots whose requests take 1000 s: after the first second, 8 requests
     // run and the rest of the 3/s arrivals queue up. So running = 8, waiting grows, and the
     // arrival rate (completions 8/1000 per second + growth of the queue) is about 3/s.
-    let model = unique_model("loadgen");
+    let model = unique_series("loadgen");
     loadgen(
         "/capacity",
         serde_json::json!({"model": model, "replicas": 1, "concurrency": 8, "service_s": 1000.0}),
@@ -567,7 +555,7 @@ async fn http_answers_map_to_retryable_or_final_errors() {
 #[ignore = "needs the local stack (make e2e)"]
 async fn seasonal_history_reads_the_window_one_season_back() {
     const SEASON: i64 = 1200;
-    let model = unique_model("season");
+    let model = unique_series("season");
     let now = now_whole_seconds();
     let t0 = now - 2 * SEASON;
     let n = 2 * SEASON / SPACING_S;

@@ -121,3 +121,21 @@ pub fn now() -> f64 {
         .unwrap()
         .as_secs_f64()
 }
+
+/// A model or series name no earlier run wrote: metric stores keep old samples, so each test
+/// writes its own series.
+pub fn unique_series(tag: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("h4-{tag}-{}-{nanos}", std::process::id())
+}
+
+/// The wall clock in whole Unix seconds (the metric stores' sample times).
+pub fn now_whole_seconds() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
