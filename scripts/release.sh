@@ -10,10 +10,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 version=${1:?usage: scripts/release.sh VERSION OUT_DIR}
 out=${2:?usage: scripts/release.sh VERSION OUT_DIR}
-bootstrap=.aws-sam/build/TickFunction/bootstrap
-[[ -f $bootstrap ]] || { echo "release: $bootstrap missing: run sam build first" >&2; exit 1; }
-cmp -s "$bootstrap" .aws-sam/build/InterruptionFunction/bootstrap \
-  || { echo "release: the two functions' bootstraps differ; one zip cannot serve both" >&2; exit 1; }
+# sam build writes one folder per function, or one shared folder (`TickFunction-Shared`) when
+# both build alike: every bootstrap it made must be the same binary, so one zip serves both.
+shopt -s nullglob
+built=(.aws-sam/build/*/bootstrap)
+((${#built[@]})) || { echo "release: no .aws-sam/build/*/bootstrap: run sam build first" >&2; exit 1; }
+bootstrap=${built[0]}
+for other in "${built[@]}"; do
+  cmp -s "$bootstrap" "$other" \
+    || { echo "release: $bootstrap and $other differ; one zip cannot serve both functions" >&2; exit 1; }
+done
 
 rm -rf "$out" && mkdir -p "$out"
 out=$(cd "$out" && pwd)
