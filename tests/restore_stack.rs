@@ -185,6 +185,24 @@ async fn restore_finds_what_prewarm_left_and_spares_live_drains() {
         assert_eq!(taint_keys(&users), vec!["example.com/keep".to_string()]);
         assert!(prewarm_annotations(&users.metadata).is_empty());
 
+        // A removed target's NodePool: the restore identity may list it but not read or write
+        // it (the chart grants those on the targets' pools only), so it is reported and left.
+        let p = pools.get(&name).await.unwrap();
+        assert_eq!(
+            p.data["spec"]["disruption"]["budgets"],
+            json!([{"nodes": "10%"}, {"nodes": "0", "reasons": ["Underutilized", "Empty"]}])
+        );
+        assert!(
+            lines.iter().any(|r| r.object == format!("nodepool {name}")
+                && r.outcome == RestoreOutcome::Kept
+                && r.detail.contains("cluster admin")),
+            "{lines:?}"
+        );
+        // As a cluster admin the same restore gives the pool back: the budgets the annotation
+        // saved, and no prewarm.io/ annotation left.
+        for step in restore_found(&admin, &settings, now(), false, false).await {
+            step.unwrap();
+        }
         let p = pools.get(&name).await.unwrap();
         assert_eq!(
             p.data["spec"]["disruption"]["budgets"],

@@ -249,6 +249,21 @@ async fn restore_node_pools(client: &kube::Client, dry_run: bool) -> Result<Vec<
             continue;
         }
         let name = pool.metadata.name.clone().unwrap_or_default();
+        // The chart's restore identity lists NodePools everywhere but reads and writes only the
+        // targets' own: a removed target's pool is reported, for a cluster admin to restore.
+        if let Err(kube::Error::Api(s)) = node_pool_api(client).get(&name).await {
+            if s.code == 403 {
+                out.push(found(
+                    format!("nodepool {name}"),
+                    RestoreOutcome::Kept,
+                    format!(
+                        "may not read it ({}): run `prewarm restore` as a cluster admin",
+                        s.message
+                    ),
+                ));
+                continue;
+            }
+        }
         for plan in [restore::node_pool_limits_patch, restore::node_pool_patch] {
             if let Some(line) = restore_pool_with(client, &name, plan, dry_run).await? {
                 out.push(line);
