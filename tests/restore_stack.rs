@@ -73,6 +73,9 @@ fn prewarm_annotations(
         .collect()
 }
 
+/// The node's taints but the ones Kubernetes itself manages (`node.kubernetes.io/...`: the node
+/// lifecycle controller taints these hand-made nodes not-ready), which are neither prewarm's nor
+/// the user's.
 fn taint_keys(node: &Node) -> Vec<String> {
     node.spec
         .as_ref()
@@ -80,6 +83,7 @@ fn taint_keys(node: &Node) -> Vec<String> {
         .unwrap_or_default()
         .into_iter()
         .map(|t| t.key)
+        .filter(|k| !k.starts_with("node.kubernetes.io/"))
         .collect()
 }
 

@@ -1,10 +1,14 @@
 """The stack's `Custom::PrewarmRestore` resource, served by the tick function under `cargo lambda
-watch` as the tick's Kubernetes user, with CloudFormation's real response contract: the answer
+watch`, with CloudFormation's real response contract: the answer
 is PUT to a pre-signed S3 URL (moto's S3) and read back from the bucket. Create and Update change
 nothing and answer SUCCESS; Delete restores (a balloon prewarm sized and annotated goes back to 0
 without prewarm's annotations, the user's kept) and answers SUCCESS with the counts in Data.
 
-Not run where it was written (the lead runs the stack): see the report of the change.
+The function runs with the stack's admin kubeconfig, as `test_restore.py` does: the tick's own
+user may write only the headroom objects the chart names (the stack's RBAC is rendered for the
+examples file's targets), and this test's balloon is its own so that no other scenario's is
+touched. What the tick's user may restore on a stack delete is the chart's RBAC, checked by
+`test_infra_manifests.py`.
 """
 
 from __future__ import annotations
@@ -90,7 +94,7 @@ def test_the_custom_resource_answers_and_restores_on_delete(stack_env, k8s, s3, 
               "headroom": {"kind": "balloon", "namespace": NAMESPACE, "name": BALLOON}}
     watch = lambda_watch({
         "PREWARM_HANDLER": "tick",
-        "KUBECONFIG": stack_env["PREWARM_TICK_KUBECONFIG"],
+        "KUBECONFIG": stack_env["KUBECONFIG"],
         "METRIC_SOURCE": "prometheus",
         "PROMETHEUS_URL": stack_env["PROMETHEUS_URL"],
         "PREWARM_TARGETS": json.dumps([target]),

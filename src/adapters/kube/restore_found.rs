@@ -223,16 +223,38 @@ pub async fn restore_nodes(
                 let sent = if dry_run {
                     Ok(())
                 } else {
-                    let patch = node_give_back_patch(&node, uncordon);
-                    api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                        .await
-                        .map(drop)
+                    give_back_node(&api, node, uncordon).await
                 };
                 out.push(written(object, reason, sent, "Node")?);
             }
         }
     }
     Ok(out)
+}
+
+/// Sends a node's give-back patch, guarded by the resourceVersion it was built from; the node
+/// lifecycle controller and kubelet write nodes often, so a conflict re-reads the node and
+/// builds the patch again (a few times, like every other write of prewarm's).
+async fn give_back_node(
+    api: &Api<Node>,
+    mut node: Node,
+    uncordon: bool,
+) -> std::result::Result<(), kube::Error> {
+    let name = node.metadata.name.clone().unwrap_or_default();
+    let mut attempt = 1;
+    loop {
+        let patch = node_give_back_patch(&node, uncordon);
+        match api
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Err(kube::Error::Api(s)) if s.code == 409 && attempt < nodepool::WRITE_ATTEMPTS => {
+                attempt += 1;
+                node = api.get(&name).await?;
+            }
+            sent => return sent.map(drop),
+        }
+    }
 }
 
 /// NodePools carrying `prewarm.io/` annotations: limits, then budgets and annotations (the
