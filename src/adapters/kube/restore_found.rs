@@ -219,42 +219,37 @@ pub async fn restore_nodes(
             NodeRestore::GiveBack { reason, .. } if report_only => out.push(found(object, RestoreOutcome::Kept, format!(
                 "would be given back ({reason}), but this identity never writes nodes: run `prewarm restore`"
             ))),
+            NodeRestore::GiveBack { reason, .. } if dry_run => {
+                out.push(written(object, reason, Ok(()), "Node")?);
+            }
             NodeRestore::GiveBack { uncordon, reason } => {
-                let sent = if dry_run {
-                    Ok(())
-                } else {
-                    give_back_node(&api, node, uncordon).await
-                };
-                out.push(written(object, reason, sent, "Node")?);
+                // The node lifecycle controller and kubelet write nodes often: a conflict
+                // re-reads the node and builds the patch again.
+                let (api, node, name) = (&api, &node, &name);
+                let line = retry_on_conflict(nodepool::WRITE_ATTEMPTS, |n| {
+                    let (object, reason) = (object.clone(), reason.clone());
+                    async move {
+                        let fresh = if n == 0 {
+                            None
+                        } else {
+                            Some(api.get(name).await.map_err(|e| {
+                                from_kube("get", "Node", &object, e)
+                            })?)
+                        };
+                        let patch = node_give_back_patch(fresh.as_ref().unwrap_or(node), uncordon);
+                        let sent = api
+                            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+                            .await
+                            .map(drop);
+                        written(object, reason, sent, "Node")
+                    }
+                })
+                .await?;
+                out.push(line);
             }
         }
     }
     Ok(out)
-}
-
-/// Sends a node's give-back patch, guarded by the resourceVersion it was built from; the node
-/// lifecycle controller and kubelet write nodes often, so a conflict re-reads the node and
-/// builds the patch again (a few times, like every other write of prewarm's).
-async fn give_back_node(
-    api: &Api<Node>,
-    mut node: Node,
-    uncordon: bool,
-) -> std::result::Result<(), kube::Error> {
-    let name = node.metadata.name.clone().unwrap_or_default();
-    let mut attempt = 1;
-    loop {
-        let patch = node_give_back_patch(&node, uncordon);
-        match api
-            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
-            Err(kube::Error::Api(s)) if s.code == 409 && attempt < nodepool::WRITE_ATTEMPTS => {
-                attempt += 1;
-                node = api.get(&name).await?;
-            }
-            sent => return sent.map(drop),
-        }
-    }
 }
 
 /// NodePools carrying `prewarm.io/` annotations: limits, then budgets and annotations (the
