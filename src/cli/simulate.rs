@@ -206,15 +206,33 @@ pub struct ModelArgs {
     /// HPA sync period (--horizontal-pod-autoscaler-sync-period default 15 s).
     #[arg(long, default_value_t = 15.0)]
     pub hpa_sync: f64,
+    /// HPA tolerance: no change while |metric / target - 1| is at most this
+    /// (--horizontal-pod-autoscaler-tolerance default 0.1).
+    #[arg(long, default_value_t = 0.1)]
+    pub hpa_tolerance: f64,
+    /// Seconds from a scrape until the HPA's metric query can see it (metric store and metrics
+    /// adapter). Assumption: 15 s, about half a 30-s scrape interval plus the adapter's query.
+    #[arg(long, default_value_t = 15.0)]
+    pub hpa_metrics_lag: f64,
+    /// HPA scale-up stabilization window (autoscaling/v2 default 0 s).
+    #[arg(long, default_value_t = 0.0)]
+    pub hpa_scale_up_window: f64,
     /// HPA scale-down stabilization window (autoscaling/v2 default 300 s).
     #[arg(long, default_value_t = 300.0)]
     pub hpa_scale_down_window: f64,
-    /// HPA scale-up limit per sync in pods (autoscaling/v2 default 4).
+    /// HPA scale-up policy in pods per period (autoscaling/v2 default 4).
     #[arg(long, default_value_t = 4)]
     pub hpa_scale_up_pods: u32,
-    /// HPA scale-up limit per sync in percent of current replicas (autoscaling/v2 default 100).
+    /// HPA scale-up policy in percent of the replicas at the period's start (autoscaling/v2
+    /// default 100; the larger of the two policies wins).
     #[arg(long, default_value_t = 100.0)]
     pub hpa_scale_up_percent: f64,
+    /// HPA scale-down policy in percent per period (autoscaling/v2 default 100).
+    #[arg(long, default_value_t = 100.0)]
+    pub hpa_scale_down_percent: f64,
+    /// periodSeconds of the HPA's scaling policies (autoscaling/v2 default 15 s).
+    #[arg(long, default_value_t = 15.0)]
+    pub hpa_policy_period: f64,
     /// HPA minReplicas.
     #[arg(long, default_value_t = 1)]
     pub min_replicas: u32,
@@ -346,6 +364,11 @@ impl CommonArgs {
                 hpa_scale_down_window: m.hpa_scale_down_window,
                 hpa_scale_up_pods: m.hpa_scale_up_pods,
                 hpa_scale_up_percent: m.hpa_scale_up_percent,
+                hpa_tolerance: m.hpa_tolerance,
+                hpa_metrics_lag: m.hpa_metrics_lag,
+                hpa_scale_up_window: m.hpa_scale_up_window,
+                hpa_scale_down_percent: m.hpa_scale_down_percent,
+                hpa_policy_period: m.hpa_policy_period,
                 min_replicas: m.min_replicas,
                 max_replicas: m.max_replicas,
             },

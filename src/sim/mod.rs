@@ -5,6 +5,7 @@ pub mod checks;
 pub mod compare;
 pub mod engine;
 pub mod history;
+pub mod hpa;
 pub mod judge;
 pub mod knobs;
 pub mod model;

@@ -100,28 +100,45 @@ impl Model {
     }
 }
 
-/// The replica controller every policy shares (a HorizontalPodAutoscaler on waiting+running
-/// requests per replica, autoscaling/v2 default behaviour).
+/// The replica controller every policy shares: a HorizontalPodAutoscaler (autoscaling/v2) on a
+/// Pods metric, requests in the system (waiting + running) per pod. Its arithmetic is in
+/// sim/hpa.rs; defaults are Kubernetes' (docs/simulator.md).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Hpa {
-    /// Target fraction of slots in use (requests in the system / (replicas * slots)).
+    /// Target fraction of slots in use: the metric's averageValue is slots x this.
     pub target_utilization: f64,
     /// Sync period (kube-controller-manager --horizontal-pod-autoscaler-sync-period, 15 s).
     pub sync_s: f64,
-    /// Scale-down stabilization window (HPA default 300 s).
-    pub scale_down_window_s: f64,
-    /// Scale-up limit per sync: max(pods, percent of current) (HPA default 4 pods, 100%).
+    /// No change while |ratio - 1| is at most this (--horizontal-pod-autoscaler-tolerance, 0.1).
+    pub tolerance: f64,
+    /// Seconds from a scrape until the HPA's metric query can see it (metric store and adapter).
+    pub metrics_lag_s: f64,
+    /// Scale-up stabilisation window (default 0 s): the lowest recommendation of the window.
+    pub scale_up_window_s: f64,
+    /// Scale-up policies, the larger wins (defaults 4 pods and 100 % per period).
     pub scale_up_pods: u32,
     pub scale_up_percent: f64,
+    /// Scale-down stabilisation window (default 300 s): the highest recommendation of the window.
+    pub scale_down_window_s: f64,
+    /// Scale-down policy (default 100 % per period).
+    pub scale_down_percent: f64,
+    /// periodSeconds of every policy (default 15 s).
+    pub policy_period_s: f64,
     pub min_replicas: u32,
     pub max_replicas: u32,
 }
 
 impl Hpa {
-    /// Replicas the controller wants for `in_system` requests, before limits.
+    /// Replicas for a steady `in_system` requests at the target, within the replica range: the
+    /// warm start's fleet (not the controller's own formula, which is in sim/hpa.rs).
     pub fn raw_desired(&self, in_system: u64, slots: u32) -> u32 {
         let per_replica = slots as f64 * self.target_utilization;
         ((in_system as f64 / per_replica).ceil() as u32).clamp(self.min_replicas, self.max_replicas)
+    }
+
+    /// The metric's target: requests in the system per pod.
+    pub fn target_per_pod(&self, slots: u32) -> f64 {
+        f64::from(slots) * self.target_utilization
     }
 }
 
@@ -145,9 +162,14 @@ mod tests {
         let hpa = Hpa {
             target_utilization: 0.5,
             sync_s: 15.0,
-            scale_down_window_s: 300.0,
+            tolerance: 0.1,
+            metrics_lag_s: 0.0,
+            scale_up_window_s: 0.0,
             scale_up_pods: 4,
             scale_up_percent: 100.0,
+            scale_down_window_s: 300.0,
+            scale_down_percent: 100.0,
+            policy_period_s: 15.0,
             min_replicas: 1,
             max_replicas: 10,
         };

@@ -121,6 +121,11 @@ pub struct ModelValues {
     pub hpa_scale_down_window: f64,
     pub hpa_scale_up_pods: u32,
     pub hpa_scale_up_percent: f64,
+    pub hpa_tolerance: f64,
+    pub hpa_metrics_lag: f64,
+    pub hpa_scale_up_window: f64,
+    pub hpa_scale_down_percent: f64,
+    pub hpa_policy_period: f64,
     pub min_replicas: u32,
     pub max_replicas: u32,
 }
@@ -183,6 +188,7 @@ pub fn build(v: &SetupValues, lead_time: Option<f64>) -> crate::Result<Setup> {
     positive("--decode-tokens-per-s", m.decode_tokens_per_s)?;
     positive("--hpa-target-utilization", m.hpa_target_utilization)?;
     positive("--hpa-sync", m.hpa_sync)?;
+    positive("--hpa-policy-period", m.hpa_policy_period)?;
     positive("--slo-wait", v.slo_wait)?;
     non_negative("--slo-fraction", v.slo_fraction)?;
     for (flag, v) in [
@@ -194,6 +200,10 @@ pub fn build(v: &SetupValues, lead_time: Option<f64>) -> crate::Result<Setup> {
         ("--ca-node-launch", m.ca_node_launch),
         ("--ca-scale-down-unneeded", m.ca_scale_down_unneeded),
         ("--hpa-scale-down-window", m.hpa_scale_down_window),
+        ("--hpa-scale-up-window", m.hpa_scale_up_window),
+        ("--hpa-metrics-lag", m.hpa_metrics_lag),
+        ("--hpa-tolerance", m.hpa_tolerance),
+        ("--hpa-scale-down-percent", m.hpa_scale_down_percent),
     ] {
         non_negative(flag, v)?;
     }
@@ -204,6 +214,12 @@ pub fn build(v: &SetupValues, lead_time: Option<f64>) -> crate::Result<Setup> {
         return Err(config_error(
             "--max-replicas",
             "must be at least 1 and --min-replicas",
+        ));
+    }
+    if m.hpa_scale_down_percent > 100.0 {
+        return Err(config_error(
+            "--hpa-scale-down-percent",
+            "must be at most 100",
         ));
     }
     if !(m.spot_price_ratio > 0.0 && m.spot_price_ratio <= 1.0) {
@@ -247,9 +263,14 @@ pub fn build(v: &SetupValues, lead_time: Option<f64>) -> crate::Result<Setup> {
         hpa: Hpa {
             target_utilization: m.hpa_target_utilization,
             sync_s: m.hpa_sync,
-            scale_down_window_s: m.hpa_scale_down_window,
+            tolerance: m.hpa_tolerance,
+            metrics_lag_s: m.hpa_metrics_lag,
+            scale_up_window_s: m.hpa_scale_up_window,
             scale_up_pods: m.hpa_scale_up_pods,
             scale_up_percent: m.hpa_scale_up_percent,
+            scale_down_window_s: m.hpa_scale_down_window,
+            scale_down_percent: m.hpa_scale_down_percent,
+            policy_period_s: m.hpa_policy_period,
             min_replicas: m.min_replicas,
             max_replicas: m.max_replicas,
         },

@@ -1,43 +1,92 @@
-//! The controllers: the HPA-like replica controller and the headroom controller (balloons).
+//! The controllers: the replica controller (an HPA, its arithmetic in sim/hpa.rs) and the
+//! headroom controller (balloons).
 
 use crate::core::{decide, Plan, PolicySpec, TargetSpec};
+use crate::sim::hpa;
 
 use super::events::Kind;
 use super::pods::Phase;
 use super::{Headroom, Sim};
 
 impl Sim<'_> {
+    /// One sync of the HPA: read the metric as the controller would, recommend, stabilise and
+    /// rate-limit (sim/hpa.rs), then scale the Deployment. A sync without a readable metric
+    /// (no scrape visible yet, no pod with a sample) changes nothing, as in Kubernetes.
     pub(super) fn on_hpa(&mut self) {
         let hpa = &self.cfg.model.hpa;
-        let in_system = self.queue.len() as u64 + self.active_total;
-        let raw = hpa.raw_desired(in_system, self.slots());
-        let window = hpa.scale_down_window_s;
-        self.hpa_window.push_back((self.now, raw));
-        while self
-            .hpa_window
-            .front()
-            .is_some_and(|&(t, _)| t <= self.now - window)
-        {
-            self.hpa_window.pop_front();
-        }
+        let next = self.now + hpa.sync_s;
+        self.push(next, Kind::Hpa);
+        let Some(reading) = self.hpa_reading() else {
+            return;
+        };
         let current = self.replica_count();
-        if raw > current {
-            let by_percent = (current as f64 * hpa.scale_up_percent / 100.0).ceil() as u32;
-            let limit = hpa.scale_up_pods.max(by_percent);
-            let target = raw.min(current + limit);
-            for _ in current..target {
+        let target = hpa.target_per_pod(self.slots());
+        let desired = hpa::recommend(reading, current, target, hpa.tolerance);
+        let set = hpa::normalise(
+            hpa,
+            &mut self.hpa_window,
+            &mut self.hpa_events,
+            self.now,
+            current,
+            desired,
+        );
+        if set > current {
+            for _ in current..set {
                 self.new_pod();
             }
             self.schedule();
-        } else {
-            let stabilized = self.hpa_window.iter().map(|&(_, d)| d).max().unwrap_or(raw);
-            if stabilized < current {
-                self.scale_down(current - stabilized);
-            }
+        } else if set < current {
+            self.scale_down(current - set);
         }
         self.compact_live_pods();
-        let next = self.now + hpa.sync_s;
-        self.push(next, Kind::Hpa);
+    }
+
+    /// What the HPA reads now: the newest scrape its metric path lets it see (`metrics_lag_s`
+    /// after the scrape) and the pods as the pod lister has them now, grouped as
+    /// replica_calculator.go's `groupPods` does for a Pods metric. The servers share one queue
+    /// here, so each pod that served at the scrape reports an equal share of that scrape's
+    /// waiting + running.
+    fn hpa_reading(&self) -> Option<hpa::PodsReading> {
+        let step = self.cfg.step_s;
+        let seen = self.now - self.cfg.model.hpa.metrics_lag_s;
+        if seen < -1e-9 {
+            return None;
+        }
+        let scrape = (seen / step + 1e-9).floor() as usize;
+        let scraped_at = scrape as f64 * step;
+        let serving_then = *self.serving_at_boundary.get(scrape)?;
+        if serving_then == 0 {
+            return None;
+        }
+        let in_system = self.waiting_at_boundary[scrape] + self.running_at_boundary[scrape];
+        let load = self.cfg.model.model_load_s;
+        let (mut with_metric, mut missing, mut pending) = (0, 0, 0);
+        for &p in &self.live_pods {
+            let pod = &self.pods[p];
+            if pod.draining {
+                continue;
+            }
+            match pod.phase {
+                Phase::Pending => pending += 1,
+                // Before the model load starts the container is not running: phase Pending.
+                Phase::Starting { serving_at, .. } if self.now < serving_at - load - 1e-9 => {
+                    pending += 1
+                }
+                Phase::Starting { .. } => missing += 1,
+                Phase::Serving { .. } if pod.serving_since <= scraped_at + 1e-9 => with_metric += 1,
+                Phase::Serving { .. } => missing += 1,
+                Phase::Gone => {}
+            }
+        }
+        if with_metric == 0 {
+            return None;
+        }
+        Some(hpa::PodsReading {
+            mean: f64::from(in_system) / f64::from(serving_then),
+            with_metric,
+            missing,
+            pending,
+        })
     }
 
     /// Removes `count` replicas: pending ones first, then starting, then the least busy.

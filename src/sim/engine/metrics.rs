@@ -13,10 +13,12 @@ impl Sim<'_> {
         if self.waiting_at_boundary.len() <= boundary {
             self.waiting_at_boundary.resize(boundary + 1, 0);
             self.running_at_boundary.resize(boundary + 1, 0);
+            self.serving_at_boundary.resize(boundary + 1, 0);
         }
+        let serving = self.serving_count();
         self.waiting_at_boundary[boundary] = waiting;
         self.running_at_boundary[boundary] = running;
-        let serving = self.serving_count();
+        self.serving_at_boundary[boundary] = serving;
         self.result.peak_replicas = self.result.peak_replicas.max(self.replica_count());
         let nodes = &self.nodes;
         self.live_nodes.retain(|&i| nodes[i].alive);

@@ -2,7 +2,8 @@
 //!
 //! What is simulated, in the order it happens in a real cluster:
 //! - requests arrive, take a free slot of a serving replica or wait in one FIFO queue;
-//! - an HPA-like replica controller (shared by every policy) creates and removes inference pods;
+//! - an HPA (shared by every policy, autoscaling/v2 semantics: sim/hpa.rs) creates and removes
+//!   inference pods from the scraped gauges it can see;
 //! - pending pods preempt warm balloon pods on Ready nodes, or are nominated to nodes that are
 //!   still launching, or make the provisioner (Karpenter or Cluster Autoscaler) launch nodes after
 //!   its batching window;
@@ -207,11 +208,17 @@ struct Sim<'a> {
     free: Vec<usize>,
     queue: VecDeque<Waiting>,
     active_total: u64,
+    /// The HPA's recommendations (time, replicas the metric asked for), for its stabilisation
+    /// windows; the newest is what it wants now.
     hpa_window: VecDeque<(f64, u32)>,
+    /// The HPA's scale events (time, signed change), for its rate policies.
+    hpa_events: VecDeque<(f64, i64)>,
     // What the servers export, per scrape (every step): gauges at the scrape, and the
     // completions and their end-to-end latency (queueing included) since the previous one.
     waiting_at_boundary: Vec<u32>,
     running_at_boundary: Vec<u32>,
+    /// Replicas serving (not draining) at each scrape: the pods that exported the gauges.
+    serving_at_boundary: Vec<u32>,
     completions_at: Vec<u32>,
     latency_sum_at: Vec<f64>,
     headroom_state: HeadroomState,
@@ -244,8 +251,10 @@ impl<'a> Sim<'a> {
             queue: VecDeque::new(),
             active_total: 0,
             hpa_window: VecDeque::new(),
+            hpa_events: VecDeque::new(),
             waiting_at_boundary: Vec::new(),
             running_at_boundary: Vec::new(),
+            serving_at_boundary: Vec::new(),
             completions_at: Vec::new(),
             latency_sum_at: Vec::new(),
             headroom_state: HeadroomState::default(),

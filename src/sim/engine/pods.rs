@@ -20,6 +20,8 @@ pub(super) struct Pod {
     pub(super) draining: bool,
     pub(super) busy_since: f64,
     pub(super) cold: bool,
+    /// When it became Ready (the warm start's replicas: t = 0).
+    pub(super) serving_since: f64,
 }
 
 impl Pod {
@@ -31,6 +33,7 @@ impl Pod {
             draining: false,
             busy_since: 0.0,
             cold: false,
+            serving_since: 0.0,
         }
     }
 }
@@ -121,6 +124,7 @@ impl Sim<'_> {
             self.cold_starting -= 1;
         }
         self.pods[pod].phase = Phase::Serving { node };
+        self.pods[pod].serving_since = self.now;
         if !self.queue.is_empty() && self.now >= self.cfg.score_from_s {
             // Requests queued while this replica loaded its model: a cold start in their path.
             self.result.scored.replica_cold_starts += 1;

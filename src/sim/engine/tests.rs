@@ -19,9 +19,14 @@ pub(super) fn config() -> RunConfig {
             hpa: Hpa {
                 target_utilization: 1.0,
                 sync_s: 15.0,
-                scale_down_window_s: 300.0,
+                tolerance: 0.1,
+                metrics_lag_s: 0.0,
+                scale_up_window_s: 0.0,
                 scale_up_pods: 4,
                 scale_up_percent: 100.0,
+                scale_down_window_s: 300.0,
+                scale_down_percent: 100.0,
+                policy_period_s: 15.0,
                 min_replicas: 1,
                 max_replicas: 10,
             },
@@ -210,4 +215,40 @@ fn clairvoyant_oracle_launches_exactly_one_lead_time_early() {
     expected.extend([(459.0, 500.0); 3]);
     assert_eq!(r.launches, expected);
     assert_eq!((r.scored.cold_starts, r.scored.replica_cold_starts), (0, 7));
+}
+
+/// Two replicas warm on two 1-GPU nodes, 8 slots each, HPA target 8 in the system per pod:
+/// 16 requests of 2000 s from t = 0 fill them (ratio 1), and `extra` more of 1000 s arrive at
+/// 600, after the scrape at 600 (events first at equal times).
+fn steady_then_more(extra: usize, lag: f64, tolerance: f64) -> RunResult {
+    let mut cfg = config();
+    cfg.replicas = Replicas::Hpa;
+    cfg.warm.replicas = 2;
+    cfg.model.hpa.metrics_lag_s = lag;
+    cfg.model.hpa.tolerance = tolerance;
+    let mut reqs = vec![req(0.0, 2000.0, 0.0); 16];
+    reqs.extend(vec![req(600.0, 1000.0, 0.0); extra]);
+    run(&cfg, reqs.into_iter(), || {})
+}
+
+#[test]
+fn the_hpa_acts_on_the_scrape_its_metric_lag_lets_it_see() {
+    // 4 more: the scrape at 615 sees 20 in the system over 2 serving pods, 10 per pod, ratio
+    // 1.25: ceil(1.25 x 2) = 3 replicas. No lag: the sync at 615 reads it, the third pod finds no
+    // room and Karpenter launches at 616 (batch 1 s), Ready at 657. A 15-s lag: the sync at 615
+    // still reads the scrape at 600 (16, ratio 1: no change), the one at 630 reads 615's: launch
+    // at 631, Ready at 672.
+    let now = steady_then_more(4, 0.0, 0.1);
+    assert_eq!(now.launches, vec![(616.0, 657.0)]);
+    let lagged = steady_then_more(4, 15.0, 0.1);
+    assert_eq!(lagged.launches, vec![(631.0, 672.0)]);
+    assert_eq!(lagged.node_demand_times, vec![630.0]);
+}
+
+#[test]
+fn the_hpa_keeps_its_replicas_within_the_tolerance() {
+    // 1 more: 17 over 2 pods, 8.5 per pod, ratio 1.0625: within 10 % of the target, no change
+    // and no node. Without a tolerance ceil(1.0625 x 2) = 3: a node launched at 616.
+    assert_eq!(steady_then_more(1, 0.0, 0.1).launches, vec![]);
+    assert_eq!(steady_then_more(1, 0.0, 0.0).launches, vec![(616.0, 657.0)]);
 }
