@@ -14,20 +14,7 @@ fn model(slots: u32, min_replicas: u32, load: f64, pull: f64) -> Model {
         image_pull_s: pull,
         model_load_s: load,
         prepull: true,
-        hpa: Hpa {
-            target_utilization: 1.0,
-            sync_s: 15.0,
-            tolerance: 0.1,
-            metrics_lag_s: 0.0,
-            scale_up_window_s: 0.0,
-            scale_up_pods: 4,
-            scale_up_percent: 100.0,
-            scale_down_window_s: 300.0,
-            scale_down_percent: 100.0,
-            policy_period_s: 15.0,
-            min_replicas,
-            max_replicas: 10,
-        },
+        hpa: Hpa::kubernetes_defaults(1.0, min_replicas, 10),
     }
 }
 
@@ -36,7 +23,9 @@ fn one_gpu_nodes(launch: f64, batch: f64) -> Provisioner {
         instance: instance_type("g5.xlarge").unwrap().clone(),
         node_launch_s: launch,
         batch_s: batch,
+        batch_max_s: 10.0,
         empty_after_s: 600.0,
+        disruption: None,
         price_factor: 1.0,
     }
 }

@@ -9,7 +9,8 @@ use crate::sim::checks::positive;
 use crate::sim::run::{self, Output};
 use crate::sim::scenario::ScenarioKind;
 use crate::sim::setup::{
-    self, BenchValues, CapacityType, ModelValues, PolicyName, PrewarmValues, Setup, SetupValues,
+    self, BenchValues, CapacityType, ConsolidationPolicy, ModelValues, PolicyName, PrewarmValues,
+    Setup, SetupValues,
 };
 use crate::sim::startup_profile::StartupProfile;
 use crate::sim::workload::{self, Asked, Workload};
@@ -184,12 +185,23 @@ pub struct ModelArgs {
     /// inference pod on a node pulls them, even on a warm node.
     #[arg(long)]
     pub no_prepull: bool,
-    /// Karpenter batches pending pods this long (BATCH_IDLE_DURATION default 1 s).
+    /// Karpenter closes a batch of pending pods once none came for this long
+    /// (BATCH_IDLE_DURATION default 1 s).
     #[arg(long, default_value_t = 1.0)]
     pub batch: f64,
-    /// Karpenter consolidateAfter for empty nodes (infra/k8s/nodepool-gpu.yaml: 10m).
+    /// ...or this long after its first pod (BATCH_MAX_DURATION default 10 s).
+    #[arg(long, default_value_t = 10.0)]
+    pub batch_max: f64,
+    /// Karpenter consolidateAfter: a node is consolidated after this long without a pod event
+    /// (infra/k8s/nodepool-gpu.yaml: 10m).
     #[arg(long, default_value_t = 600.0)]
     pub consolidate_after: f64,
+    /// Karpenter consolidationPolicy (infra/k8s/nodepool-gpu.yaml: WhenEmptyOrUnderutilized).
+    #[arg(long, value_enum, default_value = "when-empty-or-underutilized")]
+    pub consolidation_policy: ConsolidationPolicy,
+    /// Karpenter disruption budget: nodes disrupted at once (infra/k8s/nodepool-gpu.yaml: 1).
+    #[arg(long, default_value_t = 1)]
+    pub disruption_budget: u32,
     /// Cluster Autoscaler's node group instance type (one large type).
     #[arg(long, default_value = "g5.48xlarge")]
     pub ca_instance_type: String,
@@ -355,7 +367,10 @@ impl CommonArgs {
                 model_load: m.model_load,
                 no_prepull: m.no_prepull,
                 batch: m.batch,
+                batch_max: m.batch_max,
                 consolidate_after: m.consolidate_after,
+                consolidation_policy: m.consolidation_policy,
+                disruption_budget: m.disruption_budget,
                 ca_instance_type: m.ca_instance_type.clone(),
                 ca_node_launch: m.ca_node_launch,
                 ca_scale_down_unneeded: m.ca_scale_down_unneeded,

@@ -63,6 +63,15 @@ pub fn recommend(r: PodsReading, current: u32, target: f64, tolerance: f64) -> u
     (new_ratio * f64::from(pods)).ceil() as u32
 }
 
+/// From zero replicas no pod reports a Pods metric; only an Object or External metric (the
+/// queue's total, as KEDA exports it) can scale up, and Kubernetes then asks for
+/// `ceil(total / target)` with no tolerance (replica_calculator.go,
+/// `getUsageRatioReplicaCount` with currentReplicas 0). The simulator takes that path for a
+/// `--min-replicas 0` fleet at zero.
+pub fn recommend_from_zero(total: f64, target: f64) -> u32 {
+    (total / target).ceil() as u32
+}
+
 /// The replicas the controller sets at `now` for the calculator's `desired`. Its memory between
 /// syncs: `recommendations` (time, the calculator's replicas) and `events` (time, signed change
 /// it made), both updated here. In order: the stabilisation windows (the lowest recommendation of the scale-up window, the

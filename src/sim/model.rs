@@ -54,14 +54,29 @@ pub struct Provisioner {
     /// Seconds from "pods are pending" to the node being Ready (Karpenter: 41 s per the field
     /// report; Cluster Autoscaler: 4.2 min for the same burst).
     pub node_launch_s: f64,
-    /// Pending pods are batched this long before nodes are launched (Karpenter's
-    /// BATCH_IDLE_DURATION default, 1 s).
+    /// Pending pods are batched until none came for this long (Karpenter's BATCH_IDLE_DURATION
+    /// default, 1 s)...
     pub batch_s: f64,
-    /// An empty node is removed after this long (Karpenter `consolidateAfter`; Cluster
-    /// Autoscaler `scale-down-unneeded-time`).
+    /// ...or this long after the first (BATCH_MAX_DURATION default, 10 s).
+    pub batch_max_s: f64,
+    /// A node is removed after this long without a pod event (Karpenter `consolidateAfter`;
+    /// Cluster Autoscaler `scale-down-unneeded-time`, empty nodes only).
     pub empty_after_s: f64,
+    /// Karpenter's disruption controller (engine/disruption.rs); None: empty nodes are removed
+    /// at `empty_after_s` one by one as they come (Cluster Autoscaler here).
+    pub disruption: Option<Disruption>,
     /// Price multiplier: 1 for on-demand, the spot/on-demand ratio for spot.
     pub price_factor: f64,
+}
+
+/// A Karpenter NodePool's `spec.disruption`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Disruption {
+    /// consolidationPolicy WhenEmptyOrUnderutilized (true) or WhenEmpty (false).
+    pub underutilized: bool,
+    /// budgets `nodes`: at most this many nodes disrupted at once (infra/k8s/nodepool-gpu.yaml:
+    /// 1).
+    pub budget_nodes: u32,
 }
 
 impl Provisioner {
@@ -136,6 +151,29 @@ impl Hpa {
         ((in_system as f64 / per_replica).ceil() as u32).clamp(self.min_replicas, self.max_replicas)
     }
 
+    /// An HPA with Kubernetes' defaults (sync 15 s, tolerance 0.1, behaviour of autoscaling/v2)
+    /// and no metric lag, for the given target and range.
+    pub fn kubernetes_defaults(
+        target_utilization: f64,
+        min_replicas: u32,
+        max_replicas: u32,
+    ) -> Hpa {
+        Hpa {
+            target_utilization,
+            sync_s: 15.0,
+            tolerance: 0.1,
+            metrics_lag_s: 0.0,
+            scale_up_window_s: 0.0,
+            scale_up_pods: 4,
+            scale_up_percent: 100.0,
+            scale_down_window_s: 300.0,
+            scale_down_percent: 100.0,
+            policy_period_s: 15.0,
+            min_replicas,
+            max_replicas,
+        }
+    }
+
     /// The metric's target: requests in the system per pod.
     pub fn target_per_pod(&self, slots: u32) -> f64 {
         f64::from(slots) * self.target_utilization
@@ -159,20 +197,7 @@ mod tests {
 
     #[test]
     fn service_time_adds_prefill_and_decode() {
-        let hpa = Hpa {
-            target_utilization: 0.5,
-            sync_s: 15.0,
-            tolerance: 0.1,
-            metrics_lag_s: 0.0,
-            scale_up_window_s: 0.0,
-            scale_up_pods: 4,
-            scale_up_percent: 100.0,
-            scale_down_window_s: 300.0,
-            scale_down_percent: 100.0,
-            policy_period_s: 15.0,
-            min_replicas: 1,
-            max_replicas: 10,
-        };
+        let hpa = Hpa::kubernetes_defaults(0.5, 1, 10);
         let model = Model {
             prefill_tokens_per_s: 1000.0,
             decode_tokens_per_s: 50.0,

@@ -89,6 +89,13 @@ impl Setup {
     }
 }
 
+/// Karpenter's `consolidationPolicy`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ConsolidationPolicy {
+    WhenEmpty,
+    WhenEmptyOrUnderutilized,
+}
+
 /// How nodes are priced: on-demand, or spot at a fraction of it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum CapacityType {
@@ -112,7 +119,10 @@ pub struct ModelValues {
     pub model_load: f64,
     pub no_prepull: bool,
     pub batch: f64,
+    pub batch_max: f64,
     pub consolidate_after: f64,
+    pub consolidation_policy: ConsolidationPolicy,
+    pub disruption_budget: u32,
     pub ca_instance_type: String,
     pub ca_node_launch: f64,
     pub ca_scale_down_unneeded: f64,
@@ -196,6 +206,7 @@ pub fn build(v: &SetupValues, lead_time: Option<f64>) -> crate::Result<Setup> {
         ("--image-pull", m.image_pull),
         ("--model-load", m.model_load),
         ("--batch", m.batch),
+        ("--batch-max", m.batch_max),
         ("--consolidate-after", m.consolidate_after),
         ("--ca-node-launch", m.ca_node_launch),
         ("--ca-scale-down-unneeded", m.ca_scale_down_unneeded),
@@ -285,14 +296,21 @@ pub fn build(v: &SetupValues, lead_time: Option<f64>) -> crate::Result<Setup> {
         instance: karpenter_type,
         node_launch_s: launch,
         batch_s: m.batch,
+        batch_max_s: m.batch_max,
         empty_after_s: m.consolidate_after,
+        disruption: Some(model::Disruption {
+            underutilized: m.consolidation_policy == ConsolidationPolicy::WhenEmptyOrUnderutilized,
+            budget_nodes: m.disruption_budget,
+        }),
         price_factor,
     };
     let cluster_autoscaler = Provisioner {
         instance: ca_type,
         node_launch_s: ca_launch,
         batch_s: m.batch,
+        batch_max_s: m.batch,
         empty_after_s: m.ca_scale_down_unneeded,
+        disruption: None,
         price_factor,
     };
     let p = &v.prewarm;

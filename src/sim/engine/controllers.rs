@@ -16,12 +16,19 @@ impl Sim<'_> {
         let hpa = &self.cfg.model.hpa;
         let next = self.now + hpa.sync_s;
         self.push(next, Kind::Hpa);
-        let Some(reading) = self.hpa_reading() else {
-            return;
-        };
         let current = self.replica_count();
         let target = hpa.target_per_pod(self.slots());
-        let desired = hpa::recommend(reading, current, target, hpa.tolerance);
+        let desired = if current == 0 {
+            let Some(scrape) = self.hpa_scrape() else {
+                return;
+            };
+            hpa::recommend_from_zero(f64::from(self.in_system_at(scrape)), target)
+        } else {
+            let Some(reading) = self.hpa_reading() else {
+                return;
+            };
+            hpa::recommend(reading, current, target, hpa.tolerance)
+        };
         let set = hpa::normalise(
             hpa,
             &mut self.hpa_window,
@@ -47,18 +54,13 @@ impl Sim<'_> {
     /// here, so each pod that served at the scrape reports an equal share of that scrape's
     /// waiting + running.
     fn hpa_reading(&self) -> Option<hpa::PodsReading> {
-        let step = self.cfg.step_s;
-        let seen = self.now - self.cfg.model.hpa.metrics_lag_s;
-        if seen < -1e-9 {
-            return None;
-        }
-        let scrape = (seen / step + 1e-9).floor() as usize;
-        let scraped_at = scrape as f64 * step;
-        let serving_then = *self.serving_at_boundary.get(scrape)?;
+        let scrape = self.hpa_scrape()?;
+        let scraped_at = scrape as f64 * self.cfg.step_s;
+        let serving_then = self.serving_at_boundary[scrape];
         if serving_then == 0 {
             return None;
         }
-        let in_system = self.waiting_at_boundary[scrape] + self.running_at_boundary[scrape];
+        let in_system = self.in_system_at(scrape);
         let load = self.cfg.model.model_load_s;
         let (mut with_metric, mut missing, mut pending) = (0, 0, 0);
         for &p in &self.live_pods {
@@ -87,6 +89,21 @@ impl Sim<'_> {
             missing,
             pending,
         })
+    }
+
+    /// The newest scrape the HPA's metric path lets it see now, if any.
+    fn hpa_scrape(&self) -> Option<usize> {
+        let seen = self.now - self.cfg.model.hpa.metrics_lag_s;
+        if seen < -1e-9 {
+            return None;
+        }
+        let scrape = (seen / self.cfg.step_s + 1e-9).floor() as usize;
+        (scrape < self.serving_at_boundary.len()).then_some(scrape)
+    }
+
+    /// Requests waiting or running at a scrape.
+    fn in_system_at(&self, scrape: usize) -> u32 {
+        self.waiting_at_boundary[scrape] + self.running_at_boundary[scrape]
     }
 
     /// Removes `count` replicas: pending ones first, then starting, then the least busy.
@@ -162,6 +179,7 @@ impl Sim<'_> {
             let take = remove.min(self.nodes[i].balloons);
             self.nodes[i].balloons -= take;
             self.nodes[i].used -= take * gpr;
+            self.nodes[i].last_pod_event = self.now;
             remove -= take;
             self.check_empty(i);
         }

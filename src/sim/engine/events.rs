@@ -19,6 +19,9 @@ pub(super) enum Kind {
     EmptyCheck {
         node: usize,
     },
+    /// A pass of Karpenter's disruption controller, and the validation of its command.
+    Disruption,
+    DisruptionValidate,
     /// The oracle launches a node ahead of demand.
     Prelaunch {
         index: usize,
@@ -63,6 +66,8 @@ pub(super) fn class(kind: &Kind) -> u8 {
         Kind::Tick => 4,
         Kind::Provision => 5,
         Kind::EmptyCheck { .. } => 6,
-        Kind::Prelaunch { .. } => 7,
+        Kind::Disruption => 7,
+        Kind::DisruptionValidate => 8,
+        Kind::Prelaunch { .. } => 9,
     }
 }

@@ -9,7 +9,8 @@
 //!   its batching window;
 //! - a pod on a fresh node waits for the node, the image/weights pull, then the model load;
 //!   on a warm node only for the model load;
-//! - empty nodes are removed after `empty_after_s` (Karpenter `consolidateAfter`);
+//! - Karpenter removes empty nodes and repacks underutilised ones after `consolidateAfter`,
+//!   within its disruption budget (disruption.rs); Cluster Autoscaler removes empty nodes;
 //! - a headroom controller sets the number of balloon pods: none, a fixed N, a percentage of
 //!   the serving replicas, or prewarm's own `crate::core::decide()` fed with the `Observation`
 //!   the Lambda's queries would return (eyes.rs);
@@ -171,6 +172,7 @@ pub struct RunResult {
 }
 
 mod controllers;
+mod disruption;
 mod events;
 mod eyes;
 mod launch;
@@ -205,6 +207,13 @@ struct Sim<'a> {
     /// Launch durations drawn for the oracle's early launches, by `Kind::Prelaunch` index.
     prelaunch_s: Vec<f64>,
     provision_scheduled: bool,
+    /// The provisioner's open batch: when its first pending pod came, when the latest did, and
+    /// how many were pending at the last look.
+    batch_start: f64,
+    batch_last: f64,
+    batch_pending: u32,
+    /// Karpenter's command waiting for its validation (nodes to delete).
+    disruption_pending: Vec<usize>,
     free: Vec<usize>,
     queue: VecDeque<Waiting>,
     active_total: u64,
@@ -247,6 +256,10 @@ impl<'a> Sim<'a> {
             rng: ChaCha8Rng::seed_from_u64(cfg.seed),
             prelaunch_s: Vec::new(),
             provision_scheduled: false,
+            batch_start: 0.0,
+            batch_last: 0.0,
+            batch_pending: 0,
+            disruption_pending: Vec::new(),
             free: Vec::new(),
             queue: VecDeque::new(),
             active_total: 0,
@@ -290,6 +303,8 @@ impl<'a> Sim<'a> {
             Kind::Tick => self.on_tick(),
             Kind::Provision => self.on_provision(),
             Kind::EmptyCheck { node } => self.on_empty_check(node),
+            Kind::Disruption => self.on_disruption(),
+            Kind::DisruptionValidate => self.on_disruption_validate(),
             Kind::Prelaunch { index } => self.on_prelaunch(index),
         }
     }
@@ -329,16 +344,16 @@ impl<'a> Sim<'a> {
         if let Some(times) = &cfg.prelaunch {
             self.schedule_prelaunches(times);
         }
+        self.start_disruption();
     }
 
     /// A Ready node with a free replica-sized slot, launching one (Ready at once) if none.
     fn warm_node(&mut self) -> usize {
         let gpr = self.gpr();
-        let found = self
-            .live_nodes
-            .iter()
-            .copied()
-            .find(|&i| self.nodes[i].alive && self.free_gpus(i) >= gpr);
+        let found =
+            self.live_nodes.iter().copied().find(|&i| {
+                self.nodes[i].alive && !self.nodes[i].deleting && self.free_gpus(i) >= gpr
+            });
         match found {
             Some(node) => node,
             None => self.launch_node(None),

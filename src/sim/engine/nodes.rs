@@ -1,5 +1,6 @@
 //! Nodes: launch, readiness, the provisioner's batching, placement choices and removal of
-//! empty nodes (Karpenter `consolidateAfter`).
+//! empty nodes without Karpenter's disruption controller (Cluster Autoscaler; disruption.rs has
+//! Karpenter's).
 
 use super::events::Kind;
 use super::Sim;
@@ -13,6 +14,11 @@ pub(super) struct Node {
     pub(super) ready_at: f64,
     pub(super) image_ready_at: Option<f64>,
     pub(super) empty_since: Option<f64>,
+    /// When a pod was last bound to it or left it (Karpenter's lastPodEventTime; initially when
+    /// it is Ready).
+    pub(super) last_pod_event: f64,
+    /// Karpenter is deleting it: nothing more is placed on it, it goes when its pods are gone.
+    pub(super) deleting: bool,
     pub(super) alive: bool,
 }
 
@@ -37,6 +43,8 @@ impl Sim<'_> {
             ready_at,
             image_ready_at,
             empty_since: None,
+            last_pod_event: ready_at,
+            deleting: false,
             alive: true,
         });
         self.result.nodes_launched += 1;
@@ -83,8 +91,16 @@ impl Sim<'_> {
         n.gpus - n.used
     }
 
-    /// Marks a node empty (and schedules its removal) when nothing is left on it.
+    /// Marks a node empty (and schedules its removal) when nothing is left on it; with
+    /// Karpenter's disruption controller, only terminates a node it is deleting once empty.
     pub(super) fn check_empty(&mut self, node: usize) {
+        if self.cfg.provisioner.disruption.is_some() {
+            let n = &self.nodes[node];
+            if n.alive && n.deleting && n.used == 0 {
+                self.terminate_node(node);
+            }
+            return;
+        }
         let n = &mut self.nodes[node];
         if !n.alive || n.used > 0 || n.empty_since.is_some() {
             return;
@@ -134,7 +150,7 @@ impl Sim<'_> {
         let mut best: Option<(u8, usize)> = None;
         for &i in &self.live_nodes {
             let n = &self.nodes[i];
-            if !n.alive {
+            if !n.alive || n.deleting {
                 continue;
             }
             let ready = n.ready_at <= self.now;
@@ -168,10 +184,17 @@ impl Sim<'_> {
         self.live_nodes
             .iter()
             .copied()
-            .find(|&i| self.nodes[i].alive && self.free_gpus(i) >= gpr)
+            .find(|&i| self.nodes[i].alive && !self.nodes[i].deleting && self.free_gpus(i) >= gpr)
     }
 
     pub(super) fn on_provision(&mut self) {
+        let p = &self.cfg.provisioner;
+        let closes = (self.batch_last + p.batch_s).min(self.batch_start + p.batch_max_s);
+        if closes > self.now + 1e-9 {
+            // New pods came while the batch was open: it stays open a while longer.
+            self.push(closes, Kind::Provision);
+            return;
+        }
         self.provision_scheduled = false;
         let gpr = self.gpr();
         let need = (self.pending_inference + self.pending_balloons) * gpr;
@@ -183,7 +206,7 @@ impl Sim<'_> {
         // Replicas do not straddle nodes: count whole replicas per node.
         let replicas_per_node = per_node / gpr;
         let nodes = (need / gpr).div_ceil(replicas_per_node);
-        let demanded_at = self.now - self.cfg.provisioner.batch_s;
+        let demanded_at = self.batch_start;
         for _ in 0..nodes {
             self.launch_drawn();
             self.result.node_demand_times.push(demanded_at);

@@ -55,6 +55,7 @@ impl Sim<'_> {
         let now = self.now;
         let n = &mut self.nodes[node];
         n.empty_since = None;
+        n.last_pod_event = now;
         let image_ready = *n
             .image_ready_at
             .get_or_insert_with(|| now.max(n.ready_at) + pull);
@@ -86,6 +87,7 @@ impl Sim<'_> {
                 Some((node, preempt)) => {
                     if preempt {
                         self.nodes[node].balloons -= 1;
+                        self.nodes[node].last_pod_event = self.now;
                         self.pending_balloons += 1;
                     } else {
                         self.nodes[node].used += gpr;
@@ -104,13 +106,22 @@ impl Sim<'_> {
             n.used += gpr;
             n.balloons += 1;
             n.empty_since = None;
+            n.last_pod_event = self.now;
             self.pending_balloons -= 1;
         }
-        if (self.pending_inference > 0 || self.pending_balloons > 0) && !self.provision_scheduled {
+        // Karpenter's batcher: the first pending pod opens a batch, each new one keeps it open
+        // for the idle time, up to its maximum length (on_provision).
+        let pending = self.pending_inference + self.pending_balloons;
+        if pending > 0 && !self.provision_scheduled {
             self.provision_scheduled = true;
+            self.batch_start = self.now;
+            self.batch_last = self.now;
             let at = self.now + self.cfg.provisioner.batch_s;
             self.push(at, Kind::Provision);
+        } else if pending > self.batch_pending {
+            self.batch_last = self.now;
         }
+        self.batch_pending = pending;
     }
 
     pub(super) fn on_pod_serving(&mut self, pod: usize) {
@@ -162,6 +173,7 @@ impl Sim<'_> {
     pub(super) fn release(&mut self, node: usize) {
         let gpr = self.gpr();
         self.nodes[node].used -= gpr;
+        self.nodes[node].last_pod_event = self.now;
         self.check_empty(node);
     }
 

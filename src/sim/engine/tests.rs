@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::*;
-use crate::sim::model::{instance_type, Hpa};
+use crate::sim::model::{instance_type, Disruption, Hpa};
 use crate::sim::stats::DAY_S;
 
 pub(super) fn config() -> RunConfig {
@@ -16,26 +16,15 @@ pub(super) fn config() -> RunConfig {
             image_pull_s: 0.0,
             model_load_s: 0.0,
             prepull: true,
-            hpa: Hpa {
-                target_utilization: 1.0,
-                sync_s: 15.0,
-                tolerance: 0.1,
-                metrics_lag_s: 0.0,
-                scale_up_window_s: 0.0,
-                scale_up_pods: 4,
-                scale_up_percent: 100.0,
-                scale_down_window_s: 300.0,
-                scale_down_percent: 100.0,
-                policy_period_s: 15.0,
-                min_replicas: 1,
-                max_replicas: 10,
-            },
+            hpa: Hpa::kubernetes_defaults(1.0, 1, 10),
         },
         provisioner: Provisioner {
             instance: instance_type("g5.xlarge").unwrap().clone(),
             node_launch_s: 41.0,
             batch_s: 1.0,
+            batch_max_s: 10.0,
             empty_after_s: 600.0,
+            disruption: None,
             price_factor: 1.0,
         },
         replicas: Replicas::Static(1),
@@ -251,4 +240,90 @@ fn the_hpa_keeps_its_replicas_within_the_tolerance() {
     // and no node. Without a tolerance ceil(1.0625 x 2) = 3: a node launched at 616.
     assert_eq!(steady_then_more(1, 0.0, 0.1).launches, vec![]);
     assert_eq!(steady_then_more(1, 0.0, 0.0).launches, vec![(616.0, 657.0)]);
+}
+
+/// Karpenter with WhenEmptyOrUnderutilized and a budget of 1 on 4-GPU nodes, three replicas
+/// (a static fleet) warm: two on node 0 and one on node 1, both Ready at 0 with no pod event
+/// since. Image pull 100 s, model load 30 s.
+fn two_part_full_nodes(underutilized: bool) -> RunConfig {
+    let mut cfg = config();
+    cfg.provisioner.instance = instance_type("g5.12xlarge").unwrap().clone();
+    cfg.provisioner.disruption = Some(Disruption {
+        underutilized,
+        budget_nodes: 1,
+    });
+    cfg.replicas = Replicas::Static(3);
+    cfg.model.image_pull_s = 100.0;
+    cfg.model.model_load_s = 30.0;
+    cfg
+}
+
+fn split_two_and_one(sim: &mut Sim<'_>) {
+    sim.warm_start();
+    // The warm start packs all three on node 0; move the third to a second warm node.
+    let b = sim.launch_node(None);
+    sim.pods[2].phase = Phase::Serving { node: b };
+    sim.nodes[0].used -= 1;
+    sim.nodes[b].used += 1;
+}
+
+#[test]
+fn an_underutilised_node_is_repacked_after_consolidate_after_and_the_validation() {
+    let cfg = two_part_full_nodes(true);
+    let mut sim = Sim::new(&cfg);
+    split_two_and_one(&mut sim);
+    // Passes every 10 s from 0. At 600 both nodes are 600 s past their last pod event
+    // (consolidateAfter 600 s); node 1's one pod fits in node 0's 2 free GPUs and node 0's two
+    // in node 1's 3, and node 1 has fewer pods: the command is node 1. Validated 15 s later.
+    step_to(&mut sim, &[], 614.0);
+    assert!(sim.nodes[1].alive);
+    step_to(&mut sim, &[], 615.0);
+    // At 615 node 1 is deleted: its idle replica goes at once (node terminated), its
+    // replacement binds to node 0 (image there since 0) and loads its model until 645.
+    assert!(!sim.nodes[1].alive);
+    assert_eq!(sim.nodes[0].used, 3);
+    assert_eq!((sim.replica_count(), sim.serving_count()), (3, 2));
+    step_to(&mut sim, &[], 645.0);
+    assert_eq!(sim.serving_count(), 3);
+    // Node 1 was paid for 615 s (4 GPUs): node 0 stays (its last pod event is now 615).
+    let r = sim.finish();
+    assert_eq!(r.scored.gpu.total, 4.0 * 645.0 + 4.0 * 615.0);
+}
+
+#[test]
+fn when_empty_leaves_an_underutilised_node_alone() {
+    let cfg = two_part_full_nodes(false);
+    let mut sim = Sim::new(&cfg);
+    split_two_and_one(&mut sim);
+    step_to(&mut sim, &[], 1300.0);
+    assert!(sim.nodes[0].alive && sim.nodes[1].alive);
+}
+
+#[test]
+fn a_batch_stays_open_while_pods_keep_coming_up_to_its_maximum() {
+    // One replica warm on a full 1-GPU node; new inference pods find no room. Three pods at
+    // 100, 100.5 and 101: the batch closes 1 s after the last, at 102 (3 nodes launched then,
+    // demanded at 100, the batch's start).
+    let cfg = config();
+    let mut sim = Sim::new(&cfg);
+    sim.warm_start();
+    for t in [100.0, 100.5, 101.0] {
+        step_to(&mut sim, &[], t);
+        sim.new_pod();
+        sim.schedule();
+    }
+    step_to(&mut sim, &[], 200.0);
+    assert_eq!(sim.result.launches, vec![(102.0, 143.0); 3]);
+    assert_eq!(sim.result.node_demand_times, vec![100.0; 3]);
+    // A pod every 0.5 s from 100 to 109.5 (20): the batch never idles 1 s, it closes at its
+    // 10-s maximum, 110, with all 20.
+    let mut sim = Sim::new(&cfg);
+    sim.warm_start();
+    for i in 0..20 {
+        step_to(&mut sim, &[], 100.0 + 0.5 * f64::from(i));
+        sim.new_pod();
+        sim.schedule();
+    }
+    step_to(&mut sim, &[], 200.0);
+    assert_eq!(sim.result.launches, vec![(110.0, 151.0); 20]);
 }

@@ -49,20 +49,7 @@ fn missing_pods_damp_both_directions() {
 }
 
 fn hpa() -> Hpa {
-    Hpa {
-        target_utilization: 0.5,
-        sync_s: 15.0,
-        tolerance: 0.1,
-        metrics_lag_s: 0.0,
-        scale_up_window_s: 0.0,
-        scale_up_pods: 4,
-        scale_up_percent: 100.0,
-        scale_down_window_s: 300.0,
-        scale_down_percent: 100.0,
-        policy_period_s: 15.0,
-        min_replicas: 1,
-        max_replicas: 10,
-    }
+    Hpa::kubernetes_defaults(0.5, 1, 10)
 }
 
 #[test]
@@ -104,4 +91,12 @@ fn a_scale_up_window_takes_the_lowest_recent_wish() {
     let (mut recs, mut events) = (VecDeque::new(), VecDeque::new());
     recs.extend([(0.0, 9), (30.0, 5)]);
     assert_eq!(normalise(&hpa, &mut recs, &mut events, 45.0, 4, 12), 5);
+}
+
+#[test]
+fn from_zero_the_total_over_the_target_rounded_up() {
+    // 9 requests in the system, target 4 per pod: ceil(2.25) = 3; 1 request: 1; none: 0.
+    assert_eq!(recommend_from_zero(9.0, 4.0), 3);
+    assert_eq!(recommend_from_zero(1.0, 4.0), 1);
+    assert_eq!(recommend_from_zero(0.0, 4.0), 0);
 }
