@@ -114,7 +114,7 @@ fn full_pass(dir: &Path, rate_scale: f64) {
             prefill_s: r.input_tokens as f64 / 4000.0,
         }
     });
-    let ideal = oracle::run(requests, 0.0, 8, 1, 4, 15.0);
+    let ideal = oracle::run(requests, 0.0, 8, 1, 4, 15.0, oracle::Setups::default());
     let busiest = ideal
         .demand_gpus_per_step
         .iter()

@@ -8,13 +8,15 @@ OUT/goals/<workload>-seed<k>.json; `--from-json` re-renders the table from it wi
 How each goal is scored (scored days only; knobs chosen on training days where the workload
 lasts long enough for --train-days, else in hindsight, and the table says which):
 - G1 never more delayed: prewarm's delayed share <= Karpenter alone's + 0.01 points.
-- G2 recurring workloads: prewarm <= 0.1 % delayed, with spare GPU-hours above the oracle
-  (gpu_hours - oracle's) at least 25 % below the best buffer (fixed or percentage, its point
+- G2 recurring workloads: prewarm <= 0.1 % delayed, with spare GPU-hours above the true lower
+  bound (gpu_hours - lower-bound's) at least 25 % below the best buffer (fixed or percentage, its point
   chosen on training days) that meets the SLO on the scored days; when no buffer does,
   prewarm uses no more GPU-hours than the buffer point chosen like its own (see G4) and is no
   more delayed than it (n/a when no buffer point is that low).
 - G3 recurring workloads: node cold starts >= 80 % below Karpenter alone's for <= 10 % more
-  GPU-hours (G3a); and <= 1.15x the oracle's GPU-hours while meeting the SLO (G3b). G3a's
+  GPU-hours (G3a); and <= 1.3x the true lower bound's GPU-hours while meeting the SLO (G3b;
+  the bound is for no request waiting, so a policy meeting the SLO with short waits could in
+  principle go under it: the ratio is regret, not a proof). G3a's
   verdict is at the G3 point ("G3 point: fewest cold starts within +10 % GPU-h on training
   days"), chosen on the training days only: among all of prewarm's swept points (quantile x
   release of the default sweep, and the same grid of a second run with the target's
@@ -68,7 +70,7 @@ def workloads(traces, args):
 def run(binary, name, flags, seed, leads, out, step=0, threads=0):
     suffix = "-step" if step else ""
     path = os.path.join(out, f"{name}-seed{seed}{suffix}.json")
-    policies = "reactive,prewarm" if step else "reactive,buffer,buffer-pct,prewarm,oracle,ideal"
+    policies = "reactive,prewarm" if step else "reactive,buffer,buffer-pct,prewarm,node-hints,ideal,lower-bound"
     extra = ["--next-step-spare", str(step)] if step else []
     if threads:
         extra += ["--threads", str(threads)]
@@ -154,13 +156,15 @@ def pct(x):
 def score(name, c):
     """Per goal: (number as text, passed or None when it does not apply)."""
     r = rows(c)
-    p, re_, o = r["prewarm"], r["reactive"], r["oracle"]
+    p, re_, lb = r["prewarm"], r["reactive"], r["lower-bound"]
+    # The clairvoyant node hints' delay, for context when no buffer meets the SLO.
+    o = r.get("node-hints", r.get("oracle", {"delayed_fraction": float("nan")}))
     out = {}
     d = p["delayed_fraction"] - re_["delayed_fraction"]
     out["G1 never more delayed than Karpenter alone (+0.01 pt)"] = (
         f"{pct(p['delayed_fraction'])} vs {pct(re_['delayed_fraction'])}", d <= G1_TOL)
     if name in RECURRING:
-        spare = p["gpu_hours"] - o["gpu_hours"]
+        spare = p["gpu_hours"] - lb["gpu_hours"]
         meeting = [r[b] for b in ("buffer", "buffer-pct") if r[b]["delayed_fraction"] <= SLO]
         if re_["delayed_fraction"] <= SLO and p["delayed_fraction"] <= SLO:
             # Karpenter alone meets the SLO: there is no spare to save, only to waste.
@@ -170,7 +174,7 @@ def score(name, c):
                     f"prewarm {p['gpu_hours']:.0f} vs best buffer {best['gpu_hours']:.0f} GPU-h")
         elif meeting:
             best = min(meeting, key=lambda b: b["gpu_hours"])
-            bspare = best["gpu_hours"] - o["gpu_hours"]
+            bspare = best["gpu_hours"] - lb["gpu_hours"]
             cut = 1 - spare / bspare if bspare > 0 else float("nan")
             ok = p["delayed_fraction"] <= SLO and bspare > 0 and cut >= 0.25
             text = (f"{pct(p['delayed_fraction'])} delayed; spare {spare:.0f} vs "
@@ -179,13 +183,13 @@ def score(name, c):
             b, how = buffer_rival(c, p)
             if b is None:
                 ok = None
-                text = (f"n/a: no buffer meets the SLO (oracle {pct(o['delayed_fraction'])}) "
+                text = (f"n/a: no buffer meets the SLO (node hints {pct(o['delayed_fraction'])}) "
                         f"and no buffer point is as low as prewarm's {pct(p['delayed_fraction'])} "
                         f"({how})")
             else:
                 ok = (p["gpu_hours"] <= b["gpu_hours"]
                       and p["delayed_fraction"] <= b["delayed_fraction"] + G1_TOL)
-                text = (f"no buffer meets the SLO (oracle {pct(o['delayed_fraction'])}); prewarm "
+                text = (f"no buffer meets the SLO (node hints {pct(o['delayed_fraction'])}); prewarm "
                         f"{p['gpu_hours']:.0f} GPU-h at {pct(p['delayed_fraction'])}, buffer "
                         f"{b['knob']} ({how}) {b['gpu_hours']:.0f} at {pct(b['delayed_fraction'])}")
         out["G2 <=0.1 % delayed, >=25 % less spare than the best buffer"] = (text, ok)
@@ -205,9 +209,9 @@ def score(name, c):
         out["G3a >=80 % fewer node cold starts for <=10 % more GPU-h"] = (
             f"{100 * cold:.0f} % fewer ({p['cold_starts']} vs {re_['cold_starts']}), "
             f"{100 * more:+.1f} % GPU-h{best_front}", cold >= 0.8 and more <= 0.10)
-        vs = p["gpu_hours"] / o["gpu_hours"]
-        out["G3b <=1.15x oracle GPU-h at the SLO"] = (
-            f"{vs:.2f}x at {pct(p['delayed_fraction'])}", vs <= 1.15 and p["delayed_fraction"] <= SLO)
+        vs = p["gpu_hours"] / lb["gpu_hours"]
+        out["G3b <=1.3x the lower bound's GPU-h at the SLO"] = (
+            f"{vs:.2f}x at {pct(p['delayed_fraction'])}", vs <= 1.3 and p["delayed_fraction"] <= SLO)
         cov, nom = p.get("band_coverage"), p.get("band_nominal_quantile")
         if cov is None:
             out["G5 band coverage within 5 pt of nominal"] = ("no calibrated band", False)
@@ -250,10 +254,10 @@ def score(name, c):
             f"{100 * cold:.0f} % fewer ({s['cold_starts']} vs {re_['cold_starts']}), "
             f"{100 * more:+.1f} % GPU-h at {pct(s['delayed_fraction'])} delayed",
             cold >= 0.8 and more <= 0.10)
-        vs = s["gpu_hours"] / o["gpu_hours"]
-        out[f"G3b <=1.15x oracle GPU-h at the SLO ({label})"] = (
+        vs = s["gpu_hours"] / lb["gpu_hours"]
+        out[f"G3b <=1.3x the lower bound's GPU-h at the SLO ({label})"] = (
             f"{vs:.2f}x at {pct(s['delayed_fraction'])}",
-            vs <= 1.15 and s["delayed_fraction"] <= SLO)
+            vs <= 1.3 and s["delayed_fraction"] <= SLO)
         d = s["delayed_fraction"] - re_["delayed_fraction"]
         out[f"G1 never more delayed than Karpenter alone (+0.01 pt) ({label})"] = (
             f"{pct(s['delayed_fraction'])} vs {pct(re_['delayed_fraction'])}", d <= G1_TOL)
@@ -298,8 +302,9 @@ def main():
     ap.add_argument("--traces", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "traces"))
     ap.add_argument("--out", default="out")
     ap.add_argument("--leads", default="90,180")
-    ap.add_argument("--seeds", default="1,2,3")
-    ap.add_argument("--servegen-seeds", default="1,2,3")
+    # Seeds 1-3 are for development; goals are scored on seeds nothing was tuned on.
+    ap.add_argument("--seeds", default="11,12,13,14,15")
+    ap.add_argument("--servegen-seeds", default="11,12,13,14,15")
     ap.add_argument("--servegen-rate-scale", type=float, default=0.05)
     ap.add_argument("--days", type=int, default=7)
     ap.add_argument("--train-days", type=int, default=3)

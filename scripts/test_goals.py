@@ -36,7 +36,7 @@ def comparison(prewarm_points, step_points=None):
     # Karpenter alone: 100 GPU-h and 50 cold starts on the training days, 200 GPU-h and 100
     # cold starts on the scored days. The +10 % budget on training days is 110 GPU-h.
     c = {"rows": [row("reactive", 200.0, 100, (100.0, 50)), row("prewarm", 0, 0),
-                  row("oracle", 150.0, 0), row("buffer", 300.0, 0), row("buffer-pct", 300.0, 0)],
+                  row("node-hints", 150.0, 0), row("lower-bound", 150.0, 0), row("buffer", 300.0, 0), row("buffer-pct", 300.0, 0)],
          "frontiers": {"prewarm": prewarm_points}}
     if step_points is not None:
         c["g3_step"] = {"rows": [row("prewarm", 0, 0)], "frontiers": {"prewarm": step_points}}
@@ -96,13 +96,13 @@ G4 = "G4 within 5 % of the best buffer's GPU-h at equal delay"
 
 def burst(buffer_points, prewarm_training=True):
     """A memoryless workload: prewarm at 72 GPU-h and 0.05 % delayed on the scored days, 0.1 %
-    on the training days; Karpenter alone and the oracle only fill the rows."""
+    on the training days; Karpenter alone, the node hints and the bound only fill the rows."""
     p = {"policy": "prewarm", "gpu_hours": 72.0, "cold_starts": 0, "delayed_fraction": 0.0005,
          "detail": ""}
     if prewarm_training:
         p["training"] = {"requests": 1000, "gpu_hours": 40.0, "cold_starts": 0,
                          "delayed_fraction": 0.001}
-    return {"rows": [row("reactive", 50.0, 10), p, row("oracle", 40.0, 0)],
+    return {"rows": [row("reactive", 50.0, 10), p, row("node-hints", 40.0, 0), row("lower-bound", 40.0, 0)],
             "frontiers": {"buffer": buffer_points}}
 
 

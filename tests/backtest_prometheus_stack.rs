@@ -169,7 +169,7 @@ fn backtest_reads_days_of_history_from_prometheus() {
     assert!(cmp["duration_s"].as_f64().unwrap() >= 3.0 * 86_400.0 - 60.0);
     let rows = cmp["rows"].as_array().unwrap();
     let policies: Vec<&str> = rows.iter().map(|r| r["policy"].as_str().unwrap()).collect();
-    assert_eq!(policies, ["reactive", "oracle", "ideal"]);
+    assert_eq!(policies, ["reactive", "node-hints", "ideal"]);
     for row in rows {
         let n = row["requests"].as_f64().unwrap();
         assert!((n - EXPECTED).abs() < 1_810.0, "{}: {n}", row["policy"]);

@@ -58,14 +58,15 @@ fn req(arrival: f64, service_s: f64) -> Request {
     }
 }
 
-fn ctx(slo_wait_s: f64, oracle_gpu_hours: f64) -> RunContext {
+fn ctx(slo_wait_s: f64, bound_gpu_hours: f64) -> RunContext {
     RunContext {
         slo_wait_s,
         slo_fraction: 0.001,
         score_from_s: 0.0,
         train_days: None,
-        oracle_gpu_hours,
+        bound_gpu_hours,
         usd_per_gpu_hour: 1.006,
+        scored_s: 7.0 * 86_400.0,
     }
 }
 
@@ -114,9 +115,21 @@ fn ten_requests_one_replica_fixed_service_time() {
     assert_eq!(report.p99_wait_s, 9.0);
     assert_eq!(report.gpu_hours, 20.0 / 3600.0);
     assert_eq!(report.idle_gpu_fraction, 0.0);
-    assert_eq!(report.gpu_hours_vs_oracle, 1.0);
+    assert_eq!(report.gpu_hours_vs_bound, 1.0);
     // g5.xlarge at $1.006/h for 20 s.
     assert!((report.cost_usd - 1.006 * 20.0 / 3600.0).abs() < 1e-12);
+    // A week scored: the week's dollars are the cost; nothing above the bound.
+    assert!((report.usd_per_week - report.cost_usd).abs() < 1e-12);
+    assert_eq!(report.regret_usd_per_week, 0.0);
+    // One day scored, a bound of 10 GPU-seconds: 7 x $0.00559 a week, half of it regret.
+    let day = RunContext {
+        scored_s: 86_400.0,
+        ..ctx(3.5, 10.0 / 3600.0)
+    };
+    let report = PolicyReport::from_run("static", String::new(), &r, &day);
+    assert_eq!(report.gpu_hours_vs_bound, 2.0);
+    assert!((report.usd_per_week - 7.0 * 1.006 * 20.0 / 3600.0).abs() < 1e-12);
+    assert!((report.regret_usd_per_week - 7.0 * 1.006 * 10.0 / 3600.0).abs() < 1e-12);
 }
 
 #[test]
@@ -161,7 +174,7 @@ fn a_cold_start_waits_for_sync_batch_launch_pull_and_load() {
     let report = PolicyReport::from_run("reactive", String::new(), &r, &ctx(10.0, 182.0 / 3600.0));
     assert_eq!(report.delayed_fraction, 1.0);
     assert!(!report.meets_slo);
-    assert!((report.gpu_hours_vs_oracle - 1.0).abs() < 1e-12);
+    assert!((report.gpu_hours_vs_bound - 1.0).abs() < 1e-12);
 }
 
 #[test]

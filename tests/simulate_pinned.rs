@@ -10,14 +10,15 @@ use std::process::Command;
 
 /// The run: short (about a second in a debug build) but it exercises every part a comparison
 /// has (the HPA, Karpenter's launches and ICE draws, prewarm's decide() with its swept knob and
-/// release, the buffer's grid, the oracle's foresight and the ideal bound). Two threads, so the
-/// parallel job order is part of what is pinned.
+/// release, the buffer's grid, the node hints (asked for by their old name "oracle"), the ideal
+/// packing and the lower bound). Two threads, so the parallel job order is part of what is
+/// pinned.
 const ARGS: [&str; 7] = [
     "simulate",
     "--scenario",
     "bursty",
     "--policies",
-    "reactive,buffer,prewarm,oracle,ideal",
+    "reactive,buffer,prewarm,oracle,ideal,lower-bound",
     "--threads",
     "2",
 ];

@@ -1,6 +1,6 @@
 //! One comparison: every selected policy on the same request stream, each policy with a knob
 //! swept over its grid (knobs.rs) and reported at the point chosen on the training days, the
-//! clairvoyant oracle, and the ideal-packing bound. Runs are independent and use every core.
+//! clairvoyant node hints, and the ideal-packing bound. Runs are independent and use every core.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -30,6 +30,8 @@ pub struct FrontierPoint {
     pub release: Option<knobs::Release>,
     pub gpu_hours: f64,
     pub delayed_fraction: f64,
+    /// The longest wait on the scored days (0: no request waited; the lower bound's level).
+    pub max_wait_s: f64,
     /// Node cold starts on the scored days.
     pub cold_starts: u64,
     /// The same point on the training days (None without `--train-days`): what scripts/goals.py
@@ -118,6 +120,7 @@ fn first_pass(
         m.gpus_per_replica,
         setup.karpenter.instance.gpus,
         step_s,
+        setup.bound_setups(),
     );
     check(&slot)?;
     if oracle.requests == 0 {
@@ -167,7 +170,7 @@ enum Job {
     },
 }
 
-/// The run configuration of `job` (the oracle's foresight passed separately).
+/// The run configuration of `job` (the node hints' foresight passed separately).
 fn job_config(job: Job, base: &RunConfig, setup: &Setup) -> RunConfig {
     let with_headroom = |headroom| RunConfig {
         headroom,
@@ -267,7 +270,7 @@ pub fn compare(
         prelaunch: None,
     };
 
-    // Reactive first (the oracle reads its node demand), the oracle last.
+    // Reactive first (the node hints read its node demand), the node hints last.
     let mut jobs = vec![Job::Reactive];
     if setup.policies.contains(&PolicyName::ClusterAutoscaler) {
         jobs.push(Job::ClusterAutoscaler);
@@ -283,7 +286,9 @@ pub fn compare(
             }
         }
     }
-    jobs.push(Job::Oracle);
+    if setup.policies.contains(&PolicyName::Oracle) {
+        jobs.push(Job::Oracle);
+    }
     let demand: OnceLock<Option<Arc<Vec<f64>>>> = OnceLock::new();
     let results = parallel::map(&jobs, setup.threads, |&job| {
         let mut cfg = job_config(job, &base, setup);
@@ -332,15 +337,15 @@ pub fn compare(
         let i = jobs.iter().position(wanted).expect("job is in the list");
         &runs[i]
     };
-    let oracle = run_of(|j| matches!(j, Job::Oracle));
     let ctx = RunContext {
         slo_wait_s: setup.slo_wait_s,
         slo_fraction: setup.slo_fraction,
         score_from_s,
         train_days: setup.train_days,
-        oracle_gpu_hours: oracle.scored.gpu.total / 3600.0,
+        bound_gpu_hours: ideal.lower_bound_gpu_seconds / 3600.0,
         usd_per_gpu_hour: setup.karpenter.usd_per_node_hour()
             / setup.karpenter.instance.gpus as f64,
+        scored_s: (ideal.end_s - score_from_s).max(0.0),
     };
     let tuned = match setup.train_days {
         Some(d) => format!("chosen on days 0-{}", d - 1),
@@ -360,14 +365,16 @@ pub fn compare(
     for &policy in &setup.policies {
         let (detail, run) = match policy {
             PolicyName::Ideal => {
-                let mut row = PolicyReport::from_ideal(&ideal, ctx.usd_per_gpu_hour);
-                row.gpu_hours_vs_oracle = row.gpu_hours / ctx.oracle_gpu_hours;
-                rows.push(row);
+                rows.push(PolicyReport::from_ideal(&ideal, &ctx));
+                continue;
+            }
+            PolicyName::LowerBound => {
+                rows.push(PolicyReport::from_lower_bound(&ideal, &ctx));
                 continue;
             }
             PolicyName::Oracle => (
                 "nodes one lead time before the HPA needs them".to_string(),
-                oracle,
+                run_of(|j| matches!(j, Job::Oracle)),
             ),
             PolicyName::Reactive => (
                 "Karpenter alone".to_string(),
@@ -408,6 +415,7 @@ pub fn compare(
                                 release: *release,
                                 gpu_hours: row.gpu_hours,
                                 delayed_fraction: row.delayed_fraction,
+                                max_wait_s: row.max_wait_s,
                                 cold_starts: row.cold_starts,
                                 training: row.training,
                             }

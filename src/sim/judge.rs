@@ -31,10 +31,10 @@ pub fn verdict(cmp: &Comparison) -> Option<String> {
         if prewarm.meets_slo { "meets" } else { "MISSES" },
         cmp.slo_fraction * 100.0
     )];
-    if find("oracle").is_some() {
+    if find("lower-bound").is_some() {
         parts.push(format!(
-            "{:.2}x the clairvoyant oracle's GPU-h",
-            prewarm.gpu_hours_vs_oracle
+            "{:.2}x the true lower bound's GPU-h",
+            prewarm.gpu_hours_vs_bound
         ));
     }
     if let Some(buffer) = find("buffer").filter(|b| b.meets_slo) {

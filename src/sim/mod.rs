@@ -1,6 +1,7 @@
 //! The discrete-event simulator and backtest: the same `crate::core::decide()` the Lambda runs,
 //! against alternative policies, on request traces, built-in scenarios or a metrics history.
 
+pub mod bound;
 pub mod checks;
 pub mod compare;
 pub mod engine;

@@ -6,7 +6,17 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+use super::bound::LayerBound;
 use super::engine::Request;
+
+/// How long new capacity takes before it serves, for the true lower bound (`super::bound`).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Setups {
+    /// A replica's model load on a Ready node.
+    pub replica_s: f64,
+    /// A node's shortest launch, image pull and model load.
+    pub node_s: f64,
+}
 
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct OracleResult {
@@ -18,6 +28,9 @@ pub struct OracleResult {
     /// GPU-seconds of replicas with a request in flight.
     pub busy_gpu_seconds: f64,
     pub node_seconds: f64,
+    /// The true lower bound's node GPU-seconds (`super::bound`): `gpu_seconds` plus what the
+    /// setups cost at least.
+    pub lower_bound_gpu_seconds: f64,
     /// Most replicas needed at once.
     pub peak_replicas: u32,
     /// Most replicas needed at once, per day from t = 0 (knob grids use the training days').
@@ -42,6 +55,7 @@ pub fn run(
     gpus_per_replica: u32,
     gpus_per_node: u32,
     step_s: f64,
+    setups: Setups,
 ) -> OracleResult {
     let replicas_per_node = (gpus_per_node / gpus_per_replica).max(1);
     let mut out = OracleResult::default();
@@ -49,6 +63,14 @@ pub fn run(
     let mut in_flight: u64 = 0;
     let mut last_t = 0.0;
     let mut demand_acc: Vec<f64> = Vec::new();
+    // The demand's layers move with every arrival and end.
+    let relayer = |t: f64, in_flight: u64, replicas: &mut LayerBound, nodes: &mut LayerBound| {
+        let r = in_flight.div_ceil(slots as u64) as u32;
+        replicas.set(t, r);
+        nodes.set(t, r.div_ceil(replicas_per_node));
+    };
+    let mut replica_layers = LayerBound::new(setups.replica_s, from_s);
+    let mut node_layers = LayerBound::new(setups.node_s, from_s);
 
     // Integrates the current allocation over [last_t, t).
     let advance =
@@ -94,9 +116,11 @@ pub fn run(
             advance(end_t, in_flight, &mut last_t, &mut out, &mut demand_acc);
             ends.pop();
             in_flight -= 1;
+            relayer(end_t, in_flight, &mut replica_layers, &mut node_layers);
         }
         advance(r.arrival, in_flight, &mut last_t, &mut out, &mut demand_acc);
         in_flight += 1;
+        relayer(r.arrival, in_flight, &mut replica_layers, &mut node_layers);
         out.requests += 1;
         if r.arrival >= from_s {
             out.scored_requests += 1;
@@ -112,8 +136,14 @@ pub fn run(
         let end_t = end as f64 / 1e9;
         advance(end_t, in_flight, &mut last_t, &mut out, &mut demand_acc);
         in_flight -= 1;
+        relayer(end_t, in_flight, &mut replica_layers, &mut node_layers);
     }
     out.end_s = last_t;
+    // Either level bounds the cost; the larger is the tighter.
+    let by_replicas =
+        out.busy_gpu_seconds + replica_layers.extra_unit_seconds * gpus_per_replica as f64;
+    let by_nodes = out.gpu_seconds + node_layers.extra_unit_seconds * gpus_per_node as f64;
+    out.lower_bound_gpu_seconds = by_replicas.max(by_nodes);
     out.demand_gpus_per_step = demand_acc.into_iter().map(|v| v / step_s).collect();
     out
 }
@@ -140,6 +170,7 @@ mod tests {
             1,
             1,
             1.0,
+            Setups::default(),
         );
         assert_eq!(r.gpu_seconds, 6.0);
         assert_eq!(r.busy_gpu_seconds, 6.0);
@@ -150,7 +181,15 @@ mod tests {
     #[test]
     fn whole_nodes_are_paid_for() {
         // One 1-GPU replica on a 4-GPU node for 10 s: 40 node-GPU-seconds, 10 busy.
-        let r = run([req(0.0, 10.0)].into_iter(), 0.0, 8, 1, 4, 5.0);
+        let r = run(
+            [req(0.0, 10.0)].into_iter(),
+            0.0,
+            8,
+            1,
+            4,
+            5.0,
+            Setups::default(),
+        );
         assert_eq!(r.gpu_seconds, 40.0);
         assert_eq!(r.busy_gpu_seconds, 10.0);
         assert_eq!(r.demand_gpus_per_step, vec![1.0, 1.0]);
@@ -160,7 +199,35 @@ mod tests {
     fn slots_pack_requests() {
         // Three concurrent requests, two slots per replica: two replicas for 2 s.
         let reqs = [req(0.0, 2.0), req(0.0, 2.0), req(0.0, 2.0)];
-        let r = run(reqs.into_iter(), 0.0, 2, 1, 1, 1.0);
+        let r = run(reqs.into_iter(), 0.0, 2, 1, 1, 1.0, Setups::default());
         assert_eq!(r.gpu_seconds, 4.0);
+        assert_eq!(r.lower_bound_gpu_seconds, 4.0);
+    }
+
+    #[test]
+    fn the_lower_bound_adds_the_setups_a_clairvoyant_still_pays() {
+        // One-slot, 1-GPU replicas on 2-GPU nodes. Requests [0,100) and [50,60), then [200,210)
+        // after a long gap. Replicas: 1 on [0,50), 2 on [50,60), 1 on [60,100), 0, 1 on
+        // [200,210). Nodes: 1 on [0,100) and [200,210).
+        // Node level (setup 40 s, 2 GPUs): on-time 110 s x 2 = 220; layer 1 is on at t=0 (warm,
+        // free) and comes back after a 100 s gap: min(100, 40) = 40 s x 2 GPUs = 80. Total 300.
+        // Replica level (setup 30 s, 1 GPU): busy 120; layer 2 first on at 50: 30; layer 1
+        // back at 200 after 100 s: 30. Total 180. The node level is the larger.
+        let reqs = [req(0.0, 100.0), req(50.0, 10.0), req(200.0, 10.0)];
+        let setups = Setups {
+            replica_s: 30.0,
+            node_s: 40.0,
+        };
+        let r = run(reqs.into_iter(), 0.0, 1, 1, 2, 10.0, setups);
+        assert_eq!(r.gpu_seconds, 220.0);
+        assert_eq!(r.lower_bound_gpu_seconds, 300.0);
+        // The replica level counts too: with a node setup of 0 (1-GPU nodes) only the model
+        // loads are left, 120 + 30 + 30.
+        let setups = Setups {
+            replica_s: 30.0,
+            node_s: 0.0,
+        };
+        let r = run(reqs.into_iter(), 0.0, 1, 1, 1, 10.0, setups);
+        assert_eq!(r.lower_bound_gpu_seconds, 180.0);
     }
 }

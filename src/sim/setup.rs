@@ -24,12 +24,18 @@ pub enum PolicyName {
     Buffer,
     BufferPct,
     Prewarm,
+    /// Clairvoyant node hints: the reactive run plus a node launched one lead time before each
+    /// node the reactive run needed (was called "oracle"; it is not a bound).
+    #[value(name = "node-hints", alias = "oracle")]
+    #[serde(rename = "node-hints")]
     Oracle,
     Ideal,
+    /// The true lower bound (sim/bound.rs).
+    LowerBound,
 }
 
 impl PolicyName {
-    pub const ALL: [PolicyName; 8] = [
+    pub const ALL: [PolicyName; 9] = [
         PolicyName::Reactive,
         PolicyName::ClusterAutoscaler,
         PolicyName::StaticPeak,
@@ -38,6 +44,7 @@ impl PolicyName {
         PolicyName::Prewarm,
         PolicyName::Oracle,
         PolicyName::Ideal,
+        PolicyName::LowerBound,
     ];
 
     pub fn label(self) -> &'static str {
@@ -48,8 +55,9 @@ impl PolicyName {
             PolicyName::Buffer => "buffer",
             PolicyName::BufferPct => "buffer-pct",
             PolicyName::Prewarm => "prewarm",
-            PolicyName::Oracle => "oracle",
+            PolicyName::Oracle => "node-hints",
             PolicyName::Ideal => "ideal",
+            PolicyName::LowerBound => "lower-bound",
         }
     }
 }
@@ -86,6 +94,18 @@ pub struct Setup {
 impl Setup {
     pub fn lead_time_s(&self) -> f64 {
         self.karpenter.node_launch_s + self.model.image_pull_s + self.model.model_load_s
+    }
+
+    /// What new capacity takes at least before it serves, for the true lower bound: a model
+    /// load for a replica; for a node the launch model's shortest usual launch (its 1st
+    /// percentile: the lognormal's median / (p99 / median)), the image pull and the model load.
+    pub fn bound_setups(&self) -> super::oracle::Setups {
+        let ratio = self.launch.p99_over_median.max(1.0);
+        let shortest_launch_s = self.karpenter.node_launch_s / ratio;
+        super::oracle::Setups {
+            replica_s: self.model.model_load_s,
+            node_s: shortest_launch_s + self.model.image_pull_s + self.model.model_load_s,
+        }
     }
 }
 

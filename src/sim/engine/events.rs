@@ -22,7 +22,7 @@ pub(super) enum Kind {
     /// A pass of Karpenter's disruption controller, and the validation of its command.
     Disruption,
     DisruptionValidate,
-    /// The oracle launches a node ahead of demand.
+    /// The node hints launch a node ahead of demand.
     Prelaunch {
         index: usize,
     },

@@ -1,8 +1,32 @@
 //! How long one node launch takes: a draw around the provisioner's launch time, and the chance
 //! that EC2 answers "insufficient capacity" so the launch starts over.
 
-use rand::Rng;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, LogNormal};
+
+/// Who draws a launch: each has its own family of streams.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stream {
+    /// The provisioner's n-th launch of a run.
+    Provisioner,
+    /// The node hints' n-th early launch.
+    NodeHints,
+}
+
+/// The random stream of one launch, keyed by the run's seed, who launches and the launch's
+/// ordinal: common random numbers. Two policies run with the same seed see the same draw for
+/// their n-th launch whatever else they did, so a difference between them is the policy's,
+/// not the dice's (one extra launch no longer shifts every later draw).
+pub fn draw_stream(seed: u64, who: Stream, ordinal: u64) -> ChaCha8Rng {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let family = match who {
+        Stream::Provisioner => 0,
+        Stream::NodeHints => 1u64 << 63,
+    };
+    rng.set_stream(family | ordinal);
+    rng
+}
 
 /// The distribution of node launch times (the median is `Provisioner::node_launch_s`).
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
@@ -67,6 +91,40 @@ mod tests {
         let p99 = v[19_800];
         assert!((median - 40.0).abs() < 1.0, "median {median}");
         assert!((p99 / 40.0 - 2.0).abs() < 0.1, "p99 {p99}");
+    }
+
+    #[test]
+    fn the_nth_launch_draws_the_same_whatever_came_before() {
+        let model = LaunchModel {
+            p99_over_median: 2.0,
+            ice_probability: 0.2,
+            ice_retry_s: 30.0,
+        };
+        let nth = |seed, who, n| model.sample(40.0, &mut draw_stream(seed, who, n));
+        // The same key, the same draw; another ordinal, seed or launcher, another draw.
+        assert_eq!(
+            nth(1, Stream::Provisioner, 5),
+            nth(1, Stream::Provisioner, 5)
+        );
+        assert_ne!(
+            nth(1, Stream::Provisioner, 5),
+            nth(1, Stream::Provisioner, 6)
+        );
+        assert_ne!(
+            nth(1, Stream::Provisioner, 5),
+            nth(2, Stream::Provisioner, 5)
+        );
+        assert_ne!(nth(1, Stream::Provisioner, 5), nth(1, Stream::NodeHints, 5));
+        // Draws by ordinal still follow the distribution: the median of 20,000 ordinals.
+        let model = LaunchModel {
+            ice_probability: 0.0,
+            ..model
+        };
+        let mut v: Vec<f64> = (0..20_000)
+            .map(|n| model.sample(40.0, &mut draw_stream(7, Stream::Provisioner, n)))
+            .collect();
+        v.sort_by(f64::total_cmp);
+        assert!((v[10_000] - 40.0).abs() < 1.0, "median {}", v[10_000]);
     }
 
     #[test]

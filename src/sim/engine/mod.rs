@@ -14,16 +14,13 @@
 //! - a headroom controller sets the number of balloon pods: none, a fixed N, a percentage of
 //!   the serving replicas, or prewarm's own `crate::core::decide()` fed with the `Observation`
 //!   the Lambda's queries would return (eyes.rs);
-//! - the clairvoyant oracle launches a node one lead time before each moment a first pass
+//! - the clairvoyant node hints launches a node one lead time before each moment a first pass
 //!   needed one (`RunConfig::prelaunch`).
 //!
 //! Time is seconds from the start of the trace; `decide()` sees `base_epoch + t`.
 
 use std::collections::{BinaryHeap, VecDeque};
 use std::sync::Arc;
-
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 
 use crate::core::{HeadroomState, PolicySpec, TargetSpec};
 
@@ -106,7 +103,7 @@ pub struct RunConfig {
     pub burn_in_s: f64,
     /// Totals (not the per-day figures) count from here: the burn-in or the end of training.
     pub score_from_s: f64,
-    /// Clairvoyant oracle: times a first pass needed a new node; each gets one launched one
+    /// Clairvoyant node hints: times a first pass needed a new node; each gets one launched one
     /// (sampled) lead time earlier.
     pub prelaunch: Option<Arc<Vec<f64>>>,
 }
@@ -156,10 +153,10 @@ pub struct RunResult {
     /// Per day from t = 0, without the burn-in.
     pub days: Vec<DayStats>,
     pub nodes_launched: u64,
-    /// (launched, Ready) of every node launched by a provisioner or the oracle.
+    /// (launched, Ready) of every node launched by a provisioner or the node hints.
     pub launches: Vec<(f64, f64)>,
     /// When the pods that made the provisioner launch each node went pending (one entry per
-    /// node): the clairvoyant oracle's foresight.
+    /// node): the clairvoyant node hints's foresight.
     pub node_demand_times: Vec<f64>,
     pub peak_replicas: u32,
     pub end_s: f64,
@@ -203,8 +200,10 @@ struct Sim<'a> {
     nodes: Vec<Node>,
     /// Indices of nodes that may be alive, in launch order (dead ones dropped at each sample).
     live_nodes: Vec<usize>,
-    rng: ChaCha8Rng,
-    /// Launch durations drawn for the oracle's early launches, by `Kind::Prelaunch` index.
+    /// Provisioner launches drawn so far: the n-th launch of every run draws from the same
+    /// stream (common random numbers, see `launch::draw_stream`).
+    launches_drawn: u64,
+    /// Launch durations drawn for the node hints' early launches, by `Kind::Prelaunch` index.
     prelaunch_s: Vec<f64>,
     provision_scheduled: bool,
     /// The provisioner's open batch: when its first pending pod came, when the latest did, and
@@ -253,7 +252,7 @@ impl<'a> Sim<'a> {
             pending_balloons: 0,
             nodes: Vec::new(),
             live_nodes: Vec::new(),
-            rng: ChaCha8Rng::seed_from_u64(cfg.seed),
+            launches_drawn: 0,
             prelaunch_s: Vec::new(),
             provision_scheduled: false,
             batch_start: 0.0,
@@ -329,7 +328,7 @@ impl<'a> Sim<'a> {
     }
 
     /// The first sample, the replica controller, the headroom controller's ticks and the
-    /// oracle's early launches.
+    /// node hints' early launches.
     fn start_controllers(&mut self) {
         let cfg = self.cfg;
         self.push(0.0, Kind::Sample);

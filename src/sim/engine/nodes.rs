@@ -3,6 +3,7 @@
 //! Karpenter's).
 
 use super::events::Kind;
+use super::launch::Stream;
 use super::Sim;
 
 #[derive(Clone, Debug)]
@@ -62,18 +63,23 @@ impl Sim<'_> {
     /// A launch by the provisioner: its duration drawn from the launch model.
     fn launch_drawn(&mut self) -> usize {
         let median = self.cfg.provisioner.node_launch_s;
-        let launch_s = self.cfg.launch.sample(median, &mut self.rng);
+        let mut rng =
+            super::launch::draw_stream(self.cfg.seed, Stream::Provisioner, self.launches_drawn);
+        self.launches_drawn += 1;
+        let launch_s = self.cfg.launch.sample(median, &mut rng);
         self.launch_node(Some(launch_s))
     }
 
-    /// The oracle's foresight: for each time a first pass needed a node, a node launched one
+    /// The node hints' foresight: for each time a first pass needed a node, a node launched one
     /// lead time (a drawn launch, the image pull and the model load) earlier.
     pub(super) fn schedule_prelaunches(&mut self, demand_times: &[f64]) {
         let median = self.cfg.provisioner.node_launch_s;
         let after_ready = self.cfg.model.image_pull_s + self.cfg.model.model_load_s;
         for &t in demand_times {
-            let launch_s = self.cfg.launch.sample(median, &mut self.rng);
             let index = self.prelaunch_s.len();
+            let mut rng =
+                super::launch::draw_stream(self.cfg.seed, Stream::NodeHints, index as u64);
+            let launch_s = self.cfg.launch.sample(median, &mut rng);
             self.prelaunch_s.push(launch_s);
             let at = (t - launch_s - after_ready).max(0.0);
             self.push(at, Kind::Prelaunch { index });

@@ -32,10 +32,9 @@ fn draw<DB: DrawingBackend>(
         &("sans-serif", 13).into_text_style(&footer),
         (10, 8),
     )?;
-    let points = cmp
-        .rows
-        .iter()
-        .filter(|r| !cmp.frontiers.contains_key(&r.policy) && r.policy != "ideal");
+    let points = cmp.rows.iter().filter(|r| {
+        !cmp.frontiers.contains_key(&r.policy) && r.policy != "ideal" && r.policy != "lower-bound"
+    });
     let all_x = cmp
         .frontiers
         .values()

@@ -89,7 +89,7 @@ fn draw<DB: DrawingBackend>(
         &BLACK,
     ))?;
 
-    // 2. Warm GPUs per policy, and the GPUs demand needs (oracle replicas).
+    // 2. Warm GPUs per policy, and the GPUs demand needs (ideal packing).
     let gpu_max = data
         .policies
         .iter()

@@ -40,8 +40,12 @@ pub struct PolicyReport {
     /// Replica cold starts: replicas that loaded their model while requests queued for them.
     pub replica_cold_starts: u64,
     pub nodes_launched: u64,
-    /// GPU-hours divided by the clairvoyant oracle's.
-    pub gpu_hours_vs_oracle: f64,
+    /// GPU-hours divided by the true lower bound's (sim/bound.rs).
+    pub gpu_hours_vs_bound: f64,
+    /// `cost_usd` per week of scored time (the instance's price, spot discount applied).
+    pub usd_per_week: f64,
+    /// Dollars per scored week above the true lower bound's.
+    pub regret_usd_per_week: f64,
     pub meets_slo: bool,
     /// Per scored day (days from the start of the workload; the first and last may be partial).
     pub days: Vec<DayReport>,
@@ -105,8 +109,29 @@ pub struct RunContext {
     pub score_from_s: f64,
     /// Days the knobs are chosen on (None: no training days).
     pub train_days: Option<u32>,
-    pub oracle_gpu_hours: f64,
+    /// The true lower bound's GPU-hours over the scored time.
+    pub bound_gpu_hours: f64,
     pub usd_per_gpu_hour: f64,
+    /// Seconds of scored time (for the per-week figures).
+    pub scored_s: f64,
+}
+
+impl RunContext {
+    /// Scales a scored total to one week.
+    fn per_week(&self, total: f64) -> f64 {
+        if self.scored_s > 0.0 {
+            total * 7.0 * DAY_S / self.scored_s
+        } else {
+            0.0
+        }
+    }
+
+    /// The dollar figures of a row spending `gpu_hours`: per scored week, and above the bound.
+    fn dollars(&self, gpu_hours: f64) -> (f64, f64) {
+        let week = self.per_week(gpu_hours * self.usd_per_gpu_hour);
+        let regret = self.per_week((gpu_hours - self.bound_gpu_hours) * self.usd_per_gpu_hour);
+        (week, regret)
+    }
 }
 
 impl PolicyReport {
@@ -150,7 +175,9 @@ impl PolicyReport {
             cold_starts: s.cold_starts,
             replica_cold_starts: s.replica_cold_starts,
             nodes_launched: s.nodes_launched,
-            gpu_hours_vs_oracle: ratio(gpu_hours, ctx.oracle_gpu_hours),
+            gpu_hours_vs_bound: ratio(gpu_hours, ctx.bound_gpu_hours),
+            usd_per_week: ctx.dollars(gpu_hours).0,
+            regret_usd_per_week: ctx.dollars(gpu_hours).1,
             meets_slo: delayed_fraction <= ctx.slo_fraction,
             // A share is never negative: the interval is cut at 0.
             delayed_fraction_ci95: interval95(&daily(|d| d.delayed_fraction))
@@ -184,13 +211,41 @@ impl PolicyReport {
         self
     }
 
-    /// The ideal-packing bound (ratio to the oracle filled in by the caller).
-    pub fn from_ideal(oracle: &OracleResult, usd_per_gpu_hour: f64) -> Self {
-        let gpu_hours = oracle.gpu_seconds / 3600.0;
+    /// The ideal packing: capacity that appears the instant it is needed, setups free.
+    pub fn from_ideal(oracle: &OracleResult, ctx: &RunContext) -> Self {
+        Self::packing(
+            "ideal",
+            "perfect packing, no queue, capacity without setup",
+            oracle.gpu_seconds,
+            oracle,
+            ctx,
+        )
+    }
+
+    /// The true lower bound: the ideal packing plus the setups a clairvoyant still pays.
+    pub fn from_lower_bound(oracle: &OracleResult, ctx: &RunContext) -> Self {
+        Self::packing(
+            "lower-bound",
+            "clairvoyant loaded replicas on nodes started one setup ahead, no queue",
+            oracle.lower_bound_gpu_seconds,
+            oracle,
+            ctx,
+        )
+    }
+
+    fn packing(
+        policy: &str,
+        detail: &str,
+        gpu_seconds: f64,
+        oracle: &OracleResult,
+        ctx: &RunContext,
+    ) -> Self {
+        let gpu_hours = gpu_seconds / 3600.0;
         let busy = oracle.busy_gpu_seconds / 3600.0;
+        let (usd_per_week, regret_usd_per_week) = ctx.dollars(gpu_hours);
         PolicyReport {
-            policy: "ideal".into(),
-            detail: "perfect packing, no queue".into(),
+            policy: policy.into(),
+            detail: detail.into(),
             requests: oracle.scored_requests,
             delayed_fraction: 0.0,
             delayed_any_fraction: 0.0,
@@ -206,12 +261,14 @@ impl PolicyReport {
                 empty: gpu_hours - busy,
                 ..GpuSplit::default()
             },
-            idle_gpu_fraction: idle(oracle.busy_gpu_seconds, oracle.gpu_seconds),
-            cost_usd: gpu_hours * usd_per_gpu_hour,
+            idle_gpu_fraction: idle(oracle.busy_gpu_seconds, gpu_seconds),
+            cost_usd: gpu_hours * ctx.usd_per_gpu_hour,
             cold_starts: 0,
             replica_cold_starts: 0,
             nodes_launched: 0,
-            gpu_hours_vs_oracle: 1.0,
+            gpu_hours_vs_bound: ratio(gpu_hours, ctx.bound_gpu_hours),
+            usd_per_week,
+            regret_usd_per_week,
             meets_slo: true,
             days: Vec::new(),
             training: None,

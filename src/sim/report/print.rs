@@ -88,10 +88,11 @@ pub fn table(rows: &[PolicyReport]) -> String {
         "GPU-h",
         "busy/idle/spare/launch/empty %",
         "cold node/replica",
-        "vs oracle",
+        "vs bound",
+        "$/week",
     ];
     let pct = |v: f64, total: f64| if total > 0.0 { v / total * 100.0 } else { 0.0 };
-    let cells: Vec<[String; 11]> = rows
+    let cells: Vec<[String; 12]> = rows
         .iter()
         .map(|r| {
             let g = &r.gpu_hours_split;
@@ -113,7 +114,8 @@ pub fn table(rows: &[PolicyReport]) -> String {
                     pct(g.empty, g.total)
                 ),
                 format!("{}/{}", r.cold_starts, r.replica_cold_starts),
-                format!("{:.2}x", r.gpu_hours_vs_oracle),
+                format!("{:.2}x", r.gpu_hours_vs_bound),
+                format!("{:.0}", r.usd_per_week),
             ]
         })
         .collect();
