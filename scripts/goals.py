@@ -7,7 +7,10 @@ OUT/goals/<workload>-seed<k>.json; `--from-json` re-renders the table from it wi
 
 How each goal is scored (scored days only; knobs chosen on training days where the workload
 lasts long enough for --train-days, else in hindsight, and the table says which):
-- G1 never more delayed: prewarm's delayed share <= Karpenter alone's + 0.01 points.
+- G1 never more delayed: prewarm's delayed share <= Karpenter alone's + 0.01 points; with two
+  seeds or more, judged on the mean difference over the seeds: the upper end of its 95 %
+  interval (Student t) within +0.01 points. The table gives every goal's per-seed numbers, and
+  for G1 and G3b the mean over seeds with its 95 % interval.
 - G2 recurring workloads: prewarm <= 0.1 % delayed, with spare GPU-hours above the true lower
   bound (gpu_hours - lower-bound's) at least 25 % below the best buffer (fixed or percentage, its point
   chosen on training days) that meets the SLO on the scored days; when no buffer does,
@@ -48,6 +51,7 @@ import time
 
 SLO = 0.001
 G1_TOL = 0.0001
+G1 = "G1 never more delayed than Karpenter alone (+0.01 pt)"
 
 RECURRING = ["servegen", "diurnal", "cron-bursts"]
 MEMORYLESS = ["bursty", "burst-180"]
@@ -156,12 +160,12 @@ def pct(x):
 def score(name, c):
     """Per goal: (number as text, passed or None when it does not apply)."""
     r = rows(c)
-    p, re_, lb = r["prewarm"], r["reactive"], r["lower-bound"]
+    p, re_, lb = r["prewarm"], r["reactive"], r.get("lower-bound")
     # The clairvoyant node hints' delay, for context when no buffer meets the SLO.
     o = r.get("node-hints", r.get("oracle", {"delayed_fraction": float("nan")}))
     out = {}
     d = p["delayed_fraction"] - re_["delayed_fraction"]
-    out["G1 never more delayed than Karpenter alone (+0.01 pt)"] = (
+    out[G1] = (
         f"{pct(p['delayed_fraction'])} vs {pct(re_['delayed_fraction'])}", d <= G1_TOL)
     if name in RECURRING:
         spare = p["gpu_hours"] - lb["gpu_hours"]
@@ -266,20 +270,55 @@ def score(name, c):
     return out
 
 
+# Student t, two-sided 95 %, by degrees of freedom (1-10; more: 2.0).
+T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228]
+
+
+def mean_ci95(xs):
+    """(mean, low, high) of the mean over seeds (Student t); None for fewer than two."""
+    n = len(xs)
+    if n < 2:
+        return None
+    m = sum(xs) / n
+    sd = (sum((x - m) ** 2 for x in xs) / (n - 1)) ** 0.5
+    half = (T95[n - 2] if n - 2 < len(T95) else 2.0) * sd / n ** 0.5
+    return m, m - half, m + half
+
+
+def figure(goal, name, c):
+    """The number a goal is averaged over seeds on, in its own unit, or None: G1 the delayed
+    difference prewarm minus Karpenter alone (points), G3b prewarm's GPU-h over the bound's."""
+    r = rows(c)
+    p, re_ = r["prewarm"], r["reactive"]
+    if goal == G1:
+        return 100 * (p["delayed_fraction"] - re_["delayed_fraction"])
+    if goal.startswith("G3b") and "(" not in goal and "lower-bound" in r:
+        return p["gpu_hours"] / r["lower-bound"]["gpu_hours"]
+    return None
+
+
 def table(results):
     """results: {(workload, lead): [(seed, comparison)]} -> markdown."""
-    lines = ["| goal | workload | lead s | per seed | verdict |", "|---|---|---|---|---|"]
+    lines = ["| goal | workload | lead s | per seed | mean [95 % CI] over seeds | verdict |",
+             "|---|---|---|---|---|---|"]
     summary = {}
     by_goal = {}
     for (name, lead), runs in results.items():
         for seed, c in runs:
             for goal, (text, ok) in score(name, c).items():
-                by_goal.setdefault(goal, {}).setdefault((name, lead), []).append((seed, text, ok))
+                by_goal.setdefault(goal, {}).setdefault((name, lead), []).append(
+                    (seed, text, ok, figure(goal, name, c)))
     for goal in sorted(by_goal):
         for (name, lead), cells in by_goal[goal].items():
-            oks = [ok for _, _, ok in cells]
+            oks = [ok for _, _, ok, _ in cells]
+            values = [v for _, _, _, v in cells if v is not None]
+            ci = mean_ci95(values) if len(values) == len(cells) else None
+            ci_text = f"{ci[0]:.3f} [{ci[1]:.3f}, {ci[2]:.3f}]" if ci else ""
             if goal.startswith("("):
                 verdict = ""
+            elif goal == G1 and ci is not None:
+                # Judged on the mean over seeds: the interval's upper end within +0.01 pt.
+                verdict = "met" if ci[2] <= 100 * G1_TOL else "MISSED (upper end of the interval)"
             elif all(ok is None for ok in oks):
                 verdict = "n/a"
             elif False in oks:
@@ -288,8 +327,8 @@ def table(results):
                 verdict = "met"
             if verdict in ("met",) or verdict.startswith("MISSED"):
                 summary.setdefault(goal, []).append(verdict == "met")
-            text = "; ".join(f"s{seed}: {t}" for seed, t, _ in cells)
-            lines.append(f"| {goal} | {name} | {lead:.0f} | {text} | {verdict} |")
+            text = "; ".join(f"s{seed}: {t}" for seed, t, _, _ in cells)
+            lines.append(f"| {goal} | {name} | {lead:.0f} | {text} | {ci_text} | {verdict} |")
     lines.append("")
     for goal, oks in sorted(summary.items()):
         lines.append(f"- {goal}: met on {sum(oks)} of {len(oks)} workload x lead cells")

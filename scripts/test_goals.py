@@ -145,5 +145,33 @@ class BufferRival(unittest.TestCase):
         self.assertEqual(how, "hindsight")
 
 
+
+
+class SeedMeans(unittest.TestCase):
+    def test_the_interval_is_students_t_over_the_seeds(self):
+        # 1..5: mean 3, sd sqrt(2.5), t(4) = 2.776: half-width 2.776 * 1.5811 / 2.2361 = 1.963.
+        m, lo, hi = goals.mean_ci95([1.0, 2.0, 3.0, 4.0, 5.0])
+        self.assertEqual(m, 3.0)
+        self.assertAlmostEqual(hi - m, 1.9629, places=3)
+        self.assertAlmostEqual(m - lo, hi - m)
+        self.assertIsNone(goals.mean_ci95([1.0]))
+
+    def test_g1_is_judged_on_the_upper_end_of_the_interval(self):
+        def comp(p, r):
+            return {"rows": [{"policy": "prewarm", "delayed_fraction": p, "gpu_hours": 1.0,
+                              "cold_starts": 0, "detail": ""},
+                             {"policy": "reactive", "delayed_fraction": r, "gpu_hours": 1.0,
+                              "cold_starts": 0, "detail": ""}],
+                    "frontiers": {}}
+        # Every seed within +0.01 pt, but the mean's interval reaches past it: missed.
+        spread = {("bursty", 90.0): [(s, comp(0.01 + d, 0.01)) for s, d in
+                                     enumerate([0.00009, 0.00009, -0.0002, 0.00009, 0.00009])]}
+        line = [l for l in goals.table(spread).splitlines() if l.startswith(f"| {goals.G1} |")][0]
+        self.assertIn("MISSED (upper end of the interval)", line)
+        # Clearly below on every seed: met.
+        below = {("bursty", 90.0): [(s, comp(0.009, 0.01)) for s in range(5)]}
+        line = [l for l in goals.table(below).splitlines() if l.startswith(f"| {goals.G1} |")][0]
+        self.assertTrue(line.endswith("| met |"), line)
+
 if __name__ == "__main__":
     unittest.main()
