@@ -106,7 +106,7 @@ demo:
 
 ## The policy's goals measured (NOT part of `make test`: about half an hour on 2 cores): every
 ## goal on 14-day ServeGen, multi-day diurnal and cron-bursts (knobs chosen on training days),
-## bursty and burst-180, seeds 1-3, lead times 90 and 180 s; prints the table (goal, number per
+## bursty and burst-180, seeds 11-15 (never tuned on), lead times 90 and 180 s; prints the table (goal, number per
 ## seed, verdict) and keeps the JSON in $(OUT)/goals/ (`scripts/goals.py --from-json` re-renders).
 goals:
 	cargo build --release --bin prewarm
