@@ -189,8 +189,8 @@ fn node_cold_starts_are_counted_per_day_training_days_too() {
 }
 
 #[test]
-fn clairvoyant_oracle_launches_exactly_one_lead_time_early() {
-    // From the reactive pass's demand times (615 x4, 630 x3) the oracle launches each node
+fn clairvoyant_node_hints_launch_exactly_one_lead_time_early() {
+    // From the reactive pass's demand times (615 x4, 630 x3) the node hints launch each node
     // 171 s earlier: at 444 (Ready 485) and 459 (Ready 500), and no other node. The pods then
     // find warm nodes with their images: no node cold start, but the model load remains.
     let (cfg, reqs) = single_step();
