@@ -26,10 +26,32 @@ pub enum PolicyName {
     Prewarm,
     Oracle,
     Ideal,
+    /// The HPA with a replica floor by hour (KEDA cron, scheduled scaling): knobs.rs.
+    ScheduledFloor,
+    /// The HPA with a lower target utilisation.
+    HpaTarget,
+    /// prewarm's decision applied as the HPA's floor (`hpa.raiseMinReplicas`), no balloons.
+    PrewarmFloor,
 }
 
 impl PolicyName {
-    pub const ALL: [PolicyName; 8] = [
+    /// Every policy.
+    pub const ALL: [PolicyName; 11] = [
+        PolicyName::Reactive,
+        PolicyName::ClusterAutoscaler,
+        PolicyName::StaticPeak,
+        PolicyName::Buffer,
+        PolicyName::BufferPct,
+        PolicyName::Prewarm,
+        PolicyName::Oracle,
+        PolicyName::Ideal,
+        PolicyName::ScheduledFloor,
+        PolicyName::HpaTarget,
+        PolicyName::PrewarmFloor,
+    ];
+
+    /// What `--policies` runs when not given (the baselines added later are asked for by name).
+    pub const DEFAULT: [PolicyName; 8] = [
         PolicyName::Reactive,
         PolicyName::ClusterAutoscaler,
         PolicyName::StaticPeak,
@@ -50,6 +72,9 @@ impl PolicyName {
             PolicyName::Prewarm => "prewarm",
             PolicyName::Oracle => "oracle",
             PolicyName::Ideal => "ideal",
+            PolicyName::ScheduledFloor => "scheduled-floor",
+            PolicyName::HpaTarget => "hpa-target",
+            PolicyName::PrewarmFloor => "prewarm-floor",
         }
     }
 }
