@@ -13,7 +13,8 @@
 //!   within its disruption budget (disruption.rs); Cluster Autoscaler removes empty nodes;
 //! - a headroom controller sets the number of balloon pods: none, a fixed N, a percentage of
 //!   the serving replicas, or prewarm's own `crate::core::decide()` fed with the `Observation`
-//!   the Lambda's queries would return (eyes.rs);
+//!   the Lambda's queries would return (eyes.rs); or, instead of balloons, a raised HPA floor
+//!   (minReplicas by hour, or prewarm's `Plan::hpa_floor`) that the HPA reads at its next sync;
 //! - the clairvoyant oracle launches a node one lead time before each moment a first pass
 //!   needed one (`RunConfig::prelaunch`).
 //!
