@@ -305,7 +305,7 @@ fn the_baselines_appear_in_the_table_the_json_and_the_frontier_plot() {
     let svg = std::fs::read_to_string(&plot).unwrap();
     let cmp = &json[0];
     for (policy, knob, points) in [
-        ("scheduled-floor", "x each hour's training peak", 8),
+        ("scheduled-floor", "factor on each hour's training peak", 8),
         ("hpa-target", "HPA target utilisation", 6),
         ("prewarm-floor", "ERROR_QUANTILE", 8),
     ] {

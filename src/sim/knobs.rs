@@ -94,7 +94,7 @@ pub fn knob_name(policy: PolicyName) -> Option<&'static str> {
         PolicyName::Buffer => Some("spare replicas"),
         PolicyName::BufferPct => Some("spare % of serving replicas"),
         PolicyName::Prewarm | PolicyName::PrewarmFloor => Some("ERROR_QUANTILE"),
-        PolicyName::ScheduledFloor => Some("x each hour's training peak"),
+        PolicyName::ScheduledFloor => Some("factor on each hour's training peak"),
         PolicyName::HpaTarget => Some("HPA target utilisation"),
         _ => None,
     }
