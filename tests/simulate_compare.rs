@@ -8,6 +8,7 @@ use prewarm::cli::{Cli, Command};
 use prewarm::sim::compare::{compare, Comparison};
 use prewarm::sim::history;
 use prewarm::sim::scenario::{Scenario, ScenarioKind};
+use prewarm::sim::setup::PolicyName;
 use prewarm::sim::workload::{Source, Workload};
 
 fn simulate_args(extra: &[&str]) -> prewarm::cli::simulate::SimulateArgs {
@@ -271,4 +272,82 @@ fn training_days_need_one_more_day_of_requests() {
         error.contains("--train-days 1 needs at least 2 days"),
         "{error}"
     );
+}
+
+/// `prewarm simulate` itself (the binary), on `args`; its standard output.
+fn simulate_bin(args: &[&str]) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_prewarm"))
+        .args(args)
+        .output()
+        .expect("prewarm runs");
+    assert!(
+        out.status.success(),
+        "prewarm simulate failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("UTF-8 output")
+}
+
+#[test]
+fn the_baselines_appear_in_the_table_the_json_and_the_frontier_plot() {
+    let dir = tempfile::tempdir().unwrap();
+    let plot = dir.path().join("f.svg");
+    let args = [
+        "simulate",
+        "--scenario",
+        "bursty",
+        "--policies",
+        "reactive,scheduled-floor,hpa-target,prewarm-floor",
+        "--threads",
+        "2",
+    ];
+    let table = simulate_bin(&args);
+    let mut with_json = args.to_vec();
+    with_json.extend(["--json", "--plot", plot.to_str().unwrap()]);
+    let json: serde_json::Value = serde_json::from_str(&simulate_bin(&with_json)).unwrap();
+    let svg = std::fs::read_to_string(&plot).unwrap();
+    let cmp = &json[0];
+    for (policy, knob, points) in [
+        ("scheduled-floor", "factor on each hour's training peak", 8),
+        ("hpa-target", "HPA target utilisation", 6),
+        ("prewarm-floor", "ERROR_QUANTILE", 8),
+    ] {
+        assert!(
+            table.lines().any(|l| l.starts_with(policy)),
+            "{policy} row\n{table}"
+        );
+        assert!(
+            table.contains(&format!("frontier {policy} ({knob})")),
+            "{policy}"
+        );
+        assert!(cmp["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["policy"] == policy));
+        assert_eq!(cmp["knobs"][policy], knob);
+        assert_eq!(
+            cmp["frontiers"][policy].as_array().unwrap().len(),
+            points,
+            "{policy}"
+        );
+        assert!(svg.contains(policy), "{policy} on the frontier plot");
+    }
+    // hpa-target's grid: the default target 0.7, then the fixed points below it.
+    let knobs: Vec<f64> = cmp["frontiers"]["hpa-target"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["knob"].as_f64().unwrap())
+        .collect();
+    assert_eq!(knobs, vec![0.7, 0.6, 0.5, 0.4, 0.3, 0.2]);
+    // Not asked for, not run: the default --policies leaves the baselines out.
+    let default = simulate_args(&[]);
+    for baseline in [
+        PolicyName::ScheduledFloor,
+        PolicyName::HpaTarget,
+        PolicyName::PrewarmFloor,
+    ] {
+        assert!(!default.common.policies.contains(&baseline));
+    }
 }

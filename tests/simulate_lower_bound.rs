@@ -7,10 +7,14 @@ use clap::Parser;
 use prewarm::cli::{Cli, Command};
 use prewarm::sim::compare::{compare, Comparison};
 use prewarm::sim::scenario::{Scenario, ScenarioKind};
+use prewarm::sim::setup::PolicyName;
 use prewarm::sim::workload::{Source, Workload};
 
 fn run(kind: ScenarioKind, speed: f64, scale: f64, flags: &[&str]) -> Comparison {
+    let every: Vec<&str> = PolicyName::ALL.iter().map(|p| p.label()).collect();
+    let every = every.join(",");
     let mut argv = vec!["prewarm", "simulate", "--burn-in", "0", "--threads", "2"];
+    argv.extend_from_slice(&["--policies", &every]);
     argv.extend_from_slice(flags);
     let Command::Simulate(args) = Cli::try_parse_from(argv).unwrap().command else {
         unreachable!()

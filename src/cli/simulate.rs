@@ -73,8 +73,9 @@ pub struct CommonArgs {
     /// The SLO: at most this fraction of requests delayed by missing capacity (0.001 = 0.1%).
     #[arg(long, default_value_t = 0.001)]
     pub slo_fraction: f64,
-    /// Policies to run (comma-separated).
-    #[arg(long, value_enum, value_delimiter = ',', default_values_t = PolicyName::ALL.to_vec())]
+    /// Policies to run (comma-separated; the default leaves out scheduled-floor, hpa-target and
+    /// prewarm-floor).
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = PolicyName::DEFAULT.to_vec())]
     pub policies: Vec<PolicyName>,
     /// Largest buffer N in the buffer's grid (default: half the training peak replicas).
     #[arg(long)]

@@ -170,8 +170,9 @@ enum Job {
     },
 }
 
-/// The run configuration of `job` (the node hints' foresight passed separately).
-fn job_config(job: Job, base: &RunConfig, setup: &Setup) -> RunConfig {
+/// The run configuration of `job` (the node hints' foresight passed separately); `floor_peaks`
+/// is the scheduled floor's table before its knob (knobs.rs `scheduled_peaks`).
+fn job_config(job: Job, base: &RunConfig, setup: &Setup, floor_peaks: &[u32]) -> RunConfig {
     let with_headroom = |headroom| RunConfig {
         headroom,
         ..base.clone()
@@ -205,6 +206,41 @@ fn job_config(job: Job, base: &RunConfig, setup: &Setup) -> RunConfig {
                     setup.prewarm_target.clone(),
                 );
                 with_headroom(Headroom::Prewarm {
+                    policy,
+                    target: Box::new(target),
+                })
+            }
+            PolicyName::ScheduledFloor => with_headroom(Headroom::ScheduledFloor {
+                floors: Arc::new(knobs::scheduled_floor(floor_peaks, knob)),
+            }),
+            PolicyName::HpaTarget => {
+                // Only the target changes; the fleet before t = 0 was the one it keeps.
+                let mut model = base.model.clone();
+                model.hpa.target_utilization = knob;
+                let warm = WarmStart {
+                    replicas: model
+                        .hpa
+                        .raw_desired(base.warm.running.ceil() as u64, model.slots_per_replica),
+                    ..base.warm
+                };
+                RunConfig {
+                    model,
+                    warm,
+                    ..base.clone()
+                }
+            }
+            PolicyName::PrewarmFloor => {
+                let (policy, mut target) = release.apply(
+                    PolicySpec {
+                        error_quantile: knob,
+                        ..setup.prewarm_policy.clone()
+                    },
+                    setup.prewarm_target.clone(),
+                );
+                if let Some(hpa) = &mut target.hpa {
+                    hpa.raise_min_replicas = true;
+                }
+                with_headroom(Headroom::PrewarmFloor {
                     policy,
                     target: Box::new(target),
                 })
@@ -253,6 +289,8 @@ pub fn compare(
         .max()
         .unwrap_or(ideal.peak_replicas)
         .max(1);
+    let floor_peaks =
+        knobs::scheduled_peaks(&ideal.peak_replicas_by_hour, setup.train_days, ideal.end_s);
     let base = RunConfig {
         model: setup.model.clone(),
         provisioner: setup.karpenter.clone(),
@@ -277,7 +315,12 @@ pub fn compare(
     }
     for &policy in &setup.policies {
         for &release in knobs::releases(policy) {
-            for knob in knobs::grid(policy, peak, setup.buffer_max) {
+            for knob in knobs::grid(
+                policy,
+                peak,
+                setup.buffer_max,
+                setup.model.hpa.target_utilization,
+            ) {
                 jobs.push(Job::Point {
                     policy,
                     knob,
@@ -291,7 +334,7 @@ pub fn compare(
     }
     let demand: OnceLock<Option<Arc<Vec<f64>>>> = OnceLock::new();
     let results = parallel::map(&jobs, setup.threads, |&job| {
-        let mut cfg = job_config(job, &base, setup);
+        let mut cfg = job_config(job, &base, setup, &floor_peaks);
         if let Job::Oracle = job {
             let Some(times) = parallel::wait_for(&demand) else {
                 return Err(TraceError::Format {

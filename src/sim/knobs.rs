@@ -7,6 +7,15 @@
 //! | buffer       | spare replicas N, x P                   | 0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5 |
 //! | buffer-pct   | spare as % of serving replicas          | 0, 2, 5, 10, 20, 35, 50, 100             |
 //! | prewarm      | ERROR_QUANTILE x release (see below)   | 0.5, 0.9, 0.99, 0.999, each slow and fast |
+//! | scheduled-floor | factor on each hour's training peak  | 0.5, 0.75, 0.9, 1, 1.1, 1.25, 1.5, 2    |
+//! | hpa-target   | the HPA's target utilisation            | the user's, then 0.7 ... 0.2 below it    |
+//! | prewarm-floor | as prewarm                             | as prewarm                               |
+//!
+//! scheduled-floor's table is learned from the training days only (`scheduled_peaks`): per
+//! hour-of-week slot (hour-of-day when the training days are fewer than 7) the ideal packing's
+//! peak replicas in that slot; the knob multiplies it (rounded up). hpa-target's grid starts at
+//! the user's `--hpa-target-utilization` (the plain HPA) and goes down through the fixed points
+//! 0.7, 0.6, 0.5, 0.4, 0.3, 0.2 below it.
 //!
 //! prewarm's release of spare after a burst is swept with its quantile: `slow` is the Lambda's
 //! defaults (SCALE_DOWN_DELAY_SECONDS 300, maxStepDown 1, COOLDOWN_SECONDS 60: one replica a
@@ -26,6 +35,8 @@ const BUFFER_PERCENTS: [f64; 8] = [0.0, 2.0, 5.0, 10.0, 20.0, 35.0, 50.0, 100.0]
 /// spare when sizing is in the HPA's units (TARGET_WAIT_SECONDS only sizes the Erlang C
 /// fallback, and moved the results by under 2 %).
 const PREWARM_QUANTILES: [f64; 4] = [0.5, 0.9, 0.99, 0.999];
+/// Lower HPA targets than the user's, the headroom users set by hand.
+const HPA_TARGETS: [f64; 6] = [0.7, 0.6, 0.5, 0.4, 0.3, 0.2];
 
 /// How prewarm lets spare go after a burst (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -71,7 +82,7 @@ impl Release {
 /// The release variants swept with `policy`'s knob (one, `Slow`, for every other policy).
 pub fn releases(policy: PolicyName) -> &'static [Release] {
     match policy {
-        PolicyName::Prewarm => &Release::ALL,
+        PolicyName::Prewarm | PolicyName::PrewarmFloor => &Release::ALL,
         _ => &Release::ALL[..1],
     }
 }
@@ -82,14 +93,16 @@ pub fn knob_name(policy: PolicyName) -> Option<&'static str> {
         PolicyName::StaticPeak => Some("replicas"),
         PolicyName::Buffer => Some("spare replicas"),
         PolicyName::BufferPct => Some("spare % of serving replicas"),
-        PolicyName::Prewarm => Some("ERROR_QUANTILE"),
+        PolicyName::Prewarm | PolicyName::PrewarmFloor => Some("ERROR_QUANTILE"),
+        PolicyName::ScheduledFloor => Some("factor on each hour's training peak"),
+        PolicyName::HpaTarget => Some("HPA target utilisation"),
         _ => None,
     }
 }
 
 /// The knob values swept for `policy`; `peak` is the training peak replicas, `buffer_max` an
-/// optional cap on the buffer's N.
-pub fn grid(policy: PolicyName, peak: u32, buffer_max: Option<u32>) -> Vec<f64> {
+/// optional cap on the buffer's N, `hpa_target` the user's HPA target utilisation.
+pub fn grid(policy: PolicyName, peak: u32, buffer_max: Option<u32>, hpa_target: f64) -> Vec<f64> {
     let scaled = |factors: &[f64]| -> Vec<f64> {
         let mut v: Vec<f64> = factors
             .iter()
@@ -111,9 +124,46 @@ pub fn grid(policy: PolicyName, peak: u32, buffer_max: Option<u32>) -> Vec<f64> 
             v
         }
         PolicyName::BufferPct => BUFFER_PERCENTS.to_vec(),
-        PolicyName::Prewarm => PREWARM_QUANTILES.to_vec(),
+        PolicyName::Prewarm | PolicyName::PrewarmFloor => PREWARM_QUANTILES.to_vec(),
+        PolicyName::ScheduledFloor => STATIC_FACTORS.to_vec(),
+        PolicyName::HpaTarget => std::iter::once(hpa_target)
+            .chain(HPA_TARGETS.into_iter().filter(|&t| t < hpa_target - 1e-9))
+            .collect(),
         _ => Vec::new(),
     }
+}
+
+/// Hour slots of the scheduled floor: hour-of-week when the training part lasts at least 7
+/// days, hour-of-day otherwise.
+pub fn floor_slots(training_s: f64) -> usize {
+    if training_s >= 7.0 * DAY_S - 1e-6 {
+        168
+    } else {
+        24
+    }
+}
+
+/// The scheduled floor's table before its knob: for each slot (hour from t = 0 modulo
+/// `floor_slots`), the most replicas the ideal packing needed in that slot over the training
+/// hours only (the first `train_days` days; the whole trace, `end_s` long, without). A slot the
+/// training hours never reached is 0 (the user's minReplicas).
+pub fn scheduled_peaks(peak_by_hour: &[u32], train_days: Option<u32>, end_s: f64) -> Vec<u32> {
+    let training_s = train_days.map_or(end_s, |d| d as f64 * DAY_S);
+    let slots = floor_slots(training_s);
+    let hours = train_days.map_or(peak_by_hour.len(), |d| d as usize * 24);
+    let mut peaks = vec![0; slots];
+    for (h, &p) in peak_by_hour.iter().take(hours).enumerate() {
+        peaks[h % slots] = peaks[h % slots].max(p);
+    }
+    peaks
+}
+
+/// The scheduled floor for knob `factor`: each slot's peak times the factor, rounded up.
+pub fn scheduled_floor(peaks: &[u32], factor: f64) -> Vec<u32> {
+    peaks
+        .iter()
+        .map(|&p| (factor * p as f64 - 1e-9).ceil().max(0.0) as u32)
+        .collect()
 }
 
 /// Requests, delayed requests, GPU-seconds and node cold starts over the days before
@@ -216,20 +266,96 @@ mod tests {
     fn grids_scale_with_the_training_peak() {
         // P = 40: N = ceil(40 x factor) = 0, 1, 1, 2, 4, 8, 14, 20 -> 1 repeated once.
         assert_eq!(
-            grid(PolicyName::Buffer, 40, None),
+            grid(PolicyName::Buffer, 40, None, 0.7),
             vec![0.0, 1.0, 2.0, 4.0, 8.0, 14.0, 20.0]
         );
         assert_eq!(
-            grid(PolicyName::Buffer, 40, Some(5)),
+            grid(PolicyName::Buffer, 40, Some(5), 0.7),
             vec![0.0, 1.0, 2.0, 4.0]
         );
         assert_eq!(
-            grid(PolicyName::StaticPeak, 40, None),
+            grid(PolicyName::StaticPeak, 40, None, 0.7),
             vec![20.0, 30.0, 36.0, 40.0, 44.0, 50.0, 60.0, 80.0]
         );
-        assert!(grid(PolicyName::Reactive, 40, None).is_empty());
+        assert!(grid(PolicyName::Reactive, 40, None, 0.7).is_empty());
         assert_eq!(score_from(1800.0, Some(7)), 7.0 * DAY_S);
         assert_eq!(score_from(1800.0, None), 1800.0);
+    }
+
+    #[test]
+    fn the_hpa_target_grid_starts_at_the_users_target_and_goes_down() {
+        let g = |t| grid(PolicyName::HpaTarget, 40, None, t);
+        assert_eq!(g(0.7), vec![0.7, 0.6, 0.5, 0.4, 0.3, 0.2]);
+        assert_eq!(g(0.9), vec![0.9, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2]);
+        assert_eq!(g(0.55), vec![0.55, 0.5, 0.4, 0.3, 0.2]);
+        assert_eq!(g(0.2), vec![0.2]);
+        assert!(g(1.0).len() <= 8);
+        assert_eq!(
+            grid(PolicyName::ScheduledFloor, 40, None, 0.7),
+            STATIC_FACTORS.to_vec()
+        );
+        assert_eq!(grid(PolicyName::PrewarmFloor, 40, None, 0.7).len(), 4);
+        assert_eq!(releases(PolicyName::PrewarmFloor).len(), 2);
+    }
+
+    /// Requests of one second, `n` at once at `at` seconds (the ideal packing needs `n`
+    /// one-slot replicas in that hour).
+    fn burst(at: f64, n: usize) -> Vec<crate::sim::engine::Request> {
+        (0..n)
+            .map(|_| crate::sim::engine::Request {
+                arrival: at,
+                service_s: 1.0,
+                prefill_s: 0.0,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_scheduled_floor_is_learned_from_the_training_days_only() {
+        const H: f64 = 3600.0;
+        // Two training days of 3 days: day 0 needs 2 replicas at 09:xx, day 1 needs 5 at 09:xx
+        // and 1 at 14:xx. Hour-of-day slots (2 training days < 7): slot 9 = max(2, 5) = 5,
+        // slot 14 = 1, every other 0. Day 2 (scored) has 40 at 09:xx, or 7 at 03:xx, or
+        // nothing: the table never moves.
+        let training = [
+            burst(9.0 * H + 60.0, 2),
+            burst(DAY_S + 9.0 * H + 60.0, 5),
+            burst(DAY_S + 14.0 * H, 1),
+        ]
+        .concat();
+        let table = |scored: Vec<crate::sim::engine::Request>| {
+            let reqs = [training.clone(), scored, burst(3.0 * DAY_S - 10.0, 1)].concat();
+            let ideal =
+                crate::sim::oracle::run(reqs.into_iter(), 0.0, 1, 1, 1, 60.0, Default::default());
+            scheduled_peaks(&ideal.peak_replicas_by_hour, Some(2), ideal.end_s)
+        };
+        let mut want = vec![0; 24];
+        want[9] = 5;
+        want[14] = 1;
+        for scored in [
+            burst(2.0 * DAY_S + 9.0 * H + 60.0, 40),
+            burst(2.0 * DAY_S + 3.0 * H, 7),
+            Vec::new(),
+        ] {
+            assert_eq!(table(scored), want);
+        }
+        // Scored on the same days (no --train-days): day 2's 40 at 09:xx counts.
+        let reqs = [training.clone(), burst(2.0 * DAY_S + 9.0 * H + 60.0, 40)].concat();
+        let ideal =
+            crate::sim::oracle::run(reqs.into_iter(), 0.0, 1, 1, 1, 60.0, Default::default());
+        assert_eq!(
+            scheduled_peaks(&ideal.peak_replicas_by_hour, None, ideal.end_s)[9],
+            40
+        );
+        // Seven training days: hour-of-week, 168 slots; hour 24 + 9 is slot 33.
+        let mut by_hour = vec![0; 8 * 24];
+        by_hour[24 + 9] = 3;
+        by_hour[7 * 24 + 9] = 50; // day 7, scored
+        let week = scheduled_peaks(&by_hour, Some(7), 8.0 * DAY_S);
+        assert_eq!((week.len(), week[33], week[9]), (168, 3, 0));
+        // The knob: x 1.5 rounded up, 0 stays 0.
+        assert_eq!(scheduled_floor(&[5, 1, 0], 1.5), vec![8, 2, 0]);
+        assert_eq!(scheduled_floor(&[4, 1, 0], 0.5), vec![2, 1, 0]);
     }
 
     #[test]

@@ -35,12 +35,17 @@ pub struct OracleResult {
     pub peak_replicas: u32,
     /// Most replicas needed at once, per day from t = 0 (knob grids use the training days').
     pub peak_replicas_by_day: Vec<u32>,
+    /// Most replicas needed at once, per hour from t = 0 (every hour an interval touches): what
+    /// the scheduled floor learns from its training hours (knobs.rs `scheduled_peaks`).
+    pub peak_replicas_by_hour: Vec<u32>,
     /// Mean replica GPUs needed in each step (for the plot's demand line).
     pub demand_gpus_per_step: Vec<f64>,
     /// Arrivals per second in each step.
     pub rate_per_step: Vec<f64>,
     pub end_s: f64,
 }
+
+const HOUR_S: f64 = 3600.0;
 
 /// Integer-nanosecond key so end times can live in a heap.
 fn key(t: f64) -> i64 {
@@ -90,6 +95,16 @@ pub fn run(
                 out.peak_replicas_by_day.resize(day + 1, 0);
             }
             out.peak_replicas_by_day[day] = out.peak_replicas_by_day[day].max(replicas);
+            // [last_t, t) touches hours floor(last_t / H) up to the one before t (t itself is
+            // not in the interval).
+            let first = (*last_t / HOUR_S) as usize;
+            let last = ((t / HOUR_S).ceil() as usize).saturating_sub(1).max(first);
+            if out.peak_replicas_by_hour.len() <= last {
+                out.peak_replicas_by_hour.resize(last + 1, 0);
+            }
+            for peak in &mut out.peak_replicas_by_hour[first..=last] {
+                *peak = (*peak).max(replicas);
+            }
             // Spread replica-GPU-seconds over the steps the interval touches.
             let mut a = *last_t;
             while a < t {
@@ -193,6 +208,34 @@ mod tests {
         assert_eq!(r.gpu_seconds, 40.0);
         assert_eq!(r.busy_gpu_seconds, 10.0);
         assert_eq!(r.demand_gpus_per_step, vec![1.0, 1.0]);
+    }
+
+    #[test]
+    fn hourly_peaks_count_every_hour_a_request_is_in_flight() {
+        // One request [1800, 9000) alone: hours 0, 1 and 2 need 1 replica. A second one
+        // [3600, 3700) overlaps it in hour 1 only: 2 there. Nothing in flight in hour 3 and
+        // after, and the end at 9000 (hour 2) touches no hour beyond.
+        let r = run(
+            [req(1800.0, 7200.0), req(3600.0, 100.0)].into_iter(),
+            0.0,
+            1,
+            1,
+            1,
+            60.0,
+            Setups::default(),
+        );
+        assert_eq!(r.peak_replicas_by_hour, vec![1, 2, 1]);
+        // An interval ending exactly on an hour boundary does not touch the next hour.
+        let r = run(
+            [req(0.0, 3600.0)].into_iter(),
+            0.0,
+            1,
+            1,
+            1,
+            60.0,
+            Setups::default(),
+        );
+        assert_eq!(r.peak_replicas_by_hour, vec![1]);
     }
 
     #[test]

@@ -32,10 +32,33 @@ pub enum PolicyName {
     Ideal,
     /// The true lower bound (sim/bound.rs).
     LowerBound,
+    /// The HPA with a replica floor by hour (KEDA cron, scheduled scaling): knobs.rs.
+    ScheduledFloor,
+    /// The HPA with a lower target utilisation.
+    HpaTarget,
+    /// prewarm's decision applied as the HPA's floor (`hpa.raiseMinReplicas`), no balloons.
+    PrewarmFloor,
 }
 
 impl PolicyName {
-    pub const ALL: [PolicyName; 9] = [
+    /// Every policy.
+    pub const ALL: [PolicyName; 12] = [
+        PolicyName::Reactive,
+        PolicyName::ClusterAutoscaler,
+        PolicyName::StaticPeak,
+        PolicyName::Buffer,
+        PolicyName::BufferPct,
+        PolicyName::Prewarm,
+        PolicyName::Oracle,
+        PolicyName::Ideal,
+        PolicyName::LowerBound,
+        PolicyName::ScheduledFloor,
+        PolicyName::HpaTarget,
+        PolicyName::PrewarmFloor,
+    ];
+
+    /// What `--policies` runs when not given (the baselines added later are asked for by name).
+    pub const DEFAULT: [PolicyName; 9] = [
         PolicyName::Reactive,
         PolicyName::ClusterAutoscaler,
         PolicyName::StaticPeak,
@@ -58,6 +81,9 @@ impl PolicyName {
             PolicyName::Oracle => "node-hints",
             PolicyName::Ideal => "ideal",
             PolicyName::LowerBound => "lower-bound",
+            PolicyName::ScheduledFloor => "scheduled-floor",
+            PolicyName::HpaTarget => "hpa-target",
+            PolicyName::PrewarmFloor => "prewarm-floor",
         }
     }
 }

@@ -3,6 +3,7 @@
 
 use crate::core::{decide, Plan, PolicySpec, TargetSpec};
 use crate::sim::hpa;
+use crate::sim::model::Hpa;
 
 use super::events::Kind;
 use super::pods::Phase;
@@ -12,11 +13,39 @@ impl Sim<'_> {
     /// One sync of the HPA: read the metric as the controller would, recommend, stabilise and
     /// rate-limit (sim/hpa.rs), then scale the Deployment. A sync without a readable metric
     /// (no scrape visible yet, no pod with a sample) changes nothing, as in Kubernetes.
+    ///
+    /// The minReplicas it uses is read at each sync (`hpa_min_replicas`: the user's, or a raised
+    /// floor). As `reconcileAutoscaler` in kubernetes/kubernetes
+    /// pkg/controller/podautoscaler/horizontal.go does, before any metric is read: a target at 0
+    /// replicas with a minReplicas other than 0 is not scaled ("ScalingDisabled"); fewer
+    /// replicas than minReplicas are set to minReplicas at once ("Current number of replicas
+    /// below Spec.MinReplicas"), without the stabilisation windows or the rate policies
+    /// (`normalizeDesiredReplicasWithBehaviors` is not called on that path) and without a
+    /// recommendation recorded, while the change is still stored as a scale event
+    /// (`storeScaleEvent`) that later rate limits count. Otherwise the metric's recommendation
+    /// is normalised as usual, the floor applied after the rate limits
+    /// (`convertDesiredReplicasWithBehaviorRate`: a scale-down stops at minReplicas).
     pub(super) fn on_hpa(&mut self) {
+        let min_replicas = self.hpa_min_replicas();
         let hpa = &self.cfg.model.hpa;
         let next = self.now + hpa.sync_s;
         self.push(next, Kind::Hpa);
         let current = self.replica_count();
+        if min_replicas > hpa.min_replicas {
+            if current == 0 {
+                return;
+            }
+            if current < min_replicas {
+                self.hpa_events
+                    .push_back((self.now, i64::from(min_replicas - current)));
+                for _ in current..min_replicas {
+                    self.new_pod();
+                }
+                self.schedule();
+                self.compact_live_pods();
+                return;
+            }
+        }
         let target = hpa.target_per_pod(self.slots());
         let desired = if current == 0 {
             let Some(scrape) = self.hpa_scrape() else {
@@ -28,6 +57,16 @@ impl Sim<'_> {
                 return;
             };
             hpa::recommend(reading, current, target, hpa.tolerance)
+        };
+        let floored;
+        let hpa = if min_replicas == hpa.min_replicas {
+            hpa
+        } else {
+            floored = Hpa {
+                min_replicas,
+                ..hpa.clone()
+            };
+            &floored
         };
         let set = hpa::normalise(
             hpa,
@@ -46,6 +85,52 @@ impl Sim<'_> {
             self.scale_down(current - set);
         }
         self.compact_live_pods();
+    }
+
+    /// The HPA's minReplicas now: the user's (`Model::hpa`), raised by a scheduled floor or by
+    /// prewarm's floor, never above maxReplicas.
+    pub(super) fn hpa_min_replicas(&self) -> u32 {
+        let hpa = &self.cfg.model.hpa;
+        let raised = match &self.cfg.headroom {
+            Headroom::ScheduledFloor { floors } if !floors.is_empty() => {
+                let slot = (self.now / super::FLOOR_SLOT_S + 1e-9).floor().max(0.0) as usize;
+                floors[slot % floors.len()]
+            }
+            Headroom::PrewarmFloor { .. } => self.raised_min.unwrap_or(0),
+            _ => 0,
+        };
+        hpa.min_replicas.max(raised.min(hpa.max_replicas))
+    }
+
+    /// What the Lambda's tick does with `plan.hpa_floor` for `hpa.raiseMinReplicas`
+    /// (handlers/tick/target.rs `floor_intent`, adapters/kube/hpa_floor.rs `plan_floor`): a
+    /// floor above the user's minReplicas (at most maxReplicas) is written and its lease renewed
+    /// for max(SCALE_DOWN_DELAY_SECONDS, 120 s); a floor at or below the user's value gives it
+    /// back; a failing-static tick (or no floor) holds the raise as is until its lease expires,
+    /// then gives it back.
+    pub(super) fn apply_hpa_floor(&mut self, plan: &Plan, policy: &PolicySpec) {
+        let hpa = &self.cfg.model.hpa;
+        let failing = matches!(plan.action, crate::core::Action::FailStatic);
+        let before = self.raised_min;
+        match plan.hpa_floor {
+            Some(want) if !failing => {
+                let want = want.min(hpa.max_replicas);
+                if want > hpa.min_replicas {
+                    self.raised_min = Some(want);
+                    self.raised_min_lease_until = self.now + policy.scale_down_delay_s.max(120.0);
+                } else {
+                    self.raised_min = None;
+                }
+            }
+            _ => {
+                if self.raised_min_lease_until <= self.now {
+                    self.raised_min = None;
+                }
+            }
+        }
+        if self.raised_min != before {
+            self.result.headroom_changes += 1;
+        }
     }
 
     /// What the HPA reads now: the newest scrape its metric path lets it see (`metrics_lag_s`
@@ -204,6 +289,22 @@ impl Sim<'_> {
     pub(super) fn on_tick(&mut self) {
         let (policy, target) = match &self.cfg.headroom {
             Headroom::Prewarm { policy, target } => (policy, target),
+            Headroom::PrewarmFloor { policy, target } => {
+                // prewarm-floor: the same decision, applied as the HPA's floor; no balloons,
+                // so the headroom object reads back 0 spare.
+                let plan = self.prewarm_decision(policy, target);
+                self.apply_hpa_floor(&plan, policy);
+                if let Some(freeze) = plan.freeze_consolidation {
+                    if target.freeze_consolidation {
+                        self.consolidation_frozen = freeze;
+                    }
+                }
+                self.headroom_state = plan.next_state;
+                self.headroom_state.spare = self.balloon_count();
+                let next = self.now + policy.tick_s;
+                self.push(next, Kind::Tick);
+                return;
+            }
             Headroom::Percent { percent, tick_s } => {
                 let want = super::percent_of(self.serving_count(), *percent);
                 self.set_balloons(want);
@@ -211,7 +312,7 @@ impl Sim<'_> {
                 self.push(next, Kind::Tick);
                 return;
             }
-            Headroom::None | Headroom::Fixed(_) => return,
+            Headroom::None | Headroom::Fixed(_) | Headroom::ScheduledFloor { .. } => return,
         };
         let plan = self.prewarm_decision(policy, target);
         if plan.changes_size() {

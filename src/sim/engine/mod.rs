@@ -13,8 +13,9 @@
 //!   within its disruption budget (disruption.rs); Cluster Autoscaler removes empty nodes;
 //! - a headroom controller sets the number of balloon pods: none, a fixed N, a percentage of
 //!   the serving replicas, or prewarm's own `crate::core::decide()` fed with the `Observation`
-//!   the Lambda's queries would return (eyes.rs);
-//! - the clairvoyant node hints launches a node one lead time before each moment a first pass
+//!   the Lambda's queries would return (eyes.rs); or, instead of balloons, a raised HPA floor
+//!   (minReplicas by hour, or prewarm's `Plan::hpa_floor`) that the HPA reads at its next sync;
+//! - the clairvoyant node hints launch a node one lead time before each moment a first pass
 //!   needed one (`RunConfig::prelaunch`).
 //!
 //! Time is seconds from the start of the trace; `decide()` sees `base_epoch + t`.
@@ -40,7 +41,9 @@ pub struct Request {
     pub prefill_s: f64,
 }
 
-/// Who sets the number of warm balloon pods.
+/// Who adds warm capacity beyond the HPA's own sizing: warm balloon pods (none, a fixed N, a
+/// percentage, prewarm's `decide()`), or a raised HPA floor (`minReplicas`) that the HPA reads
+/// at its next sync (a schedule by hour, or prewarm's `Plan::hpa_floor`).
 #[derive(Clone, Debug)]
 // PolicySpec carries the season list and the zone name (policy v2); one per run, not worth a box.
 #[allow(clippy::large_enum_variant)]
@@ -56,7 +59,23 @@ pub enum Headroom {
         policy: PolicySpec,
         target: Box<TargetSpec>,
     },
+    /// A replica floor by hour: during hour `h` (counted from t = 0, the floor changing at each
+    /// hour boundary, the boundary included) the HPA's minReplicas is
+    /// `max(user's minReplicas, floors[h % floors.len()])`, at most maxReplicas (a KEDA cron
+    /// scaler or a scheduled-scaling action writing minReplicas). No balloons.
+    ScheduledFloor {
+        floors: Arc<Vec<u32>>,
+    },
+    /// prewarm's own decision every tick, applied as the HPA floor (`hpa.raiseMinReplicas`,
+    /// `Plan::hpa_floor`) instead of balloons: no balloons are kept.
+    PrewarmFloor {
+        policy: PolicySpec,
+        target: Box<TargetSpec>,
+    },
 }
+
+/// Seconds of one slot of `Headroom::ScheduledFloor`.
+pub const FLOOR_SLOT_S: f64 = 3600.0;
 
 /// How many inference replicas run.
 #[derive(Clone, Debug, PartialEq)]
@@ -231,6 +250,10 @@ struct Sim<'a> {
     latency_sum_at: Vec<f64>,
     headroom_state: HeadroomState,
     consolidation_frozen: bool,
+    /// prewarm-floor: the HPA's minReplicas as prewarm raised it (None: the user's value), and
+    /// until when its lease holds (a failing-static tick gives it back once expired).
+    raised_min: Option<u32>,
+    raised_min_lease_until: f64,
     /// Prewarm: (newest visible scrape, upper forecast) of each scored decision with a band.
     band_checks: Vec<(i64, f64)>,
     result: RunResult,
@@ -271,6 +294,8 @@ impl<'a> Sim<'a> {
             latency_sum_at: Vec::new(),
             headroom_state: HeadroomState::default(),
             consolidation_frozen: false,
+            raised_min: None,
+            raised_min_lease_until: 0.0,
             band_checks: Vec::new(),
             result: RunResult::default(),
         }
@@ -313,7 +338,9 @@ impl<'a> Sim<'a> {
     }
 
     fn finish(mut self) -> RunResult {
-        if let Headroom::Prewarm { policy, .. } = &self.cfg.headroom {
+        if let Headroom::Prewarm { policy, .. } | Headroom::PrewarmFloor { policy, .. } =
+            &self.cfg.headroom
+        {
             self.score_bands(policy.lead_time_s);
         }
         for i in self.live_nodes.clone() {
@@ -336,9 +363,11 @@ impl<'a> Sim<'a> {
             self.push(0.0, Kind::Hpa);
         }
         match &cfg.headroom {
-            Headroom::Prewarm { policy, .. } => self.push(policy.tick_s, Kind::Tick),
+            Headroom::Prewarm { policy, .. } | Headroom::PrewarmFloor { policy, .. } => {
+                self.push(policy.tick_s, Kind::Tick)
+            }
             Headroom::Percent { tick_s, .. } => self.push(*tick_s, Kind::Tick),
-            Headroom::None | Headroom::Fixed(_) => {}
+            Headroom::None | Headroom::Fixed(_) | Headroom::ScheduledFloor { .. } => {}
         }
         if let Some(times) = &cfg.prelaunch {
             self.schedule_prelaunches(times);
@@ -359,23 +388,17 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// The steady state before the trace: replicas serving, balloons warm, nodes Ready.
+    /// The steady state before the trace: replicas serving, balloons warm, nodes Ready. A
+    /// raised HPA floor (a schedule's at t = 0, or prewarm's first decision) has been holding
+    /// its replicas already.
     fn warm_start(&mut self) {
-        let gpr = self.gpr();
         let replicas = match self.cfg.replicas {
             Replicas::Hpa => self.cfg.warm.replicas,
             Replicas::Static(n) => n,
         };
-        for _ in 0..replicas {
-            let node = self.warm_node();
-            self.nodes[node].used += gpr;
-            self.pods.push(Pod::new(Phase::Serving { node }));
-            let pod = self.pods.len() - 1;
-            self.live_pods.push(pod);
-            self.free.push(pod);
-        }
+        self.add_warm_replicas(replicas);
         let balloons = match &self.cfg.headroom {
-            Headroom::None => 0,
+            Headroom::None | Headroom::ScheduledFloor { .. } => 0,
             Headroom::Fixed(n) => *n,
             Headroom::Percent { percent, .. } => percent_of(replicas, *percent),
             Headroom::Prewarm { policy, target } => {
@@ -383,7 +406,25 @@ impl<'a> Sim<'a> {
                 self.headroom_state = plan.next_state;
                 plan.desired_spare
             }
+            Headroom::PrewarmFloor { policy, target } => {
+                let plan = self.prewarm_decision(policy, target);
+                self.apply_hpa_floor(&plan, policy);
+                self.headroom_state = plan.next_state;
+                0
+            }
         };
+        let raises_floor = matches!(
+            self.cfg.headroom,
+            Headroom::ScheduledFloor { .. } | Headroom::PrewarmFloor { .. }
+        );
+        let replicas = if raises_floor && self.cfg.replicas == Replicas::Hpa {
+            let floor = self.hpa_min_replicas();
+            self.add_warm_replicas(floor.saturating_sub(replicas));
+            replicas.max(floor)
+        } else {
+            replicas
+        };
+        let gpr = self.gpr();
         for _ in 0..balloons {
             let node = self.warm_node();
             self.nodes[node].used += gpr;
@@ -393,6 +434,19 @@ impl<'a> Sim<'a> {
         // The replica controller has been running too: its scale-down window remembers wanting
         // the warm replicas, so it does not drop them at the first sync.
         self.hpa_window.push_back((self.now, replicas));
+    }
+
+    /// `count` more inference replicas serving on Ready nodes (the warm start).
+    fn add_warm_replicas(&mut self, count: u32) {
+        let gpr = self.gpr();
+        for _ in 0..count {
+            let node = self.warm_node();
+            self.nodes[node].used += gpr;
+            self.pods.push(Pod::new(Phase::Serving { node }));
+            let pod = self.pods.len() - 1;
+            self.live_pods.push(pod);
+            self.free.push(pod);
+        }
     }
 }
 

@@ -327,3 +327,190 @@ fn a_batch_stays_open_while_pods_keep_coming_up_to_its_maximum() {
     step_to(&mut sim, &[], 200.0);
     assert_eq!(sim.result.launches, vec![(110.0, 151.0); 20]);
 }
+
+/// The HPA (min 1, max 10, 8 slots, target 1.0: 8 in the system per pod) with one warm replica
+/// and `headroom`, stepped with no requests to each time of `rows`; each row's replicas are the
+/// inference pods it runs then (pending ones included).
+fn hpa_replicas_at(headroom: Headroom, rows: &[(f64, u32)]) {
+    let mut cfg = config();
+    cfg.replicas = Replicas::Hpa;
+    cfg.headroom = headroom;
+    let mut sim = Sim::new(&cfg);
+    sim.warm_start();
+    for &(t, want) in rows {
+        step_to(&mut sim, &[], t);
+        assert_eq!(sim.replica_count(), want, "at {t}");
+    }
+}
+
+#[test]
+fn a_scheduled_floor_changes_at_the_hour_boundary_and_the_hpa_holds_it_from_that_sync() {
+    // Floors by hour [0, 10, 0] (hour-of-day 0, 1, 2 from t = 0; the table repeats). Hour 0:
+    // the user's minReplicas 1, no load: 1 replica. The sync at 3600 (every 15 s from 0) reads
+    // minReplicas 10 and sets 10 at once: as horizontal.go's reconcileAutoscaler, fewer
+    // replicas than minReplicas go to minReplicas without the rate policies (which would allow
+    // max(1 + 4 pods, 200 % of 1) = 5; the metric path too clamps to minReplicas after them). The 9 new pods wait for nodes (Ready at 3642) and then
+    // report 0 in the system: the metric asks for 0, the floor keeps 10 until 7199. At 7200
+    // minReplicas is 1 again: the scale-down window's recommendations are the metric's (0, not
+    // the floor), 100 % may go per 15 s, so the sync at 7200 sets 1. Hour 3 (10800) is slot 0
+    // again of a 3-slot table: hour 4 (14400) is slot 1, 10 again.
+    let floors = Arc::new(vec![0, 10, 0]);
+    hpa_replicas_at(
+        Headroom::ScheduledFloor { floors },
+        &[
+            (0.0, 1),
+            (3599.0, 1),
+            (3600.0, 10),
+            (3700.0, 10),
+            (7199.0, 10),
+            (7200.0, 1),
+            (14399.0, 1),
+            (14400.0, 10),
+        ],
+    );
+    // A floor above maxReplicas (10) is cut to it.
+    hpa_replicas_at(
+        Headroom::ScheduledFloor {
+            floors: Arc::new(vec![25]),
+        },
+        &[(0.0, 10), (15.0, 10), (600.0, 10)],
+    );
+}
+
+/// A prewarm-floor run's config (Kubernetes HPA min 1 max 10; SCALE_DOWN_DELAY_SECONDS 300, so
+/// the floor's lease is 300 s) with a tick far away: the test drives the floor by hand.
+fn prewarm_floor_config() -> RunConfig {
+    use crate::core::{HeadroomKind, PolicySpec, TargetSpec};
+    let mut cfg = config();
+    cfg.replicas = Replicas::Hpa;
+    let mut target = TargetSpec::new(
+        "t",
+        "gpu",
+        HeadroomKind::Balloon {
+            namespace: "prewarm".into(),
+            name: "b".into(),
+        },
+        8,
+    );
+    target.hpa = Some(crate::core::spec::HpaRef {
+        namespace: "inference".into(),
+        name: "llm".into(),
+        raise_min_replicas: true,
+        in_system_metric: None,
+    });
+    cfg.headroom = Headroom::PrewarmFloor {
+        policy: PolicySpec {
+            scale_down_delay_s: 300.0,
+            tick_s: 100_000.0,
+            ..PolicySpec::default()
+        },
+        target: Box::new(target),
+    };
+    cfg
+}
+
+#[test]
+fn prewarm_floor_raises_holds_and_gives_back_the_hpa_floor_as_the_tick_does() {
+    use crate::core::{Action, Plan};
+    let cfg = prewarm_floor_config();
+    let Headroom::PrewarmFloor { policy, .. } = &cfg.headroom else {
+        unreachable!()
+    };
+    let mut sim = Sim::new(&cfg);
+    sim.warm_start();
+    let plan = |action, hpa_floor| Plan {
+        target: "t".into(),
+        action,
+        current_spare: 0,
+        desired_spare: 0,
+        freeze_consolidation: None,
+        forecast: Default::default(),
+        reasons: Vec::new(),
+        hpa_floor,
+        next_state: Default::default(),
+    };
+    // (now, the plan's action and floor, the HPA's minReplicas after; the user's is 1, max 10).
+    let rows = [
+        (0.0, Action::ScaleUp, Some(6), 6),    // raised; lease until 300
+        (60.0, Action::None, Some(12), 10),    // at most maxReplicas; lease until 360
+        (120.0, Action::FailStatic, None, 10), // fail static: held, lease still on
+        (180.0, Action::FailStatic, Some(2), 10), // a failing tick's floor is not used
+        (360.0, Action::FailStatic, None, 1),  // lease expired (360): given back
+        (400.0, Action::ScaleDown, Some(3), 3), // raised again
+        (460.0, Action::None, Some(1), 1),     // at the user's value: given back
+        (520.0, Action::None, Some(0), 1),     // below it: nothing to give back
+    ];
+    for (now, action, floor, want) in rows {
+        sim.now = now;
+        sim.apply_hpa_floor(&plan(action, floor), policy);
+        assert_eq!(sim.hpa_min_replicas(), want, "at {now}");
+    }
+    // Raised 6, 10, given back, 3, given back: five changes.
+    assert_eq!(sim.result.headroom_changes, 5);
+}
+
+#[test]
+fn a_floor_raised_by_prewarm_is_held_by_the_hpa_from_its_next_sync() {
+    // One warm replica, no load. The floor goes to 6 at 100: the syncs at 0, 15, ..., 90 and
+    // the one at 105 is the first to read it; it sets 6 at once (past the rate policies' 5).
+    // Given back at 200, the next sync (210) scales down to the metric's 1 (0 in the system;
+    // the scale-down window holds the metric's recommendations, not the floor).
+    let cfg = prewarm_floor_config();
+    let mut sim = Sim::new(&cfg);
+    sim.warm_start();
+    step_to(&mut sim, &[], 100.0);
+    assert_eq!(sim.replica_count(), 1);
+    sim.raised_min = Some(6);
+    sim.raised_min_lease_until = 400.0;
+    step_to(&mut sim, &[], 104.0);
+    assert_eq!(sim.replica_count(), 1);
+    step_to(&mut sim, &[], 105.0);
+    assert_eq!(sim.replica_count(), 6);
+    step_to(&mut sim, &[], 200.0);
+    assert_eq!(sim.replica_count(), 6);
+    sim.raised_min = None;
+    step_to(&mut sim, &[], 209.0);
+    assert_eq!(sim.replica_count(), 6);
+    step_to(&mut sim, &[], 210.0);
+    assert_eq!(sim.replica_count(), 1);
+    assert_eq!(sim.balloon_count(), 0);
+
+    // The raise needs no metric: with the metric never visible (a lag longer than the run),
+    // the HPA changes nothing on its own, yet the sync at 105 sets the floor's 6
+    // (reconcileAutoscaler's "below Spec.MinReplicas" path reads no metric). Given back, there
+    // is no metric to scale down on: 6 stay.
+    let mut cfg = prewarm_floor_config();
+    cfg.model.hpa.metrics_lag_s = 1e6;
+    let mut sim = Sim::new(&cfg);
+    sim.warm_start();
+    step_to(&mut sim, &[], 100.0);
+    sim.raised_min = Some(6);
+    sim.raised_min_lease_until = 400.0;
+    for (t, want) in [(104.0, 1), (105.0, 6)] {
+        step_to(&mut sim, &[], t);
+        assert_eq!(sim.replica_count(), want, "at {t}");
+    }
+    sim.raised_min = None;
+    step_to(&mut sim, &[], 600.0);
+    assert_eq!(sim.replica_count(), 6);
+}
+
+#[test]
+fn halving_the_hpa_target_doubles_the_replicas_on_a_steady_load() {
+    // 26 requests of 10 000 s from t = 0 on 8-slot replicas, one replica warm: in the system
+    // stays 26. Target 0.7 is 5.6 per pod: ceil(26 / 5.6) = ceil(4.64) = 5, held (5.2 per pod is
+    // within 10 % of 5.6). Target 0.35 is 2.8 per pod: ceil(9.29) = 10 (2.6 per pod within 10 %).
+    // Both reached by 600 (+4 per 15 s, nodes Ready 42 s after their sync).
+    let replicas = |target: f64| {
+        let mut cfg = config();
+        cfg.replicas = Replicas::Hpa;
+        cfg.model.hpa.target_utilization = target;
+        let reqs = vec![req(0.0, 10_000.0, 0.0); 26];
+        let mut sim = Sim::new(&cfg);
+        sim.warm_start();
+        step_to(&mut sim, &reqs, 600.0);
+        (sim.replica_count(), sim.serving_count())
+    };
+    assert_eq!(replicas(0.7), (5, 5));
+    assert_eq!(replicas(0.35), (10, 10));
+}

@@ -8,11 +8,13 @@ pub mod timeline;
 use plotters::style::RGBColor;
 
 /// Line colours, by a policy's place in the list (shared with the frontier plot).
-pub(crate) const COLORS: [RGBColor; 6] = [
+pub(crate) const COLORS: [RGBColor; 8] = [
     RGBColor(228, 26, 28),
     RGBColor(255, 127, 0),
     RGBColor(152, 78, 163),
     RGBColor(77, 175, 74),
     RGBColor(55, 126, 184),
     RGBColor(120, 120, 120),
+    RGBColor(166, 86, 40),
+    RGBColor(247, 129, 191),
 ];
