@@ -21,9 +21,11 @@
 //! - calibration history: the tick reads `[now - history, now]` every BAND_STEP_SECONDS
 //!   anchored at `now`; the eyes count whole band steps of `round(band step / scrape)` scrapes
 //!   back from the newest visible scrape;
-//! - the queries' own `rate`/`deriv` windows (1 m; 2 m for the latency) are evaluated by
-//!   Prometheus for the tick (with its extrapolation) and by the eyes between the first and
-//!   last scrape inside the window; the eyes see no history before the trace starts.
+//! - the queries' own `rate`/`deriv` windows (RATE_WINDOW_SECONDS, 1 m by default; twice it for
+//!   the latency) are the same setting for both (`queries::for_target` for the tick, the
+//!   policy's `rate_window_s` for the eyes), evaluated by Prometheus for the tick (with its
+//!   extrapolation) and by the eyes between the first and last scrape inside the window; the
+//!   eyes see no history before the trace starts.
 //!
 //! The plan names one window per read; the eyes keep their alignment to the scrape grid.
 

@@ -6,12 +6,13 @@
 //! API would say of the pods and the HPA:
 //!
 //! - waiting, running: `sum(vllm:num_requests_waiting|running)`, the gauges at each scrape;
-//! - arrival rate: `sum(rate(vllm:request_success_total[1m]))` (completions, not arrivals) plus
-//!   `clamp_min(sum(deriv(waiting[1m])) + sum(deriv(running[1m])), 0)`; `rate` is the counter's
+//! - arrival rate: `sum(rate(vllm:request_success_total[W]))` (completions, not arrivals) plus
+//!   `clamp_min(sum(deriv(waiting[W])) + sum(deriv(running[W])), 0)`, W the policy's
+//!   RATE_WINDOW_SECONDS (the tick's queries use the same, `queries::for_target`); `rate` is the counter's
 //!   increase between the first and last scrape inside the window divided by their distance
 //!   (what Prometheus' extrapolation gives with regular scrapes); `deriv` is the least-squares
 //!   slope of the gauge scrapes inside the window;
-//! - service time: `rate(e2e_request_latency_seconds_sum[2m]) / rate(..._count[2m])`, the mean
+//! - service time: `rate(e2e_request_latency_seconds_sum[2W]) / rate(..._count[2W])`, the mean
 //!   end-to-end latency of the requests completed in the window, queueing included; no sample
 //!   when none completed (0/0);
 //! - pending pods: inference pods the scheduler calls Unschedulable: not bound to a Ready node
@@ -33,11 +34,6 @@ use crate::sim::stats::DAY_S;
 
 use super::pods::Phase;
 use super::{Replicas, Sim};
-
-/// Window of the built-in queries' `rate`/`deriv` of counters and gauges, seconds.
-const RATE_WINDOW_S: f64 = 60.0;
-/// Window of the built-in mean-latency query, seconds.
-const LATENCY_WINDOW_S: f64 = 120.0;
 
 impl Sim<'_> {
     /// Counts a completion (and its end-to-end latency) in the first scrape at or after `done`.
@@ -92,11 +88,12 @@ impl Sim<'_> {
         (n as f64, sum)
     }
 
-    /// The arrival-rate query evaluated at scrape `b`: completions `rate[1m]` plus the clamped
-    /// `deriv` of waiting + running. None when the window holds fewer than two scrapes.
-    fn arrival_rate_at(&self, b: i64) -> Option<f64> {
+    /// The arrival-rate query evaluated at scrape `b`: completions `rate[W]` plus the clamped
+    /// `deriv` of waiting + running, W = `rate_window_s` (RATE_WINDOW_SECONDS). None when the
+    /// window holds fewer than two scrapes.
+    fn arrival_rate_at(&self, b: i64, rate_window_s: f64) -> Option<f64> {
         let step = self.cfg.step_s;
-        let rate_scrapes = (RATE_WINDOW_S / step).round().max(2.0) as i64;
+        let rate_scrapes = (rate_window_s / step).round().max(2.0) as i64;
         // Scrapes inside (t - window, t]: need two for a rate.
         let first = (b - rate_scrapes + 1).max(0);
         if b < 0 || first >= b {
@@ -116,13 +113,13 @@ impl Sim<'_> {
 
     /// The arrival-rate samples of the scrapes `from..=to` (those a query can see), each at
     /// its scrape time.
-    fn arrival_samples(&self, from: i64, to: i64, every: i64) -> Vec<Sample> {
+    fn arrival_samples(&self, from: i64, to: i64, every: i64, rate_window_s: f64) -> Vec<Sample> {
         let (step, base) = (self.cfg.step_s, self.cfg.base_epoch);
         let to = to.min(self.newest_visible_scrape());
         let mut out = Vec::new();
         let mut b = from.max(0);
         while b <= to {
-            if let Some(v) = self.arrival_rate_at(b) {
+            if let Some(v) = self.arrival_rate_at(b, rate_window_s) {
                 out.push(Sample::new(base + b as f64 * step, v));
             }
             b += every.max(1);
@@ -133,7 +130,7 @@ impl Sim<'_> {
     /// The plan's seasons as the arrival-rate query returns them: the season frame snapped
     /// inward to the scrape grid, one season back in whole scrapes, to be moved forward by as
     /// many. A season longer than the history gives an empty series, as an empty query does.
-    fn season_histories(&self, plan: &ReadPlan) -> Vec<SeasonHistory> {
+    fn season_histories(&self, plan: &ReadPlan, rate_window_s: f64) -> Vec<SeasonHistory> {
         let step = self.cfg.step_s;
         let frame = &plan.season_frame;
         let start = (frame.start / step - 1e-9).ceil() as i64;
@@ -145,7 +142,7 @@ impl Sim<'_> {
                 SeasonHistory {
                     period_s: season.period_s,
                     shift_s: back as f64 * step,
-                    samples: self.arrival_samples(start - back, end - back, 1),
+                    samples: self.arrival_samples(start - back, end - back, 1, rate_window_s),
                 }
             })
             .collect()
@@ -164,7 +161,7 @@ impl Sim<'_> {
         let every = (window.step / step).round().max(1.0) as i64;
         let newest = self.newest_visible_scrape();
         let count = ((window.end - window.start) / (every as f64 * step)).floor() as i64;
-        self.arrival_samples(newest - count * every, newest, every)
+        self.arrival_samples(newest - count * every, newest, every, policy.rate_window_s)
     }
 
     /// The workload's HPA as `read_hpa_status` returns it: the replica controller's range, its
@@ -202,12 +199,12 @@ impl Sim<'_> {
 
     /// The recent signals as the built-in queries return them for `window`: one point per
     /// scrape, `round(length / scrape)` scrapes up to the newest one visible at its end.
-    fn recent_signals(&self, window: &Window) -> RecentSignals {
+    fn recent_signals(&self, window: &Window, rate_window_s: f64) -> RecentSignals {
         let step = self.cfg.step_s;
         let base = self.cfg.base_epoch;
         let steps = ((window.end - window.start) / step).round().max(1.0) as i64;
         let newest = self.newest_visible_at(window.end);
-        let latency_scrapes = (LATENCY_WINDOW_S / step).round().max(2.0) as i64;
+        let latency_scrapes = (2.0 * rate_window_s / step).round().max(2.0) as i64;
         let mut signals = RecentSignals::default();
         for b in (newest - steps + 1).max(0)..=newest {
             let t = base + b as f64 * step;
@@ -215,7 +212,7 @@ impl Sim<'_> {
             let (waiting, running) = self.gauges_at(bu);
             signals.waiting.push(Sample::new(t, waiting));
             signals.running.push(Sample::new(t, running));
-            if let Some(rate) = self.arrival_rate_at(b) {
+            if let Some(rate) = self.arrival_rate_at(b, rate_window_s) {
                 signals.arrival_rate.push(Sample::new(t, rate));
             }
             let first = (b - latency_scrapes + 1).max(0) as usize;
@@ -236,14 +233,14 @@ impl Sim<'_> {
     pub(super) fn observation(&self, policy: &PolicySpec, target: &TargetSpec) -> Observation {
         let plan = observe::plan(policy, self.now);
         observe::assemble(Reads {
-            signals: Ok(self.recent_signals(&plan.recent)),
+            signals: Ok(self.recent_signals(&plan.recent, policy.rate_window_s)),
             pods: Ok(Some(PodCounts {
                 unschedulable: self.unschedulable_pods(),
                 serving: self.serving_count(),
                 loading: self.loading_replicas(),
             })),
             hpa: self.hpa_status(target),
-            seasons: self.season_histories(&plan),
+            seasons: self.season_histories(&plan, policy.rate_window_s),
             calibration_history: self.calibration_history(policy, self.cfg.base_epoch + self.now),
         })
     }
@@ -265,16 +262,16 @@ impl Sim<'_> {
 
     /// Per day, how many recorded bands covered the highest arrival rate the eyes saw within
     /// the next lead time (what `band::calibrate` calls the actual).
-    pub(super) fn score_bands(&mut self, lead_time_s: f64) {
+    pub(super) fn score_bands(&mut self, policy: &PolicySpec) {
         let step = self.cfg.step_s;
-        let lead = (lead_time_s / step).ceil().max(1.0) as i64;
+        let lead = (policy.lead_time_s / step).ceil().max(1.0) as i64;
         let last = self.waiting_at_boundary.len() as i64 - 1;
         for &(b, upper) in &std::mem::take(&mut self.band_checks) {
             if b + lead > last {
                 continue;
             }
             let actual = (b + 1..=b + lead)
-                .filter_map(|k| self.arrival_rate_at(k))
+                .filter_map(|k| self.arrival_rate_at(k, policy.rate_window_s))
                 .fold(f64::NEG_INFINITY, f64::max);
             if !actual.is_finite() {
                 continue;
@@ -339,7 +336,7 @@ mod tests {
         /// moved into today's frame by the shared assembly.
         fn seasonal(&self, policy: &PolicySpec) -> Vec<SeasonSeries> {
             let plan = observe::plan(policy, self.now);
-            let histories = self.season_histories(&plan);
+            let histories = self.season_histories(&plan, policy.rate_window_s);
             histories.into_iter().map(observe::season_series).collect()
         }
     }
@@ -415,6 +412,34 @@ mod tests {
         assert_eq!(v(&obs.service_time_s), vec![10.0, 15.0]);
         assert_eq!(obs.serving_replicas, Some(1));
         assert_eq!(obs.pending_pods, 0);
+    }
+
+    #[test]
+    fn the_eyes_rate_window_is_the_policys() {
+        // `exported`: 45·b completions in the scrape interval ending at scrape b, no queue. At
+        // now = 300 s (scrape 20): a 60 s window holds 4 scrapes (the intervals 18..=20),
+        // 45·57 / 45 s = 57; a 120 s window 8 scrapes (14..=20): 45·119 / 105 s = 51; a 240 s
+        // window 16 scrapes (6..=20): 45·195 / 225 s = 39.
+        let mut cfg = config();
+        cfg.ingestion_lag_s = 0.0;
+        let mut sim = exported(&cfg);
+        sim.now = 300.0;
+        for (rate_window_s, want) in [(60.0, 57.0), (120.0, 51.0), (240.0, 39.0)] {
+            let policy = PolicySpec {
+                window_s: 60.0,
+                rate_window_s,
+                ingestion_lag_s: 0.0,
+                ..PolicySpec::default()
+            };
+            let obs = sim.observation(&policy, &target());
+            let newest = obs.arrival_rate.last().unwrap();
+            assert_eq!(newest.t - cfg.base_epoch, 300.0, "{rate_window_s}");
+            assert!(
+                (newest.v - want).abs() < 1e-9,
+                "{rate_window_s}: {}",
+                newest.v
+            );
+        }
     }
 
     #[test]

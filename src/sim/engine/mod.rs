@@ -314,7 +314,7 @@ impl<'a> Sim<'a> {
 
     fn finish(mut self) -> RunResult {
         if let Headroom::Prewarm { policy, .. } = &self.cfg.headroom {
-            self.score_bands(policy.lead_time_s);
+            self.score_bands(policy);
         }
         for i in self.live_nodes.clone() {
             if self.nodes[i].alive {
