@@ -198,12 +198,15 @@ impl Sim<'_> {
     }
 
     /// The recent signals as the built-in queries return them for `window`: one point per
-    /// scrape, `round(length / scrape)` scrapes up to the newest one visible at its end.
+    /// scrape, `round(length / scrape)` scrapes up to the newest one at or before its end that
+    /// is visible now. The window ends INGESTION_LAG_SECONDS before now (the plan); with the
+    /// policy's lag equal to the simulated one (the simulator's runs) that is the newest
+    /// visible scrape.
     fn recent_signals(&self, window: &Window, rate_window_s: f64) -> RecentSignals {
         let step = self.cfg.step_s;
         let base = self.cfg.base_epoch;
         let steps = ((window.end - window.start) / step).round().max(1.0) as i64;
-        let newest = self.newest_visible_at(window.end);
+        let newest = ((window.end / step + 1e-9).floor() as i64).min(self.newest_visible_scrape());
         let latency_scrapes = (2.0 * rate_window_s / step).round().max(2.0) as i64;
         let mut signals = RecentSignals::default();
         for b in (newest - steps + 1).max(0)..=newest {
@@ -439,6 +442,42 @@ mod tests {
                 "{rate_window_s}: {}",
                 newest.v
             );
+        }
+    }
+
+    #[test]
+    fn the_recent_read_ends_at_the_policys_lag_and_sees_only_what_the_store_shows() {
+        // (simulated store lag, INGESTION_LAG_SECONDS, newest recent scrape, s). `exported`,
+        // now = 300 s, scrapes every 15 s: the read ends at 300 - policy lag, and holds no
+        // scrape the store does not show yet (300 - store lag).
+        let rows = [
+            ("no lag", 0.0, 0.0, 300.0),
+            (
+                "one value, as the simulator's runs set it",
+                30.0,
+                30.0,
+                270.0,
+            ),
+            ("the policy lags, the store does not", 0.0, 30.0, 270.0),
+            ("the store lags, the policy does not", 30.0, 0.0, 270.0),
+            ("a lag off the scrape grid", 0.0, 20.0, 270.0),
+        ];
+        for (name, store_lag, policy_lag, want) in rows {
+            let mut cfg = config();
+            cfg.ingestion_lag_s = store_lag;
+            let mut sim = exported(&cfg);
+            sim.now = 300.0;
+            let policy = PolicySpec {
+                window_s: 60.0,
+                ingestion_lag_s: policy_lag,
+                ..PolicySpec::default()
+            };
+            let obs = sim.observation(&policy, &target());
+            let newest = |s: &[Sample]| s.last().map(|x| x.t - cfg.base_epoch);
+            assert_eq!(newest(&obs.arrival_rate), Some(want), "{name}");
+            assert_eq!(newest(&obs.waiting), Some(want), "{name}");
+            // Four scrapes of a 60 s window: the newest and the three before it.
+            assert_eq!(obs.waiting.len(), 4, "{name}");
         }
     }
 
