@@ -30,9 +30,11 @@
 //!   back from the newest visible scrape;
 //! - the queries' own `rate`/`deriv` windows (RATE_WINDOW_SECONDS, 1 m by default; twice it for
 //!   the latency) are the same setting for both (`queries::for_target` for the tick, the
-//!   policy's `rate_window_s` for the eyes), evaluated by Prometheus for the tick (with its
-//!   extrapolation) and by the eyes between the first and last scrape inside the window; the
-//!   eyes see no history before the trace starts.
+//!   policy's `rate_window_s` for the eyes), evaluated by Prometheus for the tick and by the
+//!   eyes with Prometheus' own `rate` extrapolation (`eyes::prometheus_rate`) over the scrapes
+//!   inside `(t - W, t]` (Prometheus 3's open start; Prometheus 2 includes a scrape exactly at
+//!   `t - W`), but only at scrape times, where the tick's points fall wherever `now - lag` puts
+//!   them; the eyes see no history before the trace starts.
 //!
 //! The plan names one window per read; the eyes keep their alignment to the scrape grid.
 

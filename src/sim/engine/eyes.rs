@@ -8,10 +8,12 @@
 //! - waiting, running: `sum(vllm:num_requests_waiting|running)`, the gauges at each scrape;
 //! - arrival rate: `sum(rate(vllm:request_success_total[W]))` (completions, not arrivals) plus
 //!   `clamp_min(sum(deriv(waiting[W])) + sum(deriv(running[W])), 0)`, W the policy's
-//!   RATE_WINDOW_SECONDS (the tick's queries use the same, `queries::for_target`); `rate` is the counter's
-//!   increase between the first and last scrape inside the window divided by their distance
-//!   (what Prometheus' extrapolation gives with regular scrapes); `deriv` is the least-squares
-//!   slope of the gauge scrapes inside the window;
+//!   RATE_WINDOW_SECONDS (the tick's queries use the same, `queries::for_target`); `rate` is
+//!   Prometheus' `extrapolatedRate` (`prometheus_rate`) over the counter's scrapes inside
+//!   `(t - W, t]`: with regular scrapes and a full window the increase between the first and
+//!   last scrape over their distance; near the trace's start, or after an idle stretch, it
+//!   extrapolates by half a scrape and never past the counter's zero, as Prometheus does;
+//!   `deriv` is the least-squares slope of the gauge scrapes inside the window;
 //! - service time: `rate(e2e_request_latency_seconds_sum[2W]) / rate(..._count[2W])`, the mean
 //!   end-to-end latency of the requests completed in the window, queueing included; no sample
 //!   when none completed (0/0);
@@ -77,15 +79,47 @@ impl Sim<'_> {
         )
     }
 
-    /// Completions and their latency sum in the scrapes `from..=to`.
-    fn completions_in(&self, from: usize, to: usize) -> (f64, f64) {
-        let mut n = 0u64;
-        let mut sum = 0.0;
-        for b in from..=to {
-            n += *self.completions_at.get(b).unwrap_or(&0) as u64;
-            sum += *self.latency_sum_at.get(b).unwrap_or(&0.0);
+    /// The scrapes a range `(t - range_s, t]` ending at scrape `b` holds (Prometheus' ranges
+    /// are open at the start), from the first scrape of the trace on; None before it.
+    fn scrapes_in_range(&self, b: i64, range_s: f64) -> Option<(usize, usize)> {
+        if b < 0 {
+            return None;
         }
-        (n as f64, sum)
+        let first = ((b as f64 - range_s / self.cfg.step_s + 1e-9).floor() as i64 + 1).max(0);
+        Some((first as usize, b as usize))
+    }
+
+    /// PromQL `rate()` of an exported counter over `range_s` at scrape `b`: its value at each
+    /// scrape in the range is what it counted since the trace started (`per_scrape` gives the
+    /// counts of each scrape interval), extrapolated as Prometheus does (`prometheus_rate`).
+    /// The counter's value at the range's first scrape matters only when it is small (the
+    /// zero-point limit), so it is summed back only until it is large enough not to.
+    fn counter_rate(&self, b: i64, range_s: f64, per_scrape: impl Fn(usize) -> f64) -> Option<f64> {
+        let (first, last) = self.scrapes_in_range(b, range_s)?;
+        if first >= last {
+            return None;
+        }
+        let step = self.cfg.step_s;
+        let increase: f64 = (first + 1..=last).map(&per_scrape).sum();
+        let sampled = (last - first) as f64 * step;
+        // The zero-point limit binds only while the counter at the first scrape is below
+        // increase × range / sampled interval (the start gap is shorter than the range).
+        let enough = increase * range_s / sampled;
+        let mut at_first = 0.0;
+        for k in (0..=first).rev() {
+            at_first += per_scrape(k);
+            if at_first >= enough {
+                break;
+            }
+        }
+        let mut counter = at_first;
+        let points: Vec<(f64, f64)> = std::iter::once((first as f64 * step, at_first))
+            .chain((first + 1..=last).map(|k| {
+                counter += per_scrape(k);
+                (k as f64 * step, counter)
+            }))
+            .collect();
+        prometheus_rate(&points, last as f64 * step, range_s)
     }
 
     /// The arrival-rate query evaluated at scrape `b`: completions `rate[W]` plus the clamped
@@ -93,15 +127,10 @@ impl Sim<'_> {
     /// window holds fewer than two scrapes.
     fn arrival_rate_at(&self, b: i64, rate_window_s: f64) -> Option<f64> {
         let step = self.cfg.step_s;
-        let rate_scrapes = (rate_window_s / step).round().max(2.0) as i64;
-        // Scrapes inside (t - window, t]: need two for a rate.
-        let first = (b - rate_scrapes + 1).max(0);
-        if b < 0 || first >= b {
-            return None;
-        }
-        let (first, bu) = (first as usize, b as usize);
-        let (done, _) = self.completions_in(first + 1, bu);
-        let rate = done / ((bu - first) as f64 * step);
+        let rate = self.counter_rate(b, rate_window_s, |k| {
+            f64::from(*self.completions_at.get(k).unwrap_or(&0))
+        })?;
+        let (first, bu) = self.scrapes_in_range(b, rate_window_s)?;
         let points: Vec<(f64, f64)> = (first..=bu)
             .map(|k| {
                 let (w, r) = self.gauges_at(k);
@@ -207,7 +236,6 @@ impl Sim<'_> {
         let base = self.cfg.base_epoch;
         let steps = ((window.end - window.start) / step).round().max(1.0) as i64;
         let newest = ((window.end / step + 1e-9).floor() as i64).min(self.newest_visible_scrape());
-        let latency_scrapes = (2.0 * rate_window_s / step).round().max(2.0) as i64;
         let mut signals = RecentSignals::default();
         for b in (newest - steps + 1).max(0)..=newest {
             let t = base + b as f64 * step;
@@ -218,11 +246,17 @@ impl Sim<'_> {
             if let Some(rate) = self.arrival_rate_at(b, rate_window_s) {
                 signals.arrival_rate.push(Sample::new(t, rate));
             }
-            let first = (b - latency_scrapes + 1).max(0) as usize;
-            if first < bu {
-                let (done, latency) = self.completions_in(first + 1, bu);
-                if done > 0.0 {
-                    signals.service_time_s.push(Sample::new(t, latency / done));
+            // rate(sum[2W]) / rate(count[2W]): no sample when nothing completed (0/0).
+            let latency_window = 2.0 * rate_window_s;
+            let count = self.counter_rate(b, latency_window, |k| {
+                f64::from(*self.completions_at.get(k).unwrap_or(&0))
+            });
+            let sum = self.counter_rate(b, latency_window, |k| {
+                *self.latency_sum_at.get(k).unwrap_or(&0.0)
+            });
+            if let (Some(sum), Some(count)) = (sum, count) {
+                if count > 0.0 {
+                    signals.service_time_s.push(Sample::new(t, sum / count));
                 }
             }
         }
@@ -305,6 +339,41 @@ pub struct BandCoverage {
     pub tick_s: f64,
 }
 
+/// PromQL `rate()` of a counter as Prometheus computes it (`extrapolatedRate` in
+/// prometheus/promql/functions.go): the points `(t, value)` inside the range
+/// `(range_end - range_s, range_end]`, oldest first. The increase between the first and last
+/// point (a fall is a counter reset: the value before it is added) is extrapolated to the
+/// range's edges: all the way to an edge when the gap to it is under 1.1 × the average
+/// interval between the points, else by half an interval; at the start never past the time
+/// the counter would have been zero. Divided by the range. None with fewer than two points.
+pub(crate) fn prometheus_rate(points: &[(f64, f64)], range_end: f64, range_s: f64) -> Option<f64> {
+    let (&(first_t, first_v), &(last_t, last_v)) = (points.first()?, points.last()?);
+    let sampled = last_t - first_t;
+    if points.len() < 2 || sampled <= 0.0 {
+        return None;
+    }
+    let mut increase = last_v - first_v;
+    for pair in points.windows(2) {
+        if pair[1].1 < pair[0].1 {
+            increase += pair[0].1;
+        }
+    }
+    let average = sampled / (points.len() - 1) as f64;
+    let threshold = 1.1 * average;
+    let mut to_start = first_t - (range_end - range_s);
+    let mut to_end = range_end - last_t;
+    if to_start >= threshold {
+        to_start = average / 2.0;
+    }
+    if increase > 0.0 && first_v >= 0.0 {
+        to_start = to_start.min(sampled * first_v / increase);
+    }
+    if to_end >= threshold {
+        to_end = average / 2.0;
+    }
+    Some(increase * (sampled + to_start + to_end) / sampled / range_s)
+}
+
 /// Least-squares slope of the points (PromQL `deriv`).
 fn slope(points: &[(f64, f64)]) -> f64 {
     let n = points.len() as f64;
@@ -357,9 +426,11 @@ mod tests {
     }
 
     /// A sim whose servers exported 45·b completions in the scrape interval ending at scrape b
-    /// (b = 1..=40) and empty queues: the arrival-rate query at scrape b >= 3 is the
-    /// completions of the last three intervals over 45 s, 45·(3b - 3) / 45 = 3(b - 1); at
-    /// b = 1, 45 / 15 = 3; at b = 2, (45 + 90) / 30 = 4.5.
+    /// (b = 1..=40) and empty queues: the arrival-rate query at scrape b >= 6 is the
+    /// completions of the last three intervals over 45 s, 45·(3b - 3) / 45 = 3(b - 1). Before,
+    /// Prometheus' extrapolation stops at the counter's zero (see
+    /// `the_eyes_rate_is_prometheus_rate_on_the_exported_counter`): 2.25, 4.5, 7.5, 11.25 at
+    /// b = 2..=5.
     fn exported(cfg: &super::super::RunConfig) -> Sim<'_> {
         let mut sim = Sim::new(cfg);
         sim.completions_at = (0..=40u32).map(|b| 45 * b).collect();
@@ -404,17 +475,127 @@ mod tests {
         assert_eq!(at(&obs.running), vec![0.0, 15.0, 30.0]);
         assert_eq!(v(&obs.running), vec![0.0, 1.0, 1.0]);
         assert_eq!(v(&obs.waiting), vec![0.0, 0.0, 0.0]);
-        // Arrival rate at 15: 1 completion in (0, 15] / 15 s, plus deriv of (0, 1) over 15 s.
-        // At 30: 2 completions / 30 s, plus the least-squares slope of (0, 1, 1) = 15 / 450.
+        // Arrival rate at 15: the counter 0, 1 at 0 and 15 s, the range (-45, 15] starts 45 s
+        // before the first scrape (more than 1.1 scrapes: half a scrape), and the counter was
+        // 0 at 0 s, so no extrapolation before it: 1 × 15 / 15 / 60 s; plus deriv of (0, 1)
+        // over 15 s. At 30: 2 × 30 / 30 / 60, plus the least-squares slope of (0, 1, 1) =
+        // 15 / 450.
         assert_eq!(at(&obs.arrival_rate), vec![15.0, 30.0]);
         assert!(close(
             &v(&obs.arrival_rate),
-            &[1.0 / 15.0 + 1.0 / 15.0, 2.0 / 30.0 + 1.0 / 30.0]
+            &[1.0 / 60.0 + 1.0 / 15.0, 2.0 / 60.0 + 1.0 / 30.0]
         ));
         // Mean end-to-end latency of what completed: A's 10 s, then A and B's (10 + 20) / 2.
         assert_eq!(v(&obs.service_time_s), vec![10.0, 15.0]);
         assert_eq!(obs.serving_replicas, Some(1));
         assert_eq!(obs.pending_pods, 0);
+    }
+
+    #[test]
+    fn prometheus_rate_by_hand() {
+        // (name, counter points (t, value), range end, range, Prometheus' rate by hand). The
+        // range is (end - range, end]; avg = sampled interval / (points - 1); extrapolate to
+        // an edge when the gap is under 1.1 avg, else avg / 2; at the start never past
+        // sampled × first / increase (the counter's zero).
+        type Row = (&'static str, Vec<(f64, f64)>, f64, f64, Option<f64>);
+        let rows: [Row; 7] = [
+            (
+                // increase 30 over 45 s; gap to start 15 < 16.5: to 60 s; zero 45·10/30 = 15.
+                "regular scrapes filling the range: 30 × 60 / 45 / 60",
+                vec![(15.0, 10.0), (30.0, 20.0), (45.0, 30.0), (60.0, 40.0)],
+                60.0,
+                60.0,
+                Some(30.0 * 60.0 / 45.0 / 60.0),
+            ),
+            (
+                // gap to start 30 >= 16.5: half a scrape, 7.5; zero 30·100/20 = 150 (no limit).
+                "a series starting inside the range: 20 × 37.5 / 30 / 60",
+                vec![(30.0, 100.0), (45.0, 110.0), (60.0, 120.0)],
+                60.0,
+                60.0,
+                Some(20.0 * 37.5 / 30.0 / 60.0),
+            ),
+            (
+                // The ingested samples stop 35 s before the range's end (>= 16.5: 7.5 s), start
+                // 10 s after its start (to it): 10 × 32.5 / 15 / 60 = 0.36, 0.54 × the true
+                // 0.67/s: what a read ending at `now` behind the ingestion lag returns.
+                "the newest scrapes not ingested yet: 10 × 32.5 / 15 / 60",
+                vec![(10.0, 50.0), (25.0, 60.0)],
+                60.0,
+                60.0,
+                Some(10.0 * 32.5 / 15.0 / 60.0),
+            ),
+            (
+                // gap to start 15, but the counter was 0 at 45·2/30 = 3 s before the first.
+                "the counter's zero limits the start: 30 × 48 / 45 / 60",
+                vec![(15.0, 2.0), (30.0, 12.0), (45.0, 22.0), (60.0, 32.0)],
+                60.0,
+                60.0,
+                Some(30.0 * 48.0 / 45.0 / 60.0),
+            ),
+            (
+                // 20 -> 5 is a reset: increase 15 - 10 + 20 = 25; zero 45·10/25 = 18 > 15.
+                "a counter reset: 25 × 60 / 45 / 60",
+                vec![(15.0, 10.0), (30.0, 20.0), (45.0, 5.0), (60.0, 15.0)],
+                60.0,
+                60.0,
+                Some(25.0 * 60.0 / 45.0 / 60.0),
+            ),
+            (
+                "a flat counter: 0",
+                vec![(15.0, 7.0), (30.0, 7.0)],
+                30.0,
+                30.0,
+                Some(0.0),
+            ),
+            ("one point: no rate", vec![(60.0, 40.0)], 60.0, 60.0, None),
+        ];
+        for (name, points, end, range, want) in rows {
+            let got = super::prometheus_rate(&points, end, range);
+            match (got, want) {
+                (Some(g), Some(w)) => assert!((g - w).abs() < 1e-12, "{name}: {g} vs {w}"),
+                _ => assert_eq!(got, want, "{name}"),
+            }
+        }
+    }
+
+    #[test]
+    fn the_eyes_rate_is_prometheus_rate_on_the_exported_counter() {
+        // `exported`: the completions counter at scrape k is 45·k(k + 1)/2 (0 at 0 s). The
+        // eyes' arrival rate (no queue: no deriv term) at scrape b is Prometheus' rate of the
+        // counter's scrapes in (15b - 60, 15b], computed by hand: b = 2, points 0, 45, 135 at
+        // 0, 15, 30: gap 30 s >= 16.5 -> 7.5, but the counter was 0 at the first: 135 × 30 /
+        // 30 / 60 = 2.25; b = 3: 270 × 45 / 45 / 60 = 4.5; b = 4, points 45 .. 450 at 15 .. 60:
+        // zero 45·45/405 = 5 < 15: 405 × 50 / 45 / 60 = 7.5; b = 5: zero 45·135/540 = 11.25:
+        // 540 × 56.25 / 45 / 60 = 11.25; from b = 6 on (zero 18 > 15) the full window:
+        // 3(b - 1).
+        let mut cfg = config();
+        cfg.ingestion_lag_s = 0.0;
+        let sim = exported(&cfg);
+        let counter = |k: usize| 45.0 * (k * (k + 1) / 2) as f64;
+        for (b, by_hand) in [
+            (2, 2.25),
+            (3, 4.5),
+            (4, 7.5),
+            (5, 11.25),
+            (6, 15.0),
+            (20, 57.0),
+        ] {
+            let eyes = sim.arrival_rate_at(b, 60.0).unwrap();
+            assert!(
+                (eyes - by_hand).abs() < 1e-9,
+                "scrape {b}: {eyes} vs {by_hand}"
+            );
+            // The same through the formula on the counter's values.
+            let first = (b as usize).saturating_sub(3);
+            let points: Vec<(f64, f64)> = (first..=b as usize)
+                .map(|k| (15.0 * k as f64, counter(k)))
+                .collect();
+            let formula = super::prometheus_rate(&points, 15.0 * b as f64, 60.0).unwrap();
+            assert!((eyes - formula).abs() < 1e-9, "scrape {b}");
+        }
+        assert_eq!(sim.arrival_rate_at(0, 60.0), None);
+        assert_eq!(sim.arrival_rate_at(-1, 60.0), None);
     }
 
     #[test]
@@ -502,21 +683,21 @@ mod tests {
         assert_eq!(
             relative(&seasons[0].samples, base),
             vec![
-                (90.0, 4.5),
-                (105.0, 6.0),
-                (120.0, 9.0),
-                (135.0, 12.0),
+                (90.0, 2.25),
+                (105.0, 4.5),
+                (120.0, 7.5),
+                (135.0, 11.25),
                 (150.0, 15.0),
                 (165.0, 18.0),
                 (180.0, 21.0)
             ]
         );
-        // 30 s back: scrapes 4..=10 stamped 30 s later: 9, 12, ..., 27.
+        // 30 s back: scrapes 4..=10 stamped 30 s later: 7.5, 11.25, 15, ..., 27.
         assert_eq!(
             relative(&seasons[1].samples, base),
             vec![
-                (90.0, 9.0),
-                (105.0, 12.0),
+                (90.0, 7.5),
+                (105.0, 11.25),
                 (120.0, 15.0),
                 (135.0, 18.0),
                 (150.0, 21.0),
@@ -535,8 +716,8 @@ mod tests {
         assert_eq!(
             relative(&seasons[1].samples, base),
             vec![
-                (90.0, 9.0),
-                (105.0, 12.0),
+                (90.0, 7.5),
+                (105.0, 11.25),
                 (120.0, 15.0),
                 (135.0, 18.0),
                 (150.0, 21.0)
