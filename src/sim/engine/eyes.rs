@@ -559,6 +559,67 @@ mod tests {
         }
     }
 
+    /// The same synthetic counters through a real Prometheus engine: `promtool test rules`
+    /// (the stack's Prometheus, 2.42) evaluates `rate(c[1m])` at 60 s over values scraped
+    /// every 15 s from 0 s; its answers must be `prometheus_rate` of the same points. No
+    /// series has a sample at the range's start (0 s), where Prometheus 2 (closed ranges) and
+    /// 3 (open at the start) differ. Run: cargo test --lib prometheus_rate_is_what -- --ignored
+    #[test]
+    #[ignore = "needs promtool on PATH (Prometheus 2.42, as on the stack)"]
+    fn prometheus_rate_is_what_a_real_prometheus_returns() {
+        // (series, promtool values from 0 s every 15 s: `_` is no sample).
+        let rows = [
+            ("regular", "_ 10 20 30 40"),
+            ("starts_inside", "_ _ 100 110 120"),
+            ("zero_point", "_ 2 12 22 32"),
+            ("not_ingested_yet", "_ 50 60 _ _"),
+            ("reset", "_ 10 20 5 15"),
+            ("flat", "_ 7 7 7 7"),
+        ];
+        let mut yaml = String::from(
+            "rule_files: []\nevaluation_interval: 15s\ntests:\n  - interval: 15s\n    input_series:\n",
+        );
+        for (name, values) in rows {
+            yaml += &format!("      - series: '{name}'\n        values: '{values}'\n");
+        }
+        yaml += "    promql_expr_test:\n";
+        for (name, _) in rows {
+            // A value no rate here has: promtool then prints what it got.
+            yaml += &format!(
+                "      - expr: rate({name}[1m])\n        eval_time: 60s\n        exp_samples: [{{labels: '{{}}', value: -1}}]\n"
+            );
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("rate.yml");
+        std::fs::write(&file, yaml).unwrap();
+        let out = std::process::Command::new("promtool")
+            .args(["test", "rules"])
+            .arg(&file)
+            .output()
+            .expect("promtool on PATH");
+        let text = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        // "got: {} 6.666666666666666E-01" once per expression, in order.
+        let got: Vec<f64> = text
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("got: {}"))
+            .map(|v| v.trim().parse().unwrap())
+            .collect();
+        assert_eq!(got.len(), rows.len(), "{text}");
+        for ((name, values), real) in rows.iter().zip(got) {
+            let points: Vec<(f64, f64)> = values
+                .split_whitespace()
+                .enumerate()
+                .filter_map(|(k, v)| v.parse().ok().map(|v| (15.0 * k as f64, v)))
+                .collect();
+            let eyes = super::prometheus_rate(&points, 60.0, 60.0).unwrap();
+            assert!(
+                (eyes - real).abs() < 1e-12,
+                "{name}: eyes {eyes}, Prometheus {real}"
+            );
+        }
+    }
+
     #[test]
     fn the_eyes_rate_is_prometheus_rate_on_the_exported_counter() {
         // `exported`: the completions counter at scrape k is 45·k(k + 1)/2 (0 at 0 s). The
