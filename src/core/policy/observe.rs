@@ -26,8 +26,9 @@
 //!   shift by whole scrapes (`round(season / scrape)` of them) and stop at the newest visible
 //!   scrape;
 //! - calibration history: the tick reads `[now - history, now]` every BAND_STEP_SECONDS
-//!   anchored at `now`; the eyes count whole band steps of `round(band step / scrape)` scrapes
-//!   back from the newest visible scrape;
+//!   anchored at `now` (not moved by INGESTION_LAG_SECONDS: its newest point or two, of a
+//!   day's, are computed over partly ingested ranges); the eyes count whole band steps of
+//!   `round(band step / scrape)` scrapes back from the newest visible scrape;
 //! - the queries' own `rate`/`deriv` windows (RATE_WINDOW_SECONDS, 1 m by default; twice it for
 //!   the latency) are the same setting for both (`queries::for_target` for the tick, the
 //!   policy's `rate_window_s` for the eyes), evaluated by Prometheus for the tick and by the
