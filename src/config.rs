@@ -205,7 +205,7 @@ pub const INTERRUPTION_BOUNDS: [(&str, f64, f64); 2] = [
 
 /// The variables only the tick reads: the interruption function never looks at them, so a bad
 /// or missing metric setting cannot stop drains (they are not even set on that function).
-pub const TICK_ONLY_VARS: [&str; 15] = [
+pub const TICK_ONLY_VARS: [&str; 18] = [
     "METRIC_SOURCE",
     "PROMETHEUS_URL",
     "AMP_WORKSPACE_URL",
@@ -219,6 +219,9 @@ pub const TICK_ONLY_VARS: [&str; 15] = [
     "SCALE_DOWN_DELAY_SECONDS",
     "COOLDOWN_SECONDS",
     "STALE_AFTER_SECONDS",
+    "RATE_WINDOW_SECONDS",
+    "SCRAPE_INTERVAL_SECONDS",
+    "INGESTION_LAG_SECONDS",
     "DRY_RUN",
     "PAUSED",
 ];
@@ -337,6 +340,10 @@ impl Config {
             delayed_request_cost: vars.opt_f64("DELAYED_REQUEST_COST")?,
             gpu_hour_cost: vars.opt_f64("GPU_HOUR_COST")?,
             target_timeout_s: vars.f64_or("TARGET_TIMEOUT_SECONDS", defaults.target_timeout_s)?,
+            rate_window_s: vars.f64_or("RATE_WINDOW_SECONDS", defaults.rate_window_s)?,
+            scrape_interval_s: vars
+                .f64_or("SCRAPE_INTERVAL_SECONDS", defaults.scrape_interval_s)?,
+            ingestion_lag_s: vars.f64_or("INGESTION_LAG_SECONDS", defaults.ingestion_lag_s)?,
             ..defaults
         };
         policy
@@ -686,9 +693,29 @@ mod tests {
             ("DELAYED_REQUEST_COST", "0.002"),
             ("GPU_HOUR_COST", "4"),
             ("TARGET_TIMEOUT_SECONDS", "7"),
+            ("RATE_WINDOW_SECONDS", "240"),
+            ("SCRAPE_INTERVAL_SECONDS", "60"),
+            ("INGESTION_LAG_SECONDS", "45"),
         ])
         .unwrap();
         assert_eq!(c.policy.target_timeout_s, 7.0);
+        assert_eq!(
+            (
+                c.policy.rate_window_s,
+                c.policy.scrape_interval_s,
+                c.policy.ingestion_lag_s
+            ),
+            (240.0, 60.0, 45.0)
+        );
+        let defaults = config(&[]).unwrap();
+        assert_eq!(
+            (
+                defaults.policy.rate_window_s,
+                defaults.policy.scrape_interval_s,
+                defaults.policy.ingestion_lag_s
+            ),
+            (60.0, 15.0, 30.0)
+        );
         assert_eq!(c.policy.seasons_s, vec![3600.0, 25200.0]);
         assert_eq!(c.policy.time_zone, "America/New_York");
         assert_eq!(c.policy.fast_path_ratio, 3.0);
@@ -702,6 +729,38 @@ mod tests {
     }
 
     #[test]
+    fn the_rate_window_must_hold_four_scrapes_at_start_up() {
+        // (RATE_WINDOW_SECONDS, SCRAPE_INTERVAL_SECONDS, accepted). The default 1 m window with
+        // a 60 s scrape interval holds one scrape: every rate would be empty, so start-up fails
+        // naming both variables.
+        let rows: [(Option<&str>, Option<&str>, bool); 6] = [
+            (None, None, true),
+            (None, Some("15"), true),
+            (None, Some("16"), false),
+            (None, Some("60"), false),
+            (Some("240"), Some("60"), true),
+            (Some("239"), Some("60"), false),
+        ];
+        for (window, scrape, accepted) in rows {
+            let mut pairs = Vec::new();
+            if let Some(w) = window {
+                pairs.push(("RATE_WINDOW_SECONDS", w));
+            }
+            if let Some(s) = scrape {
+                pairs.push(("SCRAPE_INTERVAL_SECONDS", s));
+            }
+            let result = config(&pairs);
+            if accepted {
+                assert!(result.is_ok(), "{pairs:?}: {:?}", result.err());
+                continue;
+            }
+            let message = result.expect_err(&format!("{pairs:?}")).to_string();
+            assert!(message.contains("RATE_WINDOW_SECONDS"), "{message}");
+            assert!(message.contains("SCRAPE_INTERVAL_SECONDS"), "{message}");
+        }
+    }
+
+    #[test]
     fn each_bad_setting_is_named() {
         let cases: &[(&[(&str, &str)], &str)] = &[
             (&[("TICK_SECONDS", "0")], "TICK_SECONDS"),
@@ -711,6 +770,13 @@ mod tests {
                 &[("TARGET_TIMEOUT_SECONDS", "61")],
                 "TARGET_TIMEOUT_SECONDS",
             ),
+            (&[("RATE_WINDOW_SECONDS", "3")], "RATE_WINDOW_SECONDS"),
+            (
+                &[("SCRAPE_INTERVAL_SECONDS", "0")],
+                "SCRAPE_INTERVAL_SECONDS",
+            ),
+            (&[("INGESTION_LAG_SECONDS", "-1")], "INGESTION_LAG_SECONDS"),
+            (&[("INGESTION_LAG_SECONDS", "601")], "INGESTION_LAG_SECONDS"),
             (&[("LEAD_TIME_SECONDS", "NaN")], "LEAD_TIME_SECONDS"),
             (&[("ERROR_QUANTILE", "1.5")], "ERROR_QUANTILE"),
             (&[("SEASONS_SECONDS", "86400,week")], "SEASONS_SECONDS"),

@@ -57,9 +57,12 @@ fn target(name: &str, selector: &str) -> TargetSpec {
 
 async fn source(namespace: &str) -> Box<dyn MetricSource> {
     use_localstack();
-    from_config(&MetricSourceConfig::CloudWatch {
-        namespace: namespace.into(),
-    })
+    from_config(
+        &MetricSourceConfig::CloudWatch {
+            namespace: namespace.into(),
+        },
+        60.0,
+    )
     .await
     .unwrap()
 }

@@ -284,10 +284,13 @@ async fn amp_from_config_loads_credentials_from_the_environment_chain() {
     let model = unique_series("ampcfg");
     let now = now_whole_seconds();
     remote_write(&known_history(now), &model).await;
-    let source = prewarm::adapters::metrics::from_config(&MetricSourceConfig::Amp {
-        workspace_url: prometheus_url(),
-        region: "us-east-1".into(),
-    })
+    let source = prewarm::adapters::metrics::from_config(
+        &MetricSourceConfig::Amp {
+            workspace_url: prometheus_url(),
+            region: "us-east-1".into(),
+        },
+        60.0,
+    )
     .await
     .unwrap();
     let obs = source

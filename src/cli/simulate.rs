@@ -531,6 +531,22 @@ mod tests {
     }
 
     #[test]
+    fn the_ingestion_lag_is_one_value_for_the_store_and_the_policy() {
+        // The default --ingestion-lag (30 s) is the Lambda's INGESTION_LAG_SECONDS default; a
+        // local Prometheus (0) reaches the policy too, and the run's store lag is read from it.
+        let setup = parse(&[]).common.setup(None).unwrap();
+        assert_eq!(setup.prewarm_policy.ingestion_lag_s, 30.0);
+        let setup = parse(&["--ingestion-lag", "0"]).common.setup(None).unwrap();
+        assert_eq!(setup.prewarm_policy.ingestion_lag_s, 0.0);
+        let err = parse(&["--ingestion-lag=-1"])
+            .common
+            .setup(None)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--ingestion-lag"), "{err}");
+    }
+
+    #[test]
     fn make_demo_spelling_is_accepted() {
         let args =
             Wrapper::try_parse_from(["prewarm", "--demo", "--trace-dir", "t", "--out-dir", "o"])

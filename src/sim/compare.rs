@@ -302,7 +302,8 @@ pub fn compare(
         base_epoch: setup.base_epoch,
         launch: setup.launch,
         seed: setup.seed,
-        ingestion_lag_s: setup.ingestion_lag_s,
+        // The simulated store's lag is the prewarm policy's INGESTION_LAG_SECONDS (one value).
+        ingestion_lag_s: setup.prewarm_policy.ingestion_lag_s,
         burn_in_s: setup.burn_in_s,
         score_from_s,
         prelaunch: None,

@@ -109,7 +109,6 @@ pub struct Setup {
     pub launch: LaunchModel,
     /// Seed of the launch draws (every policy the same).
     pub seed: u64,
-    pub ingestion_lag_s: f64,
     pub burn_in_s: f64,
     /// Knobs are chosen on the first D days and the rest is scored.
     pub train_days: Option<u32>,
@@ -359,6 +358,9 @@ pub fn build(v: &SetupValues, lead_time: Option<f64>) -> crate::Result<Setup> {
         disruption: None,
         price_factor,
     };
+    // Checked before the policy (which bounds INGESTION_LAG_SECONDS too) so a negative lag is
+    // named as the flag.
+    non_negative("--ingestion-lag", v.bench.ingestion_lag)?;
     let p = &v.prewarm;
     let prewarm_policy = PolicySpec {
         lead_time_s: launch + pull + load,
@@ -374,6 +376,10 @@ pub fn build(v: &SetupValues, lead_time: Option<f64>) -> crate::Result<Setup> {
         trend_beta: p.trend_beta,
         trend_damping: p.trend_damping,
         band_by_hour: p.band_by_hour,
+        // --ingestion-lag is both how late the simulated metric store shows a scrape (the
+        // eyes, `RunConfig::ingestion_lag_s`, set from this field) and the Lambda's
+        // INGESTION_LAG_SECONDS: one value.
+        ingestion_lag_s: v.bench.ingestion_lag,
         ..PolicySpec::default()
     };
     prewarm_policy
@@ -416,7 +422,6 @@ pub fn build(v: &SetupValues, lead_time: Option<f64>) -> crate::Result<Setup> {
         .map_err(|(var, message)| config_error(&var, message))?;
     let b = &v.bench;
     non_negative("--burn-in", b.burn_in)?;
-    non_negative("--ingestion-lag", b.ingestion_lag)?;
     if b.train_days == Some(0) {
         return Err(config_error("--train-days", "must be at least 1"));
     }
@@ -428,7 +433,6 @@ pub fn build(v: &SetupValues, lead_time: Option<f64>) -> crate::Result<Setup> {
     Ok(Setup {
         launch: launch_model(b)?,
         seed: 1,
-        ingestion_lag_s: b.ingestion_lag,
         burn_in_s: b.burn_in,
         train_days: b.train_days,
         threads,

@@ -74,6 +74,8 @@ def tick_env(model: Model, prometheus_url: str, dry_run: bool) -> dict[str, str]
         # Short tick, lead time and window: the whole ramp lasts about a minute.
         "TICK_SECONDS": "5", "LEAD_TIME_SECONDS": "60", "METRICS_WINDOW_SECONDS": "120",
         "METRICS_STEP_SECONDS": "2", "STALE_AFTER_SECONDS": "30", "RUST_LOG": "info",
+        # The stack's Prometheus scrapes the servers itself: no ingestion lag.
+        "INGESTION_LAG_SECONDS": "0",
     }
 
 

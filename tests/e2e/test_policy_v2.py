@@ -164,7 +164,8 @@ def tick_env(stack_env, target: dict, **extra: str) -> dict[str, str]:
         "PREWARM_HANDLER": "tick", "METRIC_SOURCE": "prometheus",
         "PROMETHEUS_URL": stack_env["PROMETHEUS_URL"], "PREWARM_TARGETS": json.dumps([target]),
         "METRICS_WINDOW_SECONDS": "300", "METRICS_STEP_SECONDS": "5", "STALE_AFTER_SECONDS": "30",
-        "RUST_LOG": "info",
+        # The stack's Prometheus scrapes the servers itself: no ingestion lag.
+        "INGESTION_LAG_SECONDS": "0", "RUST_LOG": "info",
     }
     env.update(extra)
     return env

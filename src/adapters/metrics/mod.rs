@@ -54,10 +54,17 @@ pub(crate) fn metrics_error(target: &TargetSpec, message: String, retryable: boo
 }
 
 /// Builds the configured source once at start-up. For AMP and CloudWatch the AWS configuration
-/// (region, credentials, `AWS_ENDPOINT_URL`) comes from `aws-config`'s standard chain.
-pub async fn from_config(cfg: &MetricSourceConfig) -> Result<Box<dyn MetricSource>, Error> {
+/// (region, credentials, `AWS_ENDPOINT_URL`) comes from `aws-config`'s standard chain. The
+/// PromQL sources evaluate their built-in queries over `rate_window_s` (RATE_WINDOW_SECONDS);
+/// CloudWatch reads per-period aggregates and has no rate window.
+pub async fn from_config(
+    cfg: &MetricSourceConfig,
+    rate_window_s: f64,
+) -> Result<Box<dyn MetricSource>, Error> {
     match cfg {
-        MetricSourceConfig::Prometheus { url } => Ok(Box::new(PrometheusSource::new(url)?)),
+        MetricSourceConfig::Prometheus { url } => Ok(Box::new(
+            PrometheusSource::new(url)?.with_rate_window(rate_window_s),
+        )),
         MetricSourceConfig::Amp {
             workspace_url,
             region,
@@ -74,7 +81,9 @@ pub async fn from_config(cfg: &MetricSourceConfig) -> Result<Box<dyn MetricSourc
             })?;
             let signer = Arc::new(amp::ApsSigner::new(region, provider));
             signer.preload().await?;
-            Ok(Box::new(amp::source(workspace_url, signer)?))
+            Ok(Box::new(
+                amp::source(workspace_url, signer)?.with_rate_window(rate_window_s),
+            ))
         }
         MetricSourceConfig::CloudWatch { namespace } => {
             // A tick must not stall on one slow call: bound each attempt and the whole call

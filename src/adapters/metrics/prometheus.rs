@@ -35,6 +35,8 @@ pub struct PrometheusSource {
     base_url: String,
     /// Present for Amazon Managed Prometheus.
     signer: Option<Arc<dyn RequestSigner>>,
+    /// RATE_WINDOW_SECONDS: the built-in queries' `rate`/`deriv` range.
+    rate_window_s: f64,
 }
 
 impl PrometheusSource {
@@ -57,7 +59,17 @@ impl PrometheusSource {
             http,
             base_url: base_url.trim().trim_end_matches('/').to_string(),
             signer,
+            rate_window_s: crate::core::PolicySpec::default().rate_window_s,
         })
+    }
+
+    /// The same source with the built-in queries' `rate`/`deriv` over `rate_window_s`
+    /// (RATE_WINDOW_SECONDS; the mean latency over twice it).
+    pub fn with_rate_window(self, rate_window_s: f64) -> Self {
+        PrometheusSource {
+            rate_window_s,
+            ..self
+        }
     }
 
     /// The full `query_range` URL. The query string is percent-encoded strictly (space as `%20`,
@@ -112,7 +124,7 @@ impl PrometheusSource {
 #[async_trait]
 impl MetricSource for PrometheusSource {
     async fn observe(&self, target: &TargetSpec, w: Window) -> Result<RecentSignals, Error> {
-        let q = queries::for_target(target);
+        let q = queries::for_target(target, self.rate_window_s);
         let named = |signal: &'static str, query: String| async move {
             self.range(&query, &w).await.map_err(|e| {
                 metrics_error(
@@ -137,7 +149,7 @@ impl MetricSource for PrometheusSource {
     }
 
     async fn arrival_history(&self, target: &TargetSpec, w: Window) -> Result<Vec<Sample>, Error> {
-        let query = queries::for_target(target).arrival_rate;
+        let query = queries::for_target(target, self.rate_window_s).arrival_rate;
         let mut out = Vec::new();
         for chunk in chunks(&w, MAX_POINTS_PER_QUERY) {
             let mut part = self.range(&query, &chunk).await.map_err(|e| {

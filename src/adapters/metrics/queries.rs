@@ -7,12 +7,17 @@
 //!
 //! Arrival rate. Servers count *completed* requests, not arrivals. By conservation
 //! `arrivals = completions + d(in system)/dt`, so the built-in arrival rate is the completion
-//! rate plus the change of waiting + running (`deriv` over 1 m). The change term is clamped at
+//! rate plus the change of waiting + running (`deriv` over the rate window). The change term is clamped at
 //! zero: `deriv` of gauges scraped every few seconds is noisy, and while a queue drains a negative
 //! term would make demand look lower than what is being served. Clamping biases the estimate
 //! towards more warm capacity, the safe side for this controller; in a steady state the term is
 //! zero anyway. When the gauges have too few points for `deriv`, the term counts as zero
 //! (`or vector(0)`), so the completion rate alone decides whether data is there at all.
+//!
+//! Windows. `rate` and `deriv` range over RATE_WINDOW_SECONDS (60 s: `[1m]`); the mean latency
+//! over twice it (`[2m]`), as a ratio of two rates is noisier. The window must hold several
+//! scrapes (at least four: start-up checks it against SCRAPE_INTERVAL_SECONDS), or the rate of a
+//! window holding one scrape is no series at all and the target fails static.
 //!
 //! TGI counts incoming requests directly (`tgi_request_count` is incremented when a request is
 //! received), so its arrival rate is that counter's rate and needs no correction.
@@ -49,31 +54,66 @@ fn series(metric: &str, sel: &str) -> String {
     }
 }
 
+/// A PromQL duration for `seconds`: whole minutes as `Nm` (the default 60 s is `1m`), whole
+/// seconds as `Ns`, anything else in milliseconds.
+pub fn duration(seconds: f64) -> String {
+    let ms = (seconds * 1000.0).round().max(0.0) as u64;
+    if ms > 0 && ms % 60_000 == 0 {
+        format!("{}m", ms / 60_000)
+    } else if ms % 1000 == 0 {
+        format!("{}s", ms / 1000)
+    } else {
+        format!("{ms}ms")
+    }
+}
+
+/// The `rate`/`deriv` range and the mean latency's (twice it) as PromQL durations.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Windows {
+    rate: String,
+    latency: String,
+}
+
+impl Windows {
+    fn new(rate_window_s: f64) -> Self {
+        Windows {
+            rate: duration(rate_window_s),
+            latency: duration(2.0 * rate_window_s),
+        }
+    }
+}
+
 /// `sum(rate(metric{SEL}[window]))`.
 fn sum_rate(metric: &str, sel: &str, window: &str) -> String {
     format!("sum(rate({}[{window}]))", series(metric, sel))
 }
 
 /// Completion rate plus the clamped change of the in-system gauges (see the module docs).
-fn arrivals_from_completions(completed: &str, gauges: &[&str], sel: &str) -> String {
+fn arrivals_from_completions(completed: &str, gauges: &[&str], sel: &str, w: &str) -> String {
     let change = gauges
         .iter()
-        .map(|g| format!("sum(deriv({}[1m]))", series(g, sel)))
+        .map(|g| format!("sum(deriv({}[{w}]))", series(g, sel)))
         .collect::<Vec<_>>()
         .join(" + ");
     format!(
         "{} + (clamp_min({change}, 0) or vector(0))",
-        sum_rate(completed, sel, "1m")
+        sum_rate(completed, sel, w)
     )
 }
 
-/// Mean seconds per request from a `_sum`/`_count` pair over 2 m, divided by `scale` to reach
-/// seconds (1 for seconds, 1e6 for microseconds).
-fn mean_latency(sum_metric: &str, count_metric: &str, sel: &str, scale: Option<&str>) -> String {
+/// Mean seconds per request from a `_sum`/`_count` pair over the latency window `w`, divided by
+/// `scale` to reach seconds (1 for seconds, 1e6 for microseconds).
+fn mean_latency(
+    sum_metric: &str,
+    count_metric: &str,
+    sel: &str,
+    w: &str,
+    scale: Option<&str>,
+) -> String {
     let ratio = format!(
         "{} / {}",
-        sum_rate(sum_metric, sel, "2m"),
-        sum_rate(count_metric, sel, "2m")
+        sum_rate(sum_metric, sel, w),
+        sum_rate(count_metric, sel, w)
     );
     match scale {
         None => ratio,
@@ -81,7 +121,8 @@ fn mean_latency(sum_metric: &str, count_metric: &str, sel: &str, scale: Option<&
     }
 }
 
-fn built_in(kind: ServerKind, sel: &str) -> QuerySet {
+fn built_in(kind: ServerKind, sel: &str, w: &Windows) -> QuerySet {
+    let (rw, lw) = (w.rate.as_str(), w.latency.as_str());
     let sum = |metric: &str| format!("sum({})", series(metric, sel));
     match kind {
         ServerKind::Vllm => QuerySet {
@@ -91,11 +132,13 @@ fn built_in(kind: ServerKind, sel: &str) -> QuerySet {
                 "vllm:request_success_total",
                 &["vllm:num_requests_waiting", "vllm:num_requests_running"],
                 sel,
+                rw,
             ),
             service_time: mean_latency(
                 "vllm:e2e_request_latency_seconds_sum",
                 "vllm:e2e_request_latency_seconds_count",
                 sel,
+                lw,
                 None,
             ),
             // vLLM 0.12 renamed gpu_cache_usage_perc; `or` keeps older servers working.
@@ -113,17 +156,19 @@ fn built_in(kind: ServerKind, sel: &str) -> QuerySet {
             waiting: sum("nv_inference_pending_request_count"),
             running: format!(
                 "{} / 1e6",
-                sum_rate("nv_inference_compute_infer_duration_us", sel, "1m")
+                sum_rate("nv_inference_compute_infer_duration_us", sel, rw)
             ),
             arrival_rate: arrivals_from_completions(
                 "nv_inference_request_success",
                 &["nv_inference_pending_request_count"],
                 sel,
+                rw,
             ),
             service_time: mean_latency(
                 "nv_inference_request_duration_us",
                 "nv_inference_request_success",
                 sel,
+                lw,
                 Some("1e6"),
             ),
             kv_cache: None,
@@ -131,11 +176,12 @@ fn built_in(kind: ServerKind, sel: &str) -> QuerySet {
         ServerKind::Tgi => QuerySet {
             waiting: sum("tgi_queue_size"),
             running: sum("tgi_batch_current_size"),
-            arrival_rate: sum_rate("tgi_request_count", sel, "1m"),
+            arrival_rate: sum_rate("tgi_request_count", sel, rw),
             service_time: mean_latency(
                 "tgi_request_duration_sum",
                 "tgi_request_duration_count",
                 sel,
+                lw,
                 None,
             ),
             kv_cache: None,
@@ -147,11 +193,13 @@ fn built_in(kind: ServerKind, sel: &str) -> QuerySet {
                 "sglang:e2e_request_latency_seconds_count",
                 &["sglang:num_queue_reqs", "sglang:num_running_reqs"],
                 sel,
+                rw,
             ),
             service_time: mean_latency(
                 "sglang:e2e_request_latency_seconds_sum",
                 "sglang:e2e_request_latency_seconds_count",
                 sel,
+                lw,
                 None,
             ),
             kv_cache: None,
@@ -159,10 +207,16 @@ fn built_in(kind: ServerKind, sel: &str) -> QuerySet {
     }
 }
 
-/// The queries of a target: built-ins of its server kind, each replaced by a non-blank override.
-pub fn for_target(target: &TargetSpec) -> QuerySet {
+/// The queries of a target: built-ins of its server kind with `rate`/`deriv` over
+/// `rate_window_s` (RATE_WINDOW_SECONDS; the mean latency over twice it), each replaced by a
+/// non-blank override (overrides carry their own windows).
+pub fn for_target(target: &TargetSpec, rate_window_s: f64) -> QuerySet {
     with_overrides(
-        built_in(target.server, normalized_selector(&target.selector)),
+        built_in(
+            target.server,
+            normalized_selector(&target.selector),
+            &Windows::new(rate_window_s),
+        ),
         &target.queries,
     )
 }
@@ -195,9 +249,14 @@ mod tests {
 
     const M: &str = r#"model_name="llama""#;
 
+    /// The built-ins at the default RATE_WINDOW_SECONDS (60 s).
+    fn for_target_1m(t: &TargetSpec) -> QuerySet {
+        for_target(t, 60.0)
+    }
+
     #[test]
     fn vllm_queries() {
-        let q = for_target(&target(ServerKind::Vllm, M));
+        let q = for_target_1m(&target(ServerKind::Vllm, M));
         assert_eq!(
             q.waiting,
             r#"sum(vllm:num_requests_waiting{model_name="llama"})"#
@@ -224,7 +283,7 @@ mod tests {
 
     #[test]
     fn triton_queries() {
-        let q = for_target(&target(ServerKind::Triton, r#"model="resnet""#));
+        let q = for_target_1m(&target(ServerKind::Triton, r#"model="resnet""#));
         assert_eq!(
             q.waiting,
             r#"sum(nv_inference_pending_request_count{model="resnet"})"#
@@ -246,7 +305,7 @@ mod tests {
 
     #[test]
     fn tgi_queries() {
-        let q = for_target(&target(ServerKind::Tgi, r#"service="tgi""#));
+        let q = for_target_1m(&target(ServerKind::Tgi, r#"service="tgi""#));
         assert_eq!(q.waiting, r#"sum(tgi_queue_size{service="tgi"})"#);
         assert_eq!(q.running, r#"sum(tgi_batch_current_size{service="tgi"})"#);
         assert_eq!(
@@ -261,7 +320,7 @@ mod tests {
 
     #[test]
     fn sglang_queries() {
-        let q = for_target(&target(ServerKind::Sglang, M));
+        let q = for_target_1m(&target(ServerKind::Sglang, M));
         assert_eq!(
             q.waiting,
             r#"sum(sglang:num_queue_reqs{model_name="llama"})"#
@@ -281,6 +340,95 @@ mod tests {
     }
 
     #[test]
+    fn every_built_in_rate_uses_the_rate_window_and_the_latency_twice_it() {
+        // (server, window s, arrival rate, service time, Triton's running). 60 s is the default
+        // `[1m]`/`[2m]`; 240 s (four scrapes of 60 s) is `[4m]`/`[8m]`; 90 s is `[90s]`/`[3m]`.
+        let tgi = r#"service="tgi""#;
+        let rows: [(ServerKind, &str, f64, &str, &str); 7] = [
+            (
+                ServerKind::Vllm,
+                M,
+                240.0,
+                r#"sum(rate(vllm:request_success_total{model_name="llama"}[4m])) + (clamp_min(sum(deriv(vllm:num_requests_waiting{model_name="llama"}[4m])) + sum(deriv(vllm:num_requests_running{model_name="llama"}[4m])), 0) or vector(0))"#,
+                r#"sum(rate(vllm:e2e_request_latency_seconds_sum{model_name="llama"}[8m])) / sum(rate(vllm:e2e_request_latency_seconds_count{model_name="llama"}[8m]))"#,
+            ),
+            (
+                ServerKind::Sglang,
+                M,
+                240.0,
+                r#"sum(rate(sglang:e2e_request_latency_seconds_count{model_name="llama"}[4m])) + (clamp_min(sum(deriv(sglang:num_queue_reqs{model_name="llama"}[4m])) + sum(deriv(sglang:num_running_reqs{model_name="llama"}[4m])), 0) or vector(0))"#,
+                r#"sum(rate(sglang:e2e_request_latency_seconds_sum{model_name="llama"}[8m])) / sum(rate(sglang:e2e_request_latency_seconds_count{model_name="llama"}[8m]))"#,
+            ),
+            (
+                ServerKind::Tgi,
+                tgi,
+                60.0,
+                r#"sum(rate(tgi_request_count{service="tgi"}[1m]))"#,
+                r#"sum(rate(tgi_request_duration_sum{service="tgi"}[2m])) / sum(rate(tgi_request_duration_count{service="tgi"}[2m]))"#,
+            ),
+            (
+                ServerKind::Tgi,
+                tgi,
+                240.0,
+                r#"sum(rate(tgi_request_count{service="tgi"}[4m]))"#,
+                r#"sum(rate(tgi_request_duration_sum{service="tgi"}[8m])) / sum(rate(tgi_request_duration_count{service="tgi"}[8m]))"#,
+            ),
+            (
+                ServerKind::Tgi,
+                tgi,
+                90.0,
+                r#"sum(rate(tgi_request_count{service="tgi"}[90s]))"#,
+                r#"sum(rate(tgi_request_duration_sum{service="tgi"}[3m])) / sum(rate(tgi_request_duration_count{service="tgi"}[3m]))"#,
+            ),
+            (
+                ServerKind::Triton,
+                r#"model="resnet""#,
+                60.0,
+                r#"sum(rate(nv_inference_request_success{model="resnet"}[1m])) + (clamp_min(sum(deriv(nv_inference_pending_request_count{model="resnet"}[1m])), 0) or vector(0))"#,
+                r#"(sum(rate(nv_inference_request_duration_us{model="resnet"}[2m])) / sum(rate(nv_inference_request_success{model="resnet"}[2m]))) / 1e6"#,
+            ),
+            (
+                ServerKind::Triton,
+                r#"model="resnet""#,
+                240.0,
+                r#"sum(rate(nv_inference_request_success{model="resnet"}[4m])) + (clamp_min(sum(deriv(nv_inference_pending_request_count{model="resnet"}[4m])), 0) or vector(0))"#,
+                r#"(sum(rate(nv_inference_request_duration_us{model="resnet"}[8m])) / sum(rate(nv_inference_request_success{model="resnet"}[8m]))) / 1e6"#,
+            ),
+        ];
+        for (server, sel, window, arrival_rate, service_time) in rows {
+            let q = for_target(&target(server, sel), window);
+            assert_eq!(q.arrival_rate, arrival_rate, "{server:?} at {window} s");
+            assert_eq!(q.service_time, service_time, "{server:?} at {window} s");
+        }
+        // Triton's running is a rate too.
+        assert_eq!(
+            for_target(&target(ServerKind::Triton, r#"model="resnet""#), 240.0).running,
+            r#"sum(rate(nv_inference_compute_infer_duration_us{model="resnet"}[4m])) / 1e6"#
+        );
+        // The gauges have no window.
+        assert_eq!(
+            for_target(&target(ServerKind::Vllm, M), 240.0).waiting,
+            r#"sum(vllm:num_requests_waiting{model_name="llama"})"#
+        );
+    }
+
+    #[test]
+    fn durations_are_promql_durations() {
+        let rows = [
+            (60.0, "1m"),
+            (120.0, "2m"),
+            (240.0, "4m"),
+            (90.0, "90s"),
+            (45.0, "45s"),
+            (4.0, "4s"),
+            (7.5, "7500ms"),
+        ];
+        for (seconds, want) in rows {
+            assert_eq!(duration(seconds), want, "{seconds}");
+        }
+    }
+
+    #[test]
     fn selector_forms_and_empty_selector() {
         let cases = [
             ("", "sum(tgi_queue_size)"),
@@ -293,7 +441,7 @@ mod tests {
         ];
         for (selector, expected) in cases {
             assert_eq!(
-                for_target(&target(ServerKind::Tgi, selector)).waiting,
+                for_target_1m(&target(ServerKind::Tgi, selector)).waiting,
                 expected,
                 "{selector:?}"
             );
@@ -309,7 +457,7 @@ mod tests {
             arrival_rate: None,
             service_time: Some(" avg(my_latency) ".into()),
         };
-        let q = for_target(&t);
+        let q = for_target_1m(&t);
         assert_eq!(q.waiting, "sum(my_queue)");
         assert_eq!(
             q.running,

@@ -23,6 +23,23 @@ pub fn newest_finite(series: &[Sample]) -> Option<Sample> {
         .max_by(|a, b| a.t.total_cmp(&b.t))
 }
 
+/// Whether the newest sample, taken at `newest_t`, is fresh at `now`: no older than
+/// STALE_AFTER_SECONDS past what the source can show (a read ends INGESTION_LAG_SECONDS before
+/// `now`). Age is judged against `now`, not against the read's end, so a source that stops
+/// answering goes stale on the clock; the lag is added knowingly, as a sample `lag` old is as
+/// fresh as the source allows. `Err` says how old it is.
+pub fn fresh(newest_t: f64, policy: &PolicySpec, now: f64) -> Result<(), String> {
+    let age = now - newest_t;
+    if age > policy.stale_after_s + policy.ingestion_lag_s {
+        return Err(format!(
+            "newest arrival rate sample is {age:.0} s old (STALE_AFTER_SECONDS={} + \
+             INGESTION_LAG_SECONDS={})",
+            policy.stale_after_s, policy.ingestion_lag_s
+        ));
+    }
+    Ok(())
+}
+
 /// Checks the observation; `Err` carries the reason to fail static, `Ok` the numbers to size
 /// with. A partial summary is filled either way for the log line.
 pub fn assess(
@@ -46,13 +63,7 @@ pub fn assess(
     };
     let observed_rate = newest.v.max(0.0);
     summary.observed_rate = observed_rate;
-    let age = now - newest.t;
-    if age > policy.stale_after_s {
-        return Err(format!(
-            "newest arrival rate sample is {age:.0} s old (STALE_AFTER_SECONDS={})",
-            policy.stale_after_s
-        ));
-    }
+    fresh(newest.t, policy, now)?;
     let Some(forecast) = forecast(&observed.arrival_rate, policy) else {
         return Err("fewer than two finite arrival rate samples".to_string());
     };
@@ -89,4 +100,43 @@ pub fn assess(
         service_time_s,
         forecast,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOW: f64 = 1_000_000.0;
+
+    #[test]
+    fn staleness_is_judged_against_now_with_the_lag_added() {
+        // (name, INGESTION_LAG_SECONDS, STALE_AFTER_SECONDS, age of the newest sample at NOW,
+        // fresh). The default lag is 30 s and STALE_AFTER_SECONDS 120 s: fresh up to 150 s.
+        let rows = [
+            ("a sample lag old is fresh", 30.0, 120.0, 30.0, true),
+            ("lag + 1 s old is fresh", 30.0, 120.0, 31.0, true),
+            ("stale after + lag old: fresh", 30.0, 120.0, 150.0, true),
+            ("one second more: stale", 30.0, 120.0, 151.0, false),
+            ("no lag: 120 s fresh", 0.0, 120.0, 120.0, true),
+            ("no lag: 121 s stale", 0.0, 120.0, 121.0, false),
+            ("a long lag counts too", 300.0, 10.0, 310.0, true),
+            ("past it", 300.0, 10.0, 311.0, false),
+            ("a sample from the future is fresh", 30.0, 120.0, -5.0, true),
+        ];
+        for (name, lag, stale_after, age, want) in rows {
+            let policy = PolicySpec {
+                ingestion_lag_s: lag,
+                stale_after_s: stale_after,
+                ..PolicySpec::default()
+            };
+            let got = fresh(NOW - age, &policy, NOW);
+            assert_eq!(got.is_ok(), want, "{name}: {got:?}");
+            if let Err(message) = got {
+                assert!(message.contains(&format!("{age:.0} s old")), "{message}");
+                assert!(message.contains("STALE_AFTER_SECONDS"), "{message}");
+                assert!(message.contains("INGESTION_LAG_SECONDS"), "{message}");
+            }
+        }
+        assert_eq!(PolicySpec::default().ingestion_lag_s, 30.0);
+    }
 }

@@ -10,7 +10,7 @@
 //! (ready replicas × replicaConcurrency), and requests are waiting. With no ready replica any
 //! waiting request triggers it. "Within one tick" counts from when the sample is visible in the
 //! metric store (AMP ingests with ~30 s lag): the window ends at the newest visible sample (one
-//! newer than STALE_AFTER_SECONDS), not at the tick's clock, or a lag as long as the window would
+//! newer than STALE_AFTER_SECONDS + INGESTION_LAG_SECONDS), not at the tick's clock, or a lag as long as the window would
 //! leave it empty.
 //!
 //! End of the ramp: the requests in the system once served without queueing, the larger of
@@ -57,14 +57,15 @@ pub fn fast_path(
     // The window ends at the newest visible queue sample, not at `now`: a metric store shows a
     // sample only after its ingestion lag (AMP: ~30 s), which is as long as the window, so a
     // window ending at `now` would hold no sample and the fast path would never fire. A
-    // newest sample older than STALE_AFTER_SECONDS leaves it off.
+    // newest sample older than STALE_AFTER_SECONDS + INGESTION_LAG_SECONDS (judged against
+    // `now`, as `assess::fresh`) leaves it off.
     let newest = observed
         .waiting
         .iter()
         .filter(|s| s.t.is_finite() && s.v.is_finite() && s.t <= now)
         .map(|s| s.t)
         .fold(f64::NEG_INFINITY, f64::max);
-    if newest < now - policy.stale_after_s {
+    if newest < now - policy.stale_after_s - policy.ingestion_lag_s {
         return None;
     }
     let from = newest - policy.fast_path_window_s;
@@ -212,12 +213,12 @@ mod tests {
                 4.0,
                 Some((16.0, 8.0, 4)),
             ),
-            // A newest sample at exactly STALE_AFTER_SECONDS (120 s) is still fresh: 50
-            // waiting, no ready replica → fires, ⌈50 / 4⌉ = 13.
+            // A newest sample at exactly STALE_AFTER_SECONDS + INGESTION_LAG_SECONDS (120 + 30
+            // s) is still fresh: 50 waiting, no ready replica → fires, ⌈50 / 4⌉ = 13.
             (
                 "newest at the stale bound",
                 Observation {
-                    waiting: vec![Sample::new(NOW - 120.0, 50.0)],
+                    waiting: vec![Sample::new(NOW - 150.0, 50.0)],
                     ..Observation::default()
                 },
                 0,
@@ -225,11 +226,11 @@ mod tests {
                 4.0,
                 Some((50.0, 0.0, 13)),
             ),
-            // Stale queue samples (newest older than STALE_AFTER_SECONDS, 120 s): off.
+            // Stale queue samples (newest older than 120 + 30 s): off.
             (
                 "stale",
                 Observation {
-                    waiting: vec![Sample::new(NOW - 121.0, 50.0)],
+                    waiting: vec![Sample::new(NOW - 151.0, 50.0)],
                     ..Observation::default()
                 },
                 0,

@@ -8,22 +8,34 @@
 //! built-in queries over their own scrape grid (what Prometheus would return). Each source
 //! aligns a window in its own way; where the two differ today:
 //!
-//! - recent window: the tick asks for `[now - window, now]` every STEP_SECONDS, anchored at
-//!   `now` (Prometheus answers `window / step + 1` points; CloudWatch puts its complete periods
-//!   on that grid); the eyes read one point per scrape of their grid (the simulator's runs
-//!   scrape every STEP_SECONDS), `round(window / scrape)` scrapes ending at the newest scrape
-//!   the ingestion lag lets a query see: one point fewer, and the lag (plus part of a scrape)
-//!   older;
+//! - recent window: the tick asks for `[now - lag - window, now - lag]` every STEP_SECONDS,
+//!   lag = INGESTION_LAG_SECONDS, anchored at `now - lag` (Prometheus answers `window / step + 1`
+//!   points; CloudWatch puts its complete periods on that grid, so periods ending within the
+//!   lag are left out too); the eyes read one point per scrape of their grid (the simulator's
+//!   runs scrape every STEP_SECONDS), `round(window / scrape)` scrapes ending at the newest
+//!   scrape at or before `now - lag` that the simulated ingestion lag lets a query see. The
+//!   simulator's runs set both lags from `--ingestion-lag` (one value, the policy's
+//!   `ingestion_lag_s`), so both end at the same time: the eyes have one point fewer and their
+//!   newest up to part of a scrape older. The eyes evaluate each point over scrapes already
+//!   visible; Prometheus evaluating at `now` with a lagging store would compute the newest
+//!   rates over half-filled windows (0.4-0.9 x the true rate with a 30 s lag and a 1 m range),
+//!   which the lag moves out of the tick's read as well. Staleness counts from `now` for both,
+//!   STALE_AFTER_SECONDS plus the lag (`assess::fresh`);
 //! - seasons: the tick reads the season frame shifted back by exactly the season and moves the
 //!   samples forward by exactly the season; the eyes snap the frame inward to the scrape grid,
 //!   shift by whole scrapes (`round(season / scrape)` of them) and stop at the newest visible
 //!   scrape;
 //! - calibration history: the tick reads `[now - history, now]` every BAND_STEP_SECONDS
-//!   anchored at `now`; the eyes count whole band steps of `round(band step / scrape)` scrapes
-//!   back from the newest visible scrape;
-//! - the queries' own `rate`/`deriv` windows (1 m; 2 m for the latency) are evaluated by
-//!   Prometheus for the tick (with its extrapolation) and by the eyes between the first and
-//!   last scrape inside the window; the eyes see no history before the trace starts.
+//!   anchored at `now` (not moved by INGESTION_LAG_SECONDS: its newest point or two, of a
+//!   day's, are computed over partly ingested ranges); the eyes count whole band steps of
+//!   `round(band step / scrape)` scrapes back from the newest visible scrape;
+//! - the queries' own `rate`/`deriv` windows (RATE_WINDOW_SECONDS, 1 m by default; twice it for
+//!   the latency) are the same setting for both (`queries::for_target` for the tick, the
+//!   policy's `rate_window_s` for the eyes), evaluated by Prometheus for the tick and by the
+//!   eyes with Prometheus' own `rate` extrapolation (`eyes::prometheus_rate`) over the scrapes
+//!   inside `(t - W, t]` (Prometheus 3's open start; Prometheus 2 includes a scrape exactly at
+//!   `t - W`), but only at scrape times, where the tick's points fall wherever `now - lag` puts
+//!   them; the eyes see no history before the trace starts.
 //!
 //! The plan names one window per read; the eyes keep their alignment to the scrape grid.
 
@@ -52,13 +64,14 @@ impl Window {
         }
     }
 
-    /// `policy.window_s` ending at `now`, with the policy's step. The grid is anchored at `now`
+    /// `policy.window_s` ending at `end`, with the policy's step. The grid is anchored at `end`
     /// rather than rounded to a multiple of the step, so the newest point is as fresh as the
-    /// source allows (staleness is judged on it).
-    pub fn ending_at(now: f64, policy: &PolicySpec) -> Window {
+    /// source allows (staleness is judged on it). The tick's recent read ends at
+    /// `now - INGESTION_LAG_SECONDS` (`plan`).
+    pub fn ending_at(end: f64, policy: &PolicySpec) -> Window {
         Window {
-            start: now - policy.window_s,
-            end: now,
+            start: end - policy.window_s,
+            end,
             step: policy.step_s,
         }
     }
@@ -68,7 +81,12 @@ impl Window {
 /// cached calibration: `calibration_window`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ReadPlan {
-    /// The recent signals (arrival rate, service time, waiting, running).
+    /// The recent signals (arrival rate, service time, waiting, running): the policy's window
+    /// ending INGESTION_LAG_SECONDS before `now`. A metric store shows a sample that long after
+    /// it is scraped; a window ending at `now` would compute its newest rate points over
+    /// half-filled ranges (with a 30 s lag and a 1 m range, 0.4-0.9 x the true rate), and the
+    /// trend would see a fall every tick. Staleness is still judged against `now`
+    /// (`assess::fresh`, which adds the lag).
     pub recent: Window,
     /// Today's stretch the seasons cover, `[now - window, now + lead time]`: each season reads
     /// it one season back.
@@ -94,7 +112,7 @@ pub fn plan(policy: &PolicySpec, now: f64) -> ReadPlan {
         step: policy.step_s,
     };
     ReadPlan {
-        recent: Window::ending_at(now, policy),
+        recent: Window::ending_at(now - policy.ingestion_lag_s, policy),
         season_frame,
         seasons: policy
             .seasons_s
@@ -235,6 +253,7 @@ mod tests {
             band_history_s: 3_600.0,
             calibrate_every_s: 3_600.0,
             tick_s: 15.0,
+            ingestion_lag_s: 0.0,
             ..PolicySpec::default()
         }
     }
@@ -272,6 +291,42 @@ mod tests {
             ..policy()
         };
         assert!(super::plan(&none, NOW).seasons.is_empty());
+    }
+
+    #[test]
+    fn the_recent_read_ends_the_ingestion_lag_before_now() {
+        // (name, INGESTION_LAG_SECONDS, recent window). Fixed clock NOW, window 300 s, step
+        // 15 s: the read is the window ending `lag` before now, so its newest point is computed
+        // over a full rate window of ingested samples. The season frame stays
+        // [now - window, now + lead] whatever the lag.
+        let rows = [
+            ("no lag: ends now", 0.0, w(999_700.0, NOW, 15.0)),
+            (
+                "the default 30 s: ends 30 s before now",
+                30.0,
+                w(999_670.0, 999_970.0, 15.0),
+            ),
+            (
+                "a lag off the step grid",
+                20.0,
+                w(999_680.0, 999_980.0, 15.0),
+            ),
+            (
+                "a lag of a whole window",
+                300.0,
+                w(999_400.0, 999_700.0, 15.0),
+            ),
+        ];
+        for (name, lag, want) in rows {
+            let policy = PolicySpec {
+                ingestion_lag_s: lag,
+                ..policy()
+            };
+            let plan = plan(&policy, NOW);
+            assert_eq!(plan.recent, want, "{name}");
+            assert_eq!(plan.season_frame, w(999_700.0, 1_000_180.0, 15.0), "{name}");
+        }
+        assert_eq!(PolicySpec::default().ingestion_lag_s, 30.0);
     }
 
     fn calibrated_at(computed_at: f64) -> Calibration {

@@ -68,6 +68,21 @@ pub struct PolicySpec {
     /// Also the time a tick must still have before the invocation's deadline to start.
     #[serde(default = "default_target_timeout")]
     pub target_timeout_s: f64,
+    /// RATE_WINDOW_SECONDS (60): the range of the built-in queries' `rate`/`deriv` (the mean
+    /// latency's is twice it). At least 4 x SCRAPE_INTERVAL_SECONDS, so each window holds
+    /// enough scrapes for a rate even when one is missed.
+    #[serde(default = "default_rate_window")]
+    pub rate_window_s: f64,
+    /// SCRAPE_INTERVAL_SECONDS (15): how often the inference servers are scraped; only bounds
+    /// RATE_WINDOW_SECONDS.
+    #[serde(default = "default_scrape_interval")]
+    pub scrape_interval_s: f64,
+    /// INGESTION_LAG_SECONDS (30): how late the metric store shows a sample (AMP: ~30 s). The
+    /// recent read ends this long before now, so its newest point is computed over a full
+    /// rate window; staleness still counts from now, with the lag added to
+    /// STALE_AFTER_SECONDS.
+    #[serde(default = "default_ingestion_lag")]
+    pub ingestion_lag_s: f64,
 }
 
 fn default_seasons() -> Vec<f64> {
@@ -93,6 +108,15 @@ fn default_calibrate_every() -> f64 {
 }
 fn default_target_timeout() -> f64 {
     10.0
+}
+fn default_rate_window() -> f64 {
+    60.0
+}
+fn default_scrape_interval() -> f64 {
+    15.0
+}
+fn default_ingestion_lag() -> f64 {
+    30.0
 }
 
 impl Default for PolicySpec {
@@ -121,6 +145,9 @@ impl Default for PolicySpec {
             delayed_request_cost: None,
             gpu_hour_cost: None,
             target_timeout_s: default_target_timeout(),
+            rate_window_s: default_rate_window(),
+            scrape_interval_s: default_scrape_interval(),
+            ingestion_lag_s: default_ingestion_lag(),
         }
     }
 }
@@ -140,7 +167,7 @@ fn check(name: &str, value: f64, lo: f64, hi: f64) -> Result<(), (String, String
 /// Static inclusive bounds of the policy's environment variables: `(variable, min, max)`.
 /// template.yaml's parameters carry exactly these as MinValue/MaxValue, so a value CloudFormation
 /// accepts never fails at Init (tests/template_bounds.rs holds the two equal).
-pub const POLICY_BOUNDS: [(&str, f64, f64); 10] = [
+pub const POLICY_BOUNDS: [(&str, f64, f64); 13] = [
     ("LEAD_TIME_SECONDS", 1.0, 3600.0),
     ("TICK_SECONDS", 1.0, 60.0),
     ("METRICS_STEP_SECONDS", 1.0, 300.0),
@@ -151,6 +178,9 @@ pub const POLICY_BOUNDS: [(&str, f64, f64); 10] = [
     ("COOLDOWN_SECONDS", 0.0, 3600.0),
     ("STALE_AFTER_SECONDS", 1.0, 3600.0),
     ("TARGET_TIMEOUT_SECONDS", 1.0, 60.0),
+    ("RATE_WINDOW_SECONDS", 4.0, 3600.0),
+    ("SCRAPE_INTERVAL_SECONDS", 1.0, 900.0),
+    ("INGESTION_LAG_SECONDS", 0.0, 600.0),
 ];
 
 impl PolicySpec {
@@ -167,6 +197,9 @@ impl PolicySpec {
             self.cooldown_s,
             self.stale_after_s,
             self.target_timeout_s,
+            self.rate_window_s,
+            self.scrape_interval_s,
+            self.ingestion_lag_s,
         ];
         for ((name, lo, hi), value) in POLICY_BOUNDS.iter().zip(values) {
             check(name, value, *lo, *hi)?;
@@ -179,6 +212,20 @@ impl PolicySpec {
             self.step_s * 4.0,
             86_400.0,
         )?;
+        // A rate needs two scrapes inside its window; four leave room for a missed scrape and
+        // for the window's alignment to the scrapes. With a 60 s scrape interval the default
+        // 1 m window holds one scrape and the query returns nothing.
+        if self.rate_window_s < 4.0 * self.scrape_interval_s {
+            return Err((
+                "RATE_WINDOW_SECONDS".into(),
+                format!(
+                    "must be at least 4 x SCRAPE_INTERVAL_SECONDS ({}) = {}, got {}",
+                    self.scrape_interval_s,
+                    4.0 * self.scrape_interval_s,
+                    self.rate_window_s
+                ),
+            ));
+        }
         check("ewma_alpha", self.ewma_alpha, 0.001, 1.0)?;
         check("trend_beta", self.trend_beta, 0.0, 1.0)?;
         check("trend_damping", self.trend_damping, 0.0, 1.0)?;

@@ -35,6 +35,19 @@ fn policy_bounds_table() {
         ("TARGET_TIMEOUT_SECONDS", 1.0, 60.0, |p, v| {
             p.target_timeout_s = v
         }),
+        // Four seconds (four scrapes of the shortest interval) to an hour.
+        ("RATE_WINDOW_SECONDS", 4.0, 3600.0, |p, v| {
+            p.scrape_interval_s = 1.0;
+            p.rate_window_s = v
+        }),
+        // One second to 15 minutes (the rate window then an hour).
+        ("SCRAPE_INTERVAL_SECONDS", 1.0, 900.0, |p, v| {
+            p.rate_window_s = 3600.0;
+            p.scrape_interval_s = v
+        }),
+        ("INGESTION_LAG_SECONDS", 0.0, 600.0, |p, v| {
+            p.ingestion_lag_s = v
+        }),
         ("ewma_alpha", 0.001, 1.0, |p, v| p.ewma_alpha = v),
         ("trend_beta", 0.0, 1.0, |p, v| p.trend_beta = v),
         ("trend_damping", 0.0, 1.0, |p, v| p.trend_damping = v),
@@ -76,6 +89,35 @@ fn policy_bounds_table() {
         for bad in [below, hi * (1.0 + 1e-9), f64::NAN, f64::INFINITY] {
             let err = with(bad).expect_err(name);
             assert_eq!(err.0, name, "{name} = {bad}: {err:?}");
+        }
+    }
+}
+
+#[test]
+fn the_rate_window_is_at_least_four_scrape_intervals() {
+    // (rate window, scrape interval, accepted): the bound moves with the scrape interval and
+    // the error names the window, its message the scrape interval.
+    let rows = [
+        (60.0, 15.0, true),
+        (59.0, 15.0, false),
+        (60.0, 60.0, false),
+        (240.0, 60.0, true),
+        (120.0, 30.0, true),
+        (119.0, 30.0, false),
+    ];
+    for (window, scrape, accepted) in rows {
+        let p = PolicySpec {
+            rate_window_s: window,
+            scrape_interval_s: scrape,
+            ..PolicySpec::default()
+        };
+        match p.validate() {
+            Ok(()) => assert!(accepted, "{window} / {scrape} accepted"),
+            Err((var, message)) => {
+                assert!(!accepted, "{window} / {scrape}: {message}");
+                assert_eq!(var, "RATE_WINDOW_SECONDS");
+                assert!(message.contains("SCRAPE_INTERVAL_SECONDS"), "{message}");
+            }
         }
     }
 }

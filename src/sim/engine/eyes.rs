@@ -6,12 +6,15 @@
 //! API would say of the pods and the HPA:
 //!
 //! - waiting, running: `sum(vllm:num_requests_waiting|running)`, the gauges at each scrape;
-//! - arrival rate: `sum(rate(vllm:request_success_total[1m]))` (completions, not arrivals) plus
-//!   `clamp_min(sum(deriv(waiting[1m])) + sum(deriv(running[1m])), 0)`; `rate` is the counter's
-//!   increase between the first and last scrape inside the window divided by their distance
-//!   (what Prometheus' extrapolation gives with regular scrapes); `deriv` is the least-squares
-//!   slope of the gauge scrapes inside the window;
-//! - service time: `rate(e2e_request_latency_seconds_sum[2m]) / rate(..._count[2m])`, the mean
+//! - arrival rate: `sum(rate(vllm:request_success_total[W]))` (completions, not arrivals) plus
+//!   `clamp_min(sum(deriv(waiting[W])) + sum(deriv(running[W])), 0)`, W the policy's
+//!   RATE_WINDOW_SECONDS (the tick's queries use the same, `queries::for_target`); `rate` is
+//!   Prometheus' `extrapolatedRate` (`prometheus_rate`) over the counter's scrapes inside
+//!   `(t - W, t]`: with regular scrapes and a full window the increase between the first and
+//!   last scrape over their distance; near the trace's start, or after an idle stretch, it
+//!   extrapolates by half a scrape and never past the counter's zero, as Prometheus does;
+//!   `deriv` is the least-squares slope of the gauge scrapes inside the window;
+//! - service time: `rate(e2e_request_latency_seconds_sum[2W]) / rate(..._count[2W])`, the mean
 //!   end-to-end latency of the requests completed in the window, queueing included; no sample
 //!   when none completed (0/0);
 //! - pending pods: inference pods the scheduler calls Unschedulable: not bound to a Ready node
@@ -33,11 +36,6 @@ use crate::sim::stats::DAY_S;
 
 use super::pods::Phase;
 use super::{Replicas, Sim};
-
-/// Window of the built-in queries' `rate`/`deriv` of counters and gauges, seconds.
-const RATE_WINDOW_S: f64 = 60.0;
-/// Window of the built-in mean-latency query, seconds.
-const LATENCY_WINDOW_S: f64 = 120.0;
 
 impl Sim<'_> {
     /// Counts a completion (and its end-to-end latency) in the first scrape at or after `done`.
@@ -81,30 +79,58 @@ impl Sim<'_> {
         )
     }
 
-    /// Completions and their latency sum in the scrapes `from..=to`.
-    fn completions_in(&self, from: usize, to: usize) -> (f64, f64) {
-        let mut n = 0u64;
-        let mut sum = 0.0;
-        for b in from..=to {
-            n += *self.completions_at.get(b).unwrap_or(&0) as u64;
-            sum += *self.latency_sum_at.get(b).unwrap_or(&0.0);
-        }
-        (n as f64, sum)
-    }
-
-    /// The arrival-rate query evaluated at scrape `b`: completions `rate[1m]` plus the clamped
-    /// `deriv` of waiting + running. None when the window holds fewer than two scrapes.
-    fn arrival_rate_at(&self, b: i64) -> Option<f64> {
-        let step = self.cfg.step_s;
-        let rate_scrapes = (RATE_WINDOW_S / step).round().max(2.0) as i64;
-        // Scrapes inside (t - window, t]: need two for a rate.
-        let first = (b - rate_scrapes + 1).max(0);
-        if b < 0 || first >= b {
+    /// The scrapes a range `(t - range_s, t]` ending at scrape `b` holds (Prometheus' ranges
+    /// are open at the start), from the first scrape of the trace on; None before it.
+    fn scrapes_in_range(&self, b: i64, range_s: f64) -> Option<(usize, usize)> {
+        if b < 0 {
             return None;
         }
-        let (first, bu) = (first as usize, b as usize);
-        let (done, _) = self.completions_in(first + 1, bu);
-        let rate = done / ((bu - first) as f64 * step);
+        let first = ((b as f64 - range_s / self.cfg.step_s + 1e-9).floor() as i64 + 1).max(0);
+        Some((first as usize, b as usize))
+    }
+
+    /// PromQL `rate()` of an exported counter over `range_s` at scrape `b`: its value at each
+    /// scrape in the range is what it counted since the trace started (`per_scrape` gives the
+    /// counts of each scrape interval), extrapolated as Prometheus does (`prometheus_rate`).
+    /// The counter's value at the range's first scrape matters only when it is small (the
+    /// zero-point limit), so it is summed back only until it is large enough not to.
+    fn counter_rate(&self, b: i64, range_s: f64, per_scrape: impl Fn(usize) -> f64) -> Option<f64> {
+        let (first, last) = self.scrapes_in_range(b, range_s)?;
+        if first >= last {
+            return None;
+        }
+        let step = self.cfg.step_s;
+        let increase: f64 = (first + 1..=last).map(&per_scrape).sum();
+        let sampled = (last - first) as f64 * step;
+        // The zero-point limit binds only while the counter at the first scrape is below
+        // increase × range / sampled interval (the start gap is shorter than the range).
+        let enough = increase * range_s / sampled;
+        let mut at_first = 0.0;
+        for k in (0..=first).rev() {
+            at_first += per_scrape(k);
+            if at_first >= enough {
+                break;
+            }
+        }
+        let mut counter = at_first;
+        let points: Vec<(f64, f64)> = std::iter::once((first as f64 * step, at_first))
+            .chain((first + 1..=last).map(|k| {
+                counter += per_scrape(k);
+                (k as f64 * step, counter)
+            }))
+            .collect();
+        prometheus_rate(&points, last as f64 * step, range_s)
+    }
+
+    /// The arrival-rate query evaluated at scrape `b`: completions `rate[W]` plus the clamped
+    /// `deriv` of waiting + running, W = `rate_window_s` (RATE_WINDOW_SECONDS). None when the
+    /// window holds fewer than two scrapes.
+    fn arrival_rate_at(&self, b: i64, rate_window_s: f64) -> Option<f64> {
+        let step = self.cfg.step_s;
+        let rate = self.counter_rate(b, rate_window_s, |k| {
+            f64::from(*self.completions_at.get(k).unwrap_or(&0))
+        })?;
+        let (first, bu) = self.scrapes_in_range(b, rate_window_s)?;
         let points: Vec<(f64, f64)> = (first..=bu)
             .map(|k| {
                 let (w, r) = self.gauges_at(k);
@@ -116,13 +142,13 @@ impl Sim<'_> {
 
     /// The arrival-rate samples of the scrapes `from..=to` (those a query can see), each at
     /// its scrape time.
-    fn arrival_samples(&self, from: i64, to: i64, every: i64) -> Vec<Sample> {
+    fn arrival_samples(&self, from: i64, to: i64, every: i64, rate_window_s: f64) -> Vec<Sample> {
         let (step, base) = (self.cfg.step_s, self.cfg.base_epoch);
         let to = to.min(self.newest_visible_scrape());
         let mut out = Vec::new();
         let mut b = from.max(0);
         while b <= to {
-            if let Some(v) = self.arrival_rate_at(b) {
+            if let Some(v) = self.arrival_rate_at(b, rate_window_s) {
                 out.push(Sample::new(base + b as f64 * step, v));
             }
             b += every.max(1);
@@ -133,7 +159,7 @@ impl Sim<'_> {
     /// The plan's seasons as the arrival-rate query returns them: the season frame snapped
     /// inward to the scrape grid, one season back in whole scrapes, to be moved forward by as
     /// many. A season longer than the history gives an empty series, as an empty query does.
-    fn season_histories(&self, plan: &ReadPlan) -> Vec<SeasonHistory> {
+    fn season_histories(&self, plan: &ReadPlan, rate_window_s: f64) -> Vec<SeasonHistory> {
         let step = self.cfg.step_s;
         let frame = &plan.season_frame;
         let start = (frame.start / step - 1e-9).ceil() as i64;
@@ -145,7 +171,7 @@ impl Sim<'_> {
                 SeasonHistory {
                     period_s: season.period_s,
                     shift_s: back as f64 * step,
-                    samples: self.arrival_samples(start - back, end - back, 1),
+                    samples: self.arrival_samples(start - back, end - back, 1, rate_window_s),
                 }
             })
             .collect()
@@ -164,7 +190,7 @@ impl Sim<'_> {
         let every = (window.step / step).round().max(1.0) as i64;
         let newest = self.newest_visible_scrape();
         let count = ((window.end - window.start) / (every as f64 * step)).floor() as i64;
-        self.arrival_samples(newest - count * every, newest, every)
+        self.arrival_samples(newest - count * every, newest, every, policy.rate_window_s)
     }
 
     /// The workload's HPA as `read_hpa_status` returns it: the replica controller's range, its
@@ -201,13 +227,15 @@ impl Sim<'_> {
     }
 
     /// The recent signals as the built-in queries return them for `window`: one point per
-    /// scrape, `round(length / scrape)` scrapes up to the newest one visible at its end.
-    fn recent_signals(&self, window: &Window) -> RecentSignals {
+    /// scrape, `round(length / scrape)` scrapes up to the newest one at or before its end that
+    /// is visible now. The window ends INGESTION_LAG_SECONDS before now (the plan); with the
+    /// policy's lag equal to the simulated one (the simulator's runs) that is the newest
+    /// visible scrape.
+    fn recent_signals(&self, window: &Window, rate_window_s: f64) -> RecentSignals {
         let step = self.cfg.step_s;
         let base = self.cfg.base_epoch;
         let steps = ((window.end - window.start) / step).round().max(1.0) as i64;
-        let newest = self.newest_visible_at(window.end);
-        let latency_scrapes = (LATENCY_WINDOW_S / step).round().max(2.0) as i64;
+        let newest = ((window.end / step + 1e-9).floor() as i64).min(self.newest_visible_scrape());
         let mut signals = RecentSignals::default();
         for b in (newest - steps + 1).max(0)..=newest {
             let t = base + b as f64 * step;
@@ -215,14 +243,20 @@ impl Sim<'_> {
             let (waiting, running) = self.gauges_at(bu);
             signals.waiting.push(Sample::new(t, waiting));
             signals.running.push(Sample::new(t, running));
-            if let Some(rate) = self.arrival_rate_at(b) {
+            if let Some(rate) = self.arrival_rate_at(b, rate_window_s) {
                 signals.arrival_rate.push(Sample::new(t, rate));
             }
-            let first = (b - latency_scrapes + 1).max(0) as usize;
-            if first < bu {
-                let (done, latency) = self.completions_in(first + 1, bu);
-                if done > 0.0 {
-                    signals.service_time_s.push(Sample::new(t, latency / done));
+            // rate(sum[2W]) / rate(count[2W]): no sample when nothing completed (0/0).
+            let latency_window = 2.0 * rate_window_s;
+            let count = self.counter_rate(b, latency_window, |k| {
+                f64::from(*self.completions_at.get(k).unwrap_or(&0))
+            });
+            let sum = self.counter_rate(b, latency_window, |k| {
+                *self.latency_sum_at.get(k).unwrap_or(&0.0)
+            });
+            if let (Some(sum), Some(count)) = (sum, count) {
+                if count > 0.0 {
+                    signals.service_time_s.push(Sample::new(t, sum / count));
                 }
             }
         }
@@ -236,14 +270,14 @@ impl Sim<'_> {
     pub(super) fn observation(&self, policy: &PolicySpec, target: &TargetSpec) -> Observation {
         let plan = observe::plan(policy, self.now);
         observe::assemble(Reads {
-            signals: Ok(self.recent_signals(&plan.recent)),
+            signals: Ok(self.recent_signals(&plan.recent, policy.rate_window_s)),
             pods: Ok(Some(PodCounts {
                 unschedulable: self.unschedulable_pods(),
                 serving: self.serving_count(),
                 loading: self.loading_replicas(),
             })),
             hpa: self.hpa_status(target),
-            seasons: self.season_histories(&plan),
+            seasons: self.season_histories(&plan, policy.rate_window_s),
             calibration_history: self.calibration_history(policy, self.cfg.base_epoch + self.now),
         })
     }
@@ -265,16 +299,16 @@ impl Sim<'_> {
 
     /// Per day, how many recorded bands covered the highest arrival rate the eyes saw within
     /// the next lead time (what `band::calibrate` calls the actual).
-    pub(super) fn score_bands(&mut self, lead_time_s: f64) {
+    pub(super) fn score_bands(&mut self, policy: &PolicySpec) {
         let step = self.cfg.step_s;
-        let lead = (lead_time_s / step).ceil().max(1.0) as i64;
+        let lead = (policy.lead_time_s / step).ceil().max(1.0) as i64;
         let last = self.waiting_at_boundary.len() as i64 - 1;
         for &(b, upper) in &std::mem::take(&mut self.band_checks) {
             if b + lead > last {
                 continue;
             }
             let actual = (b + 1..=b + lead)
-                .filter_map(|k| self.arrival_rate_at(k))
+                .filter_map(|k| self.arrival_rate_at(k, policy.rate_window_s))
                 .fold(f64::NEG_INFINITY, f64::max);
             if !actual.is_finite() {
                 continue;
@@ -303,6 +337,41 @@ pub struct BandCoverage {
     pub hits: Vec<bool>,
     /// Seconds between two decisions (TICK_SECONDS).
     pub tick_s: f64,
+}
+
+/// PromQL `rate()` of a counter as Prometheus computes it (`extrapolatedRate` in
+/// prometheus/promql/functions.go): the points `(t, value)` inside the range
+/// `(range_end - range_s, range_end]`, oldest first. The increase between the first and last
+/// point (a fall is a counter reset: the value before it is added) is extrapolated to the
+/// range's edges: all the way to an edge when the gap to it is under 1.1 × the average
+/// interval between the points, else by half an interval; at the start never past the time
+/// the counter would have been zero. Divided by the range. None with fewer than two points.
+pub(crate) fn prometheus_rate(points: &[(f64, f64)], range_end: f64, range_s: f64) -> Option<f64> {
+    let (&(first_t, first_v), &(last_t, last_v)) = (points.first()?, points.last()?);
+    let sampled = last_t - first_t;
+    if points.len() < 2 || sampled <= 0.0 {
+        return None;
+    }
+    let mut increase = last_v - first_v;
+    for pair in points.windows(2) {
+        if pair[1].1 < pair[0].1 {
+            increase += pair[0].1;
+        }
+    }
+    let average = sampled / (points.len() - 1) as f64;
+    let threshold = 1.1 * average;
+    let mut to_start = first_t - (range_end - range_s);
+    let mut to_end = range_end - last_t;
+    if to_start >= threshold {
+        to_start = average / 2.0;
+    }
+    if increase > 0.0 && first_v >= 0.0 {
+        to_start = to_start.min(sampled * first_v / increase);
+    }
+    if to_end >= threshold {
+        to_end = average / 2.0;
+    }
+    Some(increase * (sampled + to_start + to_end) / sampled / range_s)
 }
 
 /// Least-squares slope of the points (PromQL `deriv`).
@@ -339,7 +408,7 @@ mod tests {
         /// moved into today's frame by the shared assembly.
         fn seasonal(&self, policy: &PolicySpec) -> Vec<SeasonSeries> {
             let plan = observe::plan(policy, self.now);
-            let histories = self.season_histories(&plan);
+            let histories = self.season_histories(&plan, policy.rate_window_s);
             histories.into_iter().map(observe::season_series).collect()
         }
     }
@@ -357,9 +426,11 @@ mod tests {
     }
 
     /// A sim whose servers exported 45·b completions in the scrape interval ending at scrape b
-    /// (b = 1..=40) and empty queues: the arrival-rate query at scrape b >= 3 is the
-    /// completions of the last three intervals over 45 s, 45·(3b - 3) / 45 = 3(b - 1); at
-    /// b = 1, 45 / 15 = 3; at b = 2, (45 + 90) / 30 = 4.5.
+    /// (b = 1..=40) and empty queues: the arrival-rate query at scrape b >= 6 is the
+    /// completions of the last three intervals over 45 s, 45·(3b - 3) / 45 = 3(b - 1). Before,
+    /// Prometheus' extrapolation stops at the counter's zero (see
+    /// `the_eyes_rate_is_prometheus_rate_on_the_exported_counter`): 2.25, 4.5, 7.5, 11.25 at
+    /// b = 2..=5.
     fn exported(cfg: &super::super::RunConfig) -> Sim<'_> {
         let mut sim = Sim::new(cfg);
         sim.completions_at = (0..=40u32).map(|b| 45 * b).collect();
@@ -404,17 +475,252 @@ mod tests {
         assert_eq!(at(&obs.running), vec![0.0, 15.0, 30.0]);
         assert_eq!(v(&obs.running), vec![0.0, 1.0, 1.0]);
         assert_eq!(v(&obs.waiting), vec![0.0, 0.0, 0.0]);
-        // Arrival rate at 15: 1 completion in (0, 15] / 15 s, plus deriv of (0, 1) over 15 s.
-        // At 30: 2 completions / 30 s, plus the least-squares slope of (0, 1, 1) = 15 / 450.
+        // Arrival rate at 15: the counter 0, 1 at 0 and 15 s, the range (-45, 15] starts 45 s
+        // before the first scrape (more than 1.1 scrapes: half a scrape), and the counter was
+        // 0 at 0 s, so no extrapolation before it: 1 × 15 / 15 / 60 s; plus deriv of (0, 1)
+        // over 15 s. At 30: 2 × 30 / 30 / 60, plus the least-squares slope of (0, 1, 1) =
+        // 15 / 450.
         assert_eq!(at(&obs.arrival_rate), vec![15.0, 30.0]);
         assert!(close(
             &v(&obs.arrival_rate),
-            &[1.0 / 15.0 + 1.0 / 15.0, 2.0 / 30.0 + 1.0 / 30.0]
+            &[1.0 / 60.0 + 1.0 / 15.0, 2.0 / 60.0 + 1.0 / 30.0]
         ));
         // Mean end-to-end latency of what completed: A's 10 s, then A and B's (10 + 20) / 2.
         assert_eq!(v(&obs.service_time_s), vec![10.0, 15.0]);
         assert_eq!(obs.serving_replicas, Some(1));
         assert_eq!(obs.pending_pods, 0);
+    }
+
+    #[test]
+    fn prometheus_rate_by_hand() {
+        // (name, counter points (t, value), range end, range, Prometheus' rate by hand). The
+        // range is (end - range, end]; avg = sampled interval / (points - 1); extrapolate to
+        // an edge when the gap is under 1.1 avg, else avg / 2; at the start never past
+        // sampled × first / increase (the counter's zero).
+        type Row = (&'static str, Vec<(f64, f64)>, f64, f64, Option<f64>);
+        let rows: [Row; 7] = [
+            (
+                // increase 30 over 45 s; gap to start 15 < 16.5: to 60 s; zero 45·10/30 = 15.
+                "regular scrapes filling the range: 30 × 60 / 45 / 60",
+                vec![(15.0, 10.0), (30.0, 20.0), (45.0, 30.0), (60.0, 40.0)],
+                60.0,
+                60.0,
+                Some(30.0 * 60.0 / 45.0 / 60.0),
+            ),
+            (
+                // gap to start 30 >= 16.5: half a scrape, 7.5; zero 30·100/20 = 150 (no limit).
+                "a series starting inside the range: 20 × 37.5 / 30 / 60",
+                vec![(30.0, 100.0), (45.0, 110.0), (60.0, 120.0)],
+                60.0,
+                60.0,
+                Some(20.0 * 37.5 / 30.0 / 60.0),
+            ),
+            (
+                // The ingested samples stop 35 s before the range's end (>= 16.5: 7.5 s), start
+                // 10 s after its start (to it): 10 × 32.5 / 15 / 60 = 0.36, 0.54 × the true
+                // 0.67/s: what a read ending at `now` behind the ingestion lag returns.
+                "the newest scrapes not ingested yet: 10 × 32.5 / 15 / 60",
+                vec![(10.0, 50.0), (25.0, 60.0)],
+                60.0,
+                60.0,
+                Some(10.0 * 32.5 / 15.0 / 60.0),
+            ),
+            (
+                // gap to start 15, but the counter was 0 at 45·2/30 = 3 s before the first.
+                "the counter's zero limits the start: 30 × 48 / 45 / 60",
+                vec![(15.0, 2.0), (30.0, 12.0), (45.0, 22.0), (60.0, 32.0)],
+                60.0,
+                60.0,
+                Some(30.0 * 48.0 / 45.0 / 60.0),
+            ),
+            (
+                // 20 -> 5 is a reset: increase 15 - 10 + 20 = 25; zero 45·10/25 = 18 > 15.
+                "a counter reset: 25 × 60 / 45 / 60",
+                vec![(15.0, 10.0), (30.0, 20.0), (45.0, 5.0), (60.0, 15.0)],
+                60.0,
+                60.0,
+                Some(25.0 * 60.0 / 45.0 / 60.0),
+            ),
+            (
+                "a flat counter: 0",
+                vec![(15.0, 7.0), (30.0, 7.0)],
+                30.0,
+                30.0,
+                Some(0.0),
+            ),
+            ("one point: no rate", vec![(60.0, 40.0)], 60.0, 60.0, None),
+        ];
+        for (name, points, end, range, want) in rows {
+            let got = super::prometheus_rate(&points, end, range);
+            match (got, want) {
+                (Some(g), Some(w)) => assert!((g - w).abs() < 1e-12, "{name}: {g} vs {w}"),
+                _ => assert_eq!(got, want, "{name}"),
+            }
+        }
+    }
+
+    /// The same synthetic counters through a real Prometheus engine: `promtool test rules`
+    /// (the stack's Prometheus, 2.42) evaluates `rate(c[1m])` at 60 s over values scraped
+    /// every 15 s from 0 s; its answers must be `prometheus_rate` of the same points. No
+    /// series has a sample at the range's start (0 s), where Prometheus 2 (closed ranges) and
+    /// 3 (open at the start) differ. Run: cargo test --lib prometheus_rate_is_what -- --ignored
+    #[test]
+    #[ignore = "needs promtool on PATH (Prometheus 2.42, as on the stack)"]
+    fn prometheus_rate_is_what_a_real_prometheus_returns() {
+        // (series, promtool values from 0 s every 15 s: `_` is no sample).
+        let rows = [
+            ("regular", "_ 10 20 30 40"),
+            ("starts_inside", "_ _ 100 110 120"),
+            ("zero_point", "_ 2 12 22 32"),
+            ("not_ingested_yet", "_ 50 60 _ _"),
+            ("reset", "_ 10 20 5 15"),
+            ("flat", "_ 7 7 7 7"),
+        ];
+        let mut yaml = String::from(
+            "rule_files: []\nevaluation_interval: 15s\ntests:\n  - interval: 15s\n    input_series:\n",
+        );
+        for (name, values) in rows {
+            yaml += &format!("      - series: '{name}'\n        values: '{values}'\n");
+        }
+        yaml += "    promql_expr_test:\n";
+        for (name, _) in rows {
+            // A value no rate here has: promtool then prints what it got.
+            yaml += &format!(
+                "      - expr: rate({name}[1m])\n        eval_time: 60s\n        exp_samples: [{{labels: '{{}}', value: -1}}]\n"
+            );
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("rate.yml");
+        std::fs::write(&file, yaml).unwrap();
+        let out = std::process::Command::new("promtool")
+            .args(["test", "rules"])
+            .arg(&file)
+            .output()
+            .expect("promtool on PATH");
+        let text = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        // "got: {} 6.666666666666666E-01" once per expression, in order.
+        let got: Vec<f64> = text
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("got: {}"))
+            .map(|v| v.trim().parse().unwrap())
+            .collect();
+        assert_eq!(got.len(), rows.len(), "{text}");
+        for ((name, values), real) in rows.iter().zip(got) {
+            let points: Vec<(f64, f64)> = values
+                .split_whitespace()
+                .enumerate()
+                .filter_map(|(k, v)| v.parse().ok().map(|v| (15.0 * k as f64, v)))
+                .collect();
+            let eyes = super::prometheus_rate(&points, 60.0, 60.0).unwrap();
+            assert!(
+                (eyes - real).abs() < 1e-12,
+                "{name}: eyes {eyes}, Prometheus {real}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_eyes_rate_is_prometheus_rate_on_the_exported_counter() {
+        // `exported`: the completions counter at scrape k is 45·k(k + 1)/2 (0 at 0 s). The
+        // eyes' arrival rate (no queue: no deriv term) at scrape b is Prometheus' rate of the
+        // counter's scrapes in (15b - 60, 15b], computed by hand: b = 2, points 0, 45, 135 at
+        // 0, 15, 30: gap 30 s >= 16.5 -> 7.5, but the counter was 0 at the first: 135 × 30 /
+        // 30 / 60 = 2.25; b = 3: 270 × 45 / 45 / 60 = 4.5; b = 4, points 45 .. 450 at 15 .. 60:
+        // zero 45·45/405 = 5 < 15: 405 × 50 / 45 / 60 = 7.5; b = 5: zero 45·135/540 = 11.25:
+        // 540 × 56.25 / 45 / 60 = 11.25; from b = 6 on (zero 18 > 15) the full window:
+        // 3(b - 1).
+        let mut cfg = config();
+        cfg.ingestion_lag_s = 0.0;
+        let sim = exported(&cfg);
+        let counter = |k: usize| 45.0 * (k * (k + 1) / 2) as f64;
+        for (b, by_hand) in [
+            (2, 2.25),
+            (3, 4.5),
+            (4, 7.5),
+            (5, 11.25),
+            (6, 15.0),
+            (20, 57.0),
+        ] {
+            let eyes = sim.arrival_rate_at(b, 60.0).unwrap();
+            assert!(
+                (eyes - by_hand).abs() < 1e-9,
+                "scrape {b}: {eyes} vs {by_hand}"
+            );
+            // The same through the formula on the counter's values.
+            let first = (b as usize).saturating_sub(3);
+            let points: Vec<(f64, f64)> = (first..=b as usize)
+                .map(|k| (15.0 * k as f64, counter(k)))
+                .collect();
+            let formula = super::prometheus_rate(&points, 15.0 * b as f64, 60.0).unwrap();
+            assert!((eyes - formula).abs() < 1e-9, "scrape {b}");
+        }
+        assert_eq!(sim.arrival_rate_at(0, 60.0), None);
+        assert_eq!(sim.arrival_rate_at(-1, 60.0), None);
+    }
+
+    #[test]
+    fn the_eyes_rate_window_is_the_policys() {
+        // `exported`: 45·b completions in the scrape interval ending at scrape b, no queue. At
+        // now = 300 s (scrape 20): a 60 s window holds 4 scrapes (the intervals 18..=20),
+        // 45·57 / 45 s = 57; a 120 s window 8 scrapes (14..=20): 45·119 / 105 s = 51; a 240 s
+        // window 16 scrapes (6..=20): 45·195 / 225 s = 39.
+        let mut cfg = config();
+        cfg.ingestion_lag_s = 0.0;
+        let mut sim = exported(&cfg);
+        sim.now = 300.0;
+        for (rate_window_s, want) in [(60.0, 57.0), (120.0, 51.0), (240.0, 39.0)] {
+            let policy = PolicySpec {
+                window_s: 60.0,
+                rate_window_s,
+                ingestion_lag_s: 0.0,
+                ..PolicySpec::default()
+            };
+            let obs = sim.observation(&policy, &target());
+            let newest = obs.arrival_rate.last().unwrap();
+            assert_eq!(newest.t - cfg.base_epoch, 300.0, "{rate_window_s}");
+            assert!(
+                (newest.v - want).abs() < 1e-9,
+                "{rate_window_s}: {}",
+                newest.v
+            );
+        }
+    }
+
+    #[test]
+    fn the_recent_read_ends_at_the_policys_lag_and_sees_only_what_the_store_shows() {
+        // (simulated store lag, INGESTION_LAG_SECONDS, newest recent scrape, s). `exported`,
+        // now = 300 s, scrapes every 15 s: the read ends at 300 - policy lag, and holds no
+        // scrape the store does not show yet (300 - store lag).
+        let rows = [
+            ("no lag", 0.0, 0.0, 300.0),
+            (
+                "one value, as the simulator's runs set it",
+                30.0,
+                30.0,
+                270.0,
+            ),
+            ("the policy lags, the store does not", 0.0, 30.0, 270.0),
+            ("the store lags, the policy does not", 30.0, 0.0, 270.0),
+            ("a lag off the scrape grid", 0.0, 20.0, 270.0),
+        ];
+        for (name, store_lag, policy_lag, want) in rows {
+            let mut cfg = config();
+            cfg.ingestion_lag_s = store_lag;
+            let mut sim = exported(&cfg);
+            sim.now = 300.0;
+            let policy = PolicySpec {
+                window_s: 60.0,
+                ingestion_lag_s: policy_lag,
+                ..PolicySpec::default()
+            };
+            let obs = sim.observation(&policy, &target());
+            let newest = |s: &[Sample]| s.last().map(|x| x.t - cfg.base_epoch);
+            assert_eq!(newest(&obs.arrival_rate), Some(want), "{name}");
+            assert_eq!(newest(&obs.waiting), Some(want), "{name}");
+            // Four scrapes of a 60 s window: the newest and the three before it.
+            assert_eq!(obs.waiting.len(), 4, "{name}");
+        }
     }
 
     #[test]
@@ -438,21 +744,21 @@ mod tests {
         assert_eq!(
             relative(&seasons[0].samples, base),
             vec![
-                (90.0, 4.5),
-                (105.0, 6.0),
-                (120.0, 9.0),
-                (135.0, 12.0),
+                (90.0, 2.25),
+                (105.0, 4.5),
+                (120.0, 7.5),
+                (135.0, 11.25),
                 (150.0, 15.0),
                 (165.0, 18.0),
                 (180.0, 21.0)
             ]
         );
-        // 30 s back: scrapes 4..=10 stamped 30 s later: 9, 12, ..., 27.
+        // 30 s back: scrapes 4..=10 stamped 30 s later: 7.5, 11.25, 15, ..., 27.
         assert_eq!(
             relative(&seasons[1].samples, base),
             vec![
-                (90.0, 9.0),
-                (105.0, 12.0),
+                (90.0, 7.5),
+                (105.0, 11.25),
                 (120.0, 15.0),
                 (135.0, 18.0),
                 (150.0, 21.0),
@@ -471,8 +777,8 @@ mod tests {
         assert_eq!(
             relative(&seasons[1].samples, base),
             vec![
-                (90.0, 9.0),
-                (105.0, 12.0),
+                (90.0, 7.5),
+                (105.0, 11.25),
                 (120.0, 15.0),
                 (135.0, 18.0),
                 (150.0, 21.0)

@@ -341,7 +341,7 @@ impl<'a> Sim<'a> {
         if let Headroom::Prewarm { policy, .. } | Headroom::PrewarmFloor { policy, .. } =
             &self.cfg.headroom
         {
-            self.score_bands(policy.lead_time_s);
+            self.score_bands(policy);
         }
         for i in self.live_nodes.clone() {
             if self.nodes[i].alive {

@@ -83,7 +83,8 @@ proptest! {
                 prop_assert_eq!(plan.desired_spare, prior.spare);
             }
         }
-        let stale = age > PolicySpec::default().stale_after_s;
+        let defaults = PolicySpec::default();
+        let stale = age > defaults.stale_after_s + defaults.ingestion_lag_s;
         if observed.problem.is_some() || stale || observed.arrival_rate.is_empty() {
             prop_assert_eq!(plan.action, Action::FailStatic);
         }

@@ -169,10 +169,11 @@ pub(super) fn rows() -> Vec<Row> {
         fail_static_row(
             "stale data",
             Observation {
-                arrival_rate: series_ending(NOW - 121.0, &[5.0; 8]),
+                // STALE_AFTER_SECONDS 120 + INGESTION_LAG_SECONDS 30: 151 s is one too many.
+                arrival_rate: series_ending(NOW - 151.0, &[5.0; 8]),
                 ..observe(&[], Some(6))
             },
-            "121 s old",
+            "151 s old",
         ),
         fail_static_row(
             "source problem",
