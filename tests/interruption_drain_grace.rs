@@ -1,12 +1,12 @@
 //! Drains that never strand capacity, with a fixed clock: a pod whose grace period outlasts the
 //! warning starts eviction at once, yet the node's other pods keep their replacement placeholder
-//! (asked for whenever it is missing, never deleted) until it runs or the deadline passes.
-//! Expected
+//! (asked for whenever it is missing, never deleted) until it runs or the deadline passes; and
+//! the drain's surges are given back when the drain ends, not in the hand-over step. Expected
 //! values are worked out by hand from the rules in `core::interruption::drain`.
 
 use prewarm::core::interruption::{
-    plan_drain, Command, DrainSettings, DrainStep, NodeView, Notice, NoticeKind, NoticeStatus,
-    Phase, PodOwner, PodRef, PodView, ReplacementSeen,
+    plan_drain, Command, DrainSettings, DrainStep, Finish, NodeView, Notice, NoticeKind,
+    NoticeStatus, Phase, PodOwner, PodRef, PodView, ReplacementSeen,
 };
 use ReplacementSeen::{Absent, Pending, Running};
 
@@ -87,7 +87,7 @@ fn requested(step: &DrainStep) -> Option<u32> {
 fn deletes_placeholder(step: &DrainStep) -> bool {
     step.commands
         .iter()
-        .any(|c| matches!(c, Command::ReleaseReplacement))
+        .any(|c| matches!(c, Command::HandOver | Command::ReleaseReplacement))
 }
 
 /// The node as the executor leaves it after `step`, with the placeholder now `seen`.
@@ -182,6 +182,7 @@ fn a_300_s_grace_pod_keeps_the_placeholder_asked_for_until_it_runs() {
     // evictions it stands in for), and the two other pods go onto warm capacity.
     let (_, ready) = &steps[5];
     assert_eq!(requested(ready), None);
+    assert!(ready.commands.contains(&Command::HandOver));
     assert_eq!(evicted(ready), ["llama-0", "llama-1"]);
     assert_eq!(
         ready.state.as_ref().unwrap().replacement_ready_at,
@@ -228,4 +229,68 @@ fn a_300_s_grace_pod_keeps_the_placeholder_until_the_deadline_when_it_never_runs
     let deadline_step = plan_drain(&after(last, Pending), &pods, &n, DEADLINE, &settings());
     assert_eq!(requested(&deadline_step), None);
     assert_eq!(evicted(&deadline_step), ["llama-0", "llama-1"]);
+}
+
+/// The surge gate raises a workload by one replica per pod the step evicts; the drain's surges
+/// are given back by the command that ends the drain (`ReleaseReplacement`). The hand-over step
+/// deletes the placeholder only, so the surge it raised for its own evictions stays until the
+/// drain is over: drained, or un-drained (a closed notice).
+#[test]
+fn the_surge_is_given_back_when_the_drain_ends_not_at_the_hand_over() {
+    let n = spot_warning();
+    let pods = vec![pod("llama-0", 4, 30.0), pod("llama-1", 4, 30.0)];
+    let first = plan_drain(&node(Absent), &pods, &n, T0 + 1.0, &settings());
+    assert_eq!(requested(&first), Some(8));
+    // T0+16: the placeholder runs: hand-over and both pods evicted; the surges stay raised.
+    let hand_over = plan_drain(&after(&first, Running), &pods, &n, T0 + 16.0, &settings());
+    assert_eq!(evicted(&hand_over), ["llama-0", "llama-1"]);
+    let i = |c: &Command| hand_over.commands.iter().position(|x| x == c);
+    assert!(
+        i(&Command::HandOver)
+            < hand_over
+                .commands
+                .iter()
+                .position(|c| matches!(c, Command::Evict { .. })),
+        "the placeholder goes right before the evictions: {:?}",
+        hand_over.commands
+    );
+    assert!(i(&Command::HandOver).is_some());
+    assert!(
+        !hand_over.commands.contains(&Command::ReleaseReplacement),
+        "the hand-over gives the surge back: {:?}",
+        hand_over.commands
+    );
+    // T0+31: the pods terminate (their 30 s grace); nothing is given back yet.
+    let terminating = pods_after(&pods, &hand_over, T0 + 16.0, T0 + 31.0);
+    assert_eq!(terminating.len(), 2);
+    let waiting = plan_drain(
+        &after(&hand_over, Absent),
+        &terminating,
+        &n,
+        T0 + 31.0,
+        &settings(),
+    );
+    assert!(!waiting.commands.contains(&Command::ReleaseReplacement));
+    assert!(matches!(waiting.last(), Command::WaitUntil { .. }));
+    // T0+46: all gone: drained, and the surges (with any placeholder) are given back.
+    let gone = pods_after(&terminating, &waiting, T0 + 31.0, T0 + 46.0);
+    assert!(gone.is_empty());
+    let done = plan_drain(&after(&waiting, Absent), &gone, &n, T0 + 46.0, &settings());
+    assert_eq!(done.last(), &Command::Done(Finish::Drained));
+    assert!(done.commands.contains(&Command::ReleaseReplacement));
+    // A notice closed mid-drain (after the hand-over): un-drained, surges given back.
+    let closed = Notice {
+        status: NoticeStatus::Closed,
+        time: T0 + 40.0,
+        ..n.clone()
+    };
+    let undone = plan_drain(
+        &after(&waiting, Absent),
+        &terminating,
+        &closed,
+        T0 + 40.0,
+        &settings(),
+    );
+    assert_eq!(undone.last(), &Command::Done(Finish::Undrained));
+    assert!(undone.commands.contains(&Command::ReleaseReplacement));
 }
