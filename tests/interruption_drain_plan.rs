@@ -758,6 +758,7 @@ fn kinds(step: &prewarm::core::interruption::DrainStep) -> Vec<String> {
             Command::Cordon => "cordon".into(),
             Command::Taint { .. } => "taint".into(),
             Command::RequestReplacement { gpus } => format!("request-{gpus}"),
+            Command::HandOver => "hand-over".into(),
             Command::ReleaseReplacement => "release".into(),
             Command::Evict { pod, .. } => format!("evict-{}", pod.name),
             Command::WaitUntil { .. } => "wait".into(),
@@ -784,7 +785,7 @@ fn the_placeholder_is_handed_over_in_the_step_that_evicts_right_before_the_evict
         kinds(&step),
         [
             "record",
-            "release",
+            "hand-over",
             "evict-llama-0",
             "evict-llama-1",
             "wait"
@@ -805,7 +806,7 @@ fn the_placeholder_is_handed_over_in_the_step_that_evicts_right_before_the_evict
             // The deadline came and the placeholder never ran: said once (the last step was
             // before the deadline).
             "announce-DrainWithoutReplacement",
-            "release",
+            "hand-over",
             "evict-llama-0",
             "evict-llama-1",
             "wait"
@@ -866,7 +867,7 @@ fn three_nodes_reclaimed_at_once_with_room_for_one_replacement() {
         (
             "a",
             Running,
-            vec!["record", "release", "evict-llama-0", "wait"],
+            vec!["record", "hand-over", "evict-llama-0", "wait"],
         ),
         ("b", Pending, vec!["record", "wait"]),
         ("c", Pending, vec!["record", "wait"]),
@@ -1140,7 +1141,7 @@ fn a_pod_due_early_by_its_grace_does_not_stop_the_others_replacement() {
     let ready = plan_drain(&running, &pods, &n, T0 + 46.0, &settings());
     assert_eq!(requested(&ready), None);
     assert_eq!(evicted(&ready), ["llama-quick"]);
-    assert!(ready.commands.contains(&Command::ReleaseReplacement));
+    assert!(ready.commands.contains(&Command::HandOver));
     // Never ran, and the deadline (T0+90) came: the quick pod goes, no more placeholder.
     let late = plan_drain(&evicting, &pods, &n, T0 + 90.0, &settings());
     assert_eq!(requested(&late), None);

@@ -2,8 +2,9 @@
 //! the cluster (evictions, a placeholder that runs after a while or never, budgets that never
 //! allow an eviction) and of the queue (the notice delivered more than once, every continuation
 //! late by up to 5 s and sometimes delivered twice) drives `plan_drain` until no message is left.
-//! Whatever happens, every drain ends within a bounded number of steps, and once it has finished
-//! no later delivery plans anything that touches the node or its pods.
+//! Whatever happens, every drain ends within a bounded number of steps, once it has finished
+//! no later delivery plans anything that touches the node or its pods, and its surges are given
+//! back by the step that ends it and no other.
 
 use std::collections::BTreeMap;
 
@@ -113,7 +114,7 @@ impl Model {
                         self.placeholder_at = Some(now);
                     }
                 }
-                Command::ReleaseReplacement => self.placeholder_at = None,
+                Command::HandOver | Command::ReleaseReplacement => self.placeholder_at = None,
                 Command::Evict {
                     pod,
                     grace_s,
@@ -243,6 +244,14 @@ proptest! {
             prop_assert!(
                 matches!(step.last(), Command::Done(_) | Command::WaitUntil { .. }),
                 "the step's end is its last command: {:?}", step.commands
+            );
+            // The drain's surges (and its placeholder) are given back by the step that ends it,
+            // and by no other: the hand-over deletes the placeholder only.
+            let ends = matches!(step.last(), Command::Done(Finish::Drained | Finish::Undrained));
+            prop_assert_eq!(
+                step.commands.contains(&Command::ReleaseReplacement),
+                ends,
+                "surges given back at T0+{} by {:?}", now - T0, step.commands
             );
             if finished {
                 prop_assert!(

@@ -20,8 +20,11 @@
 //!    still honours PodDisruptionBudgets and grace periods) is kinder than a power-off. A notice
 //!    without a deadline (rebalance) leaves them where they are.
 //!    The step that starts evicting everyone deletes the placeholder first (hand-over): the
-//!    evicted pods' successors then land in the room it held.
-//! 5. done when nothing evictable is left (the placeholder is deleted again, idempotently).
+//!    evicted pods' successors then land in the room it held. The drain's surges (raised by the
+//!    executor's surge gate for these evictions) stay raised.
+//! 5. done when nothing evictable is left: the placeholder is deleted again (idempotently) and
+//!    the drain's surges are given back. An un-drain (closed notice, expired prewarm, abandoned
+//!    drain) gives both back too.
 
 use super::actions::Action;
 use super::deadline::{eviction_deadline, instance_end, issued_at};
@@ -396,14 +399,16 @@ pub fn plan_drain(
         },
     );
     // Hand-over: the placeholder goes in the same step, right before the evictions it stands in
-    // for, so the evicted pods' successors land in the room it held.
+    // for, so the evicted pods' successors land in the room it held. Only the placeholder: the
+    // drain's surges stay raised until the drain ends (`ReleaseReplacement`), or the surge pods
+    // raised for these very evictions would be given back in the step that raised them.
     if everyone
         && !matches!(
             node.replacement,
             ReplacementSeen::Absent | ReplacementSeen::NoTarget
         )
     {
-        commands.push(Command::ReleaseReplacement);
+        commands.push(Command::HandOver);
     }
     commands.extend(evict);
     commands.push(Command::WaitUntil { at: next_check });

@@ -210,8 +210,13 @@ pub enum Command {
         grace_s: Option<i64>,
         delete_if_blocked: bool,
     },
-    /// Delete this drain's placeholder: right before the evictions it stands in for (hand-over),
-    /// and when the drain is over or un-drained (a no-op when it is gone).
+    /// Hand-over: delete this drain's placeholder (only), right before the evictions it stands
+    /// in for, so the evicted pods' successors (and the surge's pods) land in the room it held.
+    /// The drain's surges stay raised: they are given back when the drain ends
+    /// (`ReleaseReplacement`). A no-op when the placeholder is gone.
+    HandOver,
+    /// The drain is over (drained) or un-drained (closed, expired, abandoned): delete its
+    /// placeholder and give back its surges (no-ops when there are none).
     ReleaseReplacement,
     /// Remove the taint and the drain state, and the cordon when prewarm set it (`uncordon`;
     /// a cordon that was there before the claim is someone else's and stays): the node serves

@@ -4,7 +4,8 @@
 //! Order: one node write with the drain state, cordon and taint (or, to un-drain, their removal;
 //! guarded by the resourceVersion read: on a conflict the caller observes again and re-plans),
 //! then the replacement placeholder (idempotent per drain id), then the remaining commands in the planner's order: the placeholder's deletion right before the
-//! evictions it stands in for (hand-over), the evictions. Each milestone is an Event on the node: claimed, replacement ready, each
+//! evictions it stands in for (hand-over; the drain's surges stay raised), the evictions, and at
+//! the drain's end the placeholder's deletion and the surges given back. Each milestone is an Event on the node: claimed, replacement ready, each
 //! eviction, blocked, drained, un-drained.
 
 use k8s_openapi::api::core::v1::Pod;
@@ -245,6 +246,11 @@ pub async fn execute(
             Command::Announce { reason, note } => {
                 event(recorder, observed, true, reason, note.clone(), None).await
             }
+            // Hand-over: the placeholder only; the drain's surges stay until it ends (the gate
+            // may have raised them in this very step, for these evictions).
+            Command::HandOver => {
+                release_placeholder(client, targets, pool, drain_id, &mut report).await
+            }
             Command::ReleaseReplacement => {
                 // The drain's surges end with it (a failure keeps the drain open, as below).
                 for r in super::surge::release(client, targets, drain_id, now).await {
@@ -253,20 +259,31 @@ pub async fn execute(
                         Err(e) => report.release_errors.push(format!("surge: {e}")),
                     }
                 }
-                for r in replacement::release(client, targets, pool, drain_id).await {
-                    match r {
-                        Ok(t) => report.released.push(t),
-                        Err(e) => {
-                            tracing::warn!(error = %e, drain_id, "could not release the replacement");
-                            report.release_errors.push(e.to_string());
-                        }
-                    }
-                }
+                release_placeholder(client, targets, pool, drain_id, &mut report).await
             }
             _ => {}
         }
     }
     Ok(report)
+}
+
+/// Deletes the drain's placeholder, noting what was released or why not.
+async fn release_placeholder(
+    client: &kube::Client,
+    targets: &[TargetSpec],
+    pool: Option<&str>,
+    drain_id: &str,
+    report: &mut StepReport,
+) {
+    for r in replacement::release(client, targets, pool, drain_id).await {
+        match r {
+            Ok(t) => report.released.push(t),
+            Err(e) => {
+                tracing::warn!(error = %e, drain_id, "could not release the replacement");
+                report.release_errors.push(e.to_string());
+            }
+        }
+    }
 }
 
 async fn event(

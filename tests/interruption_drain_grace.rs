@@ -1,0 +1,296 @@
+//! Drains that never strand capacity, with a fixed clock: a pod whose grace period outlasts the
+//! warning starts eviction at once, yet the node's other pods keep their replacement placeholder
+//! (asked for whenever it is missing, never deleted) until it runs or the deadline passes; and
+//! the drain's surges are given back when the drain ends, not in the hand-over step. Expected
+//! values are worked out by hand from the rules in `core::interruption::drain`.
+
+use prewarm::core::interruption::{
+    plan_drain, Command, DrainSettings, DrainStep, Finish, NodeView, Notice, NoticeKind,
+    NoticeStatus, Phase, PodOwner, PodRef, PodView, ReplacementSeen,
+};
+use ReplacementSeen::{Absent, Pending, Running};
+
+const T0: f64 = 1_795_953_600.0; // notice time: 2026-11-29T12:00:00Z
+/// 120 s spot warning less the 30 s eviction budget.
+const DEADLINE: f64 = T0 + 90.0;
+
+fn spot_warning() -> Notice {
+    Notice {
+        event_id: "ev-1".into(),
+        kind: NoticeKind::SpotInterruption,
+        instance_ids: vec!["i-0abc".into()],
+        time: T0,
+        instance_state: None,
+        window_start: None,
+        termination_time: None,
+        status: NoticeStatus::Active,
+        sent_time: None,
+    }
+}
+
+fn node(replacement: ReplacementSeen) -> NodeView {
+    NodeView {
+        name: "gpu-node-a".into(),
+        unschedulable: false,
+        tainted: false,
+        gpus: 8,
+        state: None,
+        replacement,
+        closed_event: None,
+    }
+}
+
+fn pod(name: &str, gpus: u32, grace_s: f64) -> PodView {
+    PodView {
+        pod: PodRef {
+            namespace: "inference".into(),
+            name: name.into(),
+        },
+        uid: None,
+        owner: PodOwner::Other,
+        critical: false,
+        do_not_disrupt: false,
+        deletion_at: None,
+        finished: false,
+        gpus,
+        requests_room: gpus > 0,
+        grace_s,
+    }
+}
+
+/// One vLLM pod with a 300 s grace period (due before the notice: 120 - 300 s) and two pods
+/// that go at the hand-over or the deadline.
+fn vllm_node_pods() -> Vec<PodView> {
+    vec![
+        pod("vllm-slow", 2, 300.0),
+        pod("llama-0", 3, 0.0),
+        pod("llama-1", 3, 0.0),
+    ]
+}
+
+fn settings() -> DrainSettings {
+    DrainSettings::default() // budget 30 s, recheck 15 s
+}
+
+fn evicted(step: &DrainStep) -> Vec<String> {
+    step.evictions().map(|p| p.name.clone()).collect()
+}
+
+fn requested(step: &DrainStep) -> Option<u32> {
+    step.commands.iter().find_map(|c| match c {
+        Command::RequestReplacement { gpus } => Some(*gpus),
+        _ => None,
+    })
+}
+
+/// The step deletes the placeholder (hand-over or the drain's end).
+fn deletes_placeholder(step: &DrainStep) -> bool {
+    step.commands
+        .iter()
+        .any(|c| matches!(c, Command::HandOver | Command::ReleaseReplacement))
+}
+
+/// The node as the executor leaves it after `step`, with the placeholder now `seen`.
+fn after(step: &DrainStep, seen: ReplacementSeen) -> NodeView {
+    NodeView {
+        unschedulable: true,
+        tainted: true,
+        state: step.state.clone(),
+        ..node(seen)
+    }
+}
+
+/// Pods as the cluster leaves them after `step`: evicted pods terminate for their grace period
+/// (or the one the step cut it to) and are gone once it is over, at `now`.
+fn pods_after(pods: &[PodView], step: &DrainStep, at: f64, now: f64) -> Vec<PodView> {
+    pods.iter()
+        .cloned()
+        .map(|mut p| {
+            for c in &step.commands {
+                if let Command::Evict { pod, grace_s, .. } = c {
+                    if pod == &p.pod && p.deletion_at.is_none() {
+                        p.deletion_at = Some(at + grace_s.map_or(p.grace_s, |g| g as f64));
+                    }
+                }
+            }
+            p
+        })
+        .filter(|p| p.deletion_at.is_none_or(|d| now < d))
+        .collect()
+}
+
+/// Steps every 15 s from T0+1 with the placeholder seen as `seen(now)` (the executor's
+/// request makes one where it was missing). Until it runs or the deadline passes, every step
+/// asks for the placeholder when it is missing and none deletes it; the slow pod goes at the
+/// first step. Returns the steps with their times.
+fn walk(seen: impl Fn(f64) -> ReplacementSeen, until: f64) -> Vec<(f64, DrainStep)> {
+    let n = spot_warning();
+    let mut view = node(Absent);
+    let mut pods = vllm_node_pods();
+    let mut steps: Vec<(f64, DrainStep)> = Vec::new();
+    let mut now = T0 + 1.0;
+    while now <= until {
+        if let Some((at, last)) = steps.last() {
+            pods = pods_after(&pods, last, *at, now);
+            view = after(last, seen(now));
+        }
+        let step = plan_drain(&view, &pods, &n, now, &settings());
+        steps.push((now, step));
+        now += 15.0;
+    }
+    steps
+}
+
+#[test]
+fn a_300_s_grace_pod_keeps_the_placeholder_asked_for_until_it_runs() {
+    // Made at the first step; a real pod preempts it at T0+31 (absent at that check); made again;
+    // Pending until T0+61, Running from T0+76.
+    let seen = |now: f64| match now - T0 {
+        t if t < 31.0 => Pending,
+        t if t < 32.0 => Absent,
+        t if t < 76.0 => Pending,
+        _ => Running,
+    };
+    let steps = walk(seen, T0 + 76.0);
+    let times: Vec<f64> = steps.iter().map(|(t, _)| t - T0).collect();
+    assert_eq!(times, [1.0, 16.0, 31.0, 46.0, 61.0, 76.0]);
+
+    // T0+1: the slow pod is due (its 300 s grace outlasts the 120 s warning) and goes at once,
+    // with its grace cut to the 119 s the instance has left; the placeholder is asked for every
+    // pod still serving (2 + 3 + 3 GPUs: the slow pod's successor needs room too).
+    let (_, first) = &steps[0];
+    assert_eq!(evicted(first), ["vllm-slow"]);
+    assert_eq!(requested(first), Some(8));
+    assert!(!deletes_placeholder(first));
+    let s = first.state.as_ref().unwrap();
+    assert_eq!(s.evicting_since, Some(T0 + 1.0));
+    assert_eq!(s.phase, Phase::Evicting);
+
+    // T0+16 .. T0+61: evicting (the slow pod terminating), the placeholder is never deleted and
+    // is asked for again when a real pod preempted it (T0+31: 3 + 3 GPUs of the pods still to
+    // move); nothing else is evicted before it runs.
+    for (now, step) in &steps[1..5] {
+        let at = now - T0;
+        assert!(!deletes_placeholder(step), "T0+{at}: {:?}", step.commands);
+        assert!(evicted(step).is_empty(), "T0+{at}: {:?}", step.commands);
+        let expected = (at == 31.0).then_some(6);
+        assert_eq!(requested(step), expected, "T0+{at}: {:?}", step.commands);
+        assert_eq!(step.state.as_ref().unwrap().replacement_ready_at, None);
+    }
+
+    // T0+76, before the deadline (T0+90): Running. Hand-over (the placeholder, right before the
+    // evictions it stands in for), and the two other pods go onto warm capacity.
+    let (_, ready) = &steps[5];
+    assert_eq!(requested(ready), None);
+    assert!(ready.commands.contains(&Command::HandOver));
+    assert_eq!(evicted(ready), ["llama-0", "llama-1"]);
+    assert_eq!(
+        ready.state.as_ref().unwrap().replacement_ready_at,
+        Some(T0 + 76.0)
+    );
+}
+
+#[test]
+fn a_300_s_grace_pod_keeps_the_placeholder_until_the_deadline_when_it_never_runs() {
+    // Never runs; preempted at T0+46 and made again.
+    let seen = |now: f64| {
+        if (46.0..47.0).contains(&(now - T0)) {
+            Absent
+        } else {
+            Pending
+        }
+    };
+    let steps = walk(seen, DEADLINE);
+    // Checks every 15 s up to T0+76; the deadline's own check follows.
+    let times: Vec<f64> = steps.iter().map(|(t, _)| t - T0).collect();
+    assert_eq!(times, [1.0, 16.0, 31.0, 46.0, 61.0, 76.0]);
+    for (now, step) in &steps {
+        let at = now - T0;
+        let expected = if at == 1.0 {
+            Some(8)
+        } else if at == 46.0 {
+            Some(6)
+        } else {
+            None
+        };
+        assert_eq!(requested(step), expected, "T0+{at}: {:?}", step.commands);
+        assert!(!deletes_placeholder(step), "T0+{at}: {:?}", step.commands);
+        let others: Vec<String> = evicted(step)
+            .into_iter()
+            .filter(|p| p != "vllm-slow")
+            .collect();
+        assert!(others.is_empty(), "T0+{at}: {:?}", step.commands);
+    }
+    // At the deadline the others go, without a placeholder to wait for: none is asked for.
+    let n = spot_warning();
+    let (at, last) = steps.last().unwrap();
+    let pods = pods_after(&vllm_node_pods(), &steps[0].1, T0 + 1.0, DEADLINE);
+    let pods = pods_after(&pods, last, *at, DEADLINE);
+    let deadline_step = plan_drain(&after(last, Pending), &pods, &n, DEADLINE, &settings());
+    assert_eq!(requested(&deadline_step), None);
+    assert_eq!(evicted(&deadline_step), ["llama-0", "llama-1"]);
+}
+
+/// The surge gate raises a workload by one replica per pod the step evicts; the drain's surges
+/// are given back by the command that ends the drain (`ReleaseReplacement`). The hand-over step
+/// deletes the placeholder only, so the surge it raised for its own evictions stays until the
+/// drain is over: drained, or un-drained (a closed notice).
+#[test]
+fn the_surge_is_given_back_when_the_drain_ends_not_at_the_hand_over() {
+    let n = spot_warning();
+    let pods = vec![pod("llama-0", 4, 30.0), pod("llama-1", 4, 30.0)];
+    let first = plan_drain(&node(Absent), &pods, &n, T0 + 1.0, &settings());
+    assert_eq!(requested(&first), Some(8));
+    // T0+16: the placeholder runs: hand-over and both pods evicted; the surges stay raised.
+    let hand_over = plan_drain(&after(&first, Running), &pods, &n, T0 + 16.0, &settings());
+    assert_eq!(evicted(&hand_over), ["llama-0", "llama-1"]);
+    let i = |c: &Command| hand_over.commands.iter().position(|x| x == c);
+    assert!(
+        i(&Command::HandOver)
+            < hand_over
+                .commands
+                .iter()
+                .position(|c| matches!(c, Command::Evict { .. })),
+        "the placeholder goes right before the evictions: {:?}",
+        hand_over.commands
+    );
+    assert!(i(&Command::HandOver).is_some());
+    assert!(
+        !hand_over.commands.contains(&Command::ReleaseReplacement),
+        "the hand-over gives the surge back: {:?}",
+        hand_over.commands
+    );
+    // T0+31: the pods terminate (their 30 s grace); nothing is given back yet.
+    let terminating = pods_after(&pods, &hand_over, T0 + 16.0, T0 + 31.0);
+    assert_eq!(terminating.len(), 2);
+    let waiting = plan_drain(
+        &after(&hand_over, Absent),
+        &terminating,
+        &n,
+        T0 + 31.0,
+        &settings(),
+    );
+    assert!(!waiting.commands.contains(&Command::ReleaseReplacement));
+    assert!(matches!(waiting.last(), Command::WaitUntil { .. }));
+    // T0+46: all gone: drained, and the surges (with any placeholder) are given back.
+    let gone = pods_after(&terminating, &waiting, T0 + 31.0, T0 + 46.0);
+    assert!(gone.is_empty());
+    let done = plan_drain(&after(&waiting, Absent), &gone, &n, T0 + 46.0, &settings());
+    assert_eq!(done.last(), &Command::Done(Finish::Drained));
+    assert!(done.commands.contains(&Command::ReleaseReplacement));
+    // A notice closed mid-drain (after the hand-over): un-drained, surges given back.
+    let closed = Notice {
+        status: NoticeStatus::Closed,
+        time: T0 + 40.0,
+        ..n.clone()
+    };
+    let undone = plan_drain(
+        &after(&waiting, Absent),
+        &terminating,
+        &closed,
+        T0 + 40.0,
+        &settings(),
+    );
+    assert_eq!(undone.last(), &Command::Done(Finish::Undrained));
+    assert!(undone.commands.contains(&Command::ReleaseReplacement));
+}
