@@ -476,3 +476,24 @@ def test_the_stacks_group_parameters_default_to_the_charts_groups(template):
     entries = {n: r["Properties"] for n, r in template["Resources"].items() if r["Type"] == "AWS::EKS::AccessEntry"}
     assert entries["TickAccessEntry"]["KubernetesGroups"] == [{"Ref": "TickKubernetesGroup"}]
     assert entries["InterruptionAccessEntry"]["KubernetesGroups"] == [{"Ref": "InterruptionKubernetesGroup"}]
+
+
+PSS_LABELS = ("pod-security.kubernetes.io/enforce=restricted",
+              "pod-security.kubernetes.io/enforce-version=latest",
+              "pod-security.kubernetes.io/warn=restricted",
+              "pod-security.kubernetes.io/audit=restricted")
+
+
+def test_notes_tell_to_enforce_restricted_on_every_headroom_namespace(tmp_path):
+    """The chart does not create namespaces (`--create-namespace`, or the user's own): its notes
+    give the label command for the namespaces that hold balloons and drain placeholders, so a
+    stolen role cannot run a privileged pod there."""
+    out = notes(tmp_path, "-f", str(EXAMPLES))
+    line = next(l for l in out.splitlines() if l.strip().startswith("kubectl label namespace"))
+    assert "prewarm" in line.split() and "--overwrite" in line
+    for label in PSS_LABELS:
+        assert label in line, label
+    for doc in ("README.md", "docs/deploying.md", "infra/helm/prewarm/README.md"):
+        text = (REPO / doc).read_text()
+        for label in PSS_LABELS:
+            assert label in text, (doc, label)
