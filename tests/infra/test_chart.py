@@ -497,3 +497,21 @@ def test_notes_tell_to_enforce_restricted_on_every_headroom_namespace(tmp_path):
         text = (REPO / doc).read_text()
         for label in PSS_LABELS:
             assert label in text, (doc, label)
+
+
+def test_every_pod_the_chart_shapes_for_headroom_is_restricted(sample):
+    """Balloon pods and the CapacityBuffer's replica template comply with `restricted` (the
+    namespaces that hold them enforce it); so does the restore hook's Job."""
+    from pss import restricted_violations
+    specs = {}
+    for d in sample:
+        if d["kind"] == "Deployment":
+            specs[d["metadata"]["name"]] = d["spec"]["template"]["spec"]
+        elif d["kind"] == "PodTemplate":
+            specs[d["metadata"]["name"]] = d["template"]["spec"]
+    assert {"balloon-llama", "mistral-replica"} <= set(specs), set(specs)
+    for name, spec in specs.items():
+        assert restricted_violations(spec) == [], name
+        assert spec["securityContext"] == {"runAsNonRoot": True, "runAsUser": 65535,
+                                           "runAsGroup": 65535,
+                                           "seccompProfile": {"type": "RuntimeDefault"}}, name

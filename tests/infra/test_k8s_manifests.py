@@ -255,3 +255,20 @@ def test_rbac_binds_each_functions_own_group():
         fn = b["metadata"]["labels"]["prewarm.io/function"]
         assert b["roleRef"]["name"] == f"prewarm-{fn}"
         assert b["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": f"prewarm-{fn}"}]
+
+
+def test_the_balloon_namespace_enforces_restricted_and_its_pods_comply():
+    from pss import restricted_violations
+    ns = next(o for _, o in all_objects() if o["kind"] == "Namespace" and o["metadata"]["name"] == "prewarm")
+    labels = ns["metadata"]["labels"]
+    assert {k: v for k, v in labels.items() if k.startswith("pod-security.kubernetes.io/")} == {
+        "pod-security.kubernetes.io/enforce": "restricted",
+        "pod-security.kubernetes.io/enforce-version": "latest",
+        "pod-security.kubernetes.io/warn": "restricted",
+        "pod-security.kubernetes.io/audit": "restricted"}
+    in_prewarm = [(f, o) for f, o in all_objects() if o["metadata"].get("namespace") == "prewarm"]
+    specs = [(f, o["spec"]["template"]["spec"]) for f, o in in_prewarm if o["kind"] in ("Deployment", "DaemonSet")]
+    specs += [(f, o["template"]["spec"]) for f, o in in_prewarm if o["kind"] == "PodTemplate"]
+    assert {f for f, _ in specs} >= {"balloon.yaml", "capacitybuffer.yaml"}
+    for f, spec in specs:
+        assert restricted_violations(spec) == [], f
