@@ -178,8 +178,8 @@ def test_balloon_follows_the_conventions():
 EXPECTED_RULES = {
     "tick": {
         ("", "configmaps"): {"get"},
-        # list in podNamespaces; create/delete/list (replacement placeholders) in the balloon namespace.
-        ("", "pods"): {"list", "create", "delete"},
+        # list in podNamespaces; delete/list (replacement placeholders) in the balloon namespace.
+        ("", "pods"): {"list", "delete"},
         ("karpenter.sh", "nodepools"): {"get", "patch"},
         # Balloon headroom by name; surges given back in the podNamespaces (list by label).
         ("apps", "deployments"): {"get", "list", "patch"},
@@ -196,13 +196,12 @@ EXPECTED_RULES = {
     },
     "interruption": {
         ("", "configmaps"): {"get"},
-        ("", "nodes"): {"get", "list", "watch", "patch"},
+        ("", "nodes"): {"get", "list", "patch"},
         ("", "pods"): {"get", "list", "create", "delete"},
         ("", "pods/eviction"): {"create"},
-        ("", "events"): {"create", "patch"},
+        # kube-runtime's Recorder writes events.k8s.io/v1 only.
         ("events.k8s.io", "events"): {"create", "patch"},
         ("policy", "poddisruptionbudgets"): {"get", "list"},
-        ("karpenter.sh", "nodeclaims"): {"get", "list", "watch"},
         # The targets' NodePools by name: room in spec.limits for a drain's replacement.
         ("karpenter.sh", "nodepools"): {"get", "patch"},
         # Balloon headroom by name; the drain surge in the podNamespaces.
