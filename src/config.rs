@@ -405,6 +405,51 @@ fn region<F: Fn(&str) -> Option<String>>(vars: &Vars<F>) -> Option<String> {
         .or_else(|| vars.get("AWS_DEFAULT_REGION"))
 }
 
+/// SigV4-signed requests go to the managed-Prometheus host of the signing region only:
+/// `https://aps-workspaces.<region>.amazonaws.com` (or `aps-workspaces-fips.`, and
+/// `.amazonaws.com.cn` in the China regions), no user info, no port but 443. Any other host would
+/// receive signed requests it could replay against the workspace within their validity.
+fn check_amp_host(workspace_url: &str, region: &str) -> Result<()> {
+    let refuse = |why: String| {
+        Error::config(
+            "AMP_WORKSPACE_URL",
+            format!(
+                "{why}: only https://aps-workspaces.{region}.amazonaws.com/workspaces/<id>/ \
+                 (or aps-workspaces-fips.{region}) receives SigV4-signed requests"
+            ),
+        )
+    };
+    let url = url::Url::parse(workspace_url.trim())
+        .map_err(|e| refuse(format!("{workspace_url:?} is not a URL ({e})")))?;
+    if url.scheme() != "https" {
+        return Err(refuse(format!("scheme {:?} is not https", url.scheme())));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(refuse("the URL holds user info".into()));
+    }
+    if url.port().is_some_and(|p| p != 443) {
+        return Err(refuse(format!(
+            "port {} is not 443",
+            url.port().unwrap_or(0)
+        )));
+    }
+    let host = url.host_str().unwrap_or("").to_ascii_lowercase();
+    let suffix = if region.starts_with("cn-") {
+        "amazonaws.com.cn"
+    } else {
+        "amazonaws.com"
+    };
+    let allowed = [
+        format!("aps-workspaces.{region}.{suffix}"),
+        format!("aps-workspaces-fips.{region}.{suffix}"),
+    ];
+    if allowed.contains(&host) {
+        Ok(())
+    } else {
+        Err(refuse(format!("host {host:?} is not AMP's in {region}")))
+    }
+}
+
 fn metric_source<F: Fn(&str) -> Option<String>>(
     vars: &Vars<F>,
 ) -> Result<Option<MetricSourceConfig>> {
@@ -413,11 +458,16 @@ fn metric_source<F: Fn(&str) -> Option<String>>(
         Some("prometheus") => Some(MetricSourceConfig::Prometheus {
             url: require(vars, "PROMETHEUS_URL", "METRIC_SOURCE=prometheus")?,
         }),
-        Some("amp") => Some(MetricSourceConfig::Amp {
-            workspace_url: require(vars, "AMP_WORKSPACE_URL", "METRIC_SOURCE=amp")?,
-            region: region(vars)
-                .ok_or_else(|| Error::config("AWS_REGION", "needed to sign requests to AMP"))?,
-        }),
+        Some("amp") => {
+            let workspace_url = require(vars, "AMP_WORKSPACE_URL", "METRIC_SOURCE=amp")?;
+            let region = region(vars)
+                .ok_or_else(|| Error::config("AWS_REGION", "needed to sign requests to AMP"))?;
+            check_amp_host(&workspace_url, &region)?;
+            Some(MetricSourceConfig::Amp {
+                workspace_url,
+                region,
+            })
+        }
         Some("cloudwatch") => Some(MetricSourceConfig::CloudWatch {
             namespace: require(vars, "CLOUDWATCH_NAMESPACE", "METRIC_SOURCE=cloudwatch")?,
         }),
@@ -1039,6 +1089,85 @@ mod tests {
             Config::for_handler(HandlerKind::Interruption, bad),
             Err(Error::Config { var, .. }) if var == "ACTIONS"
         ));
+    }
+
+    /// Only the managed-Prometheus host of the signing region receives SigV4-signed requests:
+    /// any other host (a typo, a proxy, an attacker's URL in the stack's parameters) fails at
+    /// start-up naming AMP_WORKSPACE_URL.
+    #[test]
+    fn only_the_amp_host_of_the_region_receives_signed_requests() {
+        let amp = |url: &str, region: &str| {
+            config(&[
+                ("METRIC_SOURCE", "amp"),
+                ("AMP_WORKSPACE_URL", url),
+                ("AWS_REGION", region),
+            ])
+        };
+        for (url, region) in [
+            (
+                "https://aps-workspaces.us-east-1.amazonaws.com/workspaces/ws-1/",
+                "us-east-1",
+            ),
+            (
+                "https://aps-workspaces-fips.us-gov-west-1.amazonaws.com/workspaces/ws-1",
+                "us-gov-west-1",
+            ),
+            (
+                "https://aps-workspaces.cn-north-1.amazonaws.com.cn/workspaces/ws-1",
+                "cn-north-1",
+            ),
+            (
+                "https://APS-Workspaces.eu-west-1.amazonaws.com:443/workspaces/ws-1/api/v1/query",
+                "eu-west-1",
+            ),
+        ] {
+            assert!(amp(url, region).is_ok(), "{url}");
+        }
+        for (url, region) in [
+            ("https://evil.example/workspaces/ws-1", "us-east-1"),
+            (
+                "http://aps-workspaces.us-east-1.amazonaws.com/workspaces/ws-1",
+                "us-east-1",
+            ),
+            (
+                "https://aps-workspaces.us-east-1.amazonaws.com.evil.example/w",
+                "us-east-1",
+            ),
+            (
+                "https://aps-workspaces.us-east-1.amazonaws.com@evil.example/w",
+                "us-east-1",
+            ),
+            (
+                "https://user@aps-workspaces.us-east-1.amazonaws.com/w",
+                "us-east-1",
+            ),
+            (
+                "https://aps-workspaces.us-east-1.amazonaws.com:8443/w",
+                "us-east-1",
+            ),
+            (
+                "https://aps-workspaces.us-west-2.amazonaws.com/w",
+                "us-east-1",
+            ),
+            (
+                "https://aps-workspaces.us-east-1.amazonaws.com.cn/w",
+                "us-east-1",
+            ),
+            (
+                "https://x.aps-workspaces.us-east-1.amazonaws.com/w",
+                "us-east-1",
+            ),
+            ("https://127.0.0.1:9090", "us-east-1"),
+            ("https://", "us-east-1"),
+        ] {
+            assert_eq!(error_var(amp(url, region)), "AMP_WORKSPACE_URL", "{url}");
+        }
+        // A plain Prometheus (no signing) may be any host.
+        assert!(config(&[
+            ("METRIC_SOURCE", "prometheus"),
+            ("PROMETHEUS_URL", "http://prometheus.monitoring:9090")
+        ])
+        .is_ok());
     }
 
     #[test]

@@ -680,3 +680,56 @@ fn explain_prints_the_bounded_deadline_and_why() {
         assert!(field(i, "why").contains(needle), "{i}: {}", field(i, "why"));
     }
 }
+
+/// Event ids and Health eventArns go into node annotations, placeholder annotations and Event
+/// notes: bounded to `MAX_EVENT_ID` printable ASCII characters. A longer one (or one with other
+/// characters) keeps its start and ends in a hash of the whole id, so it stays stable across
+/// deliveries and two ids sharing a long start still differ. Real ones pass unchanged.
+#[test]
+fn oversized_event_ids_and_arns_are_bounded() {
+    use prewarm::adapters::events::{bounded_event_id, MAX_EVENT_ID};
+    let notice_id = |body: &str| match parse_body(body) {
+        Parsed::Notice(n) => n.event_id,
+        other => panic!("{other:?}"),
+    };
+    let long = "e".repeat(100_000);
+    let got = notice_id(&SPOT_OK.replace(r#""id":"e1""#, &format!(r#""id":"{long}""#)));
+    assert!(got.len() <= MAX_EVENT_ID, "{}", got.len());
+    assert!(got.starts_with("eeee"), "{got}");
+    assert_eq!(got, bounded_event_id(&long), "deterministic");
+    let other = notice_id(&SPOT_OK.replace(r#""id":"e1""#, &format!(r#""id":"{long}f""#)));
+    assert_ne!(got, other, "two long ids with the same start differ");
+    // Control and non-ASCII characters never reach an annotation or a note.
+    let odd = notice_id(&SPOT_OK.replace(r#""id":"e1""#, r#""id":"e1\nforged: ünïcode""#));
+    assert!(
+        odd.len() <= MAX_EVENT_ID && odd.chars().all(|c| c.is_ascii_graphic()),
+        "{odd:?}"
+    );
+    assert_ne!(odd, "e1");
+    // A real id is unchanged.
+    assert_eq!(notice_id(SPOT_OK), "e1");
+    // A Health eventArn of 10 000 characters.
+    let text =
+        std::fs::read_to_string(events_dir().join("eventbridge/health-scheduled-change.json"))
+            .unwrap();
+    let arn = "arn:aws:health:us-east-1::event/EC2/AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED/AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED_7ebb8d3d";
+    assert!(text.contains(arn));
+    let huge = format!("{arn}{}", "x".repeat(10_000));
+    let got = notice_id(&text.replace(arn, &huge));
+    assert!(got.len() <= MAX_EVENT_ID, "{}", got.len());
+    assert!(
+        got.starts_with("arn:aws:health:us-east-1::event/EC2/"),
+        "{got}"
+    );
+    assert_eq!(got, bounded_event_id(&huge));
+    // Ignored events carry the bounded id too (logs).
+    let ignored = SPOT_OK
+        .replace("EC2 Spot Instance Interruption Warning", "Something Else")
+        .replace(r#""id":"e1""#, &format!(r#""id":"{long}""#));
+    match parse_body(&ignored) {
+        Parsed::Ignored {
+            event_id: Some(id), ..
+        } => assert!(id.len() <= MAX_EVENT_ID),
+        other => panic!("{other:?}"),
+    }
+}

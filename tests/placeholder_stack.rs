@@ -287,3 +287,74 @@ async fn a_cpu_only_drain_waits_for_a_placeholder_only_where_one_can_be_made() {
     assert!(none_for_other);
     assert!(released.iter().all(Result::is_ok), "{released:?}");
 }
+
+/// A namespace enforcing the `restricted` Pod Security Standard (what the install docs tell users
+/// to put on the balloon namespaces) admits the placeholder as prewarm builds it, and refuses the
+/// same pod without its securityContext: the apiserver's PodSecurity admission is on, so the
+/// first half is not vacuous. Server-side dry runs as the admin: nothing is left behind but the
+/// namespace, which is deleted.
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn a_restricted_namespace_admits_the_placeholder() {
+    use k8s_openapi::api::core::v1::Namespace;
+    use prewarm::adapters::kube::shape::placeholder::{placeholder_for, placeholder_pod};
+    let admin = as_user("KUBECONFIG").await;
+    let ns_name = format!("pss-restricted-{}", std::process::id());
+    let namespaces: Api<Namespace> = Api::all(admin.clone());
+    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": ns_name, "labels": {
+        "pod-security.kubernetes.io/enforce": "restricted",
+        "pod-security.kubernetes.io/enforce-version": "latest",
+        "pod-security.kubernetes.io/warn": "restricted",
+        "pod-security.kubernetes.io/audit": "restricted"}}}))
+    .unwrap();
+    namespaces
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap();
+    let draining: Node = serde_json::from_value(json!({"metadata": {"name": "n", "labels": {
+        "karpenter.sh/nodepool": "gpu", TYPE_LABEL: "g5.xlarge", ZONE_LABEL: "us-east-1a"}}}))
+    .unwrap();
+    let moved = pod(
+        "llama-0",
+        "n",
+        json!([{"matchExpressions": [
+        {"key": ZONE_LABEL, "operator": "In", "values": ["us-east-1b"]}]}]),
+    );
+    let shape = placeholder_for(
+        &draining,
+        "gpu",
+        &[&moved],
+        "pss-check",
+        "ev-pss",
+        &ns_name,
+        &PlaceholderSettings::default(),
+        now() + 600.0,
+    );
+    let object: Pod = serde_json::from_value(placeholder_pod(&shape)).unwrap();
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), &ns_name);
+    let dry = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    let admitted = pods.create(&dry, &object).await;
+    let mut bare = object.clone();
+    if let Some(spec) = bare.spec.as_mut() {
+        spec.security_context = None;
+        for c in &mut spec.containers {
+            c.security_context = None;
+        }
+    }
+    let refused = pods.create(&dry, &bare).await;
+    namespaces
+        .delete(&ns_name, &DeleteParams::default())
+        .await
+        .unwrap();
+    admitted.expect("the placeholder complies with restricted");
+    match refused {
+        Err(kube::Error::Api(s)) => {
+            assert_eq!(s.code, 403, "{s:?}");
+            assert!(s.message.contains("PodSecurity"), "{}", s.message);
+        }
+        other => panic!("a pod without securityContext was not refused: {other:?}"),
+    }
+}

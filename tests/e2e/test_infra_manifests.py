@@ -169,7 +169,9 @@ DENIED = {
         ("create", "events.events.k8s.io", None, "default"), ("list", "poddisruptionbudgets.policy", None, "inference"),
         ("get", "pods", None, "kube-system"),
         ("delete", "pods", None, "inference"), ("patch", "pods", None, "inference"),
-        # Replacement placeholders: made and deleted in the balloon namespace only.
+        # Replacement placeholders: listed and deleted in the balloon namespace only, never
+        # made (the interruption function's drain step makes them).
+        ("create", "pods", None, "prewarm"),
         ("create", "pods", None, "inference"), ("delete", "pods", None, "kube-system"),
         ("patch", "pods", None, "prewarm"), ("update", "pods", None, "prewarm"),
         ("delete", "nodeclaims.karpenter.sh", None, None),
@@ -196,6 +198,11 @@ DENIED = {
         ("delete", "pods", None, "kube-system"), ("patch", "pods", None, "prewarm"),
         ("update", "pods", None, "prewarm"),
         ("patch", "nodeclaims.karpenter.sh", None, None), ("delete", "nodeclaims.karpenter.sh", None, None),
+        # Grants no code path used, dropped: a node watch, NodeClaim reads, core-group Events
+        # (the Recorder writes events.k8s.io).
+        ("watch", "nodes", None, None), ("get", "nodeclaims.karpenter.sh", None, None),
+        ("list", "nodeclaims.karpenter.sh", None, None), ("watch", "nodeclaims.karpenter.sh", None, None),
+        ("create", "events", None, "default"),
         ("patch", "poddisruptionbudgets.policy", None, "inference"),
         # The surge patches Deployments and HPAs of the targets' podNamespaces only, and never
         # deletes, replaces or scales them through another path.

@@ -69,9 +69,10 @@ def test_the_tick_gets_its_rows_by_name(sample):
         # drain-lease collection reads drain state on any node; it writes none (the interruption
         # function steps and un-drains, from the tick's resume-drain message)
         ("", "nodes", (), ("get", "list"))}
-    # Replacement placeholders (lease collection, an orphaned drain's step): pods of any name,
-    # in each balloon / buffer namespace only.
-    placeholders = ("", "pods", (), ("create", "delete", "list"))
+    # Replacement placeholders (lease collection): list and delete pods of any name, in each
+    # balloon / buffer namespace only. Never create: only the interruption function's drain
+    # step makes placeholders (the tick hands orphaned drains over as resume-drain messages).
+    placeholders = ("", "pods", (), ("delete", "list"))
     assert rules(tick[("Role", "prewarm")]) == {
         ("", "configmaps", ("prewarm-targets",), ("get",)),
         ("apps", "deployments", ("balloon-llama",), ("get", "patch")), placeholders}
@@ -95,9 +96,15 @@ def test_the_interruption_function_gets_its_rows_and_patches_only_named_headroom
     # Every target's NodePool (room in spec.limits for a drain's replacement), no other.
     assert [r for r in cluster if r[1] == "nodepools"] == [
         ("karpenter.sh", "nodepools", ("gpu", "gpu-big", "gpu-static"), ("get", "patch"))]
-    assert ("", "nodes", (), ("get", "list", "watch", "patch")) in cluster
-    assert ("", "pods/eviction", (), ("create",)) in cluster
-    assert not [r for r in cluster if r[1] in ("deployments", "capacitybuffers")]
+    # Exactly what its code calls: no node watch and no NodeClaim read (nothing watches, nothing
+    # reads a NodeClaim), no core-group Events (kube-runtime's Recorder writes events.k8s.io/v1).
+    assert cluster == {
+        ("karpenter.sh", "nodepools", ("gpu", "gpu-big", "gpu-static"), ("get", "patch")),
+        ("", "nodes", (), ("get", "list", "patch")),
+        ("", "pods", (), ("get", "list")),
+        ("", "pods/eviction", (), ("create",)),
+        ("events.k8s.io", "events", (), ("create", "patch")),
+        ("policy", "poddisruptionbudgets", (), ("get", "list"))}
     placeholders = ("", "pods", (), ("create", "delete"))
     assert rules(intr[("Role", "prewarm")]) == {
         ("", "configmaps", ("prewarm-targets",), ("get",)),
@@ -476,3 +483,42 @@ def test_the_stacks_group_parameters_default_to_the_charts_groups(template):
     entries = {n: r["Properties"] for n, r in template["Resources"].items() if r["Type"] == "AWS::EKS::AccessEntry"}
     assert entries["TickAccessEntry"]["KubernetesGroups"] == [{"Ref": "TickKubernetesGroup"}]
     assert entries["InterruptionAccessEntry"]["KubernetesGroups"] == [{"Ref": "InterruptionKubernetesGroup"}]
+
+
+PSS_LABELS = ("pod-security.kubernetes.io/enforce=restricted",
+              "pod-security.kubernetes.io/enforce-version=latest",
+              "pod-security.kubernetes.io/warn=restricted",
+              "pod-security.kubernetes.io/audit=restricted")
+
+
+def test_notes_tell_to_enforce_restricted_on_every_headroom_namespace(tmp_path):
+    """The chart does not create namespaces (`--create-namespace`, or the user's own): its notes
+    give the label command for the namespaces that hold balloons and drain placeholders, so a
+    stolen role cannot run a privileged pod there."""
+    out = notes(tmp_path, "-f", str(EXAMPLES))
+    line = next(l for l in out.splitlines() if l.strip().startswith("kubectl label namespace"))
+    assert "prewarm" in line.split() and "--overwrite" in line
+    for label in PSS_LABELS:
+        assert label in line, label
+    for doc in ("README.md", "docs/deploying.md", "infra/helm/prewarm/README.md"):
+        text = (REPO / doc).read_text()
+        for label in PSS_LABELS:
+            assert label in text, (doc, label)
+
+
+def test_every_pod_the_chart_shapes_for_headroom_is_restricted(sample):
+    """Balloon pods and the CapacityBuffer's replica template comply with `restricted` (the
+    namespaces that hold them enforce it); so does the restore hook's Job."""
+    from pss import restricted_violations
+    specs = {}
+    for d in sample:
+        if d["kind"] == "Deployment":
+            specs[d["metadata"]["name"]] = d["spec"]["template"]["spec"]
+        elif d["kind"] == "PodTemplate":
+            specs[d["metadata"]["name"]] = d["template"]["spec"]
+    assert {"balloon-llama", "mistral-replica"} <= set(specs), set(specs)
+    for name, spec in specs.items():
+        assert restricted_violations(spec) == [], name
+        assert spec["securityContext"] == {"runAsNonRoot": True, "runAsUser": 65535,
+                                           "runAsGroup": 65535,
+                                           "seccompProfile": {"type": "RuntimeDefault"}}, name

@@ -178,8 +178,8 @@ def test_balloon_follows_the_conventions():
 EXPECTED_RULES = {
     "tick": {
         ("", "configmaps"): {"get"},
-        # list in podNamespaces; create/delete/list (replacement placeholders) in the balloon namespace.
-        ("", "pods"): {"list", "create", "delete"},
+        # list in podNamespaces; delete/list (replacement placeholders) in the balloon namespace.
+        ("", "pods"): {"list", "delete"},
         ("karpenter.sh", "nodepools"): {"get", "patch"},
         # Balloon headroom by name; surges given back in the podNamespaces (list by label).
         ("apps", "deployments"): {"get", "list", "patch"},
@@ -196,13 +196,12 @@ EXPECTED_RULES = {
     },
     "interruption": {
         ("", "configmaps"): {"get"},
-        ("", "nodes"): {"get", "list", "watch", "patch"},
+        ("", "nodes"): {"get", "list", "patch"},
         ("", "pods"): {"get", "list", "create", "delete"},
         ("", "pods/eviction"): {"create"},
-        ("", "events"): {"create", "patch"},
+        # kube-runtime's Recorder writes events.k8s.io/v1 only.
         ("events.k8s.io", "events"): {"create", "patch"},
         ("policy", "poddisruptionbudgets"): {"get", "list"},
-        ("karpenter.sh", "nodeclaims"): {"get", "list", "watch"},
         # The targets' NodePools by name: room in spec.limits for a drain's replacement.
         ("karpenter.sh", "nodepools"): {"get", "patch"},
         # Balloon headroom by name; the drain surge in the podNamespaces.
@@ -255,3 +254,20 @@ def test_rbac_binds_each_functions_own_group():
         fn = b["metadata"]["labels"]["prewarm.io/function"]
         assert b["roleRef"]["name"] == f"prewarm-{fn}"
         assert b["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": f"prewarm-{fn}"}]
+
+
+def test_the_balloon_namespace_enforces_restricted_and_its_pods_comply():
+    from pss import restricted_violations
+    ns = next(o for _, o in all_objects() if o["kind"] == "Namespace" and o["metadata"]["name"] == "prewarm")
+    labels = ns["metadata"]["labels"]
+    assert {k: v for k, v in labels.items() if k.startswith("pod-security.kubernetes.io/")} == {
+        "pod-security.kubernetes.io/enforce": "restricted",
+        "pod-security.kubernetes.io/enforce-version": "latest",
+        "pod-security.kubernetes.io/warn": "restricted",
+        "pod-security.kubernetes.io/audit": "restricted"}
+    in_prewarm = [(f, o) for f, o in all_objects() if o["metadata"].get("namespace") == "prewarm"]
+    specs = [(f, o["spec"]["template"]["spec"]) for f, o in in_prewarm if o["kind"] in ("Deployment", "DaemonSet")]
+    specs += [(f, o["template"]["spec"]) for f, o in in_prewarm if o["kind"] == "PodTemplate"]
+    assert {f for f, _ in specs} >= {"balloon.yaml", "capacitybuffer.yaml"}
+    for f, spec in specs:
+        assert restricted_violations(spec) == [], f

@@ -102,7 +102,7 @@ pub(super) fn health(
     // window, `closed`) comes with a new EventBridge id and the same eventArn, so the eventArn is
     // the notice's id. A sample without one keeps the envelope id.
     match string(detail, "eventArn") {
-        Ok(Some(arn)) if !arn.is_empty() => base.event_id = arn.to_string(),
+        Ok(Some(arn)) if !arn.is_empty() => base.event_id = super::bounded_event_id(arn),
         Ok(_) => {}
         Err(e) => return Outcome::Poison(e),
     }

@@ -32,6 +32,31 @@ use detail::{shorten, Outcome};
 pub use instance_id::InstanceIdRule;
 pub use resume::ResumeDrain;
 
+/// The longest event id (an EventBridge id, or a Health eventArn) prewarm keeps: it goes into
+/// node and placeholder annotations and into Event notes (1 KiB at most). Real ones are a UUID
+/// (36) or an ARN of about 120 characters.
+pub const MAX_EVENT_ID: usize = 256;
+
+/// An event id as prewarm keeps it: unchanged when it is at most [`MAX_EVENT_ID`] printable
+/// ASCII characters (no space); otherwise every other character becomes `_`, the start is kept
+/// and a hash of the whole id ends it (`~` and 8 hex digits), so the same id always gives the
+/// same result and two ids that share a long start still differ.
+pub fn bounded_event_id(id: &str) -> String {
+    if id.len() <= MAX_EVENT_ID && id.chars().all(|c| c.is_ascii_graphic()) {
+        return id.to_string();
+    }
+    // FNV-1a (32 bit): stable across builds and platforms, unlike std's hasher.
+    let hash = id.bytes().fold(0x811c_9dc5u32, |h, b| {
+        (h ^ b as u32).wrapping_mul(0x0100_0193)
+    });
+    let start: String = id
+        .chars()
+        .take(MAX_EVENT_ID - 9)
+        .map(|c| if c.is_ascii_graphic() { c } else { '_' })
+        .collect();
+    format!("{start}~{hash:08x}")
+}
+
 /// What a message body is.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "verdict", rename_all = "kebab-case")]
@@ -264,7 +289,7 @@ fn classify(event: &EventBridgeEvent<Value>, rule: InstanceIdRule) -> Parsed {
         (HEALTH, HEALTH_EVENT) => NoticeKind::ScheduledChange,
         _ => {
             return Parsed::Ignored {
-                event_id: event.id.clone(),
+                event_id: event.id.as_deref().map(bounded_event_id),
                 reason: format!(
                     "{} / {} is not an interruption notice",
                     shorten(source),
@@ -283,7 +308,7 @@ fn classify(event: &EventBridgeEvent<Value>, rule: InstanceIdRule) -> Parsed {
     match outcome {
         Outcome::Notice(n) => Parsed::Notice(n),
         Outcome::Ignored(reason) => Parsed::Ignored {
-            event_id: event.id.clone(),
+            event_id: event.id.as_deref().map(bounded_event_id),
             reason,
         },
         Outcome::Poison(cause) => Parsed::Poison {
@@ -299,8 +324,9 @@ fn base(
 ) -> std::result::Result<(Notice, &serde_json::Map<String, Value>), String> {
     let event_id = event
         .id
-        .clone()
+        .as_deref()
         .filter(|id| !id.is_empty())
+        .map(bounded_event_id)
         .ok_or("the envelope has no id")?;
     let time = event
         .time

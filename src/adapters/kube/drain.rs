@@ -446,6 +446,18 @@ pub fn event_recorder(client: &kube::Client) -> Recorder {
     )
 }
 
+/// An Event note (events.k8s.io: at most 1 KiB) cut to 1000 bytes at a character boundary.
+pub fn bounded_note(mut note: String) -> String {
+    if note.len() > 1000 {
+        let mut end = 1000;
+        while !note.is_char_boundary(end) {
+            end -= 1;
+        }
+        note.truncate(end);
+    }
+    note
+}
+
 /// Records a Kubernetes Event on the node (events.k8s.io/v1; repeats are aggregated into a
 /// series by the recorder).
 pub async fn record_event(
@@ -471,8 +483,7 @@ pub async fn record_event(
         uid: p.metadata.uid.clone(),
         ..Default::default()
     });
-    let mut note = note;
-    note.truncate(1000);
+    let note = bounded_note(note);
     recorder
         .publish(
             &Event {
@@ -532,6 +543,17 @@ pub fn undrain_patch(node: &Node, uncordon: bool, closed_by: Option<&(String, f6
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn event_notes_are_cut_at_a_character_boundary() {
+        // 999 ASCII bytes then two-byte characters: byte 1000 is inside one.
+        let note = format!("{}{}", "a".repeat(999), "é".repeat(100));
+        let got = bounded_note(note);
+        assert_eq!(got.len(), 999);
+        assert!(got.chars().all(|c| c == 'a'));
+        assert_eq!(bounded_note("short".into()), "short");
+        assert_eq!(bounded_note("x".repeat(5000)).len(), 1000);
+    }
 
     #[test]
     fn instance_ids_from_provider_ids() {

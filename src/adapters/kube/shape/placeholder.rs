@@ -199,6 +199,28 @@ fn avoid_reclaimed(p: &Placeholder) -> Vec<Value> {
     terms
 }
 
+/// The uid and gid the placeholder's pause container runs as (the pause image's own `nobody`).
+pub const PAUSE_UID: i64 = 65535;
+
+/// The pod-level securityContext of every pod prewarm creates (`restricted`).
+pub fn pod_security_context() -> Value {
+    json!({
+        "runAsNonRoot": true,
+        "runAsUser": PAUSE_UID,
+        "runAsGroup": PAUSE_UID,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    })
+}
+
+/// The container-level securityContext of every pod prewarm creates (`restricted`).
+pub fn container_security_context() -> Value {
+    json!({
+        "allowPrivilegeEscalation": false,
+        "readOnlyRootFilesystem": true,
+        "capabilities": {"drop": ["ALL"]},
+    })
+}
+
 /// The pod object of a placeholder.
 pub fn placeholder_pod(p: &Placeholder) -> Value {
     let requests: serde_json::Map<String, Value> = p
@@ -216,12 +238,19 @@ pub fn placeholder_pod(p: &Placeholder) -> Value {
     let mut spec = json!({
         "priorityClassName": p.priority_class,
         "terminationGracePeriodSeconds": 0,
+        // The `restricted` Pod Security Standard, which the balloon namespaces enforce: no
+        // token, non-root (the pause image runs as 65535), RuntimeDefault seccomp, no
+        // capabilities, a read-only root.
+        "automountServiceAccountToken": false,
+        "enableServiceLinks": false,
+        "securityContext": pod_security_context(),
         "nodeSelector": p.node_selector,
         "tolerations": p.tolerations,
         "containers": [{
             "name": "pause",
             "image": p.image,
             "resources": {"requests": requests, "limits": limits},
+            "securityContext": container_security_context(),
         }],
     });
     let mut node_affinity = serde_json::Map::new();
@@ -339,6 +368,10 @@ mod tests {
             "spec": {
                 "priorityClassName": "prewarm-balloon",
                 "terminationGracePeriodSeconds": 0,
+                "automountServiceAccountToken": false,
+                "enableServiceLinks": false,
+                "securityContext": {"runAsNonRoot": true, "runAsUser": 65535, "runAsGroup": 65535,
+                                    "seccompProfile": {"type": "RuntimeDefault"}},
                 // Both pods' entries; "team" (x against y) is not a label of the node: dropped.
                 // Plus the draining node's pool.
                 "nodeSelector": {"gpu": "a10g", "karpenter.sh/nodepool": "gpu"},
@@ -347,7 +380,9 @@ mod tests {
                 "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10",
                     "resources": {
                         "requests": {"cpu": "12250m", "memory": memory, "nvidia.com/gpu": "4"},
-                        "limits": {"memory": memory, "nvidia.com/gpu": "4"}}}],
+                        "limits": {"memory": memory, "nvidia.com/gpu": "4"}},
+                    "securityContext": {"allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true,
+                                        "capabilities": {"drop": ["ALL"]}}}],
                 "affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
                     {"weight": 100, "preference": {"matchExpressions": [
                         {"key": "node.kubernetes.io/instance-type", "operator": "NotIn", "values": ["g5.12xlarge"]},
