@@ -95,14 +95,17 @@ stack-down:
 ## conversation trace superposed 20 times, and burst-180. 1-hour workloads burn in 900 s (the
 ## metric window) instead of the default 1800 s so that half an hour is scored.
 SERVEGEN_RATE_SCALE ?= 0.05
+## Every policy: the default set plus the baselines users pick instead (asked for by name).
+DEMO_POLICIES := reactive,cluster-autoscaler,static-peak,buffer,buffer-pct,prewarm,node-hints,ideal,lower-bound,scheduled-floor,hpa-target,prewarm-floor
 demo:
 	cargo build --release --bin prewarm
 	mkdir -p $(OUT)
 	$(CARGO_TARGET_DIR)/release/prewarm simulate --trace "$(TRACES)/servegen-m-large" --trace-dir "$(TRACES)" \
-	  --rate-scale $(SERVEGEN_RATE_SCALE) --train-days 7 --plot-dir "$(OUT)"
+	  --rate-scale $(SERVEGEN_RATE_SCALE) --train-days 7 --policies $(DEMO_POLICIES) --plot-dir "$(OUT)"
 	$(CARGO_TARGET_DIR)/release/prewarm simulate --trace "$(TRACES)/AzureLLMInferenceTrace_conv.csv" \
-	  --superpose 20 --burn-in 900 --plot-dir "$(OUT)"
-	$(CARGO_TARGET_DIR)/release/prewarm simulate --scenario burst-180 --burn-in 900 --plot-dir "$(OUT)"
+	  --superpose 20 --burn-in 900 --policies $(DEMO_POLICIES) --plot-dir "$(OUT)"
+	$(CARGO_TARGET_DIR)/release/prewarm simulate --scenario burst-180 --burn-in 900 \
+	  --policies $(DEMO_POLICIES) --plot-dir "$(OUT)"
 
 ## The policy's goals measured (NOT part of `make test`: about half an hour on 2 cores): every
 ## goal on 14-day ServeGen, multi-day diurnal and cron-bursts (knobs chosen on training days),
