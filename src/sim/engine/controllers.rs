@@ -287,24 +287,9 @@ impl Sim<'_> {
     }
 
     pub(super) fn on_tick(&mut self) {
-        let (policy, target) = match &self.cfg.headroom {
-            Headroom::Prewarm { policy, target } => (policy, target),
-            Headroom::PrewarmFloor { policy, target } => {
-                // prewarm-floor: the same decision, applied as the HPA's floor; no balloons,
-                // so the headroom object reads back 0 spare.
-                let plan = self.prewarm_decision(policy, target);
-                self.apply_hpa_floor(&plan, policy);
-                if let Some(freeze) = plan.freeze_consolidation {
-                    if target.freeze_consolidation {
-                        self.consolidation_frozen = freeze;
-                    }
-                }
-                self.headroom_state = plan.next_state;
-                self.headroom_state.spare = self.balloon_count();
-                let next = self.now + policy.tick_s;
-                self.push(next, Kind::Tick);
-                return;
-            }
+        let (policy, target, as_floor) = match &self.cfg.headroom {
+            Headroom::Prewarm { policy, target } => (policy, target, false),
+            Headroom::PrewarmFloor { policy, target } => (policy, target, true),
             Headroom::Percent { percent, tick_s } => {
                 let want = super::percent_of(self.serving_count(), *percent);
                 self.set_balloons(want);
@@ -315,12 +300,18 @@ impl Sim<'_> {
             Headroom::None | Headroom::Fixed(_) | Headroom::ScheduledFloor { .. } => return,
         };
         let plan = self.prewarm_decision(policy, target);
-        if plan.changes_size() {
-            self.result.headroom_changes += 1;
+        if as_floor {
+            // prewarm-floor: the same decision, applied as the HPA's floor; no balloons, so the
+            // headroom object reads back 0 spare.
+            self.apply_hpa_floor(&plan, policy);
+        } else {
+            if plan.changes_size() {
+                self.result.headroom_changes += 1;
+            }
+            // What the Lambda does: size the object to the plan, persist next_state on it, and
+            // read the object's size back as `spare` next time.
+            self.set_balloons(plan.desired_spare);
         }
-        // What the Lambda does: size the object to the plan, persist next_state on it, and read
-        // the object's size back as `spare` next time.
-        self.set_balloons(plan.desired_spare);
         if let Some(freeze) = plan.freeze_consolidation {
             if target.freeze_consolidation {
                 self.consolidation_frozen = freeze;
