@@ -9,8 +9,9 @@ How each goal is scored (scored days only; knobs chosen on training days where t
 lasts long enough for --train-days, else in hindsight, and the table says which):
 - G1 never more delayed: prewarm's delayed share <= Karpenter alone's + 0.01 points; with two
   seeds or more, judged on the mean difference over the seeds: the upper end of its 95 %
-  interval (Student t) within +0.01 points. The table gives every goal's per-seed numbers, and
-  for G1 and G3b the mean over seeds with its 95 % interval.
+  interval (Student t) within +0.01 points. The table gives every goal's per-seed numbers and,
+  at the chosen point, the mean over seeds with its 95 % interval (`figure` says in which
+  unit); verdicts other than G1's count seeds.
 - G2 recurring workloads: prewarm <= 0.1 % delayed, with spare GPU-hours above the true lower
   bound (gpu_hours - lower-bound's) at least 25 % below the best buffer (fixed or percentage, its point
   chosen on training days) that meets the SLO on the scored days; when no buffer does,
@@ -286,14 +287,28 @@ def mean_ci95(xs):
 
 
 def figure(goal, name, c):
-    """The number a goal is averaged over seeds on, in its own unit, or None: G1 the delayed
-    difference prewarm minus Karpenter alone (points), G3b prewarm's GPU-h over the bound's."""
+    """The number a goal is averaged over seeds on, in its own unit, or None (rows at another
+    point than the chosen one are per seed only): G1 the delayed difference prewarm minus
+    Karpenter alone (points), G2 prewarm's delayed share (%), G3a the cut in node cold starts
+    (%), G3b prewarm's GPU-h over the bound's, G4 prewarm's GPU-h over the buffer rival's less
+    one (%), G5 coverage less nominal (points)."""
+    if goal != G1 and "(" in goal:
+        return None
     r = rows(c)
     p, re_ = r["prewarm"], r["reactive"]
     if goal == G1:
         return 100 * (p["delayed_fraction"] - re_["delayed_fraction"])
-    if goal.startswith("G3b") and "(" not in goal and "lower-bound" in r:
+    if goal.startswith("G2"):
+        return 100 * p["delayed_fraction"]
+    if goal.startswith("G3a") and re_["cold_starts"]:
+        return 100 * (1 - p["cold_starts"] / re_["cold_starts"])
+    if goal.startswith("G3b") and "lower-bound" in r:
         return p["gpu_hours"] / r["lower-bound"]["gpu_hours"]
+    if goal.startswith("G4"):
+        b, _ = buffer_rival(c, p)
+        return None if b is None else 100 * (p["gpu_hours"] / b["gpu_hours"] - 1)
+    if goal.startswith("G5") and p.get("band_coverage") is not None:
+        return 100 * (p["band_coverage"] - p["band_nominal_quantile"])
     return None
 
 

@@ -156,6 +156,16 @@ class SeedMeans(unittest.TestCase):
         self.assertAlmostEqual(m - lo, hi - m)
         self.assertIsNone(goals.mean_ci95([1.0]))
 
+    def test_the_averaged_figures_are_in_each_goals_unit(self):
+        # Karpenter alone 100 scored cold starts, prewarm 0; prewarm 0 GPU-h, bound 150.
+        c = comparison([])
+        self.assertEqual(goals.figure("G3a >=80 % fewer node cold starts for <=10 % more GPU-h",
+                                      "diurnal", c), 100.0)
+        self.assertEqual(goals.figure("G3b <=1.3x the lower bound's GPU-h at the SLO",
+                                      "diurnal", c), 0.0)
+        # A row at another point than the chosen one is per seed only.
+        self.assertIsNone(goals.figure(f"G3a >=80 % fewer ({goals.G3_LABEL})", "diurnal", c))
+
     def test_g1_is_judged_on_the_upper_end_of_the_interval(self):
         def comp(p, r):
             return {"rows": [{"policy": "prewarm", "delayed_fraction": p, "gpu_hours": 1.0,
