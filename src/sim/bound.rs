@@ -5,14 +5,14 @@
 //! exactly when not needed.
 //!
 //! The demand is the ideal packing's curve (`ceil(in-flight / slots)` replicas, whole nodes),
-//! cut into layers: layer k is on while at least k units (nodes) are needed. Each time a layer
+//! cut into layers: layer k is on while at least k units (replicas, or nodes) are needed. Each time a layer
 //! comes on after being off for `gap` seconds, the cheapest a clairvoyant can do is to keep the
 //! unit through the gap or release it and start a new one `setup` seconds ahead, so the layer
 //! costs `min(gap, setup)` on top of its on-time (the first time it comes on: `setup`). Summing
 //! the layers is the optimum for identical units with a setup time (a unit kept through a gap
 //! can always be the one of the lowest free layer), so no policy that serves every request on
-//! arrival spends less. The node's setup is counted with the shortest launch the launch model
-//! draws in practice (its 1st percentile), so lucky draws cannot put a policy under it either.
+//! arrival spends less. The node's setup is counted with a short launch, the launch model's 1st
+//! percentile: a policy would need most of its launches among the luckiest 1 % to go under it.
 //!
 //! What it does not bound: a policy that lets requests wait can pack them into fewer replicas;
 //! its GPU-hours are compared with the bound only as regret, never checked against it.
