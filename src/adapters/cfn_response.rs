@@ -43,38 +43,31 @@ pub enum RequestKind {
     Delete,
 }
 
+/// The fields every request echoes. The three request types carry them under the same names
+/// but share no trait, so one macro reads them from whichever it is given.
+macro_rules! echo {
+    ($r:expr, $physical_resource_id:expr) => {
+        Echo {
+            response_url: $r.response_url.clone(),
+            stack_id: $r.stack_id.clone(),
+            request_id: $r.request_id.clone(),
+            logical_resource_id: $r.logical_resource_id.clone(),
+            physical_resource_id: $physical_resource_id,
+        }
+    };
+}
+
 /// None for a request type this crate version does not know (the type is non-exhaustive).
 pub fn echo_of(request: &Request) -> Option<(RequestKind, Echo)> {
     Some(match request {
-        CloudFormationCustomResourceRequest::Create(r) => (
-            RequestKind::Create,
-            Echo {
-                response_url: r.response_url.clone(),
-                stack_id: r.stack_id.clone(),
-                request_id: r.request_id.clone(),
-                logical_resource_id: r.logical_resource_id.clone(),
-                physical_resource_id: None,
-            },
-        ),
+        CloudFormationCustomResourceRequest::Create(r) => (RequestKind::Create, echo!(r, None)),
         CloudFormationCustomResourceRequest::Update(r) => (
             RequestKind::Update,
-            Echo {
-                response_url: r.response_url.clone(),
-                stack_id: r.stack_id.clone(),
-                request_id: r.request_id.clone(),
-                logical_resource_id: r.logical_resource_id.clone(),
-                physical_resource_id: Some(r.physical_resource_id.clone()),
-            },
+            echo!(r, Some(r.physical_resource_id.clone())),
         ),
         CloudFormationCustomResourceRequest::Delete(r) => (
             RequestKind::Delete,
-            Echo {
-                response_url: r.response_url.clone(),
-                stack_id: r.stack_id.clone(),
-                request_id: r.request_id.clone(),
-                logical_resource_id: r.logical_resource_id.clone(),
-                physical_resource_id: Some(r.physical_resource_id.clone()),
-            },
+            echo!(r, Some(r.physical_resource_id.clone())),
         ),
         _ => return None,
     })
