@@ -3,6 +3,9 @@
 
 use std::io::Write;
 
+#[path = "common/prewarm_bin.rs"]
+mod prewarm_bin;
+
 use clap::Parser;
 use prewarm::cli::{Cli, Command};
 use prewarm::sim::compare::{compare, Comparison};
@@ -276,16 +279,7 @@ fn training_days_need_one_more_day_of_requests() {
 
 /// `prewarm simulate` itself (the binary), on `args`; its standard output.
 fn simulate_bin(args: &[&str]) -> String {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_prewarm"))
-        .args(args)
-        .output()
-        .expect("prewarm runs");
-    assert!(
-        out.status.success(),
-        "prewarm simulate failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("UTF-8 output")
+    prewarm_bin::run_prewarm(args)
 }
 
 #[test]

@@ -6,7 +6,9 @@
 //! figures are right is the business of simulate_hand_computed.rs.
 
 use std::path::PathBuf;
-use std::process::Command;
+
+#[path = "common/prewarm_bin.rs"]
+mod prewarm_bin;
 
 /// The run: short (about a second in a debug build) but it exercises every part a comparison
 /// has (the HPA, Karpenter's launches and ICE draws, prewarm's decide() with its swept knob and
@@ -50,17 +52,7 @@ fn simulate(extra: &[&str]) -> String {
 }
 
 fn run(args: &[&str], extra: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_prewarm"))
-        .args(args)
-        .args(extra)
-        .output()
-        .expect("prewarm runs");
-    assert!(
-        out.status.success(),
-        "prewarm simulate failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("UTF-8 output")
+    prewarm_bin::run_prewarm(&[args, extra].concat())
 }
 
 /// The table without its one line that is not a function of the inputs (the wall-clock time).
