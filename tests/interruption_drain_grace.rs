@@ -4,13 +4,16 @@
 //! the drain's surges are given back when the drain ends, not in the hand-over step. Expected
 //! values are worked out by hand from the rules in `core::interruption::drain`.
 
+#[path = "common/drain_plan.rs"]
+mod drain_plan;
+use drain_plan::{node, T0};
+
 use prewarm::core::interruption::{
     plan_drain, Command, DrainSettings, DrainStep, Finish, NodeView, Notice, NoticeKind,
     NoticeStatus, Phase, PodOwner, PodRef, PodView, ReplacementSeen,
 };
 use ReplacementSeen::{Absent, Pending, Running};
 
-const T0: f64 = 1_795_953_600.0; // notice time: 2026-11-29T12:00:00Z
 /// 120 s spot warning less the 30 s eviction budget.
 const DEADLINE: f64 = T0 + 90.0;
 
@@ -25,18 +28,6 @@ fn spot_warning() -> Notice {
         termination_time: None,
         status: NoticeStatus::Active,
         sent_time: None,
-    }
-}
-
-fn node(replacement: ReplacementSeen) -> NodeView {
-    NodeView {
-        name: "gpu-node-a".into(),
-        unschedulable: false,
-        tainted: false,
-        gpus: 8,
-        state: None,
-        replacement,
-        closed_event: None,
     }
 }
 

@@ -2,13 +2,15 @@
 //! duplicates and take-overs. Expected values are worked out by hand from the rules in
 //! `core::interruption::drain`, not computed by the code under test.
 
+#[path = "common/drain_plan.rs"]
+mod drain_plan;
+use drain_plan::{node, T0};
+
 use prewarm::core::interruption::{
     plan_drain, ActionTable, Command, DrainSettings, DrainState, Finish, NodeView, Notice,
     NoticeKind, NoticeStatus, Phase, PodOwner, PodRef, PodView, ReplacementSeen,
 };
 use ReplacementSeen::{Absent, NoTarget, Pending, Running};
-
-const T0: f64 = 1_795_953_600.0; // notice time: 2026-11-29T12:00:00Z
 
 fn notice(kind: NoticeKind) -> Notice {
     Notice {
@@ -21,18 +23,6 @@ fn notice(kind: NoticeKind) -> Notice {
         termination_time: None,
         status: NoticeStatus::Active,
         sent_time: None,
-    }
-}
-
-fn node(replacement: ReplacementSeen) -> NodeView {
-    NodeView {
-        name: "gpu-node-a".into(),
-        unschedulable: false,
-        tainted: false,
-        gpus: 8,
-        state: None,
-        replacement,
-        closed_event: None,
     }
 }
 
