@@ -16,7 +16,7 @@ help:
 	@echo "make demo    every policy and its frontier on 14 days of ServeGen, a superposed Azure trace and burst-180 (no cloud needed)"
 	@echo "make test    everything CI runs: lint, unit tests, infra tests, end-to-end on the local stack"
 	@echo "make goals   the policy's goals measured on the simulator (slow; not part of make test)"
-	@echo "make release VERSION=x.y.z   the release page's files in out/release/x.y.z (zip, template, chart, SHA256SUMS)"
+	@echo "make release VERSION=x.y.z [SOURCE_URL=https://...]   the release page's files in out/release/x.y.z (zip, template, chart, SHA256SUMS)"
 	@echo "make lint | unit | infra-test | sam-build | e2e | serving-gap | drain-repeat | bench | fuzz | build | invoke-local | lambda-figures | deploy"
 
 ## Lambda artifacts (cargo-lambda + zig from PyPI, installed on first use).
@@ -61,10 +61,12 @@ sam-artifact:
 ## that points at it (deploy with `sam deploy`, no Rust needed), the chart and SHA256SUMS.
 ## The release's own checks are tests/build (run by `make sam-build` on a check version).
 VERSION ?=
+SOURCE_URL ?=
 release: sam-artifact
 	@test -n "$(VERSION)" || { echo "make release VERSION=x.y.z" >&2; exit 2; }
-	scripts/release.sh $(VERSION) $(OUT)/release/$(VERSION)
+	SOURCE_URL=$(SOURCE_URL) scripts/release.sh $(VERSION) $(OUT)/release/$(VERSION)
 	PREWARM_RELEASE_DIR=$(OUT)/release/$(VERSION) PREWARM_RELEASE_VERSION=$(VERSION) \
+	  PREWARM_RELEASE_SOURCE_URL=$(SOURCE_URL) \
 	  $(INFRA_VENV)/python -m pytest -q tests/build
 
 ## Brings the local stack up, runs the stack-gated Rust tests and the pytest scenarios, tears down.

@@ -5,7 +5,9 @@
 #   prewarm-VERSION.yaml        the template, pointing at the zip (scripts/release_template.py)
 #   prewarm-chart-VERSION.tgz   the Helm chart (RBAC, targets ConfigMap, balloons)
 #   SHA256SUMS                  `sha256sum -c SHA256SUMS` in the folder checks all three
-# usage: scripts/release.sh VERSION OUT_DIR   (make release VERSION=x.y.z)
+# usage: scripts/release.sh VERSION OUT_DIR   (make release VERSION=x.y.z [SOURCE_URL=https://...])
+# SOURCE_URL (environment): the repository the release is published from, written into the
+# template's Serverless Application Repository metadata (HomePageUrl, SourceCodeUrl).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 version=${1:?usage: scripts/release.sh VERSION OUT_DIR}
@@ -24,7 +26,8 @@ done
 rm -rf "$out" && mkdir -p "$out"
 out=$(cd "$out" && pwd)
 zip_name="prewarm-$version-arm64.zip"
-python3 scripts/release_template.py template.yaml "$version" "$zip_name" >"$out/prewarm-$version.yaml"
+python3 scripts/release_template.py template.yaml "$version" "$zip_name" ${SOURCE_URL:+"$SOURCE_URL"} \
+  >"$out/prewarm-$version.yaml"
 
 # A zip whose only entry is `bootstrap`, executable (Lambda's custom runtime runs it), with a
 # fixed timestamp so that two releases of one tree differ only where the binary does.

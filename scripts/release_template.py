@@ -7,9 +7,11 @@ fails here instead of shipping a template that still wants a build):
 - Globals' `CodeUri: .` points at the zip (`sam deploy` uploads a local zip as it is);
 - both functions lose their `BuildMethod: rust-cargolambda` build metadata;
 - `Architecture` allows only arm64, the zip's architecture;
-- the Serverless Application Repository's SemanticVersion is the release's version.
+- the Serverless Application Repository's SemanticVersion is the release's version;
+- with SOURCE_URL, the application's HomePageUrl and SourceCodeUrl are that URL (the repository
+  the release is published from: template.yaml names none, rather than a made-up one).
 
-usage: release_template.py TEMPLATE VERSION ZIP_NAME > OUT
+usage: release_template.py TEMPLATE VERSION ZIP_NAME [SOURCE_URL] > OUT
 """
 
 import re
@@ -25,7 +27,7 @@ def replace_once(text: str, old: str, new: str, what: str, count: int = 1) -> st
     return text.replace(old, new)
 
 
-def release_template(text: str, version: str, zip_name: str) -> str:
+def release_template(text: str, version: str, zip_name: str, source_url: str = "") -> str:
     if not SEMVER.match(version):
         sys.exit(f"release_template: VERSION {version!r} is not a semantic version (x.y.z)")
     text = replace_once(text, "\n    CodeUri: .\n", f"\n    CodeUri: {zip_name}\n",
@@ -43,15 +45,22 @@ def release_template(text: str, version: str, zip_name: str) -> str:
     text, n = re.subn(r"(?m)^(    SemanticVersion: ).*$", rf"\g<1>{version}", text)
     if n != 1:
         sys.exit(f"release_template: expected one SemanticVersion, found {n}")
+    if source_url:
+        if not re.fullmatch(r"https://[^\s'\"]+", source_url):
+            sys.exit(f"release_template: SOURCE_URL {source_url!r} is not an https:// URL")
+        text = replace_once(text, f"    SemanticVersion: {version}\n",
+                            f"    SemanticVersion: {version}\n    HomePageUrl: {source_url}\n"
+                            f"    SourceCodeUrl: {source_url}\n", "the SemanticVersion line")
     return text
 
 
 def main() -> None:
-    if len(sys.argv) != 4:
+    if len(sys.argv) not in (4, 5):
         sys.exit(__doc__.strip().splitlines()[-1])
-    path, version, zip_name = sys.argv[1:]
+    path, version, zip_name = sys.argv[1:4]
+    source_url = sys.argv[4] if len(sys.argv) == 5 else ""
     with open(path, encoding="utf-8") as f:
-        sys.stdout.write(release_template(f.read(), version, zip_name))
+        sys.stdout.write(release_template(f.read(), version, zip_name, source_url))
 
 
 if __name__ == "__main__":

@@ -74,14 +74,18 @@ def load(path: pathlib.Path) -> dict:
 def test_the_template_is_the_repository_one_pointing_at_the_zip(release):
     folder, version = release
     got = load(folder / f"prewarm-{version}.yaml")
-    # The expectation, by hand from template.yaml: the four edits the release makes, no more.
+    # The expectation, by hand from template.yaml: the edits the release makes, no more.
     want = load(REPO / "template.yaml")
     want["Globals"]["Function"]["CodeUri"] = f"prewarm-{version}-arm64.zip"
     for name in ("TickFunction", "InterruptionFunction"):
         meta = want["Resources"][name]["Metadata"]
         del meta["BuildMethod"], meta["BuildProperties"]
     want["Parameters"]["Architecture"]["AllowedValues"] = ["arm64"]
-    want["Metadata"]["AWS::ServerlessRepo::Application"]["SemanticVersion"] = version
+    app = want["Metadata"]["AWS::ServerlessRepo::Application"]
+    app["SemanticVersion"] = version
+    # `make release SOURCE_URL=...`: the repository the release comes from.
+    if source_url := os.environ.get("PREWARM_RELEASE_SOURCE_URL"):
+        app["HomePageUrl"] = app["SourceCodeUrl"] = source_url
     assert got == want
     assert (folder / got["Globals"]["Function"]["CodeUri"]).is_file()
 

@@ -29,7 +29,7 @@ import time
 import uuid
 from datetime import datetime
 
-from test_tick import SCHEDULED, Model, decisions, log_offset, wait_for_series
+from test_tick import scheduled, Model, decisions, log_offset, wait_for_series
 
 BALLOON = "burst-balloon"
 BALLOON_NS = "prewarm"
@@ -90,7 +90,7 @@ class BackgroundInvocation:
 
     def _run(self, watch) -> None:
         try:
-            self.outcome["result"] = watch.invoke(SCHEDULED, timeout=300)
+            self.outcome["result"] = watch.invoke(scheduled(), timeout=300)
         except Exception as e:  # noqa: BLE001 - reported by the test when it matters
             self.outcome["error"] = e
 

@@ -36,7 +36,7 @@ import pytest
 
 import remote_write
 from test_burst import BackgroundInvocation, gpu_deployment
-from test_tick import SCHEDULED, decisions, gpu_pool, log_offset  # noqa: F401 (gpu_pool: fixture)
+from test_tick import scheduled, decisions, gpu_pool, log_offset  # noqa: F401 (gpu_pool: fixture)
 
 NAMESPACE = "prewarm-e2e-policy"
 SPACING = 5.0  # seconds between remote-written samples, like a scrape
@@ -212,7 +212,7 @@ def test_a_daily_burst_replayed_from_compressed_history_is_warm_before_it_comes(
     feed.start()  # today goes on at 1/s
 
     offset = log_offset(watch)
-    result = watch.invoke(SCHEDULED, timeout=600)
+    result = watch.invoke(scheduled(), timeout=600)
     print(f"\ninvocation: {json.dumps(result)}")
     lines = decisions(watch, offset, model)
     for line in lines:
@@ -319,7 +319,7 @@ def test_a_raise_left_behind_when_the_option_is_turned_off_is_given_back_by_the_
     }
     watch = lambda_watch(tick_env(stack_env, target, SEASONS_SECONDS="none", TICK_SECONDS="60"))
     offset = log_offset(watch)
-    watch.invoke(SCHEDULED, timeout=300)
+    watch.invoke(scheduled(), timeout=300)
     lines = decisions(watch, offset, model)
     for line in lines:
         print("decision:", json.dumps(line))

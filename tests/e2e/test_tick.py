@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -27,7 +28,14 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SCHEDULED = json.loads((REPO / "events" / "scheduled.json").read_text())
+SCHEDULED_FILE = json.loads((REPO / "events" / "scheduled.json").read_text())
+
+
+def scheduled(late_s: float = 0.0) -> dict:
+    """events/scheduled.json as EventBridge would send it now (or `late_s` seconds ago): the
+    handler skips a scheduled event that arrives more than a minute after its time."""
+    at = time.gmtime(time.time() - late_s)
+    return {**SCHEDULED_FILE, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", at)}
 FREEZE_BUDGET = {"nodes": "0", "reasons": ["Underutilized", "Empty"]}
 SAVED_BUDGETS = "prewarm.io/saved-budgets"
 NAMESPACE = "prewarm-e2e-tick"
@@ -183,7 +191,7 @@ def test_a_ramp_scales_the_balloons_patches_the_nodepool_and_karpenter_provision
     watch = lambda_watch(tick_env(model, name, stack_env["PROMETHEUS_URL"]))
     offset = log_offset(watch)
     t0 = time.monotonic()
-    result = watch.invoke(SCHEDULED, timeout=600)
+    result = watch.invoke(scheduled(), timeout=600)
     invoke_s = time.monotonic() - t0
     print(f"\ninvocation: {invoke_s:.1f}s, {len(result['ticks'])} ticks, result {json.dumps(result)}")
     assert result["dryRun"] is False
@@ -222,6 +230,14 @@ def test_a_ramp_scales_the_balloons_patches_the_nodepool_and_karpenter_provision
         print("consolidation not frozen at the end of the invocation:", json.dumps(pool["spec"]["disruption"]))
     assert pool["spec"]["disruption"]["consolidateAfter"] == gpu_pool["spec"]["disruption"]["consolidateAfter"]
 
+    # A scheduled event Lambda delivers five minutes late (throttled) runs no tick, and says so.
+    offset = log_offset(watch)
+    late = watch.invoke(scheduled(late_s=300), timeout=60)
+    print("late invocation:", json.dumps(late))
+    assert late["ticks"] == [], late
+    assert re.search(r"arrived 30\d s late", late["skipped"]), late
+    assert not decisions(watch, offset, model.name), "a late scheduled event made a decision"
+
     # Karpenter launches kwok GPU nodes for the pending balloons, and they run there.
     def balloons_running():
         pods = k8s.get("pods", namespace=NAMESPACE, selector=f"app={name}")
@@ -247,7 +263,7 @@ def test_dry_run_decides_and_logs_but_writes_nothing(
 
     watch = lambda_watch(tick_env(model, name, stack_env["PROMETHEUS_URL"], DRY_RUN="true"))
     offset = log_offset(watch)
-    result = watch.invoke(SCHEDULED, timeout=600)
+    result = watch.invoke(scheduled(), timeout=600)
     print(f"\ninvocation result {json.dumps(result)}")
     assert result["dryRun"] is True
 
@@ -321,7 +337,7 @@ def test_prometheus_stopped_mid_run_holds_the_headroom_and_says_why(
 
     watch = lambda_watch(tick_env(model, name, url))
     offset = log_offset(watch)
-    watch.invoke(SCHEDULED, timeout=600)
+    watch.invoke(scheduled(), timeout=600)
     scaled = k8s.get("deployment", name, NAMESPACE)["spec"]["replicas"]
     print(f"after the first invocation (Prometheus up): {scaled} balloon replicas")
     assert scaled > 0, decisions(watch, offset, model.name)
@@ -331,7 +347,7 @@ def test_prometheus_stopped_mid_run_holds_the_headroom_and_says_why(
     model.idle()
     offset = log_offset(watch)
     t0 = time.monotonic()
-    result = watch.invoke(SCHEDULED, timeout=600)
+    result = watch.invoke(scheduled(), timeout=600)
     print(f"invocation with Prometheus stopped: {time.monotonic() - t0:.1f}s {json.dumps(result)}")
 
     lines = decisions(watch, offset, model.name)

@@ -6,6 +6,8 @@ so intrinsic functions appear as {"Ref": ...}, {"Fn::GetAtt": [...]}, {"Fn::If":
 import copy
 import json
 import re
+import subprocess
+import sys
 import tomllib
 
 import pytest
@@ -480,7 +482,10 @@ def test_dashboard_is_valid_json_and_shows_every_emf_metric(template):
 # ------------------------------------------------------------------ publishing (Serverless Application Repository)
 
 SAR_KEYS = {"Name", "Description", "Author", "SpdxLicenseId", "LicenseUrl", "ReadmeUrl", "Labels",
-            "HomePageUrl", "SemanticVersion", "SourceCodeUrl"}
+            "SemanticVersion"}
+# Optional in the repository's metadata: the release writes them from SOURCE_URL, the repository
+# it is published from. The template names none rather than a made-up address.
+RELEASE_URL_KEYS = {"HomePageUrl", "SourceCodeUrl"}
 
 
 def test_the_license_file_is_the_one_cargo_declares(repo):
@@ -504,8 +509,7 @@ def test_serverless_repo_metadata_is_complete_and_agrees_with_the_crate(template
     # `sam package` uploads these two local files with the application.
     for key in ("LicenseUrl", "ReadmeUrl"):
         assert (repo / app[key]).is_file(), key
-    for key in ("HomePageUrl", "SourceCodeUrl"):
-        assert app[key].startswith("https://"), key
+    assert not RELEASE_URL_KEYS & set(app), "a URL in template.yaml: `make release SOURCE_URL=` writes them"
     # The repository's own limits: a name of 1-140 letters, digits and dashes, a description of
     # at most 256 characters, at most 10 labels of 1-127 characters each.
     assert re.fullmatch(r"[A-Za-z0-9-]{1,140}", app["Name"])
@@ -744,6 +748,14 @@ def test_deleting_the_stack_restores_the_cluster_first(template):
     assert props["AccessEntry"] == {"Fn::If": ["WantAccessEntries", {"Ref": "TickAccessEntry"}, "none"]}
     # A lost answer holds the stack minutes, not CloudFormation's default hour.
     assert 0 < props["ServiceTimeout"] <= 600
+    # The request reaches the tick by an asynchronous invocation: throttled (TickReservedConcurrency
+    # 1 while a tick runs, or the account's limit), Lambda retries it only up to the function's
+    # MaximumEventAgeInSeconds. Shorter than the ServiceTimeout, a throttled Delete is dropped
+    # and the stack waits the timeout out into DELETE_FAILED.
+    tick = resources_of(template, "AWS::Serverless::Function")["TickFunction"]["Properties"]
+    invoke = tick["EventInvokeConfig"]
+    assert invoke["MaximumEventAgeInSeconds"] == props["ServiceTimeout"]
+    assert invoke["MaximumRetryAttempts"] == 0
 
 
 def test_paused_makes_the_tick_restore_and_observe(template):
@@ -777,3 +789,27 @@ def test_the_dashboard_calls_arrival_rates_what_they_are(template):
         if "Forecast" in names:
             assert "requests/s" in w["properties"]["title"], w["properties"]["title"]
             assert "replicas" not in w["properties"]["title"], w["properties"]["title"]
+
+
+def release_template(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(REPO / "scripts/release_template.py"),
+                           str(TEMPLATE), *args], capture_output=True, text=True)
+
+
+def test_the_release_writes_the_source_url_only_when_given():
+    def app_of(out: str) -> dict:
+        template, matches = decode_str(out)
+        assert not matches, matches
+        return template["Metadata"]["AWS::ServerlessRepo::Application"]
+
+    url = "https://github.com/acme/prewarm"
+    given = release_template("1.2.3", "prewarm-1.2.3-arm64.zip", url)
+    assert given.returncode == 0, given.stderr
+    app = app_of(given.stdout)
+    assert (app["SemanticVersion"], app["HomePageUrl"], app["SourceCodeUrl"]) == ("1.2.3", url, url)
+    without = release_template("1.2.3", "prewarm-1.2.3-arm64.zip")
+    assert without.returncode == 0, without.stderr
+    assert not RELEASE_URL_KEYS & set(app_of(without.stdout))
+    for bad in ("http://github.com/acme/prewarm", "github.com/acme/prewarm", "https://a b"):
+        refused = release_template("1.2.3", "prewarm-1.2.3-arm64.zip", bad)
+        assert refused.returncode != 0 and "SOURCE_URL" in refused.stderr, bad

@@ -257,6 +257,29 @@ async fn pause(deps: &TickDeps, now: f64) {
     }
 }
 
+/// A scheduled invocation Lambda delivered too late (throttled behind reserved concurrency or
+/// the account's limit): no tick, one warning, and a result that says why.
+fn skip_late(payload: &Value, lateness_s: f64) -> Value {
+    let scheduled = payload
+        .get("time")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    tracing::warn!(
+        event = "tick_skipped",
+        scheduled,
+        late_s = lateness_s,
+        "no tick: this scheduled invocation arrived {lateness_s:.0} s after its time (over {} s); the next minute's runs",
+        deadline::LATEST_SCHEDULED_START_S
+    );
+    serde_json::json!({
+        "ticks": [],
+        "skipped": format!(
+            "the scheduled event of {scheduled} arrived {lateness_s:.0} s late (over {} s)",
+            deadline::LATEST_SCHEDULED_START_S
+        ),
+    })
+}
+
 /// Lambda mode: build the clients once, then serve scheduled events, and the stack's
 /// `Custom::PrewarmRestore` requests (`handlers::custom_resource`).
 pub async fn serve(config: Result<Config>) -> Result<()> {
@@ -288,6 +311,10 @@ pub async fn serve(config: Result<Config>) -> Result<()> {
                     )
                     .await;
                     return answered.map_err(lambda_runtime::Error::from);
+                }
+                let lateness = deadline::scheduled_lateness(&event.payload, unix_now());
+                if deadline::too_late(lateness) {
+                    return Ok(skip_late(&event.payload, lateness.unwrap_or_default()));
                 }
                 let deps = deps.map_err(lambda_runtime::Error::from)?;
                 Ok::<Value, lambda_runtime::Error>(Box::pin(handle(deps, &event.context)).await)
