@@ -11,6 +11,9 @@
 //! - `a_targets_cap_grows_for_the_lease_only_and_restore_gives_the_users_value_back`: a target
 //!   with its own cap; the room at the claim, kept by the tick while the lease lasts, gone when
 //!   it expires; `prewarm restore` then puts the user's value back exactly.
+//! - `a_write_that_conflicts_with_a_drains_claim_keeps_its_room`: the tick (or another drain)
+//!   read the pool and its nodes, then a drain claimed one of them and made room; the first
+//!   write conflicts, and the retry must count the new drain instead of erasing its room.
 //!
 //! The handler runs as the `prewarm-lambda` user (both functions' groups plus the stack-tests
 //! grant for objects of any name, as these NodePools are the test's own); the admin makes the
@@ -23,7 +26,9 @@ use aws_lambda_events::event::sqs::SqsMessage;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use prewarm::adapters::events::{parse_record_with, InstanceIdRule, ParsedRecord};
-use prewarm::adapters::kube::limits_room::sync_room;
+use prewarm::adapters::kube::limits_room::{pool_nodes, sync_room};
+use prewarm::adapters::kube::nodepool::{apply_node_pool, read_node_pool, PatchOutcome};
+use prewarm::adapters::kube::nodepool_limits::LimitsIntent;
 use prewarm::adapters::kube::nodepool_limits::SAVED_LIMITS;
 use prewarm::adapters::kube::resources::node_pool;
 use prewarm::adapters::kube::restore::restore_all;
@@ -473,4 +478,64 @@ async fn a_targets_cap_grows_for_the_lease_only_and_restore_gives_the_users_valu
     );
     assert_eq!(after_restore, users);
     assert_eq!(saved_after, None);
+}
+
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn a_write_that_conflicts_with_a_drains_claim_keeps_its_room() {
+    let admin = as_user("KUBECONFIG").await;
+    let lambda = as_user("PREWARM_LAMBDA_KUBECONFIG").await;
+    ensure_namespace(&admin).await;
+    let pool = unique_hex("rc-");
+    // The user's limits hold exactly the one 4-GPU node, as in the first test.
+    let users = json!({"cpu": "48", "nvidia.com/gpu": 4});
+    make_pool(&admin, &pool, users.clone()).await;
+    let workload = format!("{pool}-w");
+    make_pod(&admin, &workload, &pool, 4, None).await;
+    let node = wait_for(
+        "the workload on a node Karpenter launched",
+        Duration::from_secs(180),
+        || running_on(&admin, NS, &workload),
+    )
+    .await;
+    let instance = instance_of(&Api::<Node>::all(admin.clone()).get(&node).await.unwrap());
+
+    // What a tick read before the drain: the pool and its nodes, none draining.
+    let stale_view = read_node_pool(&lambda, &pool).await.unwrap();
+    let stale_nodes = pool_nodes(&lambda, &pool).await.unwrap();
+    // Then the drain claims the node and makes room for its replacement (4 + 4 GPUs).
+    let h = handler(&targets(&pool, None)).await;
+    h.handle_record(&spot_warning(&instance), &Continuation::default())
+        .await;
+    let (at_claim, _) = limits_of(&admin, &pool).await;
+    // The tick's write from what it read (its limits, and a consolidation freeze so that it
+    // has something to write): its first attempt conflicts (the claim moved the pool's
+    // resourceVersion); the retry reads the pool again, and must read the nodes again.
+    let intent = LimitsIntent::Room {
+        cap: None,
+        nodes: stale_nodes,
+        now: now(),
+    };
+    let outcome = apply_node_pool(&lambda, &stale_view, &intent, Some(true), false).await;
+    let (after, _) = limits_of(&admin, &pool).await;
+
+    let _ = Api::<Pod>::namespaced(admin.clone(), NS)
+        .delete(&workload, &DeleteParams::default())
+        .await;
+    let _ = pools(&admin).delete(&pool, &DeleteParams::default()).await;
+
+    assert_eq!(
+        at_claim,
+        json!({"cpu": "48", "nvidia.com/gpu": "8"}),
+        "no room at the claim"
+    );
+    // The freeze went through, on the retry.
+    assert_eq!(
+        outcome.as_ref().map(|o| o.patch).ok(),
+        Some(PatchOutcome::Written),
+        "{outcome:?}"
+    );
+    // By hand: the room counts the draining node (4 + 4). With the nodes listed before the
+    // claim, the retry wrote the user's 4 back over the room.
+    assert_eq!(after, at_claim, "the write took the drain's room away");
 }

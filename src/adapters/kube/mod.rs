@@ -20,6 +20,7 @@ pub mod nodepool_limits;
 pub mod nodepool_paths;
 pub mod nodepool_view;
 pub mod pods;
+pub mod pool_nodes;
 pub mod resources;
 pub mod restore;
 pub mod restore_found;

@@ -16,6 +16,7 @@ use serde_json::{json, Map, Value};
 use super::api_error::from_kube;
 use super::conflict::retry_on_conflict;
 use super::nodepool_limits::{limits_restore_step, limits_write, LimitsIntent, SAVED_LIMITS};
+use super::pool_nodes::pool_nodes;
 // The view and the freeze's annotation live in a leaf both this file and `nodepool_limits` read.
 pub use super::nodepool_view::{NodePoolView, SAVED_BUDGETS};
 use super::resources::node_pool_api;
@@ -210,6 +211,21 @@ pub async fn apply_node_pool(
             view.clone()
         } else {
             read_node_pool(client, &view.name).await?
+        };
+        // A retry lists the pool's nodes again too: the writer it conflicted with may be a drain
+        // that has just claimed a node of this pool and made room for its replacement, and
+        // limits computed from the nodes read before would take that room away.
+        let relisted;
+        let limits = match (attempt, limits) {
+            (1.., LimitsIntent::Room { cap, now, .. }) => {
+                relisted = LimitsIntent::Room {
+                    cap: cap.clone(),
+                    nodes: pool_nodes(client, &view.name).await?,
+                    now: *now,
+                };
+                &relisted
+            }
+            _ => limits,
         };
         let change = node_pool_change(&current, limits, freeze).map_err(|message| Error::Kube {
             operation: "plan patch".into(),
