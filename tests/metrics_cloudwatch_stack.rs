@@ -60,6 +60,7 @@ async fn source(namespace: &str) -> Box<dyn MetricSource> {
     from_config(
         &MetricSourceConfig::CloudWatch {
             namespace: namespace.into(),
+            publish_s: PERIOD as f64,
         },
         60.0,
     )
@@ -75,30 +76,58 @@ const PERIODS: i64 = 100;
 /// waiting = k, running = 4, completed = 20 (2/s), latency 1.5 s.
 /// Expected: arrival = (20 + growth 1) / 10 = 2.1/s, service time 1.5 s.
 async fn put_known_history(namespace: &str, dims: &[Dimension], end: i64) {
-    let client = sdk_client().await;
-    let t0 = end - PERIODS * PERIOD;
-    let mut data = Vec::new();
-    for k in 0..PERIODS {
-        let t = DateTime::from_secs(t0 + k * PERIOD);
-        for (name, value, unit) in [
-            (cloudwatch::WAITING, k as f64, StandardUnit::Count),
-            (cloudwatch::RUNNING, 4.0, StandardUnit::Count),
-            (cloudwatch::COMPLETED, 20.0, StandardUnit::Count),
-            (cloudwatch::LATENCY, 1.5, StandardUnit::Seconds),
-        ] {
-            data.push(
-                MetricDatum::builder()
-                    .metric_name(name)
-                    .set_dimensions(Some(dims.to_vec()))
-                    .timestamp(t)
-                    .value(value)
-                    .unit(unit)
-                    .storage_resolution(1)
-                    .build(),
-            );
+    let publisher = Publisher {
+        offset_s: 0,
+        waiting_base: 0.0,
+        waiting_growth: 1.0,
+        running: 4.0,
+        completed: 20.0,
+    };
+    put(&sdk_client().await, namespace, &publisher.data(dims, end)).await;
+}
+
+/// What one publisher (a pod, an agent) puts: one datapoint per metric per 10 s period k =
+/// 0..100 ending at `end`, `offset_s` into the period: waiting = `waiting_base` +
+/// `waiting_growth` · k, the constant running and completions, latency 1.5 s.
+#[derive(Clone, Copy)]
+struct Publisher {
+    offset_s: i64,
+    waiting_base: f64,
+    waiting_growth: f64,
+    running: f64,
+    completed: f64,
+}
+
+impl Publisher {
+    fn data(&self, dims: &[Dimension], end: i64) -> Vec<MetricDatum> {
+        let t0 = end - PERIODS * PERIOD;
+        let mut data = Vec::new();
+        for k in 0..PERIODS {
+            let t = DateTime::from_secs(t0 + k * PERIOD + self.offset_s);
+            for (name, value, unit) in [
+                (
+                    cloudwatch::WAITING,
+                    self.waiting_base + self.waiting_growth * k as f64,
+                    StandardUnit::Count,
+                ),
+                (cloudwatch::RUNNING, self.running, StandardUnit::Count),
+                (cloudwatch::COMPLETED, self.completed, StandardUnit::Count),
+                (cloudwatch::LATENCY, 1.5, StandardUnit::Seconds),
+            ] {
+                data.push(
+                    MetricDatum::builder()
+                        .metric_name(name)
+                        .set_dimensions(Some(dims.to_vec()))
+                        .timestamp(t)
+                        .value(value)
+                        .unit(unit)
+                        .storage_resolution(1)
+                        .build(),
+                );
+            }
         }
+        data
     }
-    put(&client, namespace, &data).await;
 }
 
 /// PutMetricData in batches (CloudWatch takes up to 1000 datums a call).
@@ -115,6 +144,12 @@ async fn put(client: &aws_sdk_cloudwatch::Client, namespace: &str, data: &[Metri
 }
 
 fn assert_known(obs: &RecentSignals, now: f64, end: i64) {
+    assert_signals(obs, now, end, 0.0, 4.0);
+}
+
+/// The grid of the default policy ending at `now`, waiting = `waiting_base` + k of the newest
+/// complete period k, running = `running`, arrival 2.1/s, service time 1.5 s.
+fn assert_signals(obs: &RecentSignals, now: f64, end: i64, waiting_base: f64, running: f64) {
     let policy = PolicySpec::default();
     let points = (policy.window_s / policy.step_s) as usize + 1;
     let grid: Vec<f64> = (0..points)
@@ -134,9 +169,13 @@ fn assert_known(obs: &RecentSignals, now: f64, end: i64) {
         // The newest complete period at the grid point started one period before its end.
         let period_end = (s.t / PERIOD as f64).floor() * PERIOD as f64;
         let k = (period_end - PERIOD as f64 - t0) / PERIOD as f64;
-        assert_eq!(s.v, k, "waiting at {}", s.t);
+        assert_eq!(s.v, waiting_base + k, "waiting at {}", s.t);
     }
-    assert!(obs.running.iter().all(|s| s.v == 4.0), "{:?}", obs.running);
+    assert!(
+        obs.running.iter().all(|s| s.v == running),
+        "{:?}",
+        obs.running
+    );
     for s in &obs.arrival_rate {
         assert!((s.v - 2.1).abs() < 1e-9, "arrival {} at {}", s.v, s.t);
     }
@@ -165,6 +204,43 @@ async fn cloudwatch_source_reads_known_datapoints_by_target_dimension() {
             .unwrap();
         assert_known(&obs, now, end);
     }
+}
+
+/// Two publishers of one target (two pods, same dimensions), each putting one datapoint per
+/// metric per 10 s period, 1 s apart: pod A waiting k, running 4, 10 completions; pod B waiting
+/// 2, running 4, 10 completions. The target's gauges are the sums, waiting 2 + k and running 8
+/// (Average would say 1 + k/2 and 4); completions 20 a period as before, so the arrival rate is
+/// (20 + growth 1) / 10 = 2.1/s.
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn two_publishers_of_one_gauge_are_summed() {
+    let namespace = format!("PrewarmTest/{}", unique_series("cwpub"));
+    let t = target("llama", "");
+    let dims = [Dimension::builder().name("Target").value("llama").build()];
+    let end = now_whole_seconds() / PERIOD * PERIOD;
+    let pod_a = Publisher {
+        offset_s: 0,
+        waiting_base: 0.0,
+        waiting_growth: 1.0,
+        running: 4.0,
+        completed: 10.0,
+    };
+    let pod_b = Publisher {
+        offset_s: 1,
+        waiting_base: 2.0,
+        waiting_growth: 0.0,
+        ..pod_a
+    };
+    let mut data = pod_a.data(&dims, end);
+    data.extend(pod_b.data(&dims, end));
+    put(&sdk_client().await, &namespace, &data).await;
+    let now = end as f64 + 5.0;
+    let obs = source(&namespace)
+        .await
+        .observe(&t, Window::ending_at(now, &PolicySpec::default()))
+        .await
+        .unwrap();
+    assert_signals(&obs, now, end, 2.0, 8.0);
 }
 
 #[tokio::test]
@@ -237,6 +313,7 @@ async fn an_unreachable_endpoint_is_a_retryable_error() {
     let source = cloudwatch::CloudWatchSource::new(
         aws_sdk_cloudwatch::Client::from_conf(conf),
         "PrewarmTest",
+        10.0,
     );
     let err = source
         .observe(

@@ -9,6 +9,7 @@
 
 pub mod amp;
 pub mod cloudwatch;
+pub mod cloudwatch_periods;
 pub mod history;
 pub mod prometheus;
 pub mod queries;
@@ -85,7 +86,10 @@ pub async fn from_config(
                 amp::source(workspace_url, signer)?.with_rate_window(rate_window_s),
             ))
         }
-        MetricSourceConfig::CloudWatch { namespace } => {
+        MetricSourceConfig::CloudWatch {
+            namespace,
+            publish_s,
+        } => {
             // A tick must not stall on one slow call: bound each attempt and the whole call
             // (retries included), like the Prometheus client's timeout.
             let timeouts = aws_config::timeout::TimeoutConfig::builder()
@@ -106,6 +110,7 @@ pub async fn from_config(
             Ok(Box::new(CloudWatchSource::new(
                 aws_sdk_cloudwatch::Client::new(&sdk),
                 namespace,
+                *publish_s,
             )))
         }
     }
