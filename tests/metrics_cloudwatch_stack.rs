@@ -55,14 +55,25 @@ fn target(name: &str, selector: &str) -> TargetSpec {
     }
 }
 
+/// The source as `from_config` builds it, with no ingestion lag: the tests put datapoints up to
+/// now and read them back at once, as from a store that shows them at once.
 async fn source(namespace: &str) -> Box<dyn MetricSource> {
+    source_with_lag(namespace, 0.0).await
+}
+
+/// The source with INGESTION_LAG_SECONDS = `lag_s` (publishers every 10 s, high resolution).
+async fn source_with_lag(namespace: &str, lag_s: f64) -> Box<dyn MetricSource> {
     use_localstack();
+    let policy = PolicySpec {
+        ingestion_lag_s: lag_s,
+        ..PolicySpec::default()
+    };
     from_config(
         &MetricSourceConfig::CloudWatch {
             namespace: namespace.into(),
             publish_s: PERIOD as f64,
         },
-        60.0,
+        &policy,
     )
     .await
     .unwrap()
@@ -243,6 +254,67 @@ async fn two_publishers_of_one_gauge_are_summed() {
     assert_signals(&obs, now, end, 2.0, 8.0);
 }
 
+/// The band's history ends at now (`observe::calibration_window`): one pod puts, every 10 s
+/// up to and including now, 10 completions, 0 waiting and 4 running. With a 30 s ingestion lag
+/// the read ends at the last minute boundary at or before now - 30 (`last_complete_end`): the
+/// minute holding now (a partial Sum, a fall in demand) and the one that ended within the lag
+/// are left out. Every minute read is complete: 6 datapoints of 10 completions = 60 / 60 s =
+/// 1/s, the gauges 6·0 and 6·4 over 6 datapoints = 0 and 4, no growth: 1/s exactly.
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn the_still_filling_period_is_not_read() {
+    let namespace = format!("PrewarmTest/{}", unique_series("cwfill"));
+    let t = target("llama", "");
+    let dims = [Dimension::builder().name("Target").value("llama").build()];
+    let now = now_whole_seconds();
+    let from = now - 1_200;
+    let mut data = Vec::new();
+    for at in (from..=now).step_by(PERIOD as usize) {
+        for (name, value) in [
+            (cloudwatch::COMPLETED, 10.0),
+            (cloudwatch::WAITING, 0.0),
+            (cloudwatch::RUNNING, 4.0),
+        ] {
+            data.push(
+                MetricDatum::builder()
+                    .metric_name(name)
+                    .set_dimensions(Some(dims.to_vec()))
+                    .timestamp(DateTime::from_secs(at))
+                    .value(value)
+                    .unit(StandardUnit::Count)
+                    .storage_resolution(1)
+                    .build(),
+            );
+        }
+    }
+    put(&sdk_client().await, &namespace, &data).await;
+    let window = Window {
+        start: (now - 600) as f64,
+        end: now as f64,
+        step: 60.0,
+    };
+    let got = source_with_lag(&namespace, 30.0)
+        .await
+        .arrival_history(&t, window)
+        .await
+        .unwrap();
+    // The source reads its own clock, at or after `now` and at or before `after`: its last
+    // period ends at the minute boundary at or before its now - 30, so no earlier than the one
+    // at or before `now - 30` and no later than `after - 30`. Reading the still-filling minute
+    // (as a read ending at now rounded up did) stamps the last sample at or after `now`.
+    let after = now_whole_seconds();
+    let newest = ((now - 30) / 60 * 60) as f64;
+    let last = got.last().expect("complete minutes are read");
+    assert!(
+        last.t >= newest && last.t <= (after - 30) as f64,
+        "newest sample at {} (now {now}): {got:?}",
+        last.t
+    );
+    for s in &got {
+        assert!((s.v - 1.0).abs() < 1e-9, "{} at {}: {got:?}", s.v, s.t);
+    }
+}
+
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
 async fn selector_matchers_become_dimensions() {
@@ -329,18 +401,20 @@ async fn an_unreachable_endpoint_is_a_retryable_error() {
 
 // ---- seasonal history: the same clock time one season back, at 1-minute periods ------------------
 
-/// One datapoint per metric at the start of every minute of `[from, to)`: completions 120 a
-/// minute (2/s) before `burst`, 360 (6/s) from it on; running 4; waiting 0 before `burst` and 30
-/// from it on (so the first burst minute also grows the system by 30).
+/// One publisher's datapoints every 10 s of `[from, to)` (the interval the source is declared
+/// with), so a minute holds 6 of each: completions 20 each (120 a minute, 2/s) before `burst`,
+/// 60 each (360 a minute, 6/s) from it on; running 4; waiting 0 before `burst` and 30 from it on
+/// (so the first burst minute also grows the system by 30). A minute's gauge Sums are 6 x the
+/// value, which the source divides by the 6 datapoints of one publisher.
 async fn put_minutes(namespace: &str, dims: &[Dimension], from: i64, to: i64, burst: i64) {
     let client = sdk_client().await;
     let mut data = Vec::new();
-    for t in (from..to).step_by(60) {
+    for t in (from..to).step_by(PERIOD as usize) {
         let burst_on = t >= burst;
         for (name, value, unit) in [
             (
                 cloudwatch::COMPLETED,
-                if burst_on { 360.0 } else { 120.0 },
+                if burst_on { 60.0 } else { 20.0 },
                 StandardUnit::Count,
             ),
             (cloudwatch::RUNNING, 4.0, StandardUnit::Count),
@@ -357,6 +431,7 @@ async fn put_minutes(namespace: &str, dims: &[Dimension], from: i64, to: i64, bu
                     .timestamp(DateTime::from_secs(t))
                     .value(value)
                     .unit(unit)
+                    .storage_resolution(1)
                     .build(),
             );
         }
@@ -366,8 +441,8 @@ async fn put_minutes(namespace: &str, dims: &[Dimension], from: i64, to: i64, bu
 
 /// What the tick asks for its seasonal forecast (`handlers::tick::seasonal_history`): the
 /// observation window and the next lead time (default policy: 900 s and 180 s, 15 s step), one
-/// season back. For a compressed "day" of 20 minutes and for a real day, datapoints at whole
-/// minutes around that clock time, with a burst starting 2 minutes after it, are read back at
+/// season back. For a compressed "day" of 20 minutes and for a real day, datapoints every 10 s
+/// around that clock time, with a burst starting 2 minutes after it, are read back at
 /// 1-minute periods (CloudWatch keeps sub-minute data only 3 hours), each period stamped at its
 /// end, exactly:
 /// - periods starting before the burst: 120 completions / 60 s = 2/s;

@@ -42,7 +42,7 @@ use aws_sdk_cloudwatch::types::{
 };
 use aws_smithy_types::DateTime;
 
-use super::cloudwatch_periods::{history_period, period_for, summed_gauge};
+use super::cloudwatch_periods::{history_period, last_complete_end, period_for, summed_gauge};
 use super::queries::normalized_selector;
 use super::{metrics_error, MetricSource, RecentSignals, Window};
 use crate::core::{Sample, TargetSpec};
@@ -60,6 +60,8 @@ pub struct CloudWatchSource {
     namespace: String,
     /// CLOUDWATCH_PUBLISH_SECONDS: how often each publisher puts a datapoint of each metric.
     publish_s: f64,
+    /// INGESTION_LAG_SECONDS: a period that ended less than this long ago is not read.
+    ingestion_lag_s: f64,
 }
 
 impl CloudWatchSource {
@@ -70,6 +72,16 @@ impl CloudWatchSource {
             client,
             namespace: namespace.to_string(),
             publish_s,
+            ingestion_lag_s: 0.0,
+        }
+    }
+
+    /// Leaves out the periods that ended less than `lag_s` before the wall clock's now
+    /// (INGESTION_LAG_SECONDS): their datapoints may still be arriving.
+    pub fn with_ingestion_lag(self, lag_s: f64) -> Self {
+        CloudWatchSource {
+            ingestion_lag_s: lag_s,
+            ..self
         }
     }
 
@@ -162,13 +174,13 @@ impl MetricSource for CloudWatchSource {
     /// nearest time), so a 1-minute history is not thinned onto a 15 s grid.
     async fn arrival_history(&self, target: &TargetSpec, w: Window) -> Result<Vec<Sample>, Error> {
         let dims = dimensions(target).map_err(|m| metrics_error(target, m, false))?;
-        // CloudWatch's retention runs on the wall clock, not the window's (a backtest's window
-        // ends in the past).
+        // CloudWatch's retention and its still-filling periods run on the wall clock, not the
+        // window's (a backtest's window ends in the past, the band's at now).
         let now = crate::clock::unix_now();
         let period = history_period(w.step, now - w.start);
         let p = f64::from(period);
         let start = (w.start / p).floor() * p - p;
-        let end = (w.end / p).ceil() * p;
+        let end = last_complete_end((w.end / p).ceil() * p, now, self.ingestion_lag_s, p);
         let series = self
             .fetch(target, &dims, start, end, period, &ALL_SIGNALS[..3])
             .await?;
@@ -184,10 +196,12 @@ impl MetricSource for CloudWatchSource {
         let dims = dimensions(target).map_err(|m| metrics_error(target, m, false))?;
         let period = period_for(w.step);
         let p = f64::from(period);
-        // Complete periods only: the newest one ends at or before the window's end (now). The
-        // oldest grid point looks up to one step back, and its arrival rate needs the gauges of
-        // the period before that, hence one extra period at the start.
-        let end = (w.end / p).floor() * p;
+        // Complete periods only: the newest one ends at or before the window's end (the tick's
+        // is already one lag before now) and one lag before the wall clock's now. The oldest
+        // grid point looks up to one step back, and its arrival rate needs the gauges of the
+        // period before that, hence one extra period at the start.
+        let now = crate::clock::unix_now();
+        let end = last_complete_end((w.end / p).floor() * p, now, self.ingestion_lag_s, p);
         let start = ((w.start - w.step) / p).floor() * p - p;
         let series = self
             .fetch(target, &dims, start, end, period, &ALL_SIGNALS)

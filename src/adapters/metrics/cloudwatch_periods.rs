@@ -74,6 +74,16 @@ pub fn summed_gauge(sum: f64, publish_s: f64, period_s: f64) -> f64 {
     sum * publish_s / period_s
 }
 
+/// The end of the newest period a read may include: `window_end` (a period boundary of the
+/// window the caller asks), but never past the last boundary at or before `now - lag_s`. A
+/// period ending later either has not ended yet (its `Sum` still grows) or ended within the
+/// ingestion lag (some publishers' datapoints may still be on their way); either one would read
+/// as a fall in demand.
+pub fn last_complete_end(window_end: f64, now: f64, lag_s: f64, period_s: f64) -> f64 {
+    let complete = ((now - lag_s) / period_s).floor() * period_s;
+    window_end.min(complete)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -167,5 +177,30 @@ mod tests {
         let message = publish_interval_problem(60.0, 15.0).unwrap();
         assert!(message.contains("METRICS_STEP_SECONDS"), "{message}");
         assert!(message.contains("standard resolution"), "{message}");
+    }
+
+    #[test]
+    fn reads_end_at_the_last_period_complete_one_lag_before_now() {
+        // (window end, now, lag, period, end), by hand:
+        let cases = [
+            // the calibration window ends at now = 1000: rounded up to 1020, but 1000 - 30 =
+            // 970 lies in [960, 1020), still filling: the read ends at 960.
+            (1020.0, 1000.0, 30.0, 60.0, 960.0),
+            // no lag: the period [960, 1020) holding now is still filling: 960.
+            (1020.0, 1000.0, 0.0, 60.0, 960.0),
+            // a boundary exactly at now - lag counts as complete: 1000 - 40 = 960.
+            (1020.0, 1000.0, 40.0, 60.0, 960.0),
+            // the recent window ends at now - lag = 970, 10 s periods: 970 itself.
+            (970.0, 1000.0, 30.0, 10.0, 970.0),
+            // a season a day back ends long before now - lag: the window's own end.
+            (-85_380.0, 1000.0, 30.0, 60.0, -85_380.0),
+        ];
+        for (window_end, now, lag, period, want) in cases {
+            assert_eq!(
+                last_complete_end(window_end, now, lag, period),
+                want,
+                "window end {window_end} now {now} lag {lag} period {period}"
+            );
+        }
     }
 }
