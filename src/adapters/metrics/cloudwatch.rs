@@ -113,13 +113,20 @@ impl CloudWatchSource {
     }
 }
 
-/// (result id, metric name, statistic) of each signal.
+/// (result id, metric name, statistic) of each signal: the recent read asks for all four
+/// (`RECENT_METRICS`), a history read for the first three (`HISTORY_METRICS`). GetMetricData is
+/// billed per metric asked for, so these counts are what a read costs (`prewarm query-cost`).
 const ALL_SIGNALS: [(&str, &str, &str); 4] = [
     ("waiting", WAITING, "Sum"),
     ("running", RUNNING, "Sum"),
     ("completed", COMPLETED, "Sum"),
     ("latency", LATENCY, "Average"),
 ];
+
+/// Metrics one recent read (`observe`) asks GetMetricData for.
+pub const RECENT_METRICS: usize = ALL_SIGNALS.len();
+/// Metrics one history read (`arrival_history`: completions, waiting, running) asks for.
+pub const HISTORY_METRICS: usize = 3;
 
 impl CloudWatchSource {
     /// One paginated GetMetricData call for `signals` over [start, end].
@@ -182,7 +189,14 @@ impl MetricSource for CloudWatchSource {
         let start = (w.start / p).floor() * p - p;
         let end = last_complete_end((w.end / p).ceil() * p, now, self.ingestion_lag_s, p);
         let series = self
-            .fetch(target, &dims, start, end, period, &ALL_SIGNALS[..3])
+            .fetch(
+                target,
+                &dims,
+                start,
+                end,
+                period,
+                &ALL_SIGNALS[..HISTORY_METRICS],
+            )
             .await?;
         Ok(
             arrival_rate(&series.completed, &series.waiting, &series.running, p)
