@@ -55,6 +55,25 @@ fn target(name: &str, selector: &str) -> TargetSpec {
     }
 }
 
+/// What the source (no lag) reads for `target` over the default policy's window ending at `now`.
+async fn observe_at(namespace: &str, target: &TargetSpec, now: f64) -> RecentSignals {
+    source(namespace)
+        .await
+        .observe(target, Window::ending_at(now, &PolicySpec::default()))
+        .await
+        .unwrap()
+}
+
+/// A namespace unique to the test run (`prefix` names the test) and the target `llama` without
+/// a selector, whose datapoints carry the dimension `Target=llama`.
+fn llama_by_target_dimension(prefix: &str) -> (String, TargetSpec, [Dimension; 1]) {
+    (
+        format!("PrewarmTest/{}", unique_series(prefix)),
+        target("llama", ""),
+        [Dimension::builder().name("Target").value("llama").build()],
+    )
+}
+
 /// The source as `from_config` builds it, with no ingestion lag: the tests put datapoints up to
 /// now and read them back at once, as from a store that shows them at once.
 async fn source(namespace: &str) -> Box<dyn MetricSource> {
@@ -200,9 +219,7 @@ fn assert_signals(obs: &RecentSignals, now: f64, end: i64, waiting_base: f64, ru
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
 async fn cloudwatch_source_reads_known_datapoints_by_target_dimension() {
-    let namespace = format!("PrewarmTest/{}", unique_series("cw"));
-    let t = target("llama", "");
-    let dims = [Dimension::builder().name("Target").value("llama").build()];
+    let (namespace, t, dims) = llama_by_target_dimension("cw");
     let end = now_whole_seconds() / PERIOD * PERIOD;
     put_known_history(&namespace, &dims, end).await;
     // Every phase of `now` within a period lands on the same known values.
@@ -225,9 +242,7 @@ async fn cloudwatch_source_reads_known_datapoints_by_target_dimension() {
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
 async fn two_publishers_of_one_gauge_are_summed() {
-    let namespace = format!("PrewarmTest/{}", unique_series("cwpub"));
-    let t = target("llama", "");
-    let dims = [Dimension::builder().name("Target").value("llama").build()];
+    let (namespace, t, dims) = llama_by_target_dimension("cwpub");
     let end = now_whole_seconds() / PERIOD * PERIOD;
     let pod_a = Publisher {
         offset_s: 0,
@@ -246,48 +261,24 @@ async fn two_publishers_of_one_gauge_are_summed() {
     data.extend(pod_b.data(&dims, end));
     put(&sdk_client().await, &namespace, &data).await;
     let now = end as f64 + 5.0;
-    let obs = source(&namespace)
-        .await
-        .observe(&t, Window::ending_at(now, &PolicySpec::default()))
-        .await
-        .unwrap();
+    let obs = observe_at(&namespace, &t, now).await;
     assert_signals(&obs, now, end, 2.0, 8.0);
 }
 
 /// The band's history ends at now (`observe::calibration_window`): one pod puts, every 10 s
-/// up to and including now, 10 completions, 0 waiting and 4 running. With a 30 s ingestion lag
-/// the read ends at the last minute boundary at or before now - 30 (`last_complete_end`): the
-/// minute holding now (a partial Sum, a fall in demand) and the one that ended within the lag
-/// are left out. Every minute read is complete: 6 datapoints of 10 completions = 60 / 60 s =
-/// 1/s, the gauges 6·0 and 6·4 over 6 datapoints = 0 and 4, no growth: 1/s exactly.
+/// up to and including now, 20 completions, 0 waiting and 4 running (`put_minutes` without a
+/// burst). With a 30 s ingestion lag the read ends at the last minute boundary at or before
+/// now - 30 (`last_complete_end`): the minute holding now (a partial Sum, a fall in demand) and
+/// the one that ended within the lag are left out. Every minute read is complete: 6 datapoints
+/// of 20 completions = 120 / 60 s = 2/s, the gauges 6·0 and 6·4 over 6 datapoints = 0 and 4, no
+/// growth: 2/s exactly.
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
 async fn the_still_filling_period_is_not_read() {
-    let namespace = format!("PrewarmTest/{}", unique_series("cwfill"));
-    let t = target("llama", "");
-    let dims = [Dimension::builder().name("Target").value("llama").build()];
+    let (namespace, t, dims) = llama_by_target_dimension("cwfill");
     let now = now_whole_seconds();
-    let from = now - 1_200;
-    let mut data = Vec::new();
-    for at in (from..=now).step_by(PERIOD as usize) {
-        for (name, value) in [
-            (cloudwatch::COMPLETED, 10.0),
-            (cloudwatch::WAITING, 0.0),
-            (cloudwatch::RUNNING, 4.0),
-        ] {
-            data.push(
-                MetricDatum::builder()
-                    .metric_name(name)
-                    .set_dimensions(Some(dims.to_vec()))
-                    .timestamp(DateTime::from_secs(at))
-                    .value(value)
-                    .unit(StandardUnit::Count)
-                    .storage_resolution(1)
-                    .build(),
-            );
-        }
-    }
-    put(&sdk_client().await, &namespace, &data).await;
+    // No burst: every 10 s of [now - 1200, now], now included.
+    put_minutes(&namespace, &dims, now - 1_200, now + 1, i64::MAX).await;
     let window = Window {
         start: (now - 600) as f64,
         end: now as f64,
@@ -311,7 +302,7 @@ async fn the_still_filling_period_is_not_read() {
         last.t
     );
     for s in &got {
-        assert!((s.v - 1.0).abs() < 1e-9, "{} at {}: {got:?}", s.v, s.t);
+        assert!((s.v - 2.0).abs() < 1e-9, "{} at {}: {got:?}", s.v, s.t);
     }
 }
 
@@ -330,20 +321,12 @@ async fn selector_matchers_become_dimensions() {
     let end = now_whole_seconds() / PERIOD * PERIOD;
     put_known_history(&namespace, &dims, end).await;
     let now = end as f64 + 7.0;
-    let obs = source(&namespace)
-        .await
-        .observe(&t, Window::ending_at(now, &PolicySpec::default()))
-        .await
-        .unwrap();
+    let obs = observe_at(&namespace, &t, now).await;
     assert_known(&obs, now, end);
 
     // Same namespace, a target whose dimension matches nothing: empty, not an error.
     let other = target("other", "");
-    let empty = source(&namespace)
-        .await
-        .observe(&other, Window::ending_at(now, &PolicySpec::default()))
-        .await
-        .unwrap();
+    let empty = observe_at(&namespace, &other, now).await;
     assert_eq!(empty, RecentSignals::default());
 }
 
@@ -452,12 +435,7 @@ async fn put_minutes(namespace: &str, dims: &[Dimension], from: i64, to: i64, bu
 #[ignore = "needs the local stack (make e2e)"]
 async fn seasonal_history_reads_known_minutes_one_season_back() {
     for season in [1200_i64, 86_400] {
-        let namespace = format!(
-            "PrewarmTest/{}",
-            unique_series(&format!("cwseason{season}"))
-        );
-        let t = target("llama", "");
-        let dims = [Dimension::builder().name("Target").value("llama").build()];
+        let (namespace, t, dims) = llama_by_target_dimension(&format!("cwseason{season}"));
         let now = now_whole_seconds() / 60 * 60;
         let policy = PolicySpec::default();
         let today = prewarm::adapters::metrics::Window {
