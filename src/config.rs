@@ -2,6 +2,7 @@
 //! names the variable and the allowed range. `Config::from_lookup` takes any lookup function so
 //! tests need not touch the process environment.
 
+use crate::adapters::metrics::cloudwatch_periods::publish_interval_problem;
 use crate::core::{PolicySpec, TargetSpec};
 use crate::error::{Error, Result};
 
@@ -15,8 +16,9 @@ pub enum MetricSourceConfig {
         workspace_url: String,
         region: String,
     },
-    /// CloudWatch GetMetricData in this namespace.
-    CloudWatch { namespace: String },
+    /// CloudWatch GetMetricData in this namespace; each publisher puts a datapoint of each
+    /// metric every `publish_s` seconds (CLOUDWATCH_PUBLISH_SECONDS).
+    CloudWatch { namespace: String, publish_s: f64 },
 }
 
 /// How to reach the cluster.
@@ -205,11 +207,12 @@ pub const INTERRUPTION_BOUNDS: [(&str, f64, f64); 2] = [
 
 /// The variables only the tick reads: the interruption function never looks at them, so a bad
 /// or missing metric setting cannot stop drains (they are not even set on that function).
-pub const TICK_ONLY_VARS: [&str; 18] = [
+pub const TICK_ONLY_VARS: [&str; 19] = [
     "METRIC_SOURCE",
     "PROMETHEUS_URL",
     "AMP_WORKSPACE_URL",
     "CLOUDWATCH_NAMESPACE",
+    "CLOUDWATCH_PUBLISH_SECONDS",
     "LEAD_TIME_SECONDS",
     "TICK_SECONDS",
     "METRICS_WINDOW_SECONDS",
@@ -350,7 +353,7 @@ impl Config {
             .validate()
             .map_err(|(var, message)| Error::config(var, message))?;
         self.policy = policy;
-        self.metric_source = metric_source(vars)?;
+        self.metric_source = metric_source(vars, self.policy.step_s)?;
         self.dry_run = vars.bool_or("DRY_RUN", false)?;
         self.paused = vars.bool_or("PAUSED", false)?;
         Ok(())
@@ -450,8 +453,15 @@ fn check_amp_host(workspace_url: &str, region: &str) -> Result<()> {
     }
 }
 
+/// CLOUDWATCH_PUBLISH_SECONDS when unset: high-resolution datapoints every 10 s fill the 10 s
+/// periods the default 15 s step is read at.
+pub const DEFAULT_CLOUDWATCH_PUBLISH_SECONDS: f64 = 10.0;
+
+/// The metric source; `step_s` (METRICS_STEP_SECONDS) decides which publish intervals CloudWatch
+/// can be read at.
 fn metric_source<F: Fn(&str) -> Option<String>>(
     vars: &Vars<F>,
+    step_s: f64,
 ) -> Result<Option<MetricSourceConfig>> {
     let source = match vars.get("METRIC_SOURCE").as_deref().map(str::trim) {
         None => None,
@@ -468,9 +478,20 @@ fn metric_source<F: Fn(&str) -> Option<String>>(
                 region,
             })
         }
-        Some("cloudwatch") => Some(MetricSourceConfig::CloudWatch {
-            namespace: require(vars, "CLOUDWATCH_NAMESPACE", "METRIC_SOURCE=cloudwatch")?,
-        }),
+        Some("cloudwatch") => {
+            let namespace = require(vars, "CLOUDWATCH_NAMESPACE", "METRIC_SOURCE=cloudwatch")?;
+            let publish_s = vars.f64_or(
+                "CLOUDWATCH_PUBLISH_SECONDS",
+                DEFAULT_CLOUDWATCH_PUBLISH_SECONDS,
+            )?;
+            if let Some(problem) = publish_interval_problem(publish_s, step_s) {
+                return Err(Error::config("CLOUDWATCH_PUBLISH_SECONDS", problem));
+            }
+            Some(MetricSourceConfig::CloudWatch {
+                namespace,
+                publish_s,
+            })
+        }
         Some(other) => {
             return Err(Error::config(
                 "METRIC_SOURCE",
@@ -807,6 +828,52 @@ mod tests {
             let message = result.expect_err(&format!("{pairs:?}")).to_string();
             assert!(message.contains("RATE_WINDOW_SECONDS"), "{message}");
             assert!(message.contains("SCRAPE_INTERVAL_SECONDS"), "{message}");
+        }
+    }
+
+    #[test]
+    fn the_cloudwatch_publish_interval_must_fill_the_steps_period() {
+        // (CLOUDWATCH_PUBLISH_SECONDS, METRICS_STEP_SECONDS, accepted interval). The default
+        // step 15 is read at 10 s periods (cloudwatch_periods::period_for): the default 10 s
+        // interval fills them; standard-resolution (60 s) datapoints need a step of 60 or more.
+        let rows: [(Option<&str>, Option<&str>, Option<f64>); 6] = [
+            (None, None, Some(10.0)),
+            (Some("5"), None, Some(5.0)),
+            (Some("60"), Some("60"), Some(60.0)),
+            (Some("60"), None, None),
+            (Some("30"), None, None),
+            (Some("20"), Some("60"), None),
+        ];
+        for (publish, step, want) in rows {
+            let mut pairs = vec![
+                ("METRIC_SOURCE", "cloudwatch"),
+                ("CLOUDWATCH_NAMESPACE", "Llm"),
+            ];
+            if let Some(p) = publish {
+                pairs.push(("CLOUDWATCH_PUBLISH_SECONDS", p));
+            }
+            if let Some(s) = step {
+                // a 60 s step needs a fast-path window of at least two steps
+                pairs.extend([
+                    ("METRICS_STEP_SECONDS", s),
+                    ("FAST_PATH_WINDOW_SECONDS", "120"),
+                ]);
+            }
+            match want {
+                Some(publish_s) => assert_eq!(
+                    config(&pairs).unwrap().metric_source,
+                    Some(MetricSourceConfig::CloudWatch {
+                        namespace: "Llm".into(),
+                        publish_s
+                    }),
+                    "{pairs:?}"
+                ),
+                None => assert_eq!(
+                    error_var(config(&pairs)),
+                    "CLOUDWATCH_PUBLISH_SECONDS",
+                    "{pairs:?}"
+                ),
+            }
         }
     }
 

@@ -289,7 +289,8 @@ async fn amp_from_config_loads_credentials_from_the_environment_chain() {
             workspace_url: prometheus_url(),
             region: "us-east-1".into(),
         },
-        60.0,
+        // RATE_WINDOW_SECONDS 60, the default
+        &PolicySpec::default(),
     )
     .await
     .unwrap();

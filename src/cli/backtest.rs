@@ -136,7 +136,7 @@ async fn from_metric_source(args: &BacktestArgs, name: &str) -> crate::Result<Wo
     let target = config.target(name).ok_or_else(|| {
         crate::Error::config("PREWARM_TARGETS", format!("no target named {name:?}"))
     })?;
-    let source = metrics::from_config(source_config, config.policy.rate_window_s).await?;
+    let source = metrics::from_config(source_config, &config.policy).await?;
     let end = args.until.unwrap_or_else(crate::clock::unix_now).floor();
     let start = end - args.days * 86_400.0;
     let observed = metrics::history::read(

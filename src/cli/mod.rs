@@ -1,9 +1,11 @@
-//! The `prewarm` command line for people: run a tick, explain events, simulate and backtest.
+//! The `prewarm` command line for people: run a tick, explain events, simulate and backtest,
+//! price the tick's metric reads.
 
 use clap::{Parser, Subcommand};
 
 pub mod backtest;
 pub mod explain;
+pub mod query_cost;
 pub mod restore;
 pub mod simulate;
 pub mod tick;
@@ -32,6 +34,9 @@ pub enum Command {
     Backtest(backtest::BacktestArgs),
     /// Put back what prewarm changed in the cluster (budgets, sizes, annotations).
     Restore(restore::RestoreArgs),
+    /// Count the samples and metrics the tick's reads ask for and price them a month (AMP,
+    /// CloudWatch) for a fleet of vLLM targets.
+    QueryCost(query_cost::QueryCostArgs),
 }
 
 /// Runs the command line; returns the process exit code.
@@ -42,5 +47,6 @@ pub async fn run(cli: Cli) -> crate::Result<()> {
         Command::Simulate(args) => simulate::run(args),
         Command::Backtest(args) => backtest::run(args).await,
         Command::Restore(args) => restore::run(args).await,
+        Command::QueryCost(args) => query_cost::run(args),
     }
 }

@@ -1,14 +1,21 @@
 //! The CloudWatch source: one `GetMetricData` call with four `MetricStat` queries per target.
 //!
 //! Metrics prewarm reads (namespace `CLOUDWATCH_NAMESPACE`), published by whatever exports the
-//! inference servers' numbers to CloudWatch (an agent, a sidecar, EMF logs):
+//! inference servers' numbers to CloudWatch (an agent, a sidecar, EMF logs), every publisher of
+//! a target with the same dimensions:
 //!
-//! | signal         | metric name             | statistic | unit / meaning                    |
-//! |----------------|-------------------------|-----------|-----------------------------------|
-//! | waiting        | `RequestsWaiting`       | Average   | requests queued                   |
-//! | running        | `RequestsRunning`       | Average   | requests being served             |
-//! | arrival rate   | `RequestsCompleted`     | Sum       | requests finished in the period   |
-//! | service time   | `RequestLatencySeconds` | Average   | seconds per finished request      |
+//! | signal         | metric name             | statistic | becomes                                 |
+//! |----------------|-------------------------|-----------|-----------------------------------------|
+//! | waiting        | `RequestsWaiting`       | Sum       | requests queued, summed over publishers |
+//! | running        | `RequestsRunning`       | Sum       | requests served, summed over publishers |
+//! | arrival rate   | `RequestsCompleted`     | Sum       | requests finished in the period         |
+//! | service time   | `RequestLatencySeconds` | Average   | seconds per finished request            |
+//!
+//! The gauges are summed across publishers: each publisher puts one datapoint every
+//! CLOUDWATCH_PUBLISH_SECONDS, so a period's `Sum` divided by the datapoints one publisher puts
+//! in it is the target's total (`cloudwatch_periods::summed_gauge` has the arithmetic; `Average`
+//! would divide by the number of publishers too). The counter's `Sum` is every publisher's
+//! completions in the period, divided by the period for a rate.
 //!
 //! Dimensions: `Target=<target name>` when the target has no selector; otherwise the selector's
 //! equality matchers (`model_name="llama"` → dimension `model_name=llama`). Regex and negative
@@ -21,10 +28,11 @@
 //! test emulator does not support them.
 //!
 //! Periods: CloudWatch accepts 1, 5, 10, 30 or a multiple of 60 seconds. The period is the
-//! largest valid one not above the policy step, so the metrics must be published with
-//! `StorageResolution=1` when the step is below a minute. Only complete periods are read, each
-//! stamped at its end (the time its aggregate is known), and then put on the policy's step grid
-//! ending at `now` (each grid point takes the newest period that ended within one step before it).
+//! largest valid one not above the policy step; start-up checks that the publishers' interval
+//! fills it (`cloudwatch_periods::publish_interval_problem`). Only complete periods are read,
+//! each stamped at its end (the time its aggregate is known), and then put on the policy's step
+//! grid ending at `now` (each grid point takes the newest period that ended within one step
+//! before it).
 
 use async_trait::async_trait;
 use aws_sdk_cloudwatch::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
@@ -34,6 +42,7 @@ use aws_sdk_cloudwatch::types::{
 };
 use aws_smithy_types::DateTime;
 
+use super::cloudwatch_periods::{history_period, last_complete_end, period_for, summed_gauge};
 use super::queries::normalized_selector;
 use super::{metrics_error, MetricSource, RecentSignals, Window};
 use crate::core::{Sample, TargetSpec};
@@ -49,13 +58,30 @@ pub const TARGET_DIMENSION: &str = "Target";
 pub struct CloudWatchSource {
     client: aws_sdk_cloudwatch::Client,
     namespace: String,
+    /// CLOUDWATCH_PUBLISH_SECONDS: how often each publisher puts a datapoint of each metric.
+    publish_s: f64,
+    /// INGESTION_LAG_SECONDS: a period that ended less than this long ago is not read.
+    ingestion_lag_s: f64,
 }
 
 impl CloudWatchSource {
-    pub fn new(client: aws_sdk_cloudwatch::Client, namespace: &str) -> Self {
+    /// A source whose publishers put a datapoint every `publish_s` seconds (validated at
+    /// start-up against the step: `cloudwatch_periods::publish_interval_problem`).
+    pub fn new(client: aws_sdk_cloudwatch::Client, namespace: &str, publish_s: f64) -> Self {
         CloudWatchSource {
             client,
             namespace: namespace.to_string(),
+            publish_s,
+            ingestion_lag_s: 0.0,
+        }
+    }
+
+    /// Leaves out the periods that ended less than `lag_s` before the wall clock's now
+    /// (INGESTION_LAG_SECONDS): their datapoints may still be arriving.
+    pub fn with_ingestion_lag(self, lag_s: f64) -> Self {
+        CloudWatchSource {
+            ingestion_lag_s: lag_s,
+            ..self
         }
     }
 
@@ -87,13 +113,20 @@ impl CloudWatchSource {
     }
 }
 
-/// (result id, metric name, statistic) of each signal.
+/// (result id, metric name, statistic) of each signal: the recent read asks for all four
+/// (`RECENT_METRICS`), a history read for the first three (`HISTORY_METRICS`). GetMetricData is
+/// billed per metric asked for, so these counts are what a read costs (`prewarm query-cost`).
 const ALL_SIGNALS: [(&str, &str, &str); 4] = [
-    ("waiting", WAITING, "Average"),
-    ("running", RUNNING, "Average"),
+    ("waiting", WAITING, "Sum"),
+    ("running", RUNNING, "Sum"),
     ("completed", COMPLETED, "Sum"),
     ("latency", LATENCY, "Average"),
 ];
+
+/// Metrics one recent read (`observe`) asks GetMetricData for.
+pub const RECENT_METRICS: usize = ALL_SIGNALS.len();
+/// Metrics one history read (`arrival_history`: completions, waiting, running) asks for.
+pub const HISTORY_METRICS: usize = 3;
 
 impl CloudWatchSource {
     /// One paginated GetMetricData call for `signals` over [start, end].
@@ -130,7 +163,7 @@ impl CloudWatchSource {
                 })?;
             for r in out.metric_data_results() {
                 series
-                    .add(r, p)
+                    .add(r, p, self.publish_s)
                     .map_err(|m| metrics_error(target, format!("GetMetricData: {m}"), false))?;
             }
             match out.next_token() {
@@ -142,28 +175,28 @@ impl CloudWatchSource {
     }
 }
 
-/// CloudWatch keeps sub-minute data 3 hours and 1-minute data 15 days (then 5-minute data 63
-/// days): history a day or more back is read at one minute or coarser.
-pub fn history_period(step_s: f64, age_s: f64) -> i32 {
-    let floor = if age_s > 15.0 * 86_400.0 { 300 } else { 60 };
-    period_for(step_s).max(floor)
-}
-
 #[async_trait]
 impl MetricSource for CloudWatchSource {
     /// Samples stay at their period ends (the seasonal forecaster pairs them with today's by
     /// nearest time), so a 1-minute history is not thinned onto a 15 s grid.
     async fn arrival_history(&self, target: &TargetSpec, w: Window) -> Result<Vec<Sample>, Error> {
         let dims = dimensions(target).map_err(|m| metrics_error(target, m, false))?;
-        // CloudWatch's retention runs on the wall clock, not the window's (a backtest's window
-        // ends in the past).
+        // CloudWatch's retention and its still-filling periods run on the wall clock, not the
+        // window's (a backtest's window ends in the past, the band's at now).
         let now = crate::clock::unix_now();
         let period = history_period(w.step, now - w.start);
         let p = f64::from(period);
         let start = (w.start / p).floor() * p - p;
-        let end = (w.end / p).ceil() * p;
+        let end = last_complete_end((w.end / p).ceil() * p, now, self.ingestion_lag_s, p);
         let series = self
-            .fetch(target, &dims, start, end, period, &ALL_SIGNALS[..3])
+            .fetch(
+                target,
+                &dims,
+                start,
+                end,
+                period,
+                &ALL_SIGNALS[..HISTORY_METRICS],
+            )
             .await?;
         Ok(
             arrival_rate(&series.completed, &series.waiting, &series.running, p)
@@ -177,10 +210,12 @@ impl MetricSource for CloudWatchSource {
         let dims = dimensions(target).map_err(|m| metrics_error(target, m, false))?;
         let period = period_for(w.step);
         let p = f64::from(period);
-        // Complete periods only: the newest one ends at or before the window's end (now). The
-        // oldest grid point looks up to one step back, and its arrival rate needs the gauges of
-        // the period before that, hence one extra period at the start.
-        let end = (w.end / p).floor() * p;
+        // Complete periods only: the newest one ends at or before the window's end (the tick's
+        // is already one lag before now) and one lag before the wall clock's now. The oldest
+        // grid point looks up to one step back, and its arrival rate needs the gauges of the
+        // period before that, hence one extra period at the start.
+        let now = crate::clock::unix_now();
+        let end = last_complete_end((w.end / p).floor() * p, now, self.ingestion_lag_s, p);
         let start = ((w.start - w.step) / p).floor() * p - p;
         let series = self
             .fetch(target, &dims, start, end, period, &ALL_SIGNALS)
@@ -205,7 +240,8 @@ struct Series {
 }
 
 impl Series {
-    fn add(&mut self, r: &MetricDataResult, period: f64) -> Result<(), String> {
+    /// Adds one query's result; the gauges' `Sum`s become summed gauges (`summed_gauge`).
+    fn add(&mut self, r: &MetricDataResult, period: f64, publish_s: f64) -> Result<(), String> {
         let id = r.id().unwrap_or_default();
         match r.status_code() {
             Some(StatusCode::InternalError) | Some(StatusCode::Forbidden) => {
@@ -225,34 +261,27 @@ impl Series {
                 r.values().len()
             ));
         }
-        let target = match id {
-            "waiting" => &mut self.waiting,
-            "running" => &mut self.running,
-            "completed" => &mut self.completed,
-            "latency" => &mut self.latency,
+        let (target, gauge) = match id {
+            "waiting" => (&mut self.waiting, true),
+            "running" => (&mut self.running, true),
+            "completed" => (&mut self.completed, false),
+            "latency" => (&mut self.latency, false),
             other => return Err(format!("unexpected result id {other:?}")),
         };
         // NaN, infinities and values past MAX_SAMPLE_MAGNITUDE are gaps (`Sample::is_plausible`).
         for (t, v) in r.timestamps().iter().zip(r.values()) {
-            let sample = Sample::new(t.as_secs_f64() + period, *v);
+            let v = if gauge {
+                summed_gauge(*v, publish_s, period)
+            } else {
+                *v
+            };
+            let sample = Sample::new(t.as_secs_f64() + period, v);
             if sample.is_plausible() {
                 target.push(sample);
             }
         }
         target.sort_by(|a, b| a.t.total_cmp(&b.t));
         Ok(())
-    }
-}
-
-/// CloudWatch periods: 1, 5, 10, 30 or a multiple of 60 seconds; the largest not above `step_s`.
-pub fn period_for(step_s: f64) -> i32 {
-    if step_s >= 60.0 {
-        ((step_s / 60.0).floor() as i32) * 60
-    } else {
-        [30, 10, 5, 1]
-            .into_iter()
-            .find(|p| f64::from(*p) <= step_s)
-            .unwrap_or(1)
     }
 }
 
@@ -401,7 +430,8 @@ mod tests {
             .set_values(Some(values.to_vec()))
             .build();
         let mut series = Series::default();
-        series.add(&result, 60.0).unwrap();
+        // published every 60 s, read at 60 s: the Sum is the summed gauge as it is
+        series.add(&result, 60.0, 60.0).unwrap();
         assert_eq!(
             series.waiting,
             vec![Sample::new(60.0, 4.0), Sample::new(360.0, 1e12)]
@@ -409,40 +439,38 @@ mod tests {
     }
 
     #[test]
-    fn periods_are_valid_cloudwatch_periods() {
-        let cases = [
-            (1.0, 1),
-            (4.0, 1),
-            (5.0, 5),
-            (15.0, 10),
-            (30.0, 30),
-            (59.0, 30),
-            (60.0, 60),
-            (90.0, 60),
-            (300.0, 300),
-        ];
-        for (step, want) in cases {
-            assert_eq!(period_for(step), want, "step {step}");
+    fn gauges_are_read_as_sums_and_summed_over_publishers() {
+        // The gauges ask for Sum (Average would divide by the number of publishers too).
+        let stats: Vec<_> = ALL_SIGNALS
+            .iter()
+            .map(|(id, _, stat)| (*id, *stat))
+            .collect();
+        assert_eq!(
+            stats,
+            [
+                ("waiting", "Sum"),
+                ("running", "Sum"),
+                ("completed", "Sum"),
+                ("latency", "Average")
+            ]
+        );
+        // Two publishers every 10 s, read at 60 s: 3 and 5 waiting all along give a Sum of
+        // 6·3 + 6·5 = 48, i.e. 8 waiting (48 / 6 datapoints per publisher). The same 48 as a
+        // counter's Sum is 48 completions and stays 48.
+        let result = |id: &str| {
+            MetricDataResult::builder()
+                .id(id)
+                .set_timestamps(Some(vec![DateTime::from_secs(0)]))
+                .set_values(Some(vec![48.0]))
+                .build()
+        };
+        let mut series = Series::default();
+        for id in ["waiting", "running", "completed"] {
+            series.add(&result(id), 60.0, 10.0).unwrap();
         }
-    }
-
-    #[test]
-    fn history_is_read_at_the_resolution_cloudwatch_still_keeps() {
-        let day = 86_400.0;
-        // (step, age of the window's start, period) - CloudWatch's retention by hand: 1-minute
-        // data 15 days, then 5-minute data.
-        let cases = [
-            (15.0, 1_200.0, 60),
-            (15.0, day, 60),
-            (60.0, 7.0 * day, 60),
-            (300.0, day, 300),
-            (15.0, 15.0 * day, 60),
-            (15.0, 15.0 * day + 1.0, 300),
-            (600.0, 20.0 * day, 600),
-        ];
-        for (step, age, want) in cases {
-            assert_eq!(history_period(step, age), want, "step {step} age {age}");
-        }
+        assert_eq!(series.waiting, vec![Sample::new(60.0, 8.0)]);
+        assert_eq!(series.running, vec![Sample::new(60.0, 8.0)]);
+        assert_eq!(series.completed, vec![Sample::new(60.0, 48.0)]);
     }
 
     #[test]

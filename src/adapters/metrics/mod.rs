@@ -9,6 +9,7 @@
 
 pub mod amp;
 pub mod cloudwatch;
+pub mod cloudwatch_periods;
 pub mod history;
 pub mod prometheus;
 pub mod queries;
@@ -20,7 +21,7 @@ use async_trait::async_trait;
 use aws_config::{BehaviorVersion, Region};
 
 use crate::config::MetricSourceConfig;
-use crate::core::{Sample, TargetSpec};
+use crate::core::{PolicySpec, Sample, TargetSpec};
 use crate::error::Error;
 
 pub use crate::core::policy::observe::{RecentSignals, Window};
@@ -55,12 +56,15 @@ pub(crate) fn metrics_error(target: &TargetSpec, message: String, retryable: boo
 
 /// Builds the configured source once at start-up. For AMP and CloudWatch the AWS configuration
 /// (region, credentials, `AWS_ENDPOINT_URL`) comes from `aws-config`'s standard chain. The
-/// PromQL sources evaluate their built-in queries over `rate_window_s` (RATE_WINDOW_SECONDS);
-/// CloudWatch reads per-period aggregates and has no rate window.
+/// PromQL sources evaluate their built-in queries over the policy's RATE_WINDOW_SECONDS;
+/// CloudWatch reads per-period aggregates, has no rate window, and leaves out the periods that
+/// ended within INGESTION_LAG_SECONDS of now in every read (the PromQL sources are given windows
+/// that end one lag back instead: `core::policy::observe::plan`).
 pub async fn from_config(
     cfg: &MetricSourceConfig,
-    rate_window_s: f64,
+    policy: &PolicySpec,
 ) -> Result<Box<dyn MetricSource>, Error> {
+    let rate_window_s = policy.rate_window_s;
     match cfg {
         MetricSourceConfig::Prometheus { url } => Ok(Box::new(
             PrometheusSource::new(url)?.with_rate_window(rate_window_s),
@@ -85,7 +89,10 @@ pub async fn from_config(
                 amp::source(workspace_url, signer)?.with_rate_window(rate_window_s),
             ))
         }
-        MetricSourceConfig::CloudWatch { namespace } => {
+        MetricSourceConfig::CloudWatch {
+            namespace,
+            publish_s,
+        } => {
             // A tick must not stall on one slow call: bound each attempt and the whole call
             // (retries included), like the Prometheus client's timeout.
             let timeouts = aws_config::timeout::TimeoutConfig::builder()
@@ -103,10 +110,10 @@ pub async fn from_config(
                     "needed to call CloudWatch GetMetricData",
                 ));
             }
-            Ok(Box::new(CloudWatchSource::new(
-                aws_sdk_cloudwatch::Client::new(&sdk),
-                namespace,
-            )))
+            Ok(Box::new(
+                CloudWatchSource::new(aws_sdk_cloudwatch::Client::new(&sdk), namespace, *publish_s)
+                    .with_ingestion_lag(policy.ingestion_lag_s),
+            ))
         }
     }
 }

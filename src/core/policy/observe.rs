@@ -27,7 +27,8 @@
 //!   scrape;
 //! - calibration history: the tick reads `[now - history, now]` every BAND_STEP_SECONDS
 //!   anchored at `now` (not moved by INGESTION_LAG_SECONDS: its newest point or two, of a
-//!   day's, are computed over partly ingested ranges); the eyes count whole band steps of
+//!   day's, are computed over partly ingested ranges; CloudWatch leaves out the periods that
+//!   ended within the lag of its own accord); the eyes count whole band steps of
 //!   `round(band step / scrape)` scrapes back from the newest visible scrape;
 //! - the queries' own `rate`/`deriv` windows (RATE_WINDOW_SECONDS, 1 m by default; twice it for
 //!   the latency) are the same setting for both (`queries::for_target` for the tick, the

@@ -49,7 +49,7 @@ impl TickDeps {
             .metric_source
             .as_ref()
             .expect("require_tick_ready checked METRIC_SOURCE");
-        let metrics = metrics::from_config(source, config.policy.rate_window_s).await?;
+        let metrics = metrics::from_config(source, &config.policy).await?;
         let clients = ClientCache::new(config.require_cluster()?.clone());
         let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
         Ok(TickDeps {
