@@ -138,6 +138,17 @@ fn mean_latency(
     }
 }
 
+/// Triton's mean request time, from its per-model counters (microseconds), whatever the backend.
+fn triton_service_time(sel: &str, w: &str) -> String {
+    mean_latency(
+        "nv_inference_request_duration_us",
+        "nv_inference_request_success",
+        sel,
+        w,
+        Some("1e6"),
+    )
+}
+
 fn built_in(kind: ServerKind, sel: &str, w: &Windows) -> QuerySet {
     let (rw, lw) = (w.rate.as_str(), w.latency.as_str());
     let sum = |metric: &str| format!("sum({})", series(metric, sel));
@@ -181,13 +192,7 @@ fn built_in(kind: ServerKind, sel: &str, w: &Windows) -> QuerySet {
                 sel,
                 rw,
             ),
-            service_time: mean_latency(
-                "nv_inference_request_duration_us",
-                "nv_inference_request_success",
-                sel,
-                lw,
-                Some("1e6"),
-            ),
+            service_time: triton_service_time(sel, lw),
             kv_cache: None,
         },
         ServerKind::Tgi => QuerySet {
@@ -248,13 +253,7 @@ fn built_in(kind: ServerKind, sel: &str, w: &Windows) -> QuerySet {
                     &[waiting, scheduled],
                     rw,
                 ),
-                service_time: mean_latency(
-                    "nv_inference_request_duration_us",
-                    "nv_inference_request_success",
-                    sel,
-                    lw,
-                    Some("1e6"),
-                ),
+                service_time: triton_service_time(sel, lw),
                 kv_cache: None,
             }
         }
