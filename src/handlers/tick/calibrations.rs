@@ -29,3 +29,25 @@ impl Calibrations {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each target keeps its own cache: a failure backed off for one is not the other's, and a
+    /// target never seen starts empty.
+    #[test]
+    fn each_target_keeps_its_own_cache() {
+        let caches = Calibrations::default();
+        let backing_off = CalibrationCache {
+            calibration: None,
+            failures: 2,
+            retry_at: Some(1_000.0),
+        };
+        caches.put("llama", backing_off.clone());
+        assert_eq!(caches.get("llama"), backing_off);
+        assert_eq!(caches.get("mistral"), CalibrationCache::default());
+        caches.put("llama", CalibrationCache::default());
+        assert_eq!(caches.get("llama"), CalibrationCache::default());
+    }
+}
