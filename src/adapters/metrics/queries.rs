@@ -282,13 +282,13 @@ fn built_in(kind: ServerKind, sel: &str, w: &Windows) -> QuerySet {
             ),
             kv_cache: None,
         },
-        // NVIDIA Dynamo's HTTP frontend (label `model`). Names in ai-dynamo/dynamo
+        // NVIDIA Dynamo's HTTP frontend (label `model`, lower-cased). Names in ai-dynamo/dynamo
         // lib/runtime/src/metrics/prometheus_names.rs (prefix `dynamo_frontend`, module
         // `frontend_service`): `inflight_requests` counts a request from the HTTP handler to
         // its last response, `queued_requests` until its first (queueing and prefill), a subset
         // of it (lib/llm/src/http/service/metrics.rs): waiting = queued, running = inflight -
-        // queued. `requests_total` counts every finished request (any status, so the
-        // conservation of requests holds), `request_duration_seconds` is its histogram.
+        // queued. `requests_total` is counted, and `request_duration_seconds` observed, when a
+        // request ends (the in-flight guard's drop), whatever its status: every departure.
         ServerKind::Dynamo => QuerySet {
             waiting: sum("dynamo_frontend_queued_requests"),
             running: format!(
