@@ -961,6 +961,29 @@ mod tests {
     }
 
     #[test]
+    fn an_unknown_server_kind_names_the_variable_and_every_kind() {
+        let bad = TARGET.replace("\"maxSpare\":8", "\"maxSpare\":8,\"server\":\"trtllm\"");
+        match config(&[("PREWARM_TARGETS", &bad)]) {
+            Err(Error::Config { var, message }) => {
+                assert_eq!(var, "PREWARM_TARGETS");
+                for kind in [
+                    "vllm",
+                    "triton",
+                    "tgi",
+                    "sglang",
+                    "triton-trtllm",
+                    "trtllm-serve",
+                    "dynamo",
+                    "llm-d",
+                ] {
+                    assert!(message.contains(&format!("`{kind}`")), "{kind}: {message}");
+                }
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
     fn a_full_tick_configuration_parses() {
         let c = config(&[
             ("PREWARM_TARGETS", TARGET),

@@ -86,10 +86,16 @@ fn snappy_literal(data: &[u8]) -> Vec<u8> {
     out
 }
 
+/// Writes each series under `model_name=<model>`. A name may carry more labels after `|`, as
+/// `name|label=value|label=value` (series of one family told apart by a label).
 async fn remote_write(series: &[(String, Vec<(i64, f64)>)], model: &str) {
     let mut request = Vec::new();
     for (name, samples) in series {
-        let ts = time_series(&[("__name__", name), ("model_name", model)], samples);
+        let mut parts = name.split('|');
+        let mut labels = vec![("__name__", parts.next().unwrap_or_default())];
+        labels.extend(parts.filter_map(|l| l.split_once('=')));
+        labels.push(("model_name", model));
+        let ts = time_series(&labels, samples);
         field_bytes(1, &ts, &mut request);
     }
     let response = reqwest::Client::new()
@@ -168,6 +174,67 @@ fn known_history_of(kind: ServerKind, now: i64) -> Vec<(String, Vec<(i64, f64)>)
             ("sglang:e2e_request_latency_seconds_sum", &latency_sum),
             ("sglang:e2e_request_latency_seconds_count", &completed),
         ]),
+        // The backend's gauges by request type (the "active" count is not what is read:
+        // 100 would show in running); Triton's pending count stays 0.
+        ServerKind::TritonTrtllm => named(vec![
+            ("nv_trt_llm_request_metrics|request_type=waiting", &waiting),
+            (
+                "nv_trt_llm_request_metrics|request_type=scheduled",
+                &running,
+            ),
+            ("nv_trt_llm_request_metrics|request_type=active", &|_| 100.0),
+            ("nv_inference_pending_request_count", &|_| 0.0),
+            ("nv_inference_request_success", &completed),
+            ("nv_inference_request_duration_us", &|k| 15e6 * k),
+        ]),
+        ServerKind::TrtllmServe => named(vec![
+            ("trtllm_num_requests_waiting", &waiting),
+            ("trtllm_num_requests_running", &running),
+            ("trtllm_request_success_total", &completed),
+            ("trtllm_e2e_request_latency_seconds_sum", &latency_sum),
+            ("trtllm_e2e_request_latency_seconds_count", &completed),
+        ]),
+        // Queued (k) is a subset of inflight (k + 4): running 4.
+        ServerKind::Dynamo => named(vec![
+            ("dynamo_frontend_queued_requests", &waiting),
+            ("dynamo_frontend_inflight_requests", &|k| k + 4.0),
+            ("dynamo_frontend_requests_total", &completed),
+            ("dynamo_frontend_request_duration_seconds_sum", &latency_sum),
+            ("dynamo_frontend_request_duration_seconds_count", &completed),
+        ]),
+        // The decode pods carry the demand; a prefill pod's series (other numbers, growing
+        // too) would change every figure if they were read.
+        ServerKind::LlmD => named(vec![
+            ("vllm:num_requests_waiting|llm_d_ai_role=decode", &waiting),
+            ("vllm:num_requests_running|llm_d_ai_role=decode", &running),
+            (
+                "vllm:request_success_total|llm_d_ai_role=decode",
+                &completed,
+            ),
+            (
+                "vllm:e2e_request_latency_seconds_sum|llm_d_ai_role=decode",
+                &latency_sum,
+            ),
+            (
+                "vllm:e2e_request_latency_seconds_count|llm_d_ai_role=decode",
+                &completed,
+            ),
+            ("vllm:num_requests_waiting|llm_d_ai_role=prefill", &|k| {
+                3.0 * k
+            }),
+            ("vllm:num_requests_running|llm_d_ai_role=prefill", &|_| 7.0),
+            ("vllm:request_success_total|llm_d_ai_role=prefill", &|k| {
+                50.0 * k
+            }),
+            (
+                "vllm:e2e_request_latency_seconds_sum|llm_d_ai_role=prefill",
+                &|k| k,
+            ),
+            (
+                "vllm:e2e_request_latency_seconds_count|llm_d_ai_role=prefill",
+                &|k| 50.0 * k,
+            ),
+        ]),
     }
 }
 
@@ -228,6 +295,10 @@ async fn every_server_kinds_built_in_queries_run_on_real_prometheus() {
         ServerKind::Triton,
         ServerKind::Tgi,
         ServerKind::Sglang,
+        ServerKind::TritonTrtllm,
+        ServerKind::TrtllmServe,
+        ServerKind::Dynamo,
+        ServerKind::LlmD,
     ] {
         let model = unique_series(&format!("{kind:?}").to_lowercase());
         let now = now_whole_seconds();

@@ -445,7 +445,8 @@ def test_default_targets_parse_as_the_crate_expects(template, repo):
         assert set(t) <= fields, f"unknown target fields {set(t) - fields}"
         assert required <= set(t), f"missing required target fields {required - set(t)}"
         assert t["headroom"]["kind"] in ("balloon", "capacityBuffer", "nodePoolReplicas")
-        assert t["server"] in ("vllm", "triton", "tgi", "sglang")
+        assert t["server"] in ("vllm", "triton", "tgi", "sglang", "triton-trtllm", "trtllm-serve",
+                               "dynamo", "llm-d")
 
 
 def test_reader_of_rust_fields_sees_unknown_fields():

@@ -90,16 +90,33 @@ fn sum_rate(metric: &str, sel: &str, window: &str) -> String {
 
 /// Completion rate plus the clamped change of the in-system gauges (see the module docs).
 fn arrivals_from_completions(completed: &str, gauges: &[&str], sel: &str, w: &str) -> String {
+    let gauges: Vec<String> = gauges.iter().map(|g| series(g, sel)).collect();
+    arrivals_from_series(&series(completed, sel), &gauges, w)
+}
+
+/// The same, from whole series selectors (gauges told apart by a label, not by their name).
+fn arrivals_from_series(completed: &str, gauges: &[String], w: &str) -> String {
     let change = gauges
         .iter()
-        .map(|g| format!("sum(deriv({}[{w}]))", series(g, sel)))
+        .map(|g| format!("sum(deriv({g}[{w}]))"))
         .collect::<Vec<_>>()
         .join(" + ");
-    format!(
-        "{} + (clamp_min({change}, 0) or vector(0))",
-        sum_rate(completed, sel, w)
-    )
+    format!("sum(rate({completed}[{w}])) + (clamp_min({change}, 0) or vector(0))")
 }
+
+/// The target's matchers and one more (`a="1", b="2"`).
+fn and(sel: &str, matcher: &str) -> String {
+    if sel.is_empty() {
+        matcher.to_string()
+    } else {
+        format!("{sel}, {matcher}")
+    }
+}
+
+/// The matcher llm-d's decode pods carry once their pod label `llm-d.ai/role` is copied onto
+/// the series (Prometheus names the pod label `__meta_kubernetes_pod_label_llm_d_ai_role`;
+/// docs/configuration.md shows the PodMonitor relabeling).
+pub const LLM_D_DECODE: &str = r#"llm_d_ai_role="decode""#;
 
 /// Mean seconds per request from a `_sum`/`_count` pair over the latency window `w`, divided by
 /// `scale` to reach seconds (1 for seconds, 1e6 for microseconds).
@@ -119,6 +136,17 @@ fn mean_latency(
         None => ratio,
         Some(s) => format!("({ratio}) / {s}"),
     }
+}
+
+/// Triton's mean request time, from its per-model counters (microseconds), whatever the backend.
+fn triton_service_time(sel: &str, w: &str) -> String {
+    mean_latency(
+        "nv_inference_request_duration_us",
+        "nv_inference_request_success",
+        sel,
+        w,
+        Some("1e6"),
+    )
 }
 
 fn built_in(kind: ServerKind, sel: &str, w: &Windows) -> QuerySet {
@@ -164,13 +192,7 @@ fn built_in(kind: ServerKind, sel: &str, w: &Windows) -> QuerySet {
                 sel,
                 rw,
             ),
-            service_time: mean_latency(
-                "nv_inference_request_duration_us",
-                "nv_inference_request_success",
-                sel,
-                lw,
-                Some("1e6"),
-            ),
+            service_time: triton_service_time(sel, lw),
             kv_cache: None,
         },
         ServerKind::Tgi => QuerySet {
@@ -204,6 +226,97 @@ fn built_in(kind: ServerKind, sel: &str, w: &Windows) -> QuerySet {
             ),
             kv_cache: None,
         },
+        // Triton with the TensorRT-LLM backend. Triton hands each request to the backend's
+        // in-flight batcher at once, so its pending count stays near 0; the backend's own
+        // gauges count the waiting and the scheduled requests: family
+        // `nv_trt_llm_request_metrics`, label `request_type` ("waiting", "scheduled"; also
+        // "active", "max", "context"), labels `model` and `version`, in NVIDIA/TensorRT-LLM
+        // triton_backend/inflight_batcher_llm/src/custom_metrics_reporter/custom_metrics_reporter.cc
+        // (moved there from triton-inference-server/tensorrtllm_backend, whose copy has no
+        // "waiting" yet). Completions and latency are Triton's per-model counters,
+        // `nv_inference_request_success` and `nv_inference_request_duration_us`
+        // (triton-inference-server/server docs/user_guide/metrics.md).
+        ServerKind::TritonTrtllm => {
+            let waiting = series(
+                "nv_trt_llm_request_metrics",
+                &and(sel, r#"request_type="waiting""#),
+            );
+            let scheduled = series(
+                "nv_trt_llm_request_metrics",
+                &and(sel, r#"request_type="scheduled""#),
+            );
+            QuerySet {
+                waiting: format!("sum({waiting})"),
+                running: format!("sum({scheduled})"),
+                arrival_rate: arrivals_from_series(
+                    &series("nv_inference_request_success", sel),
+                    &[waiting, scheduled],
+                    rw,
+                ),
+                service_time: triton_service_time(sel, lw),
+                kv_cache: None,
+            }
+        }
+        // trtllm-serve, at `/prometheus/metrics` (mounted only with `return_perf_metrics: true`;
+        // the gauges need `enable_iter_perf_stats: true` on the PyTorch backend). Names in
+        // NVIDIA/TensorRT-LLM tensorrt_llm/metrics/collector.py (prefix `trtllm_`): the gauges
+        // `trtllm_num_requests_waiting` (numQueuedRequests) and `trtllm_num_requests_running`
+        // (numActiveRequests), the counter `trtllm_request_success_total`, the histogram
+        // `trtllm_e2e_request_latency_seconds`; its labels `model_name` and `engine_type` are
+        // set to "undefined" by tensorrt_llm/serve/openai_server.py, so select by pod or job.
+        ServerKind::TrtllmServe => QuerySet {
+            waiting: sum("trtllm_num_requests_waiting"),
+            running: sum("trtllm_num_requests_running"),
+            arrival_rate: arrivals_from_completions(
+                "trtllm_request_success_total",
+                &["trtllm_num_requests_waiting", "trtllm_num_requests_running"],
+                sel,
+                rw,
+            ),
+            service_time: mean_latency(
+                "trtllm_e2e_request_latency_seconds_sum",
+                "trtllm_e2e_request_latency_seconds_count",
+                sel,
+                lw,
+                None,
+            ),
+            kv_cache: None,
+        },
+        // NVIDIA Dynamo's HTTP frontend (label `model`, lower-cased). Names in ai-dynamo/dynamo
+        // lib/runtime/src/metrics/prometheus_names.rs (prefix `dynamo_frontend`, module
+        // `frontend_service`): `inflight_requests` counts a request from the HTTP handler to
+        // its last response, `queued_requests` until its first (queueing and prefill), a subset
+        // of it (lib/llm/src/http/service/metrics.rs): waiting = queued, running = inflight -
+        // queued. `requests_total` is counted, and `request_duration_seconds` observed, when a
+        // request ends (the in-flight guard's drop), whatever its status: every departure.
+        ServerKind::Dynamo => QuerySet {
+            waiting: sum("dynamo_frontend_queued_requests"),
+            running: format!(
+                "{} - {}",
+                sum("dynamo_frontend_inflight_requests"),
+                sum("dynamo_frontend_queued_requests")
+            ),
+            arrival_rate: arrivals_from_completions(
+                "dynamo_frontend_requests_total",
+                &["dynamo_frontend_inflight_requests"],
+                sel,
+                rw,
+            ),
+            service_time: mean_latency(
+                "dynamo_frontend_request_duration_seconds_sum",
+                "dynamo_frontend_request_duration_seconds_count",
+                sel,
+                lw,
+                None,
+            ),
+            kv_cache: None,
+        },
+        // llm-d serves with vLLM in prefill and decode pods, and both export `vllm:*`: a
+        // request would be counted twice (waiting, running, and its completion). Decode pods
+        // see every request to its end, so only theirs are read: pod label
+        // `llm-d.ai/role: decode` (llm-d-incubation/llm-d-modelservice
+        // charts/llm-d-modelservice/templates/_helpers.tpl, "llm-d-modelservice.decodelabels").
+        ServerKind::LlmD => built_in(ServerKind::Vllm, &and(sel, LLM_D_DECODE), w),
     }
 }
 
@@ -235,237 +348,5 @@ fn with_overrides(mut set: QuerySet, o: &QueryOverrides) -> QuerySet {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::core::spec::HeadroomKind;
-
-    fn target(server: ServerKind, selector: &str) -> TargetSpec {
-        TargetSpec {
-            server,
-            selector: selector.into(),
-            ..TargetSpec::new("t", "gpu", HeadroomKind::NodePoolReplicas, 4)
-        }
-    }
-
-    const M: &str = r#"model_name="llama""#;
-
-    /// The built-ins at the default RATE_WINDOW_SECONDS (60 s).
-    fn for_target_1m(t: &TargetSpec) -> QuerySet {
-        for_target(t, 60.0)
-    }
-
-    #[test]
-    fn vllm_queries() {
-        let q = for_target_1m(&target(ServerKind::Vllm, M));
-        assert_eq!(
-            q.waiting,
-            r#"sum(vllm:num_requests_waiting{model_name="llama"})"#
-        );
-        assert_eq!(
-            q.running,
-            r#"sum(vllm:num_requests_running{model_name="llama"})"#
-        );
-        assert_eq!(
-            q.arrival_rate,
-            r#"sum(rate(vllm:request_success_total{model_name="llama"}[1m])) + (clamp_min(sum(deriv(vllm:num_requests_waiting{model_name="llama"}[1m])) + sum(deriv(vllm:num_requests_running{model_name="llama"}[1m])), 0) or vector(0))"#
-        );
-        assert_eq!(
-            q.service_time,
-            r#"sum(rate(vllm:e2e_request_latency_seconds_sum{model_name="llama"}[2m])) / sum(rate(vllm:e2e_request_latency_seconds_count{model_name="llama"}[2m]))"#
-        );
-        assert_eq!(
-            q.kv_cache.as_deref(),
-            Some(
-                r#"max(vllm:kv_cache_usage_perc{model_name="llama"}) or max(vllm:gpu_cache_usage_perc{model_name="llama"})"#
-            )
-        );
-    }
-
-    #[test]
-    fn triton_queries() {
-        let q = for_target_1m(&target(ServerKind::Triton, r#"model="resnet""#));
-        assert_eq!(
-            q.waiting,
-            r#"sum(nv_inference_pending_request_count{model="resnet"})"#
-        );
-        assert_eq!(
-            q.running,
-            r#"sum(rate(nv_inference_compute_infer_duration_us{model="resnet"}[1m])) / 1e6"#
-        );
-        assert_eq!(
-            q.arrival_rate,
-            r#"sum(rate(nv_inference_request_success{model="resnet"}[1m])) + (clamp_min(sum(deriv(nv_inference_pending_request_count{model="resnet"}[1m])), 0) or vector(0))"#
-        );
-        assert_eq!(
-            q.service_time,
-            r#"(sum(rate(nv_inference_request_duration_us{model="resnet"}[2m])) / sum(rate(nv_inference_request_success{model="resnet"}[2m]))) / 1e6"#
-        );
-        assert_eq!(q.kv_cache, None);
-    }
-
-    #[test]
-    fn tgi_queries() {
-        let q = for_target_1m(&target(ServerKind::Tgi, r#"service="tgi""#));
-        assert_eq!(q.waiting, r#"sum(tgi_queue_size{service="tgi"})"#);
-        assert_eq!(q.running, r#"sum(tgi_batch_current_size{service="tgi"})"#);
-        assert_eq!(
-            q.arrival_rate,
-            r#"sum(rate(tgi_request_count{service="tgi"}[1m]))"#
-        );
-        assert_eq!(
-            q.service_time,
-            r#"sum(rate(tgi_request_duration_sum{service="tgi"}[2m])) / sum(rate(tgi_request_duration_count{service="tgi"}[2m]))"#
-        );
-    }
-
-    #[test]
-    fn sglang_queries() {
-        let q = for_target_1m(&target(ServerKind::Sglang, M));
-        assert_eq!(
-            q.waiting,
-            r#"sum(sglang:num_queue_reqs{model_name="llama"})"#
-        );
-        assert_eq!(
-            q.running,
-            r#"sum(sglang:num_running_reqs{model_name="llama"})"#
-        );
-        assert_eq!(
-            q.arrival_rate,
-            r#"sum(rate(sglang:e2e_request_latency_seconds_count{model_name="llama"}[1m])) + (clamp_min(sum(deriv(sglang:num_queue_reqs{model_name="llama"}[1m])) + sum(deriv(sglang:num_running_reqs{model_name="llama"}[1m])), 0) or vector(0))"#
-        );
-        assert_eq!(
-            q.service_time,
-            r#"sum(rate(sglang:e2e_request_latency_seconds_sum{model_name="llama"}[2m])) / sum(rate(sglang:e2e_request_latency_seconds_count{model_name="llama"}[2m]))"#
-        );
-    }
-
-    #[test]
-    fn every_built_in_rate_uses_the_rate_window_and_the_latency_twice_it() {
-        // (server, window s, arrival rate, service time, Triton's running). 60 s is the default
-        // `[1m]`/`[2m]`; 240 s (four scrapes of 60 s) is `[4m]`/`[8m]`; 90 s is `[90s]`/`[3m]`.
-        let tgi = r#"service="tgi""#;
-        let rows: [(ServerKind, &str, f64, &str, &str); 7] = [
-            (
-                ServerKind::Vllm,
-                M,
-                240.0,
-                r#"sum(rate(vllm:request_success_total{model_name="llama"}[4m])) + (clamp_min(sum(deriv(vllm:num_requests_waiting{model_name="llama"}[4m])) + sum(deriv(vllm:num_requests_running{model_name="llama"}[4m])), 0) or vector(0))"#,
-                r#"sum(rate(vllm:e2e_request_latency_seconds_sum{model_name="llama"}[8m])) / sum(rate(vllm:e2e_request_latency_seconds_count{model_name="llama"}[8m]))"#,
-            ),
-            (
-                ServerKind::Sglang,
-                M,
-                240.0,
-                r#"sum(rate(sglang:e2e_request_latency_seconds_count{model_name="llama"}[4m])) + (clamp_min(sum(deriv(sglang:num_queue_reqs{model_name="llama"}[4m])) + sum(deriv(sglang:num_running_reqs{model_name="llama"}[4m])), 0) or vector(0))"#,
-                r#"sum(rate(sglang:e2e_request_latency_seconds_sum{model_name="llama"}[8m])) / sum(rate(sglang:e2e_request_latency_seconds_count{model_name="llama"}[8m]))"#,
-            ),
-            (
-                ServerKind::Tgi,
-                tgi,
-                60.0,
-                r#"sum(rate(tgi_request_count{service="tgi"}[1m]))"#,
-                r#"sum(rate(tgi_request_duration_sum{service="tgi"}[2m])) / sum(rate(tgi_request_duration_count{service="tgi"}[2m]))"#,
-            ),
-            (
-                ServerKind::Tgi,
-                tgi,
-                240.0,
-                r#"sum(rate(tgi_request_count{service="tgi"}[4m]))"#,
-                r#"sum(rate(tgi_request_duration_sum{service="tgi"}[8m])) / sum(rate(tgi_request_duration_count{service="tgi"}[8m]))"#,
-            ),
-            (
-                ServerKind::Tgi,
-                tgi,
-                90.0,
-                r#"sum(rate(tgi_request_count{service="tgi"}[90s]))"#,
-                r#"sum(rate(tgi_request_duration_sum{service="tgi"}[3m])) / sum(rate(tgi_request_duration_count{service="tgi"}[3m]))"#,
-            ),
-            (
-                ServerKind::Triton,
-                r#"model="resnet""#,
-                60.0,
-                r#"sum(rate(nv_inference_request_success{model="resnet"}[1m])) + (clamp_min(sum(deriv(nv_inference_pending_request_count{model="resnet"}[1m])), 0) or vector(0))"#,
-                r#"(sum(rate(nv_inference_request_duration_us{model="resnet"}[2m])) / sum(rate(nv_inference_request_success{model="resnet"}[2m]))) / 1e6"#,
-            ),
-            (
-                ServerKind::Triton,
-                r#"model="resnet""#,
-                240.0,
-                r#"sum(rate(nv_inference_request_success{model="resnet"}[4m])) + (clamp_min(sum(deriv(nv_inference_pending_request_count{model="resnet"}[4m])), 0) or vector(0))"#,
-                r#"(sum(rate(nv_inference_request_duration_us{model="resnet"}[8m])) / sum(rate(nv_inference_request_success{model="resnet"}[8m]))) / 1e6"#,
-            ),
-        ];
-        for (server, sel, window, arrival_rate, service_time) in rows {
-            let q = for_target(&target(server, sel), window);
-            assert_eq!(q.arrival_rate, arrival_rate, "{server:?} at {window} s");
-            assert_eq!(q.service_time, service_time, "{server:?} at {window} s");
-        }
-        // Triton's running is a rate too.
-        assert_eq!(
-            for_target(&target(ServerKind::Triton, r#"model="resnet""#), 240.0).running,
-            r#"sum(rate(nv_inference_compute_infer_duration_us{model="resnet"}[4m])) / 1e6"#
-        );
-        // The gauges have no window.
-        assert_eq!(
-            for_target(&target(ServerKind::Vllm, M), 240.0).waiting,
-            r#"sum(vllm:num_requests_waiting{model_name="llama"})"#
-        );
-    }
-
-    #[test]
-    fn durations_are_promql_durations() {
-        let rows = [
-            (60.0, "1m"),
-            (120.0, "2m"),
-            (240.0, "4m"),
-            (90.0, "90s"),
-            (45.0, "45s"),
-            (4.0, "4s"),
-            (7.5, "7500ms"),
-        ];
-        for (seconds, want) in rows {
-            assert_eq!(duration(seconds), want, "{seconds}");
-        }
-    }
-
-    #[test]
-    fn selector_forms_and_empty_selector() {
-        let cases = [
-            ("", "sum(tgi_queue_size)"),
-            ("   ", "sum(tgi_queue_size)"),
-            (r#"{a="1"}"#, r#"sum(tgi_queue_size{a="1"})"#),
-            (
-                r#" a="1", b=~"x.*", "#,
-                r#"sum(tgi_queue_size{a="1", b=~"x.*"})"#,
-            ),
-        ];
-        for (selector, expected) in cases {
-            assert_eq!(
-                for_target_1m(&target(ServerKind::Tgi, selector)).waiting,
-                expected,
-                "{selector:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn overrides_win_and_blank_overrides_do_not() {
-        let mut t = target(ServerKind::Vllm, M);
-        t.queries = QueryOverrides {
-            waiting: Some("sum(my_queue)".into()),
-            running: Some("   ".into()),
-            arrival_rate: None,
-            service_time: Some(" avg(my_latency) ".into()),
-        };
-        let q = for_target_1m(&t);
-        assert_eq!(q.waiting, "sum(my_queue)");
-        assert_eq!(
-            q.running,
-            r#"sum(vllm:num_requests_running{model_name="llama"})"#
-        );
-        assert!(q
-            .arrival_rate
-            .starts_with("sum(rate(vllm:request_success_total"));
-        assert_eq!(q.service_time, "avg(my_latency)");
-    }
-}
+#[path = "queries_tests.rs"]
+mod tests;

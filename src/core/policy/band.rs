@@ -16,7 +16,7 @@ use chrono::{TimeZone, Timelike};
 
 use super::forecast::{forecast, upper_quantile};
 use super::observation::{Sample, SeasonSeries};
-use super::seasonal::{seasonal_forecast, Seasonal};
+use super::seasonal::{seasonal_forecast, wall_clock_shift, Seasonal};
 pub use crate::spec::Calibration;
 use crate::spec::{PolicySpec, TargetSpec};
 
@@ -157,7 +157,7 @@ fn on_grid(history: &[Sample], policy: &PolicySpec, now: f64) -> Option<(f64, Ve
 
 /// Fits the band (and the seasonal weight) on `history` (oldest first, on the
 /// BAND_STEP_SECONDS grid; gaps allowed). The shortest season in SEASONS_SECONDS that the
-/// history spans is the one replayed.
+/// history spans is the one replayed, each window's season back at the same wall-clock time.
 pub fn calibrate(history: &[Sample], policy: &PolicySpec, q: f64, now: f64) -> Calibration {
     let h = policy.band_step_s;
     let zone = policy.zone();
@@ -186,7 +186,10 @@ pub fn calibrate(history: &[Sample], policy: &PolicySpec, q: f64, now: f64) -> C
         .copied()
         .filter(|p| *p + policy.window_s + policy.lead_time_s < span)
         .fold(None, |m: Option<f64>, p| Some(m.map_or(p, |m| m.min(p))));
-    let d = season.map(|p| (p / h).round() as usize);
+    // The season back from a window's time, in whole steps: the same wall-clock time in
+    // TIME_ZONE, as the tick reads it (23 or 25 h back across a daylight-saving switch).
+    let steps_back =
+        |i: usize| season.map(|p| (wall_clock_shift(at(i), p, &zone) / h).round() as usize);
     let coarse = coarse_policy(policy);
     let samples = |from: usize, to: usize, shift: f64| -> Vec<Sample> {
         (from..=to)
@@ -204,7 +207,7 @@ pub fn calibrate(history: &[Sample], policy: &PolicySpec, q: f64, now: f64) -> C
         let Some(trend) = forecast(&today, &coarse) else {
             continue;
         };
-        let seasonal = d.filter(|d| i >= d + w).and_then(|d| {
+        let seasonal = steps_back(i).filter(|d| i >= d + w).and_then(|d| {
             let series = SeasonSeries {
                 period_s: d as f64 * h,
                 samples: samples(i + 1 - w - d, i + lead - d, d as f64 * h),
@@ -471,5 +474,44 @@ mod tests {
         assert_eq!(c.band_at(T0, &chrono_tz::UTC), Some(0.0));
         assert_eq!(c.band_at(T0, &berlin), Some(1.0));
         assert_eq!(c.band_at(T0 + 5.5 * 3600.0, &berlin), Some(6.0));
+    }
+
+    /// The replay reads a season back at the same wall-clock time, as the tick does. Three
+    /// days in America/New_York across the 2026 switch to summer time (Sunday 03-08 02:00 EST
+    /// = 07:00Z): from Saturday 03-07 00:00 EST (05:00Z; 2026-03-08T00:00Z is 1_772_928_000,
+    /// so T = 1_772_928_000 - 19 h = 1_772_859_600) for 71 h, 1 req/s except 10 req/s for five
+    /// minutes from 12:00 local every day: Saturday 17:00Z (T + 12 h), Sunday 16:00Z (T + 35 h,
+    /// summer time), Monday 16:00Z (T + 59 h). A day back at the same wall-clock time every
+    /// replayed window of today equals its season exactly (scale 1, peak = what came), so the
+    /// seasonal forecaster's error is 0 on every window and its weight
+    /// `MSE_trend / (MSE_trend + 0)` is exactly 1 (the trend misses the spikes: MSE_trend > 0).
+    /// A fixed 24 h would put Sunday's noon against Saturday's 11:00 EST (no spike): weight < 1.
+    #[test]
+    fn the_replay_reads_a_season_back_at_the_same_wall_clock_time() {
+        const T: f64 = 1_772_859_600.0;
+        let spikes = [12 * 60, 35 * 60, 59 * 60];
+        let values: Vec<f64> = (0..71 * 60)
+            .map(|m| {
+                if spikes.iter().any(|s| (*s..*s + 5).contains(&m)) {
+                    10.0
+                } else {
+                    1.0
+                }
+            })
+            .collect();
+        let history: Vec<Sample> = values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| Sample::new(T + 60.0 * i as f64, *v))
+            .collect();
+        let policy = PolicySpec {
+            seasons_s: vec![86_400.0],
+            band_history_s: 2.0 * 86_400.0,
+            time_zone: "America/New_York".into(),
+            ..policy()
+        };
+        let now = T + 60.0 * (71.0 * 60.0 - 1.0);
+        let c = calibrate(&history, &policy, 0.9, now);
+        assert_eq!(c.seasonal_weight, 1.0, "{c:?}");
     }
 }

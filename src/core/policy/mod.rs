@@ -2,12 +2,14 @@
 //! (what the metric sources saw; `observe` plans the reads and assembles them, for the tick and
 //! the simulator alike), assess (which numbers can be trusted, or fail static),
 //! forecast (damped trend), seasonal (the same clock time a season back), band (the calibrated
-//! error quantile), sizing (Erlang C) and hpa_sizing (the HPA's own units), fast_path (a surge
-//! already in the system), next_step, schedule (cron windows), rails (floors, caps, steps,
-//! cooldowns, holds) and plan (the decision and its log line). `decide` joins them.
+//! error quantile; calibration_cache: when the tick re-reads its history), sizing (Erlang C)
+//! and hpa_sizing (the HPA's own units), fast_path (a surge already in the system), next_step,
+//! schedule (cron windows), rails (floors, caps, steps, cooldowns, holds) and plan (the
+//! decision and its log line). `decide` joins them.
 
 pub mod assess;
 pub mod band;
+pub mod calibration_cache;
 pub mod decide;
 pub mod fast_path;
 pub mod forecast;

@@ -21,10 +21,10 @@
 //!   rates over half-filled windows (0.4-0.9 x the true rate with a 30 s lag and a 1 m range),
 //!   which the lag moves out of the tick's read as well. Staleness counts from `now` for both,
 //!   STALE_AFTER_SECONDS plus the lag (`assess::fresh`);
-//! - seasons: the tick reads the season frame shifted back by exactly the season and moves the
-//!   samples forward by exactly the season; the eyes snap the frame inward to the scrape grid,
-//!   shift by whole scrapes (`round(season / scrape)` of them) and stop at the newest visible
-//!   scrape;
+//! - seasons: the tick reads the season frame shifted back by the season (for whole days, to
+//!   the same wall-clock time in TIME_ZONE) and moves the samples forward by as much; the eyes
+//!   snap the frame inward to the scrape grid, shift by whole scrapes (`round(shift / scrape)`
+//!   of them) and stop at the newest visible scrape;
 //! - calibration history: the tick reads `[now - history, now]` every BAND_STEP_SECONDS
 //!   anchored at `now` (not moved by INGESTION_LAG_SECONDS: its newest point or two, of a
 //!   day's, are computed over partly ingested ranges; CloudWatch leaves out the periods that
@@ -42,6 +42,7 @@
 
 use super::band::{self, Calibration};
 use super::observation::{HpaStatus, Observation, Sample, SeasonSeries};
+use super::seasonal::wall_clock_shift;
 use crate::spec::PolicySpec;
 
 /// The time range of one read, in Unix seconds: samples at `start`, `start + step`, ... up to
@@ -104,9 +105,12 @@ pub struct SeasonRead {
     pub shift_s: f64,
 }
 
-/// The windows one tick at `now` reads. Nothing in it depends on where time starts, so the
-/// simulator may ask it on its own clock.
+/// The windows one tick at `now` (Unix seconds) reads. A season of whole days reads the same
+/// wall-clock time in TIME_ZONE that many days back (`seasonal::wall_clock_shift`: 23 or 25 h
+/// across a daylight-saving switch). In UTC nothing in it depends on where time starts, so the
+/// simulator, which runs in UTC, may ask it on its own clock.
 pub fn plan(policy: &PolicySpec, now: f64) -> ReadPlan {
+    let zone = policy.zone();
     let season_frame = Window {
         start: now - policy.window_s,
         end: now + policy.lead_time_s,
@@ -118,10 +122,13 @@ pub fn plan(policy: &PolicySpec, now: f64) -> ReadPlan {
         seasons: policy
             .seasons_s
             .iter()
-            .map(|&period_s| SeasonRead {
-                period_s,
-                window: season_frame.shifted_back(period_s),
-                shift_s: period_s,
+            .map(|&period_s| {
+                let shift_s = wall_clock_shift(now, period_s, &zone);
+                SeasonRead {
+                    period_s,
+                    window: season_frame.shifted_back(shift_s),
+                    shift_s,
+                }
             })
             .collect(),
     }
@@ -292,6 +299,38 @@ mod tests {
             ..policy()
         };
         assert!(super::plan(&none, NOW).seasons.is_empty());
+    }
+
+    #[test]
+    fn across_a_daylight_saving_switch_a_season_reads_the_same_wall_clock_time() {
+        // America/New_York went to summer time on 2026-03-08 at 02:00 EST (07:00Z). NOW is
+        // that Sunday 12:00 EDT = 16:00Z = 1_772_928_000 (2026-03-08T00:00Z) + 57_600 =
+        // 1_772_985_600. The same wall-clock time a day back, Saturday 12:00 EST, is 17:00Z:
+        // 23 h = 82_800 s back; a week back, Sunday 03-01 12:00 EST: 167 h = 601_200 s.
+        // Frame [NOW - 300, NOW + 180] = [1_772_985_300, 1_772_985_780]; minus 82_800:
+        // [1_772_902_500, 1_772_902_980]; minus 601_200: [1_772_384_100, 1_772_384_580].
+        const NOW: f64 = 1_772_985_600.0;
+        let policy = PolicySpec {
+            seasons_s: vec![86_400.0, 604_800.0],
+            time_zone: "America/New_York".into(),
+            ..policy()
+        };
+        let plan = plan(&policy, NOW);
+        assert_eq!(
+            plan.seasons,
+            vec![
+                SeasonRead {
+                    period_s: 86_400.0,
+                    window: w(1_772_902_500.0, 1_772_902_980.0, 15.0),
+                    shift_s: 82_800.0,
+                },
+                SeasonRead {
+                    period_s: 604_800.0,
+                    window: w(1_772_384_100.0, 1_772_384_580.0, 15.0),
+                    shift_s: 601_200.0,
+                },
+            ]
+        );
     }
 
     #[test]

@@ -7,6 +7,12 @@
 //! window both cover, and the forecast is `scale × max(season over (now, now + lead])`. Seasons
 //! are averaged. It says why when it cannot forecast (the policy then uses the trend alone and
 //! logs the reason).
+//!
+//! "The same clock time" is the wall clock of TIME_ZONE (`wall_clock_shift`): demand follows
+//! people's clocks, so across a daylight-saving switch a day back is 23 or 25 hours and a week
+//! back 167 or 169 hours, not a fixed 86 400 or 604 800 seconds.
+
+use chrono::{LocalResult, TimeZone};
 
 use super::observation::{Sample, SeasonSeries};
 
@@ -134,6 +140,45 @@ pub fn seasonal_forecast(
     }
 }
 
+/// How far back "the same clock time one season back" lies from `now` (Unix seconds): for a
+/// season of whole days, the same wall-clock time that many days earlier in `zone`; any other
+/// season is its fixed length. A local time the earlier day does not have (skipped by a
+/// switch to summer time) falls back to the fixed length; one it has twice (the hour repeated
+/// in autumn) is the occurrence nearer the fixed length back.
+pub fn wall_clock_shift(now: f64, period_s: f64, zone: &chrono_tz::Tz) -> f64 {
+    const DAY_S: f64 = 86_400.0;
+    let days = period_s / DAY_S;
+    // UTC has no switch: the fixed length, exactly (the simulator runs in UTC).
+    if *zone == chrono_tz::UTC || days < 1.0 || days.fract() != 0.0 || !now.is_finite() {
+        return period_s;
+    }
+    let secs = now.floor() as i64;
+    let fixed_then = secs - period_s as i64;
+    let Some(local_now) = zone.timestamp_opt(secs, 0).single() else {
+        return period_s;
+    };
+    let Some(local_then) = local_now
+        .naive_local()
+        .checked_sub_days(chrono::Days::new(days as u64))
+    else {
+        return period_s;
+    };
+    let then = match zone.from_local_datetime(&local_then) {
+        LocalResult::Single(t) => t.timestamp(),
+        LocalResult::Ambiguous(a, b) => {
+            let (a, b) = (a.timestamp(), b.timestamp());
+            if (a - fixed_then).abs() <= (b - fixed_then).abs() {
+                a
+            } else {
+                b
+            }
+        }
+        LocalResult::None => return period_s,
+    };
+    // Whole seconds (offsets differ by whole seconds): `now`'s fraction moves with it.
+    (secs - then) as f64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -247,5 +292,95 @@ mod tests {
                 seasons: vec![DAY]
             }
         );
+    }
+
+    /// 2026's switches, worked out by hand. America/New_York: summer time from Sunday
+    /// 2026-03-08 02:00 EST (07:00Z; March 1 is a Sunday, so the 2nd Sunday is the 8th) and back
+    /// on Sunday 2026-11-01 02:00 EDT (06:00Z; the 1st Sunday of November). Europe/Berlin: from
+    /// Sunday 2026-03-29 01:00Z (the last Sunday of March) to Sunday 2026-10-25 01:00Z (the last
+    /// of October). 2026-01-01T00:00Z is 1_767_225_600 (20_454 days after 1970); a day of
+    /// year d (0-based) starts d x 86_400 later.
+    #[test]
+    fn a_season_back_is_the_same_wall_clock_time_in_the_zone() {
+        let ny = chrono_tz::America::New_York;
+        let berlin = chrono_tz::Europe::Berlin;
+        const WEEK: f64 = 7.0 * DAY;
+        // 2026-03-08T00:00Z (day 66), 2026-03-09 (67), 2026-03-29 (87), 2026-10-25 (297),
+        // 2026-11-01 (304), 2026-11-02 (305).
+        const MAR_08: f64 = 1_772_928_000.0;
+        const MAR_09: f64 = 1_773_014_400.0;
+        const MAR_29: f64 = 1_774_742_400.0;
+        const OCT_25: f64 = 1_792_886_400.0;
+        const NOV_01: f64 = 1_793_491_200.0;
+        const NOV_02: f64 = 1_793_577_600.0;
+        const H: f64 = 3_600.0;
+        // (name, zone, now, season, expected shift)
+        let rows = [
+            // Sun 03-08 12:00 EDT (16:00Z); a day back is Sat 12:00 EST (17:00Z): 23 h.
+            ("NY spring, day", ny, MAR_08 + 16.0 * H, DAY, 23.0 * H),
+            // A week back is Sun 03-01 12:00 EST (17:00Z): 7 x 24 - 1 = 167 h.
+            ("NY spring, week", ny, MAR_08 + 16.0 * H, WEEK, 167.0 * H),
+            // Mon 03-09 12:00 EDT: a day back is Sun 12:00 EDT (after 02:00): 24 h; a week
+            // back Mon 03-02 12:00 EST: 167 h.
+            ("NY day after, day", ny, MAR_09 + 16.0 * H, DAY, 24.0 * H),
+            ("NY day after, week", ny, MAR_09 + 16.0 * H, WEEK, 167.0 * H),
+            // Sun 03-08 01:30 EST (06:30Z), before the switch: Sat 01:30 EST, 24 h.
+            ("NY before the switch", ny, MAR_08 + 6.5 * H, DAY, 24.0 * H),
+            // Mon 03-09 02:30 EDT (06:30Z): Sun 02:30 was skipped: the fixed 24 h.
+            ("NY skipped hour", ny, MAR_09 + 6.5 * H, DAY, 24.0 * H),
+            // Sun 11-01 12:00 EST (17:00Z); Sat 10-31 12:00 EDT (16:00Z): 25 h; a week back
+            // Sun 10-25 12:00 EDT (16:00Z): 169 h.
+            ("NY autumn, day", ny, NOV_01 + 17.0 * H, DAY, 25.0 * H),
+            ("NY autumn, week", ny, NOV_01 + 17.0 * H, WEEK, 169.0 * H),
+            // Mon 11-02 01:30 EST (06:30Z): Sun 01:30 happened twice, at 05:30Z (EDT) and
+            // 06:30Z (EST); the one 24 h back is the nearer: 24 h.
+            ("NY repeated hour", ny, NOV_02 + 6.5 * H, DAY, 24.0 * H),
+            // Sun 03-29 12:00 CEST (10:00Z); Sat 12:00 CET (11:00Z): 23 h.
+            (
+                "Berlin spring, day",
+                berlin,
+                MAR_29 + 10.0 * H,
+                DAY,
+                23.0 * H,
+            ),
+            (
+                "Berlin spring, week",
+                berlin,
+                MAR_29 + 10.0 * H,
+                WEEK,
+                167.0 * H,
+            ),
+            // Sun 10-25 12:00 CET (11:00Z); Sat 12:00 CEST (10:00Z): 25 h; Sun 10-18 12:00
+            // CEST (10:00Z): 169 h.
+            (
+                "Berlin autumn, day",
+                berlin,
+                OCT_25 + 11.0 * H,
+                DAY,
+                25.0 * H,
+            ),
+            (
+                "Berlin autumn, week",
+                berlin,
+                OCT_25 + 11.0 * H,
+                WEEK,
+                169.0 * H,
+            ),
+            // A fraction of a second does not change the whole hours: still 23 h.
+            (
+                "fraction of a second",
+                ny,
+                MAR_08 + 16.0 * H + 0.5,
+                DAY,
+                23.0 * H,
+            ),
+            // UTC, and seasons that are not whole days, are fixed lengths.
+            ("UTC", chrono_tz::UTC, MAR_08 + 16.0 * H, DAY, DAY),
+            ("ten minutes", ny, MAR_08 + 7.0 * H + 300.0, 600.0, 600.0),
+            ("half a day", ny, MAR_08 + 16.0 * H, 43_200.0, 43_200.0),
+        ];
+        for (name, zone, now, season, shift) in rows {
+            assert_eq!(wall_clock_shift(now, season, &zone), shift, "{name}");
+        }
     }
 }

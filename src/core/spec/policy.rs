@@ -33,7 +33,8 @@ pub struct PolicySpec {
     /// seconds (a day and a week); empty turns it off. A setting so a test can compress a "day".
     #[serde(default = "default_seasons")]
     pub seasons_s: Vec<f64>,
-    /// TIME_ZONE ("UTC"): IANA zone of scheduled windows and per-hour bands (DST-safe).
+    /// TIME_ZONE ("UTC"): IANA zone of scheduled windows, per-hour bands and the
+    /// seasons' wall-clock days (DST-safe).
     #[serde(default = "default_time_zone")]
     pub time_zone: String,
     /// FAST_PATH_RATIO (2): requests in the system over the fast-path window at or above this

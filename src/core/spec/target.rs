@@ -14,6 +14,18 @@ pub enum ServerKind {
     Triton,
     Tgi,
     Sglang,
+    /// Triton with the TensorRT-LLM backend: its own queue gauges (Triton's pending count stays
+    /// near 0, requests go straight to the backend's batcher).
+    #[serde(rename = "triton-trtllm")]
+    TritonTrtllm,
+    /// TensorRT-LLM's OpenAI server (`trtllm-serve`, its `/prometheus/metrics`).
+    #[serde(rename = "trtllm-serve")]
+    TrtllmServe,
+    /// NVIDIA Dynamo's HTTP frontend (`dynamo_frontend_*`).
+    Dynamo,
+    /// llm-d: vLLM's metrics of the decode pods only (prefill pods export them too).
+    #[serde(rename = "llm-d")]
+    LlmD,
 }
 
 /// The object whose size is the warm spare capacity of a target.
@@ -96,7 +108,8 @@ pub struct TargetSpec {
     pub node_pool: String,
     /// What holds the spare capacity.
     pub headroom: HeadroomKind,
-    /// Inference server kind (vllm, triton, tgi, sglang).
+    /// Inference server kind (vllm, triton, tgi, sglang, triton-trtllm, trtllm-serve, dynamo,
+    /// llm-d).
     #[serde(default)]
     pub server: ServerKind,
     /// PromQL label matchers selecting the target's series, e.g. `model_name="llama-3-8b"`.

@@ -347,3 +347,25 @@ fn new_gives_the_same_defaults_as_the_targets_json() {
     .unwrap();
     assert_eq!(step.next_step_spare, 1);
 }
+
+#[test]
+fn every_server_kind_parses_from_its_name() {
+    // (the `server` value of a target, the kind it selects)
+    let rows = [
+        ("vllm", ServerKind::Vllm),
+        ("triton", ServerKind::Triton),
+        ("tgi", ServerKind::Tgi),
+        ("sglang", ServerKind::Sglang),
+        ("triton-trtllm", ServerKind::TritonTrtllm),
+        ("trtllm-serve", ServerKind::TrtllmServe),
+        ("dynamo", ServerKind::Dynamo),
+        ("llm-d", ServerKind::LlmD),
+    ];
+    for (name, kind) in rows {
+        let parsed: TargetSpec = serde_json::from_str(&format!(
+            r#"{{"name":"t","nodePool":"gpu","maxSpare":4,"headroom":{{"kind":"nodePoolReplicas"}},"server":"{name}"}}"#
+        ))
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(parsed.server, kind, "{name}");
+    }
+}

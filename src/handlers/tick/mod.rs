@@ -7,6 +7,7 @@
 //! others. Every decision is one JSON log line with flat fields (for Logs Insights) and one EMF
 //! record, written as soon as that target's tick ends.
 
+pub mod calibrations;
 pub mod deadline;
 pub mod leases;
 pub mod observe;
@@ -39,6 +40,9 @@ pub struct TickDeps {
     /// observes; a new configuration is a new environment, so un-pausing and pausing again
     /// restores again).
     pub paused_restored: std::sync::atomic::AtomicBool,
+    /// The band calibrations computed in this environment, per target: a dry run writes none
+    /// to the headroom object, and a failed history read is backed off here.
+    pub calibrations: calibrations::Calibrations,
 }
 
 impl TickDeps {
@@ -58,6 +62,7 @@ impl TickDeps {
             metrics,
             sqs: aws_sdk_sqs::Client::new(&sdk),
             paused_restored: std::sync::atomic::AtomicBool::new(false),
+            calibrations: Default::default(),
         })
     }
 }

@@ -5,6 +5,7 @@
 use super::TickDeps;
 use crate::adapters::kube::{hpa, pods};
 use crate::core::policy::band;
+use crate::core::policy::calibration_cache::{CalibrationCache, ReadOutcome};
 use crate::core::policy::observation::HpaStatus;
 use crate::core::policy::observe::{self, Reads, SeasonHistory, SeasonRead};
 use crate::core::{self, Observation, TargetSpec};
@@ -75,23 +76,31 @@ async fn seasonal_history(
         .collect()
 }
 
-/// The long history the band is calibrated on, read only when the cached calibration is due
-/// (the plan's `calibration_window`). The tick reads it after the headroom object, which holds
-/// the cached calibration, and adds it to the observation.
+/// The long history the band is calibrated on, read only when the calibration is due and no
+/// failed read is being backed off (`CalibrationCache::read_now`: the fresher of the headroom
+/// object's cached calibration and this environment's). The tick reads it after the headroom
+/// object and adds it to the observation; the outcome goes back into the cache.
 pub(super) async fn calibration_history(
     deps: &TickDeps,
     target: &TargetSpec,
-    cached: Option<&band::Calibration>,
+    cache: &CalibrationCache,
+    on_object: Option<&band::Calibration>,
     now: f64,
-) -> Vec<core::Sample> {
-    let Some(window) = observe::calibration_window(&deps.config.policy, cached, now) else {
-        return Vec::new();
+) -> (Vec<core::Sample>, ReadOutcome) {
+    let Some(window) = cache.read_now(&deps.config.policy, on_object, now) else {
+        return (Vec::new(), ReadOutcome::NotRead);
     };
     match deps.metrics.arrival_history(target, window).await {
-        Ok(samples) => samples,
+        Ok(samples) if !samples.is_empty() => (samples, ReadOutcome::Read),
+        Ok(_) => {
+            tracing::warn!(target = %target.name, failures = cache.failures + 1,
+                "band history empty: read again after a back-off");
+            (Vec::new(), ReadOutcome::Failed)
+        }
         Err(e) => {
-            tracing::warn!(target = %target.name, error = %e, "band history not read");
-            Vec::new()
+            tracing::warn!(target = %target.name, failures = cache.failures + 1, error = %e,
+                "band history not read: read again after a back-off");
+            (Vec::new(), ReadOutcome::Failed)
         }
     }
 }

@@ -66,12 +66,28 @@ pub async fn tick_target(
     }
     let mut state = read.state().clone();
     state.consolidation_frozen = pool.consolidation_frozen();
+    // The calibration this environment computed is fresher than the object's under DRY_RUN
+    // (nothing is written there): deciding with it keeps a dry run from re-reading days of
+    // history every tick.
+    let cache = deps.calibrations.get(&target.name);
+    let on_object = state.calibration.take();
+    let (history, read_outcome) =
+        calibration_history(deps, target, &cache, on_object.as_ref(), now).await;
+    state.calibration = cache.freshest(on_object.as_ref());
     let observation = Observation {
-        calibration_history: calibration_history(deps, target, state.calibration.as_ref(), now)
-            .await,
+        calibration_history: history,
         ..observation
     };
     let plan = core::decide(&observation, target, policy, &state, now);
+    deps.calibrations.put(
+        &target.name,
+        cache.after_tick(
+            policy,
+            read_outcome,
+            plan.next_state.calibration.as_ref(),
+            now,
+        ),
+    );
     report.plan = Some(plan.clone());
 
     let outcome = match headroom::apply_plan(client, &read, &plan, now, dry_run).await {

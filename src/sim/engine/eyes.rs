@@ -264,8 +264,9 @@ impl Sim<'_> {
     }
 
     /// What one tick of the Lambda observes now for `target`: the tick's read plan evaluated
-    /// over the scrapes, the pods and the HPA, assembled as the tick assembles its reads. The
-    /// plan does not depend on where time starts, so the eyes ask it on the trace's clock
+    /// over the scrapes, the pods and the HPA, assembled as the tick assembles its reads. In
+    /// UTC (the simulator's zone) the plan does not depend on where time starts, so the eyes ask
+    /// it on the trace's clock
     /// (scrape b at b · step); the calibration's due check takes Unix time.
     pub(super) fn observation(&self, policy: &PolicySpec, target: &TargetSpec) -> Observation {
         let plan = observe::plan(policy, self.now);
