@@ -63,10 +63,10 @@ def deployed(stack_env):
     c["s3"].put_object(Bucket=BUCKET, Key="template.yaml", Body=template.encode())
     template_url = f"{stack_env['LOCALSTACK_URL']}/{BUCKET}/template.yaml"
     cfn = c["cloudformation"]
-    cfn.create_stack(StackName=STACK, TemplateURL=template_url,
+    stack_id = cfn.create_stack(StackName=STACK, TemplateURL=template_url,
                      Capabilities=["CAPABILITY_IAM", "CAPABILITY_AUTO_EXPAND"],
-                     Parameters=[{"ParameterKey": k, "ParameterValue": v} for k, v in PARAMS.items()])
-    status = wait_stack(cfn, "CREATE_IN_PROGRESS")
+                     Parameters=[{"ParameterKey": k, "ParameterValue": v} for k, v in PARAMS.items()])["StackId"]
+    status = wait_stack(cfn, "CREATE_IN_PROGRESS", stack_id)
     resources = cfn.describe_stack_resources(StackName=STACK)["StackResources"]
     failures = [(e["LogicalResourceId"], e.get("ResourceStatusReason"))
                 for e in cfn.describe_stack_events(StackName=STACK)["StackEvents"]
@@ -75,14 +75,16 @@ def deployed(stack_env):
     physical = {r["LogicalResourceId"]: r["PhysicalResourceId"] for r in resources}
     yield c, physical, resources
     cfn.delete_stack(StackName=STACK)
-    assert wait_stack(cfn, "DELETE_IN_PROGRESS") in ("DELETE_COMPLETE", "gone")
+    assert wait_stack(cfn, "DELETE_IN_PROGRESS", stack_id) in ("DELETE_COMPLETE", "gone")
 
 
-def wait_stack(cfn, in_progress: str) -> str:
+def wait_stack(cfn, in_progress: str, stack_id: str) -> str:
+    """The status of this run's stack once it leaves `in_progress`. By id, not name: an earlier
+    run's deleted stack of the same name stays listed as DELETE_COMPLETE."""
     deadline = time.monotonic() + 180  # bounds a hung run only
     while time.monotonic() < deadline:
         stacks = cfn.describe_stacks()["Stacks"]
-        mine = [s for s in stacks if s["StackName"] == STACK]
+        mine = [s for s in stacks if s["StackId"] == stack_id]
         if not mine:
             return "gone"
         if mine[0]["StackStatus"] != in_progress:
