@@ -27,6 +27,7 @@ use clap::Args;
 use crate::adapters::metrics::cloudwatch::{HISTORY_METRICS, RECENT_METRICS};
 use crate::adapters::metrics::queries::for_target;
 use crate::core::policy::observe::{calibration_window, plan, Window};
+use crate::core::policy::season_cache::{SeasonCache, SeasonSource};
 use crate::core::spec::{HeadroomKind, ServerKind};
 use crate::core::{PolicySpec, TargetSpec};
 
@@ -163,7 +164,7 @@ pub struct Read {
 }
 
 /// The reads the tick issues for one vLLM target a month at `policy`: the recent window every
-/// tick, each season every tick, the band's history once per CALIBRATE_EVERY_SECONDS.
+/// tick, each season once per reach ahead, the band's history once per CALIBRATE_EVERY_SECONDS.
 pub fn tick_reads(policy: &PolicySpec, days: f64) -> Vec<Read> {
     let target = TargetSpec {
         selector: r#"model_name="m""#.into(),
@@ -183,13 +184,21 @@ pub fn tick_reads(policy: &PolicySpec, days: f64) -> Vec<Read> {
         cloudwatch_metrics: RECENT_METRICS,
         per_month: ticks,
     }];
+    // A season read reaches ahead (`season_cache`): the ticks after it take their frame out of
+    // it until a frame ends past it, so it is read again one reach and one tick later. (A cold
+    // start of the function reads again too: not counted.)
     for season in reads.seasons {
+        let window = match SeasonCache::default().lookup(&season, now - policy.ingestion_lag_s) {
+            SeasonSource::Read(window) => window,
+            SeasonSource::Held(_) => unreachable!("an empty cache holds nothing"),
+        };
+        let reach_s = window.end - season.window.end;
         out.push(Read {
             name: format!("season {} s back", season.period_s),
             promql: vec![q.arrival_rate.clone()],
-            window: season.window,
+            window,
             cloudwatch_metrics: HISTORY_METRICS,
-            per_month: ticks,
+            per_month: month_s / (reach_s + policy.tick_s),
         });
     }
     if let Some(window) = calibration_window(policy, None, now) {
@@ -248,7 +257,7 @@ pub fn run(args: QueryCostArgs) -> crate::Result<()> {
             n => format!("{n} queries"),
         };
         println!(
-            "| {} ({queries}) | {k} | {per_read} | {} | {:.1} | {:.2} |",
+            "| {} ({queries}) | {k} | {per_read} | {:.0} | {:.1} | {:.2} |",
             read.name,
             read.per_month,
             samples / 1e9,
@@ -318,10 +327,11 @@ mod tests {
     #[test]
     fn the_tick_reads_these_windows_this_often() {
         // Default policy, by hand: recent 900 s / 15 s + 1 = 61 instants every tick (4 a
-        // minute: 172,800 in 30 days); each season 900 + 180 s / 15 s + 1 = 73 every tick; the
-        // band history (1 day + the shortest season 1 day + 900 + 180 s = 173,880 s) / 60 s + 1
-        // = 2,899 instants once an hour (720 in 30 days). CloudWatch: 4 metrics for the recent
-        // read, 3 for each history read.
+        // minute: 172,800 in 30 days); each season (900 + 180 + 3,600 s read ahead) / 15 s + 1
+        // = 313 instants, read again once the 240 ticks of its hour ahead have used it, every
+        // 3,615 s: 2,592,000 / 3,615 a month; the band history (1 day + the shortest season
+        // 1 day + 900 + 180 s = 173,880 s) / 60 s + 1 = 2,899 instants once an hour (720 in 30
+        // days). CloudWatch: 4 metrics for the recent read, 3 for each history read.
         let reads = tick_reads(&PolicySpec::default(), 30.0);
         let got: Vec<(f64, usize, f64)> = reads
             .iter()
@@ -331,8 +341,8 @@ mod tests {
             got,
             vec![
                 (61.0, 4, 172_800.0),
-                (73.0, 3, 172_800.0),
-                (73.0, 3, 172_800.0),
+                (313.0, 3, 2_592_000.0 / 3_615.0),
+                (313.0, 3, 2_592_000.0 / 3_615.0),
                 (2_899.0, 3, 720.0),
             ]
         );

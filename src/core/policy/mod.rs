@@ -20,6 +20,7 @@ pub mod observe;
 pub mod plan;
 pub mod rails;
 pub mod schedule;
+pub mod season_cache;
 pub mod seasonal;
 pub mod sizing;
 

@@ -7,9 +7,9 @@
 //! others. Every decision is one JSON log line with flat fields (for Logs Insights) and one EMF
 //! record, written as soon as that target's tick ends.
 
-pub mod calibrations;
 pub mod deadline;
 pub mod leases;
+pub mod memory;
 pub mod observe;
 pub mod report;
 pub mod target;
@@ -42,7 +42,10 @@ pub struct TickDeps {
     pub paused_restored: std::sync::atomic::AtomicBool,
     /// The band calibrations computed in this environment, per target: a dry run writes none
     /// to the headroom object, and a failed history read is backed off here.
-    pub calibrations: calibrations::Calibrations,
+    pub calibrations: memory::Calibrations,
+    /// The seasonal history read ahead in this environment, per target: a read covers the next
+    /// hour's ticks (`core::policy::season_cache`).
+    pub seasons: memory::Seasons,
 }
 
 impl TickDeps {
@@ -63,6 +66,7 @@ impl TickDeps {
             sqs: aws_sdk_sqs::Client::new(&sdk),
             paused_restored: std::sync::atomic::AtomicBool::new(false),
             calibrations: Default::default(),
+            seasons: Default::default(),
         })
     }
 }

@@ -7,7 +7,9 @@ use crate::adapters::kube::{hpa, pods};
 use crate::core::policy::band;
 use crate::core::policy::calibration_cache::{CalibrationCache, ReadOutcome};
 use crate::core::policy::observation::HpaStatus;
-use crate::core::policy::observe::{self, Reads, SeasonHistory, SeasonRead};
+use crate::core::policy::observation::Sample;
+use crate::core::policy::observe::{self, Reads, SeasonHistory, SeasonRead, Window};
+use crate::core::policy::season_cache::{SeasonCache, SeasonSource};
 use crate::core::{self, Observation, TargetSpec};
 
 /// Metrics, the pod counts, the seasonal history and the HPA, read at once. A failed metric or
@@ -24,7 +26,7 @@ pub(super) async fn observe(
     let (signals, pods, seasons, hpa) = futures::join!(
         deps.metrics.observe(target, plan.recent),
         pods::target_pods(client, target),
-        seasonal_history(deps, target, &plan.seasons),
+        seasonal_history(deps, target, &plan.seasons, now),
         hpa_status(client, target),
     );
     observe::assemble(Reads {
@@ -48,32 +50,64 @@ async fn hpa_status(client: &kube::Client, target: &TargetSpec) -> Option<HpaSta
     }
 }
 
-/// The arrival rate at the same clock times one season back, per season of the plan. A season
-/// that cannot be read is logged and left out: the policy forecasts with the trend alone.
+/// The arrival rate at the same clock times one season back, per season of the plan: taken
+/// from what an earlier tick of this environment read ahead, or read (reaching ahead) and kept
+/// (`core::policy::season_cache`). A season that cannot be read is logged and left out: the
+/// policy forecasts with the trend alone.
 async fn seasonal_history(
     deps: &TickDeps,
     target: &TargetSpec,
     seasons: &[SeasonRead],
+    now: f64,
 ) -> Vec<SeasonHistory> {
-    let reads = seasons.iter().map(|season| async move {
-        match deps.metrics.arrival_history(target, season.window).await {
-            Ok(samples) => Some(SeasonHistory {
-                period_s: season.period_s,
-                shift_s: season.shift_s,
-                samples,
-            }),
-            Err(e) => {
-                tracing::warn!(target = %target.name, season_s = season.period_s, error = %e,
-                    "seasonal history not read");
-                None
+    let complete_until = now - deps.config.policy.ingestion_lag_s;
+    let held = deps.seasons.get(&target.name);
+    let reads = seasons.iter().map(|season| {
+        let source = held.lookup(season, complete_until);
+        async move {
+            let window = match source {
+                SeasonSource::Held(history) => return (season, None, Some(history)),
+                SeasonSource::Read(window) => window,
+            };
+            match deps.metrics.arrival_history(target, window).await {
+                Ok(samples) => {
+                    let history = held_view(season, window, &samples);
+                    (season, Some((window, samples)), Some(history))
+                }
+                Err(e) => {
+                    tracing::warn!(target = %target.name, season_s = season.period_s, error = %e,
+                        "seasonal history not read");
+                    (season, None, None)
+                }
             }
         }
     });
-    futures::future::join_all(reads)
-        .await
-        .into_iter()
-        .flatten()
-        .collect()
+    let results = futures::future::join_all(reads).await;
+    let mut kept = held;
+    let mut histories = Vec::new();
+    for (season, read, history) in results {
+        if let Some((window, samples)) = read {
+            kept.keep(season, window, samples);
+        }
+        histories.extend(history);
+    }
+    deps.seasons.put(&target.name, kept);
+    histories
+}
+
+/// This tick's part of a read that reached ahead: the same cut as a later tick's lookup.
+fn held_view(season: &SeasonRead, window: Window, samples: &[Sample]) -> SeasonHistory {
+    let mut one = SeasonCache::default();
+    one.keep(season, window, samples.to_vec());
+    match one.lookup(season, f64::NEG_INFINITY) {
+        SeasonSource::Held(history) => history,
+        // Nothing came back: nothing was kept.
+        SeasonSource::Read(_) => SeasonHistory {
+            period_s: season.period_s,
+            shift_s: season.shift_s,
+            samples: Vec::new(),
+        },
+    }
 }
 
 /// The long history the band is calibrated on, read only when the calibration is due and no
