@@ -21,6 +21,8 @@ fn notice(kind: NoticeKind) -> Notice {
         instance_state: (kind == NoticeKind::StateChange).then(|| "stopping".into()),
         window_start: (kind == NoticeKind::ScheduledChange).then_some(T0 + 86_400.0),
         termination_time: None,
+        reservation_id: None,
+        reservation_end: None,
         status: NoticeStatus::Active,
         sent_time: None,
     }
