@@ -147,3 +147,31 @@ fn the_deadline_is_thirty_minutes_before_the_end_date_bounded_by_the_warning() {
         assert_eq!(eviction_deadline(&n, 30.0), Some(*deadline), "{name}");
     }
 }
+
+#[test]
+fn explain_names_the_reservation_and_a_bounded_end_date() {
+    let text = warning(
+        SHORT,
+        &OK_DETAIL.replace("2026-11-29T12:40:00Z", "2099-12-01T00:00:00Z"),
+    );
+    let lines = prewarm::cli::explain::explain(
+        &text,
+        &prewarm::core::interruption::ActionTable::default(),
+        30.0,
+        prewarm::adapters::events::InstanceIdRule::Ec2,
+    )
+    .unwrap();
+    let line = &lines[0];
+    assert_eq!(line["kind"], "capacity-block");
+    assert_eq!(line["reservation_id"], "cr-0123456789abcdef0");
+    let why = line["why"].as_str().unwrap();
+    assert!(
+        why.contains("capacity reservation cr-0123456789abcdef0")
+            && why.contains("karpenter.k8s.aws/capacity-reservation-id=cr-0123456789abcdef0"),
+        "{why}"
+    );
+    // Issued 12:00:00Z, no SentTimestamp: termination counted from 12:10:00Z, not 2099.
+    let bound = line["time_bound"].as_str().unwrap();
+    assert!(bound.contains("outside the ten-minute warning"), "{bound}");
+    assert_eq!(line["instance_end"], "2026-11-29T12:10:00.000Z");
+}
