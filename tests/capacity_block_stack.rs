@@ -28,13 +28,7 @@ fn capacity_block_record(reservation: &str, age_s: i64) -> SqsMessage {
         "resources": [format!("arn:aws:ec2:us-east-1:123456789012:capacity-reservation/{reservation}")],
         "detail": {"capacity-reservation-id": reservation, "end-date": now_rfc3339(2400 - age_s)}
     });
-    serde_json::from_value(json!({
-        "messageId": unique("m-"), "receiptHandle": "rh", "body": body.to_string(),
-        "attributes": {"ApproximateReceiveCount": "1"}, "messageAttributes": {},
-        "eventSource": "aws:sqs", "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:q",
-        "awsRegion": "us-east-1"
-    }))
-    .unwrap()
+    sqs_record(body.to_string())
 }
 
 #[tokio::test]
