@@ -194,6 +194,9 @@ fn deadlines_per_kind_with_no_warm_capacity() {
         (NoticeKind::SpotInterruption, 90.0, true),
         (NoticeKind::CapacityReservation, 89.0, false),
         (NoticeKind::CapacityReservation, 90.0, true),
+        // No end-date: termination at notice + 600 s, eviction by 570 s (budget 30 s).
+        (NoticeKind::CapacityBlock, 569.0, false),
+        (NoticeKind::CapacityBlock, 570.0, true),
         (NoticeKind::ScheduledChange, 3600.0, false),
         (NoticeKind::ScheduledChange, 86_370.0, true), // window start - 30 s
         (NoticeKind::StateChange, 0.0, true),          // evict at once
