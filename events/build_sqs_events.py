@@ -91,6 +91,12 @@ def _health_update(status: str, start: str | None, n: int):
     return edit
 
 
+def _capacity_block_reservation_spelling(e):
+    """The same warning with the detail-type the other version of AWS's page spells."""
+    e["id"] = str(uuid.uuid5(uuid.NAMESPACE_URL, "prewarm-capacity-block/reservation-spelling"))
+    e["detail-type"] = "Capacity Block Reservation Expiration Warning"
+
+
 # Input that must not be taken as truth (issue 11, items 11, 12 and 15), one record each.
 WRONG_INPUT = [
     edited("spot-interruption", _spot_at("2099-12-01T00:00:00Z")),
@@ -141,6 +147,11 @@ SQS_EVENTS = {
     "sqs-state-change-pending.json": [bare("state-change-pending")],
     "sqs-health-scheduled.json": [bare("health-scheduled-change")],
     "sqs-capacity-reservation.json": [bare("capacity-reservation-interruption")],
+    # Both detail-types AWS's documentation gives for the Capacity Block warning.
+    "sqs-capacity-block.json": [
+        bare("capacity-block-expiration-warning"),
+        edited("capacity-block-expiration-warning", _capacity_block_reservation_spelling),
+    ],
     "sqs-ignored-asg.json": [bare("asg-terminate-lifecycle"), ASG_TEST_NOTIFICATION, bare("health-issue")],
     # The second record was received 4 times already: poison that is about to reach the DLQ.
     "sqs-poison.json": [NOT_JSON, (bare("spot-interruption-missing-instance-id"), 4)],

@@ -7,7 +7,7 @@ use prewarm::adapters::events::{
     instance_id, parse_body_with, parse_event_document, parse_record_with, InstanceIdRule, Parsed,
 };
 use prewarm::core::interruption::deadline::{
-    MAX_DELIVERY_DELAY_S, MAX_SCHEDULED_LEAD_S, WARNING_SECONDS,
+    CAPACITY_BLOCK_WARNING_SECONDS, MAX_DELIVERY_DELAY_S, MAX_SCHEDULED_LEAD_S, WARNING_SECONDS,
 };
 use prewarm::core::interruption::{
     eviction_deadline, issued_at, ActionTable, Notice, NoticeKind, NoticeStatus,
@@ -117,14 +117,37 @@ pub fn check_parsed(parsed: &Parsed, rule: InstanceIdRule) {
 
 fn check_notice(n: &Notice, rule: InstanceIdRule) {
     assert!(!n.event_id.is_empty(), "notice without an event id");
-    assert!(!n.instance_ids.is_empty(), "notice naming no instance");
+    // A Capacity Block warning names its reservation instead; every other notice instances.
+    assert_eq!(
+        n.instance_ids.is_empty(),
+        n.kind == NoticeKind::CapacityBlock,
+        "a notice names instances unless it is a Capacity Block warning"
+    );
+    assert_eq!(
+        n.reservation_id.is_some(),
+        n.kind == NoticeKind::CapacityBlock,
+        "reservation_id only and always on Capacity Block warnings"
+    );
+    if let Some(id) = &n.reservation_id {
+        assert!(
+            instance_id::is_ec2_resource_id(id, "cr-"),
+            "invalid reservation id {id:?}"
+        );
+    }
+    assert!(
+        n.reservation_end.is_none() || n.kind == NoticeKind::CapacityBlock,
+        "reservation_end only on Capacity Block warnings"
+    );
     let mut seen = std::collections::HashSet::new();
     for id in &n.instance_ids {
         assert!(instance_id::check(id, rule).is_ok(), "invalid id {id:?}");
         assert!(seen.insert(id), "duplicate id {id:?}");
     }
     if n.kind != NoticeKind::ScheduledChange {
-        assert_eq!(n.instance_ids.len(), 1, "an EC2 notice names one instance");
+        assert!(
+            n.instance_ids.len() <= 1,
+            "an EC2 notice names one instance"
+        );
         assert_eq!(n.status, NoticeStatus::Active, "only Health notices close");
     }
     assert_eq!(
@@ -151,6 +174,7 @@ fn check_notice(n: &Notice, rule: InstanceIdRule) {
         n.sent_time,
         n.window_start,
         n.termination_time,
+        n.reservation_end,
     ]
     .into_iter()
     .flatten()
@@ -177,6 +201,9 @@ fn check_notice(n: &Notice, rule: InstanceIdRule) {
             }
             (NoticeKind::ScheduledChange, _) => {
                 Some(f64::MIN..=(issued + MAX_SCHEDULED_LEAD_S - budget))
+            }
+            (NoticeKind::CapacityBlock, _) => {
+                Some((issued - budget)..=(issued + CAPACITY_BLOCK_WARNING_SECONDS - budget))
             }
         };
         match (deadline, expected_range) {

@@ -26,6 +26,8 @@ fn spot_warning() -> Notice {
         instance_state: None,
         window_start: None,
         termination_time: None,
+        reservation_id: None,
+        reservation_end: None,
         status: NoticeStatus::Active,
         sent_time: None,
     }

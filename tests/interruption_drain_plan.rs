@@ -21,6 +21,8 @@ fn notice(kind: NoticeKind) -> Notice {
         instance_state: (kind == NoticeKind::StateChange).then(|| "stopping".into()),
         window_start: (kind == NoticeKind::ScheduledChange).then_some(T0 + 86_400.0),
         termination_time: None,
+        reservation_id: None,
+        reservation_end: None,
         status: NoticeStatus::Active,
         sent_time: None,
     }
@@ -192,6 +194,9 @@ fn deadlines_per_kind_with_no_warm_capacity() {
         (NoticeKind::SpotInterruption, 90.0, true),
         (NoticeKind::CapacityReservation, 89.0, false),
         (NoticeKind::CapacityReservation, 90.0, true),
+        // No end-date: termination at notice + 600 s, eviction by 570 s (budget 30 s).
+        (NoticeKind::CapacityBlock, 569.0, false),
+        (NoticeKind::CapacityBlock, 570.0, true),
         (NoticeKind::ScheduledChange, 3600.0, false),
         (NoticeKind::ScheduledChange, 86_370.0, true), // window start - 30 s
         (NoticeKind::StateChange, 0.0, true),          // evict at once

@@ -189,6 +189,8 @@ proptest! {
             instance_state: (kind == NoticeKind::StateChange).then(|| "stopping".into()),
             window_start: (kind == NoticeKind::ScheduledChange).then_some(T0 + f64::from(window_s)),
             termination_time: None,
+            reservation_id: None,
+            reservation_end: None,
             status: NoticeStatus::Active,
             sent_time: Some(T0 + 1.0),
         };

@@ -17,7 +17,10 @@ fn events_dir() -> PathBuf {
 /// A short form of a parse: "notice <kind> <instances>", "ignored", "poison".
 fn short(p: &Parsed) -> String {
     match p {
-        Parsed::Notice(n) => format!("notice {} {}", n.kind, n.instance_ids.join(",")),
+        Parsed::Notice(n) => match &n.reservation_id {
+            Some(r) => format!("notice {} reservation {r}", n.kind),
+            None => format!("notice {} {}", n.kind, n.instance_ids.join(",")),
+        },
         Parsed::Resume(r) => format!("resume {} {}", r.node, r.instance),
         Parsed::Ignored { .. } => "ignored".into(),
         Parsed::Poison { .. } => "poison".into(),
@@ -39,6 +42,7 @@ fn every_sample_file_parses_as_expected() {
     let rebalance = "notice rebalance i-0abc2222222222222";
     let health = "notice scheduled-change i-0abc6666666666666,i-0abc6666666666667";
     let capres = "notice capacity-reservation i-0abc8888888888888";
+    let block = "notice capacity-block reservation cr-0abc9999999999999";
     let cases: &[(&str, &[&str])] = &[
         ("sqs-spot-interruption.json", &[spot]),
         ("sqs-rebalance.json", &[rebalance]),
@@ -49,6 +53,8 @@ fn every_sample_file_parses_as_expected() {
         ("sqs-state-change-pending.json", &["ignored"]),
         ("sqs-health-scheduled.json", &[health]),
         ("sqs-capacity-reservation.json", &[capres]),
+        // Both detail-types AWS documents for the warning.
+        ("sqs-capacity-block.json", &[block, block]),
         ("sqs-ignored-asg.json", &["ignored", "ignored", "ignored"]),
         ("sqs-poison.json", &["poison", "poison"]),
         (
@@ -87,6 +93,10 @@ fn every_sample_file_parses_as_expected() {
         (
             "eventbridge/capacity-reservation-interruption.json",
             &[capres],
+        ),
+        (
+            "eventbridge/capacity-block-expiration-warning.json",
+            &[block],
         ),
         ("eventbridge/asg-terminate-lifecycle.json", &["ignored"]),
         (

@@ -9,7 +9,10 @@ use std::path::PathBuf;
 use serde_json::{json, Value};
 
 use crate::adapters::events::{parse_event_document, InstanceIdRule, Parsed};
-use crate::core::interruption::deadline::{MAX_DELIVERY_DELAY_S, MAX_SCHEDULED_LEAD_S};
+use crate::adapters::kube::shape::CAPACITY_RESERVATION_LABEL as RESERVATION_LABEL;
+use crate::core::interruption::deadline::{
+    CAPACITY_BLOCK_TERMINATION_LEAD_S, MAX_DELIVERY_DELAY_S, MAX_SCHEDULED_LEAD_S,
+};
 use crate::core::interruption::{
     eviction_deadline, instance_end, issued_at, state::format_time, Action, ActionTable, Notice,
     NoticeKind, NoticeStatus,
@@ -122,6 +125,8 @@ fn explain_one(id: &str, parsed: &Parsed, actions: &ActionTable, budget: f64) ->
                 "status": n.status,
                 "instance_count": n.instance_ids.len(),
                 "instance_ids": n.instance_ids,
+                "reservation_id": n.reservation_id,
+                "reservation_end": n.reservation_end.map(format_time),
                 "notice_time": format_time(n.time),
                 "sent_time": n.sent_time.map(format_time),
                 "issued_at": format_time(issued_at(n)),
@@ -140,11 +145,17 @@ fn explain_one(id: &str, parsed: &Parsed, actions: &ActionTable, budget: f64) ->
 /// Why a notice is acted on (or ignored by ACTIONS), in one sentence.
 fn why(n: &Notice, action: Action) -> String {
     let count = n.instance_ids.len();
-    let what = format!(
-        "{} notice naming {count} instance{}",
-        n.kind,
-        if count == 1 { "" } else { "s" }
-    );
+    let what = match &n.reservation_id {
+        Some(id) => format!(
+            "{} notice naming capacity reservation {id} (its instances: the nodes labelled {}={id})",
+            n.kind, RESERVATION_LABEL
+        ),
+        None => format!(
+            "{} notice naming {count} instance{}",
+            n.kind,
+            if count == 1 { "" } else { "s" }
+        ),
+    };
     match (action, n.status) {
         (Action::Ignore, _) => format!("{what}; ACTIONS maps {} to ignore", n.kind),
         (_, NoticeStatus::Closed) => format!(
@@ -193,6 +204,18 @@ fn time_bound(n: &Notice) -> String {
                 format_time(stated),
                 format_time(end)
             )
+        }
+        (NoticeKind::CapacityBlock, _, _, Some(end)) => {
+            let stated = n
+                .reservation_end
+                .map(|e| e - CAPACITY_BLOCK_TERMINATION_LEAD_S);
+            if stated.is_some_and(|s| s != end) {
+                out += &format!(
+                    "; end-date {} - 30 min is outside the ten-minute warning: termination counted from {}",
+                    n.reservation_end.map(format_time).unwrap_or_default(),
+                    format_time(end)
+                )
+            }
         }
         _ => {}
     }

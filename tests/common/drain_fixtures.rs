@@ -63,8 +63,13 @@ pub fn spot_record(instance: &str, event_id: &str, age_s: i64) -> SqsMessage {
         "region": "us-east-1", "resources": [format!("arn:aws:ec2:us-east-1a:instance/{instance}")],
         "detail": {"instance-id": instance, "instance-action": "terminate"}
     });
+    sqs_record(body.to_string())
+}
+
+/// An SQS record carrying `body` (no SentTimestamp: the body's time is taken as it is).
+pub fn sqs_record(body: String) -> SqsMessage {
     serde_json::from_value(json!({
-        "messageId": unique("m-"), "receiptHandle": "rh", "body": body.to_string(),
+        "messageId": unique("m-"), "receiptHandle": "rh", "body": body,
         "attributes": {"ApproximateReceiveCount": "1"}, "messageAttributes": {},
         "eventSource": "aws:sqs", "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:q",
         "awsRegion": "us-east-1"

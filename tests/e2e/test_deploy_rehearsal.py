@@ -174,9 +174,12 @@ def test_rules_and_targets(deployed):
         "RebalanceRule": ["EC2 Instance Rebalance Recommendation"],
         "StateChangeRule": ["EC2 Instance State-change Notification"],
         "HealthScheduledChangeRule": ["AWS Health Event"],
+        "CapacityBlockExpirationRule": ["Capacity Block Expiration Warning",
+                                        "Capacity Block Reservation Expiration Warning"],
     }
     for logical in ("SpotInterruptionRule", "RebalanceRule", "StateChangeRule",
-                    "HealthScheduledChangeRule", "CapacityReservationInterruptionRule"):
+                    "HealthScheduledChangeRule", "CapacityReservationInterruptionRule",
+                    "CapacityBlockExpirationRule"):
         name = physical[logical].split("/")[-1].split("|")[-1]
         rule = c["events"].describe_rule(Name=name)
         assert rule["State"] == "ENABLED"

@@ -39,6 +39,7 @@ SQS_FILES = sorted(p.name for p in EVENTS.glob("sqs-*.json"))
 def test_the_issue_asks_for_these_samples():
     want = {"sqs-spot-interruption.json", "sqs-rebalance.json", "sqs-state-change.json",
             "sqs-state-change-pending.json", "sqs-health-scheduled.json", "sqs-capacity-reservation.json",
+            "sqs-capacity-block.json",
             "sqs-ignored-asg.json", "sqs-poison.json", "sqs-mixed-batch.json"}
     assert want <= set(SQS_FILES)
     assert (EVENTS / "scheduled.json").exists()
@@ -108,6 +109,7 @@ ACTED_ON = {
     "state-change-terminated.json": "StateChangeRule",
     "health-scheduled-change.json": "HealthScheduledChangeRule",
     "capacity-reservation-interruption.json": "CapacityReservationInterruptionRule",
+    "capacity-block-expiration-warning.json": "CapacityBlockExpirationRule",
 }
 NOT_DELIVERED = ["state-change-pending.json", "health-issue.json", "asg-terminate-lifecycle.json"]
 
@@ -156,3 +158,13 @@ def test_health_sample_names_instances_and_a_window():
     d = load("eventbridge/health-scheduled-change.json")["detail"]
     assert d["service"] == "EC2" and d["eventTypeCategory"] == "scheduledChange"
     assert [e["entityValue"] for e in d["affectedEntities"]] and d["startTime"]
+
+
+def test_both_capacity_block_spellings_are_delivered_by_its_rule(rules):
+    bodies = [json.loads(r["body"]) for r in load("sqs-capacity-block.json")["Records"]]
+    assert {b["detail-type"] for b in bodies} == {
+        "Capacity Block Expiration Warning",
+        "Capacity Block Reservation Expiration Warning",
+    }
+    for b in bodies:
+        assert [r for r, p in rules.items() if matches(p, b)] == ["CapacityBlockExpirationRule"], b["detail-type"]

@@ -296,6 +296,9 @@ INTERRUPTION_KINDS = {
     ("aws.ec2", "EC2 Instance State-change Notification"),
     ("aws.health", "AWS Health Event"),
     ("aws.ec2", "EC2 Capacity Reservation Instance Interruption Warning"),
+    # Both spellings of AWS's documentation (EC2 User Guide, capacity-blocks-monitor).
+    ("aws.ec2", "Capacity Block Expiration Warning"),
+    ("aws.ec2", "Capacity Block Reservation Expiration Warning"),
 }
 
 

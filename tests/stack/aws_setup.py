@@ -34,6 +34,10 @@ RULES = {
         "source": ["aws.ec2"],
         "detail-type": ["EC2 Capacity Reservation Instance Interruption Warning"],
     },
+    "prewarm-capacity-block": {
+        "source": ["aws.ec2"],
+        "detail-type": ["Capacity Block Expiration Warning", "Capacity Block Reservation Expiration Warning"],
+    },
 }
 
 

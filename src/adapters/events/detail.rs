@@ -148,6 +148,48 @@ pub(super) fn health(
     Outcome::Notice(base)
 }
 
+/// Fills `base` from the detail of a Capacity Block expiration warning: the reservation
+/// (`capacity-reservation-id`, required and checked like an instance id) and its `end-date`
+/// (optional: without it the deadline counts 10 minutes from the warning). The notice names no
+/// instance: the handler finds them by their nodes' reservation label.
+pub(super) fn capacity_block(mut base: Notice, detail: &Map<String, Value>) -> Outcome {
+    let id = match string(detail, "capacity-reservation-id") {
+        Ok(Some(id)) => id,
+        Ok(None) => return Outcome::Poison("detail.capacity-reservation-id is missing".into()),
+        Err(e) => return Outcome::Poison(e),
+    };
+    if let Err(e) = check_reservation_id(id) {
+        return Outcome::Poison(format!("detail.capacity-reservation-id {e}"));
+    }
+    base.reservation_id = Some(id.to_string());
+    match string(detail, "end-date") {
+        Ok(Some(end)) => match parse_health_time(end) {
+            Some(t) => base.reservation_end = Some(t),
+            None => {
+                return Outcome::Poison(format!(
+                    "detail.end-date {:?} is not a date (RFC 3339 or RFC 2822)",
+                    shorten(end)
+                ))
+            }
+        },
+        Ok(None) => {}
+        Err(e) => return Outcome::Poison(e),
+    }
+    Outcome::Notice(base)
+}
+
+/// `Ok` when `id` is an EC2 capacity reservation id: `cr-` and 17 lowercase hex digits (8 for
+/// older ones), as instance ids. It becomes a label selector's value, so nothing else may pass.
+fn check_reservation_id(id: &str) -> Result<(), String> {
+    if instance_id::is_ec2_resource_id(id, "cr-") {
+        return Ok(());
+    }
+    Err(format!(
+        "{:?} is not a capacity reservation id (the form is cr- and 8 or 17 lowercase hex digits)",
+        shorten(id)
+    ))
+}
+
 /// The instance ids among a Health event's entities, each once, in order. Entities that are not
 /// instances (volumes, hosts, ARNs) are skipped; one that starts like an instance id but is not a
 /// valid one makes the event poison. Linear in the number of entities (one hash set).

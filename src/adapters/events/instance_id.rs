@@ -37,7 +37,13 @@ pub fn looks_like_instance(value: &str, rule: InstanceIdRule) -> bool {
 }
 
 fn is_ec2(id: &str) -> bool {
-    id.strip_prefix("i-").is_some_and(|hex| {
+    is_ec2_resource_id(id, "i-")
+}
+
+/// Whether `id` is an EC2 resource id of the type `prefix` names (`i-`, `cr-`): the prefix and 8
+/// or 17 lowercase hex digits (17 since 2016, 8 before).
+pub fn is_ec2_resource_id(id: &str, prefix: &str) -> bool {
+    id.strip_prefix(prefix).is_some_and(|hex| {
         (hex.len() == 8 || hex.len() == 17)
             && hex
                 .bytes()

@@ -91,6 +91,10 @@ const REBALANCE: &str = "EC2 Instance Rebalance Recommendation";
 const STATE_CHANGE: &str = "EC2 Instance State-change Notification";
 const CAPACITY_RESERVATION: &str = "EC2 Capacity Reservation Instance Interruption Warning";
 const HEALTH_EVENT: &str = "AWS Health Event";
+/// The Capacity Block warning's detail-type, which AWS's documentation spells both ways
+/// (EC2 User Guide, "Monitor Capacity Blocks using EventBridge"): both are accepted.
+const CAPACITY_BLOCK: &str = "Capacity Block Expiration Warning";
+const CAPACITY_BLOCK_RESERVATION: &str = "Capacity Block Reservation Expiration Warning";
 
 /// Parses one SQS record with EC2 instance ids only (see [`parse_record_with`]).
 pub fn parse_record(message: &SqsMessage) -> ParsedRecord {
@@ -286,6 +290,7 @@ fn classify(event: &EventBridgeEvent<Value>, rule: InstanceIdRule) -> Parsed {
         (EC2, REBALANCE) => NoticeKind::Rebalance,
         (EC2, STATE_CHANGE) => NoticeKind::StateChange,
         (EC2, CAPACITY_RESERVATION) => NoticeKind::CapacityReservation,
+        (EC2, CAPACITY_BLOCK | CAPACITY_BLOCK_RESERVATION) => NoticeKind::CapacityBlock,
         (HEALTH, HEALTH_EVENT) => NoticeKind::ScheduledChange,
         _ => {
             return Parsed::Ignored {
@@ -302,6 +307,9 @@ fn classify(event: &EventBridgeEvent<Value>, rule: InstanceIdRule) -> Parsed {
         Err(cause) => Outcome::Poison(cause),
         Ok((base, detail)) if kind == NoticeKind::ScheduledChange => {
             detail::health(base, detail, rule)
+        }
+        Ok((base, detail)) if kind == NoticeKind::CapacityBlock => {
+            detail::capacity_block(base, detail)
         }
         Ok((base, detail)) => detail::ec2(base, detail, rule),
     };
@@ -341,6 +349,8 @@ fn base(
         instance_state: None,
         window_start: None,
         termination_time: None,
+        reservation_id: None,
+        reservation_end: None,
         status: NoticeStatus::Active,
         sent_time: None,
     };

@@ -27,6 +27,7 @@ use crate::error::{Error, Result};
 pub mod collected;
 pub mod execute;
 pub mod replacement;
+pub mod reservation;
 pub mod surge;
 
 pub const GPU_RESOURCE: &str = "nvidia.com/gpu";

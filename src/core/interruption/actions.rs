@@ -53,13 +53,14 @@ impl std::fmt::Display for Action {
 /// kinds not named keep their default.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct ActionTable {
-    entries: [(NoticeKind, Action); 5],
+    entries: [(NoticeKind, Action); 6],
 }
 
 impl Default for ActionTable {
-    /// Spot and capacity-reservation warnings and Health scheduled changes drain make-before-break
-    /// against their deadlines; a rebalance recommendation drains once the replacement is ready
-    /// (it has no deadline); a state change means the instance is already going: evict now.
+    /// Spot, capacity-reservation and Capacity Block warnings and Health scheduled changes drain
+    /// make-before-break against their deadlines; a rebalance recommendation drains once the
+    /// replacement is ready (it has no deadline); a state change means the instance is already
+    /// going: evict now.
     fn default() -> Self {
         ActionTable {
             entries: [
@@ -68,6 +69,7 @@ impl Default for ActionTable {
                 (NoticeKind::StateChange, Action::EvictNow),
                 (NoticeKind::ScheduledChange, Action::Drain),
                 (NoticeKind::CapacityReservation, Action::Drain),
+                (NoticeKind::CapacityBlock, Action::Drain),
             ],
         }
     }
@@ -135,6 +137,7 @@ mod tests {
             (NoticeKind::StateChange, Action::EvictNow),
             (NoticeKind::ScheduledChange, Action::Drain),
             (NoticeKind::CapacityReservation, Action::Drain),
+            (NoticeKind::CapacityBlock, Action::Drain),
         ];
         for (kind, action) in expected {
             assert_eq!(t.for_kind(kind), action, "{kind}");

@@ -11,10 +11,12 @@
 //!    EventBridge event given to `prewarm explain`) the envelope time is taken as it is.
 //! 2. **Instance end** ([`instance_end`]), counted from the issued time: spot warning + 120 s;
 //!    capacity-reservation `instance-termination-time` clamped into `[issued, issued + 120 s]`
-//!    (a two-minute warning: a stated end outside it is not believed); a Health window start no
-//!    later than issued + 8 weeks ([`MAX_SCHEDULED_LEAD_S`]; AWS announces maintenance about two
-//!    weeks ahead, so honest windows are never cut, while a window in 2099 is); a state change
-//!    ends at the issued time. A Health window already in the past is kept: the maintenance is
+//!    (a two-minute warning: a stated end outside it is not believed); Capacity Block: the
+//!    reservation's `end-date` − 30 min, clamped into `[issued, issued + 10 min]` (AWS warns 40
+//!    minutes before the end that termination begins 10 minutes later; without an `end-date`,
+//!    issued + 10 min); a Health window start no later than issued + 8 weeks
+//!    ([`MAX_SCHEDULED_LEAD_S`]; AWS announces maintenance about two weeks ahead, so honest
+//!    windows are never cut, while a window in 2099 is); a state change ends at the issued time. A Health window already in the past is kept: the maintenance is
 //!    under way, so eviction is due at once.
 //! 3. **Deadline** ([`eviction_deadline`]): the end minus the eviction budget. A rebalance
 //!    recommendation has none, and neither has a `Closed` Health notice (no drain is wanted).
@@ -26,6 +28,12 @@ use super::notice::{Notice, NoticeKind, NoticeStatus};
 
 /// A spot or capacity-reservation warning comes two minutes before the instance goes.
 pub const WARNING_SECONDS: f64 = 120.0;
+/// A Capacity Block's expiration warning comes ten minutes before its instances begin to
+/// terminate…
+pub const CAPACITY_BLOCK_WARNING_SECONDS: f64 = 600.0;
+/// …which is 30 minutes before the reservation's `end-date` (the warning comes 40 minutes
+/// before it).
+pub const CAPACITY_BLOCK_TERMINATION_LEAD_S: f64 = 1800.0;
 /// EventBridge retries a delivery for at most 24 hours: no honest notice is older than this when
 /// SQS receives it.
 pub const MAX_DELIVERY_DELAY_S: f64 = 24.0 * 3600.0;
@@ -59,6 +67,14 @@ pub fn instance_end(notice: &Notice) -> Option<f64> {
                     end.max(issued).min(issued + WARNING_SECONDS)
                 }),
         ),
+        NoticeKind::CapacityBlock => Some(notice.reservation_end.map_or(
+            issued + CAPACITY_BLOCK_WARNING_SECONDS,
+            |end| {
+                (end - CAPACITY_BLOCK_TERMINATION_LEAD_S)
+                    .max(issued)
+                    .min(issued + CAPACITY_BLOCK_WARNING_SECONDS)
+            },
+        )),
         NoticeKind::ScheduledChange => notice
             .window_start
             .map(|start| start.min(issued + MAX_SCHEDULED_LEAD_S)),
@@ -94,6 +110,8 @@ mod tests {
             instance_state: None,
             window_start: None,
             termination_time: None,
+            reservation_id: None,
+            reservation_end: None,
             status: NoticeStatus::Active,
             sent_time: Some(SENT),
         }
@@ -113,6 +131,15 @@ mod tests {
                 Some(1000.0 + 120.0 - 30.0),
             ),
             (bare(NoticeKind::CapacityReservation), Some(1090.0)),
+            // 1000 + 600 − 30.
+            (bare(NoticeKind::CapacityBlock), Some(1570.0)),
+            (
+                // end-date 3100: terminates at 3100 − 1800 = 1300 (warned late); − 30.
+                with(bare(NoticeKind::CapacityBlock), |n| {
+                    n.reservation_end = Some(3100.0)
+                }),
+                Some(1270.0),
+            ),
             (
                 with(bare(NoticeKind::CapacityReservation), |n| {
                     n.termination_time = Some(1100.0)
@@ -198,6 +225,55 @@ mod tests {
                 }),
                 SENT,
                 Some(SENT + 70.0),
+            ),
+            (
+                "capacity block ending 40 min after its warning terminates 10 min after it",
+                // end-date SENT + 2400 − 1800 = SENT + 600, inside [SENT, SENT + 600]; − 30.
+                with(notice(NoticeKind::CapacityBlock, SENT), |n| {
+                    n.reservation_end = Some(SENT + 2400.0)
+                }),
+                SENT,
+                Some(SENT + 570.0),
+            ),
+            (
+                "capacity block warned late (end-date 35 min after issue) is believed",
+                // SENT + 2100 − 1800 = SENT + 300; − 30.
+                with(notice(NoticeKind::CapacityBlock, SENT - 60.0), |n| {
+                    n.reservation_end = Some(SENT + 2100.0)
+                }),
+                SENT - 60.0,
+                Some(SENT + 270.0),
+            ),
+            (
+                "capacity block ending in 2099 terminates at most 10 min after issue",
+                with(notice(NoticeKind::CapacityBlock, SENT), |n| {
+                    n.reservation_end = Some(year_2099)
+                }),
+                SENT,
+                Some(SENT + 600.0 - 30.0),
+            ),
+            (
+                "capacity block already ended is due at the warning",
+                // SENT − 3600 − 1800 is before the issue: raised to SENT; − 30.
+                with(notice(NoticeKind::CapacityBlock, SENT), |n| {
+                    n.reservation_end = Some(SENT - 3600.0)
+                }),
+                SENT,
+                Some(SENT - 30.0),
+            ),
+            (
+                "capacity block without end-date terminates 10 min after issue",
+                notice(NoticeKind::CapacityBlock, SENT - 5.0),
+                SENT - 5.0,
+                Some(SENT - 5.0 + 600.0 - 30.0),
+            ),
+            (
+                "capacity block from 2099 counts from SQS receipt",
+                with(notice(NoticeKind::CapacityBlock, year_2099), |n| {
+                    n.reservation_end = Some(year_2099 + 2400.0)
+                }),
+                SENT,
+                Some(SENT + 570.0),
             ),
             (
                 "health window in two weeks is believed",

@@ -91,6 +91,11 @@ pub fn notice_of_record(state: &DrainState, instance: &str, status: NoticeStatus
         instance_state: None,
         window_start: state.instance_end,
         termination_time: state.instance_end,
+        reservation_id: None,
+        // Back to the end-date the recorded end was computed from (`deadline::instance_end`).
+        reservation_end: state
+            .instance_end
+            .map(|end| end + super::deadline::CAPACITY_BLOCK_TERMINATION_LEAD_S),
         status,
         sent_time: None,
     }

@@ -18,15 +18,20 @@ pub enum NoticeKind {
     ScheduledChange,
     /// `aws.ec2` / EC2 Capacity Reservation Instance Interruption Warning: two minutes' notice.
     CapacityReservation,
+    /// `aws.ec2` / Capacity Block (Reservation) Expiration Warning: forty minutes before a
+    /// Capacity Block ends, its instances begin to terminate ten minutes later. It names the
+    /// reservation, not instances: the handler finds them by their nodes' reservation label.
+    CapacityBlock,
 }
 
 impl NoticeKind {
-    pub const ALL: [NoticeKind; 5] = [
+    pub const ALL: [NoticeKind; 6] = [
         NoticeKind::SpotInterruption,
         NoticeKind::Rebalance,
         NoticeKind::StateChange,
         NoticeKind::ScheduledChange,
         NoticeKind::CapacityReservation,
+        NoticeKind::CapacityBlock,
     ];
 
     /// The stable name used in `ACTIONS`, logs, annotations and EMF dimensions.
@@ -37,6 +42,7 @@ impl NoticeKind {
             NoticeKind::StateChange => "state-change",
             NoticeKind::ScheduledChange => "scheduled-change",
             NoticeKind::CapacityReservation => "capacity-reservation",
+            NoticeKind::CapacityBlock => "capacity-block",
         }
     }
 
@@ -75,7 +81,8 @@ pub struct Notice {
     pub kind: NoticeKind,
     /// EC2 instance ids, validated and without duplicates, in the order the event names them
     /// (one for EC2 notices; every affected instance of a Health event, possibly thousands, which
-    /// the drain works through in chunks).
+    /// the drain works through in chunks; none for a Capacity Block warning, which names its
+    /// reservation instead).
     pub instance_ids: Vec<String>,
     /// The envelope's `time`: when AWS issued the notice, as the body claims it. Deadlines use
     /// it only bounded by `sent_time` (`deadline::issued_at`).
@@ -86,6 +93,12 @@ pub struct Notice {
     pub window_start: Option<f64>,
     /// Capacity reservation only: `instance-termination-time`, when AWS states it.
     pub termination_time: Option<f64>,
+    /// Capacity Block only: the reservation (`cr-` and 8 or 17 hex digits), whose instances are
+    /// the nodes labelled `karpenter.k8s.aws/capacity-reservation-id` with it.
+    pub reservation_id: Option<String>,
+    /// Capacity Block only: the reservation's `end-date`, when AWS states it (termination starts
+    /// 30 minutes before it, `deadline::instance_end`).
+    pub reservation_end: Option<f64>,
     /// Health only: `statusCode` (`upcoming`/`open` are `Active`, `closed` is `Closed`).
     pub status: NoticeStatus,
     /// When SQS received the message (`SentTimestamp`, seconds since the epoch); bounds `time`.

@@ -12,6 +12,7 @@
 
 pub mod queue;
 pub mod record;
+mod reservation;
 pub mod step;
 
 use std::sync::Arc;

@@ -1,14 +1,14 @@
 //! One SQS record of the interruption queue: route it (poison, ignored, a notice, the tick's
-//! resume-drain message; a notice naming several instances fans out), step the drain of its
-//! instance (`super::step`), and turn what the step did into the record's outcome, with its log
-//! lines and metrics.
+//! resume-drain message; a notice naming several instances, or a capacity reservation, fans
+//! out), step the drain of its instance (`super::step`), and turn what the step did into the
+//! record's outcome, with its log lines and metrics.
 
 use kube::runtime::events::Recorder;
 
 use super::queue::{self, Continuation, RecordOutcome};
 use super::step::{step, Planned, Stepped};
 use super::Interruption;
-use crate::adapters::events::{Parsed, ParsedRecord, ResumeDrain};
+use crate::adapters::events::{instance_id, Parsed, ParsedRecord, ResumeDrain};
 use crate::adapters::kube::drain::execute::StepReport;
 use crate::adapters::kube::drain::{event_recorder, is_ready, surge};
 use crate::clock::unix_now;
@@ -41,10 +41,24 @@ impl Interruption {
             Parsed::Resume(r) => return self.handle_resume(record, r, came_with).await,
             Parsed::Notice(n) => n,
         };
+        // A Capacity Block warning names its reservation: its instances are found and fanned out
+        // first (`super::reservation`); each continuation then names one of them.
+        if let (Some(reservation), None) = (&notice.reservation_id, &came_with.instance) {
+            return self
+                .fan_out_reservation(record, notice, reservation, came_with)
+                .await;
+        }
         // Which instance this delivery is about: the one a continuation names, or the notice's
         // only one; a notice naming several fans out first (bounded work per invocation).
         let instance = match (&came_with.instance, notice.instance_ids.as_slice()) {
             (Some(i), ids) if ids.contains(i) => i.clone(),
+            // The reservation's fan-out named it: still an instance id, like any the notice names.
+            (Some(i), _)
+                if notice.reservation_id.is_some()
+                    && instance_id::check(i, self.instance_ids).is_ok() =>
+            {
+                i.clone()
+            }
             (Some(i), _) => {
                 return RecordOutcome::Poison {
                     cause: format!(
@@ -102,7 +116,7 @@ impl Interruption {
 
     /// The client, the one recorder and the current targets; `Err` is the outcome when the
     /// cluster cannot be reached (the message is kept and looked at again).
-    async fn cluster(
+    pub(super) async fn cluster(
         &self,
     ) -> std::result::Result<(kube::Client, &Recorder, Vec<TargetSpec>), RecordOutcome> {
         let client = self

@@ -9,3 +9,6 @@ pub mod selector;
 /// The taint prewarm puts on a draining node (value: the notice kind).
 pub const DRAINING_TAINT: &str = "prewarm.io/draining";
 pub const NODEPOOL_LABEL: &str = "karpenter.sh/nodepool";
+/// The capacity reservation a node was launched into, as the AWS provider of Karpenter labels
+/// it (`LabelCapacityReservationID` in aws/karpenter-provider-aws `pkg/apis/v1/labels.go`).
+pub const CAPACITY_RESERVATION_LABEL: &str = "karpenter.k8s.aws/capacity-reservation-id";
