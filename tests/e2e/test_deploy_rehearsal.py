@@ -160,7 +160,9 @@ def test_queue_dlq_and_redrive(deployed):
     policy = json.loads(q["Policy"])
     [stmt] = policy["Statement"]
     assert stmt["Principal"] == {"Service": "events.amazonaws.com"}
-    assert len(stmt["Condition"]["ArnEquals"]["aws:SourceArn"]) == 5
+    # Every EventBridge rule of the template may send: spot, rebalance, state change, Health,
+    # capacity reservation and Capacity Block expiration.
+    assert len(stmt["Condition"]["ArnEquals"]["aws:SourceArn"]) == 6
 
 
 def test_rules_and_targets(deployed):
@@ -215,9 +217,10 @@ def test_alarms(deployed):
         assert alarms[n]["OKActions"] == [PARAMS["AlarmTopicArn"]], "a page that never resolves"
     stalled = c["cloudwatch"].describe_alarms(AlarmNames=[physical["InterruptionQueueStalledAlarm"]])["MetricAlarms"]
     assert [(a["Namespace"], a["MetricName"]) for a in stalled] == [("AWS/SQS", "ApproximateAgeOfOldestMessage")]
-    # The per-kind drain alarms are metric math: each watches one expression over five series.
+    # The per-kind drain alarms are metric math: each watches one expression over six series
+    # (one per notice kind).
     for logical in ("DrainMissedDeadlineAlarm", "DrainBlockedAlarm"):
         (a,) = c["cloudwatch"].describe_alarms(AlarmNames=[physical[logical]])["MetricAlarms"]
-        assert len(a["Metrics"]) == 6 and a["OKActions"] == [PARAMS["AlarmTopicArn"]], logical
+        assert len(a["Metrics"]) == 7 and a["OKActions"] == [PARAMS["AlarmTopicArn"]], logical
     # The handled-errors alarm watches the series without dimensions (issue 12, item 5).
     assert alarms[physical["HandledErrorsAlarm"]].get("Dimensions", []) == []
