@@ -239,26 +239,33 @@ async fn node_report(client: &kube::Client, node: &str) -> String {
     }
 }
 
+/// A new NodePool (name `prefix` + hex) whose user limits hold exactly one g5.12xlarge (48 cpu,
+/// 4 GPUs; the GPU limit a number), with a 4-GPU workload Running on the node Karpenter
+/// launched for it: (pool, the user's limits, workload pod, node).
+async fn pool_at_its_cap(admin: &kube::Client, prefix: &str) -> (String, Value, String, String) {
+    // A short name: the kwok provider's node names (the drain id, a label value of at most 63
+    // characters) grow with the NodePool's.
+    let pool = unique_hex(prefix);
+    let users = json!({"cpu": "48", "nvidia.com/gpu": 4});
+    make_pool(admin, &pool, users.clone()).await;
+    let workload = format!("{pool}-w");
+    make_pod(admin, &workload, &pool, 4, None).await;
+    let node = wait_for(
+        "the workload on a node Karpenter launched",
+        Duration::from_secs(180),
+        || running_on(admin, NS, &workload),
+    )
+    .await;
+    (pool, users, workload, node)
+}
+
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
 async fn a_pool_at_its_cap_launches_the_replacement_and_gets_the_users_limits_back() {
     let admin = as_user("KUBECONFIG").await;
     let lambda = as_user("PREWARM_LAMBDA_KUBECONFIG").await;
     ensure_namespace(&admin).await;
-    // A short name: the kwok provider's node names (the drain id, a label value of at most 63
-    // characters) grow with the NodePool's.
-    let pool = unique_hex("re-");
-    // The user's own limits: exactly one g5.12xlarge (48 cpu, 4 GPUs); the GPU limit a number.
-    let users = json!({"cpu": "48", "nvidia.com/gpu": 4});
-    make_pool(&admin, &pool, users.clone()).await;
-    let workload = format!("{pool}-w");
-    make_pod(&admin, &workload, &pool, 4, None).await;
-    let node = wait_for(
-        "the workload on a node Karpenter launched",
-        Duration::from_secs(180),
-        || running_on(&admin, NS, &workload),
-    )
-    .await;
+    let (pool, users, workload, node) = pool_at_its_cap(&admin, "re-").await;
     let nodes = Api::<Node>::all(admin.clone());
     let instance = instance_of(&nodes.get(&node).await.unwrap());
     let claims = Api::<DynamicObject>::all_with(
@@ -486,18 +493,7 @@ async fn a_write_that_conflicts_with_a_drains_claim_keeps_its_room() {
     let admin = as_user("KUBECONFIG").await;
     let lambda = as_user("PREWARM_LAMBDA_KUBECONFIG").await;
     ensure_namespace(&admin).await;
-    let pool = unique_hex("rc-");
-    // The user's limits hold exactly the one 4-GPU node, as in the first test.
-    let users = json!({"cpu": "48", "nvidia.com/gpu": 4});
-    make_pool(&admin, &pool, users.clone()).await;
-    let workload = format!("{pool}-w");
-    make_pod(&admin, &workload, &pool, 4, None).await;
-    let node = wait_for(
-        "the workload on a node Karpenter launched",
-        Duration::from_secs(180),
-        || running_on(&admin, NS, &workload),
-    )
-    .await;
+    let (pool, _, workload, node) = pool_at_its_cap(&admin, "rc-").await;
     let instance = instance_of(&Api::<Node>::all(admin.clone()).get(&node).await.unwrap());
 
     // What a tick read before the drain: the pool and its nodes, none draining.
@@ -526,7 +522,10 @@ async fn a_write_that_conflicts_with_a_drains_claim_keeps_its_room() {
     // would be found by other tests' restores.
     for p in placeholders(&admin, &instance).await {
         let _ = Api::<Pod>::namespaced(admin.clone(), "prewarm")
-            .delete(p.metadata.name.as_deref().unwrap(), &DeleteParams::default())
+            .delete(
+                p.metadata.name.as_deref().unwrap(),
+                &DeleteParams::default(),
+            )
             .await;
     }
     let _ = pools(&admin).delete(&pool, &DeleteParams::default()).await;
