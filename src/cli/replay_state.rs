@@ -336,3 +336,26 @@ fn merge_patch(target: &mut Value, patch: &Value) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// RFC 7386 by hand: null removes, objects merge key by key, arrays and scalars replace.
+    #[test]
+    fn merge_patches_remove_merge_and_replace() {
+        let mut doc = json!({"metadata": {"annotations": {"a": "1", "b": "2"}, "name": "n"},
+            "spec": {"taints": [{"key": "x"}], "unschedulable": true}});
+        merge_patch(
+            &mut doc,
+            &json!({"metadata": {"annotations": {"a": null, "c": "3"}},
+                "spec": {"taints": [{"key": "y"}], "unschedulable": null}}),
+        );
+        assert_eq!(
+            doc,
+            json!({"metadata": {"annotations": {"b": "2", "c": "3"}, "name": "n"},
+                "spec": {"taints": [{"key": "y"}]}})
+        );
+    }
+}

@@ -415,3 +415,63 @@ pub async fn collect_placeholders(
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn placeholder(node: Option<&str>, phase: &str, deleting: bool) -> Pod {
+        let mut p = json!({"metadata": {"name": "prewarm-replacement-i-1", "namespace": "prewarm"},
+            "spec": {"containers": []}, "status": {"phase": phase}});
+        if let Some(n) = node {
+            p["spec"]["nodeName"] = n.into();
+        }
+        if deleting {
+            p["metadata"]["deletionTimestamp"] = "2026-11-29T12:00:00Z".into();
+        }
+        serde_json::from_value(p).unwrap()
+    }
+
+    fn node(name: &str, ready: bool, draining: bool) -> Node {
+        let taints = if draining {
+            json!([{"key": "prewarm.io/draining", "value": "rebalance", "effect": "NoSchedule"}])
+        } else {
+            json!([])
+        };
+        serde_json::from_value(json!({"metadata": {"name": name}, "spec": {"taints": taints},
+            "status": {"conditions": [{"type": "Ready", "status": if ready {"True"} else {"False"}}]}}))
+        .unwrap()
+    }
+
+    /// Running only on a Ready node other than the draining one ("a") that is not draining
+    /// itself; any other live placeholder is Pending; none, or only one being deleted, Absent.
+    #[test]
+    fn a_placeholder_counts_only_running_on_a_ready_node_elsewhere() {
+        use ReplacementSeen::*;
+        let hosts = [
+            node("a", true, false),
+            node("b", true, false),
+            node("c", false, false),
+            node("d", true, true),
+        ];
+        let cases = [
+            (vec![], Absent),
+            (vec![placeholder(Some("b"), "Running", true)], Absent),
+            (vec![placeholder(None, "Pending", false)], Pending),
+            (vec![placeholder(Some("a"), "Running", false)], Pending),
+            (vec![placeholder(Some("b"), "Pending", false)], Pending),
+            (vec![placeholder(Some("c"), "Running", false)], Pending),
+            (vec![placeholder(Some("d"), "Running", false)], Pending),
+            (vec![placeholder(Some("e"), "Running", false)], Pending),
+            (vec![placeholder(Some("b"), "Running", false)], Running),
+        ];
+        for (i, (placeholders, expected)) in cases.into_iter().enumerate() {
+            assert_eq!(
+                replacement_seen(&placeholders, "a", &hosts),
+                expected,
+                "case {i}"
+            );
+        }
+    }
+}
