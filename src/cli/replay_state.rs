@@ -20,12 +20,12 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use serde_json::{Map, Value};
 
+use crate::adapters::kube::drain::execute::{state_write, undrain_write};
 use crate::adapters::kube::drain::replacement::{
     placeholder_object, replacement_seen, seen_with_home,
 };
 use crate::adapters::kube::drain::{
-    has_draining_taint, instance_of_node, is_ready, node_patch, node_pool_of, pod_view,
-    undrain_patch, Observation,
+    has_draining_taint, instance_of_node, is_ready, node_pool_of, node_view, pod_view, Observation,
 };
 use crate::adapters::kube::shape::placeholder::{
     drain_label, PlaceholderSettings, REPLACEMENT_FOR,
@@ -125,8 +125,7 @@ impl ClusterState {
             .collect();
         let placeholders: Vec<Pod> = self.placeholders_of(drain_id).cloned().collect();
         let seen = replacement_seen(&placeholders, node_name, &self.nodes);
-        let (view, state_error) =
-            crate::adapters::kube::drain::node_view(&node, seen_with_home(seen, targets, &node));
+        let (view, state_error) = node_view(&node, seen_with_home(seen, targets, &node));
         let pod_views = pods.iter().map(pod_view).collect();
         Observation {
             node,
@@ -146,26 +145,11 @@ impl ClusterState {
     ) -> Applied {
         let mut applied = Applied::default();
         let node = &observed.node;
-        let cordon = step.commands.contains(&Command::Cordon);
-        let taint = step.commands.iter().find_map(|c| match c {
-            Command::Taint { kind } => Some(*kind),
-            _ => None,
-        });
-        let records_state = step
-            .commands
-            .iter()
-            .any(|c| matches!(c, Command::RecordState { .. }));
-        if let (true, Some(s)) = (records_state, step.state.as_ref()) {
-            self.patch_node(node, &node_patch(node, s, cordon, taint));
+        if let Some(write) = state_write(node, step) {
+            self.patch_node(node, &write.patch);
         }
-        for command in &step.commands {
-            if let Command::Undrain {
-                uncordon,
-                closed_by,
-            } = command
-            {
-                self.patch_node(node, &undrain_patch(node, *uncordon, closed_by.as_ref()));
-            }
+        if let Some(patch) = undrain_write(node, step) {
+            self.patch_node(node, &patch);
         }
         for command in &step.commands {
             if let (Command::RequestReplacement { .. }, Some(s)) = (command, step.state.as_ref()) {
