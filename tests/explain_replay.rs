@@ -19,18 +19,20 @@ fn state_fixture() -> Value {
     serde_json::from_str(include_str!("data/drain_replay_state.json")).unwrap()
 }
 
-/// Runs the replay on `state` from 12:00:00 for `steps` further checks; one JSON value per step.
+/// Runs the replay of the spot warning on `state` from 12:00:00 for `steps` further checks.
 fn replay(state: &Value, steps: u32) -> Vec<Value> {
+    replay_event(state, "sqs-spot-interruption.json", steps)
+}
+
+/// Runs the replay of `events/<event>` on `state` from 12:00:00; one JSON value per step.
+fn replay_event(state: &Value, event: &str, steps: u32) -> Vec<Value> {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("state.json");
     std::fs::write(&path, state.to_string()).unwrap();
     let out = prewarm_bin::run_prewarm(&[
         "explain",
         "--event",
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/events/sqs-spot-interruption.json"
-        ),
+        &format!("{}/events/{event}", env!("CARGO_MANIFEST_DIR")),
         "--cluster-state",
         path.to_str().unwrap(),
         "--at",
@@ -234,4 +236,58 @@ fn a_budget_with_no_disruptions_allowed_keeps_its_pod() {
         serde_json::json!(["inference/llama-0 (PodDisruptionBudget inference/llama-pdb)"]);
     assert_eq!(lines[1]["applied"]["blocked"], blocked);
     assert_eq!(lines[2]["applied"]["blocked"], blocked);
+}
+
+/// A Capacity Block warning (`events/sqs-capacity-block.json`: issued 12:00:00, end-date 12:40:00,
+/// so termination at 12:40 − 30 min = 12:10:00 and the deadline 12:09:30) names its reservation:
+/// the replay drains the node labelled with it, as the handler's fan-out finds it. Ten minutes
+/// leave llama-slow undue at the claim (due 12:10:00 − 300 s = 12:05:00), so step 1 only claims
+/// and asks for the placeholder; step 2 sees it running on gpu-node-b and evicts both pods after
+/// the hand-over (neither grace is cut: 585 s are left); step 3 finds the node drained.
+#[test]
+fn a_capacity_block_warning_drains_the_node_labelled_with_its_reservation() {
+    let mut state = state_fixture();
+    state["items"][0]["metadata"]["labels"]["karpenter.k8s.aws/capacity-reservation-id"] =
+        "cr-0abc9999999999999".into();
+    let lines = replay_event(&state, "sqs-capacity-block.json", 5);
+    assert_eq!(
+        summary(&lines),
+        vec![
+            row(
+                "12:00:00",
+                "waiting-for-replacement",
+                &[
+                    "record-state waiting-for-replacement",
+                    "cordon",
+                    "taint prewarm.io/draining=capacity-block:NoSchedule",
+                    "request-replacement gpus=4",
+                    "wait-until 2026-11-29T12:00:15.000Z",
+                ],
+                "12:00:15"
+            ),
+            row(
+                "12:00:15",
+                "evicting",
+                &[
+                    "record-state evicting",
+                    "hand-over",
+                    "evict inference/llama-0 tier=1",
+                    "evict inference/llama-slow tier=1",
+                    "wait-until 2026-11-29T12:00:30.000Z",
+                ],
+                "12:00:30"
+            ),
+            row(
+                "12:00:30",
+                "drained",
+                &[
+                    "record-state drained",
+                    "release-replacement",
+                    "done drained"
+                ],
+                "-"
+            ),
+        ]
+    );
+    assert_eq!(lines[0]["instance"], "i-0abc1111111111111");
 }

@@ -117,6 +117,7 @@ fn replay_lines(
         placeholder: &settings.placeholder,
         targets: &targets,
         rule,
+        surge: settings.surge,
     };
     replay(event, state, at, args.steps, &replay_settings)
         .map_err(|e| Error::config("--cluster-state", e))

@@ -22,6 +22,8 @@ pub struct ReplaySettings<'a> {
     pub placeholder: &'a PlaceholderSettings,
     pub targets: &'a [TargetSpec],
     pub rule: InstanceIdRule,
+    /// DRAIN_SURGE: not replayed; the steps whose evictions it may hold say so.
+    pub surge: bool,
 }
 
 /// The replay of the drain of the first notice in `event` naming an instance with a node in
@@ -45,13 +47,13 @@ pub fn replay(
     let (notice, instance, node_name) = notices
         .iter()
         .find_map(|n| {
-            n.instance_ids.iter().find_map(|i| {
-                let node = state.node_of(i)?;
-                Some((n, i.clone(), node.metadata.name.clone().unwrap_or_default()))
+            state.instances_of_notice(n).into_iter().find_map(|i| {
+                let node = state.node_of(&i)?.metadata.name.clone().unwrap_or_default();
+                Some((n, i, node))
             })
         })
         .ok_or(
-            "no notice of the event names an instance whose node (spec.providerID) is in STATE",
+            "no notice of the event names an instance (or a capacity reservation) with a node in STATE (matched by spec.providerID, or by the reservation label)",
         )?;
     let context = DrainContext {
         drain_id: &instance,
@@ -84,7 +86,7 @@ pub fn replay(
             "phase": step.state.as_ref().map(|s| s.phase.as_str()),
             "commands": step.commands.iter().map(command_text).collect::<Vec<_>>(),
             "next_check": next_check.map(format_time),
-            "why": why(&observed.view, &step, now),
+            "why": why(&observed.view, &step, now, settings.surge),
             "applied": applied_json(&applied),
         }));
         match next_check {
@@ -134,7 +136,7 @@ fn finish_text(f: &Finish) -> String {
 }
 
 /// Why the step decided what it did, from what it saw and the clock, in one sentence.
-pub fn why(seen: &NodeView, step: &DrainStep, now: f64) -> String {
+pub fn why(seen: &NodeView, step: &DrainStep, now: f64, surge: bool) -> String {
     let Some(state) = step.state.as_ref() else {
         let finish = match step.last() {
             Command::Done(f) => finish_text(f),
@@ -179,6 +181,12 @@ pub fn why(seen: &NodeView, step: &DrainStep, now: f64) -> String {
             "a pod's grace period outlasts the time left (its due time: the instance's end minus its grace)"
         };
         parts.push(format!("{evicts} pod(s) evicted because {because}"));
+        if surge && !past_deadline && state.replacement_ready_at.is_some() {
+            parts.push(
+                "with DRAIN_SURGE on, the function first raises each Deployment by its pods here and holds their evictions until the surge pods are Ready or the pod is due (not replayed)"
+                    .into(),
+            );
+        }
     }
     match step.last() {
         Command::WaitUntil { at } => {

@@ -24,6 +24,7 @@ use crate::adapters::kube::drain::execute::{state_write, undrain_write};
 use crate::adapters::kube::drain::replacement::{
     placeholder_object, replacement_seen, seen_with_home,
 };
+use crate::adapters::kube::drain::reservation::instances_of;
 use crate::adapters::kube::drain::{
     has_draining_taint, instance_of_node, is_ready, node_pool_of, node_view, pod_view, Observation,
 };
@@ -31,7 +32,8 @@ use crate::adapters::kube::shape::placeholder::{
     drain_label, PlaceholderSettings, REPLACEMENT_FOR,
 };
 use crate::adapters::kube::shape::selector::selector_matches;
-use crate::core::interruption::{lease_expiry, Command, DrainStep, PodRef};
+use crate::adapters::kube::shape::CAPACITY_RESERVATION_LABEL;
+use crate::core::interruption::{lease_expiry, Command, DrainStep, Notice, PodRef};
 use crate::core::TargetSpec;
 
 /// The objects of STATE the replay looks at (other kinds are kept out: nothing changes them).
@@ -96,6 +98,29 @@ impl ClusterState {
         self.nodes
             .iter()
             .find(|n| instance_of_node(n).as_deref() == Some(instance))
+    }
+
+    /// The instances a notice names, or for a capacity reservation's notice the instances of
+    /// the nodes labelled with it (as the handler's fan-out finds them), in that order.
+    pub fn instances_of_notice(&self, notice: &Notice) -> Vec<String> {
+        match &notice.reservation_id {
+            Some(id) => {
+                let labelled: Vec<Node> = self
+                    .nodes
+                    .iter()
+                    .filter(|n| {
+                        n.metadata
+                            .labels
+                            .as_ref()
+                            .and_then(|l| l.get(CAPACITY_RESERVATION_LABEL))
+                            == Some(id)
+                    })
+                    .cloned()
+                    .collect();
+                instances_of(&labelled)
+            }
+            None => notice.instance_ids.clone(),
+        }
     }
 
     fn placeholders_of(&self, drain_id: &str) -> impl Iterator<Item = &Pod> {
