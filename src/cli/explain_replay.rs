@@ -83,6 +83,8 @@ pub fn replay(
             "node": node_name,
             "instance": instance,
             "replacement_seen": observed.view.replacement,
+            // The handler logs this and plans as if the node had no drain record.
+            "drain_annotations_unreadable": observed.state_error,
             "phase": step.state.as_ref().map(|s| s.phase.as_str()),
             "commands": step.commands.iter().map(command_text).collect::<Vec<_>>(),
             "next_check": next_check.map(format_time),
