@@ -89,6 +89,20 @@ fn row(
     )
 }
 
+/// The last step of a drain: nothing evictable left, the placeholder released, done.
+fn drained(at: &str) -> (String, String, Vec<String>, String) {
+    row(
+        at,
+        "drained",
+        &[
+            "record-state drained",
+            "release-replacement",
+            "done drained",
+        ],
+        "-",
+    )
+}
+
 const TAINT: &str = "taint prewarm.io/draining=spot-interruption:NoSchedule";
 
 /// Step 1 claims: cordon, taint, a placeholder for the 4 GPUs to move, and llama-slow goes at
@@ -126,16 +140,7 @@ fn a_ready_replacement_hands_over_at_the_second_check() {
                 ],
                 "12:00:30"
             ),
-            row(
-                "12:00:30",
-                "drained",
-                &[
-                    "record-state drained",
-                    "release-replacement",
-                    "done drained"
-                ],
-                "-"
-            ),
+            drained("12:00:30"),
         ]
     );
     assert_eq!(lines[1]["replacement_seen"], "running");
@@ -186,16 +191,7 @@ fn without_a_ready_node_the_deadline_step_evicts_without_a_replacement() {
                 ],
                 "12:01:45"
             ),
-            row(
-                "12:01:45",
-                "drained",
-                &[
-                    "record-state drained",
-                    "release-replacement",
-                    "done drained"
-                ],
-                "-"
-            ),
+            drained("12:01:45"),
         ]
     );
     assert_eq!(lines[1]["replacement_seen"], "pending");
@@ -277,16 +273,7 @@ fn a_capacity_block_warning_drains_the_node_labelled_with_its_reservation() {
                 ],
                 "12:00:30"
             ),
-            row(
-                "12:00:30",
-                "drained",
-                &[
-                    "record-state drained",
-                    "release-replacement",
-                    "done drained"
-                ],
-                "-"
-            ),
+            drained("12:00:30"),
         ]
     );
     assert_eq!(lines[0]["instance"], "i-0abc1111111111111");
