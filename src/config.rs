@@ -550,6 +550,14 @@ fn queue_url<F: Fn(&str) -> Option<String>>(vars: &Vars<F>) -> Result<Option<Str
     }
 }
 
+impl InterruptionSettings {
+    /// The interruption settings from `lookup` alone, validated as at start-up (`prewarm
+    /// explain --cluster-state` plans with them as the handler would).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self> {
+        interruption_settings(&Vars(lookup))
+    }
+}
+
 fn interruption_settings<F: Fn(&str) -> Option<String>>(
     vars: &Vars<F>,
 ) -> Result<InterruptionSettings> {

@@ -8,16 +8,20 @@ use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
+use super::explain_replay::{replay, ReplaySettings};
+use super::replay_state::ClusterState;
 use crate::adapters::events::{parse_event_document, InstanceIdRule, Parsed};
 use crate::adapters::kube::shape::CAPACITY_RESERVATION_LABEL as RESERVATION_LABEL;
+use crate::config::{parse_targets, InterruptionSettings};
 use crate::core::interruption::deadline::{
     CAPACITY_BLOCK_TERMINATION_LEAD_S, MAX_DELIVERY_DELAY_S, MAX_SCHEDULED_LEAD_S,
 };
 use crate::core::interruption::{
-    eviction_deadline, instance_end, issued_at, state::format_time, Action, ActionTable, Notice,
-    NoticeKind, NoticeStatus,
+    eviction_deadline, instance_end, issued_at, state::format_time, state::parse_time, Action,
+    ActionTable, Notice, NoticeKind, NoticeStatus,
 };
 use crate::error::{Error, Result};
+use crate::handlers::interruption::drain_settings_of;
 
 #[derive(Debug, clap::Args)]
 pub struct ExplainArgs {
@@ -33,15 +37,25 @@ pub struct ExplainArgs {
     /// Local stack only: also take the kwok provider's node names as instance ids.
     #[arg(long, env = "ACCEPT_KWOK_INSTANCE_IDS", default_value_t = false)]
     pub accept_kwok_instance_ids: bool,
+    /// Replay the drain offline on this cluster state: `kubectl get node/NAME pods,pdb ... -o
+    /// json` (a List holding the Node of the notice's instance, its pods, other Nodes of its
+    /// pool, PodDisruptionBudgets). Prints one JSON line per step instead of the records.
+    #[arg(long, requires = "at")]
+    pub cluster_state: Option<PathBuf>,
+    /// With --cluster-state: the time of the first step (RFC 3339), e.g. when the notice came.
+    #[arg(long, requires = "cluster_state")]
+    pub at: Option<String>,
+    /// With --cluster-state: also replay the next N checks at their planned times.
+    #[arg(long, default_value_t = 0, requires = "cluster_state")]
+    pub steps: u32,
+    /// With --cluster-state: the targets, as the handler's PREWARM_TARGETS (where a drain's
+    /// placeholder goes; without one managing the node's pool, no placeholder can be made).
+    #[arg(long, env = "PREWARM_TARGETS", default_value = "")]
+    pub targets: String,
 }
 
 pub fn run(args: ExplainArgs) -> Result<()> {
-    let text = std::fs::read_to_string(&args.event).map_err(|e| {
-        Error::config(
-            "--event",
-            format!("cannot read {}: {e}", args.event.display()),
-        )
-    })?;
+    let text = read(&args.event, "--event")?;
     let actions =
         ActionTable::parse(&args.actions).map_err(|message| Error::config("ACTIONS", message))?;
     let rule = if args.accept_kwok_instance_ids {
@@ -49,10 +63,13 @@ pub fn run(args: ExplainArgs) -> Result<()> {
     } else {
         InstanceIdRule::Ec2
     };
+    let lines = match &args.cluster_state {
+        Some(path) => replay_lines(&args, &text, path, rule)?,
+        None => explain(&text, &actions, args.eviction_budget_seconds, rule)
+            .map_err(|e| Error::config("--event", format!("{}: {e}", args.event.display())))?,
+    };
     let mut out = std::io::stdout().lock();
-    for line in explain(&text, &actions, args.eviction_budget_seconds, rule)
-        .map_err(|e| Error::config("--event", format!("{}: {e}", args.event.display())))?
-    {
+    for line in lines {
         // A reader that stops early (`| head`) is not an error; println! would panic on it.
         if let Err(e) = writeln!(out, "{line}") {
             if e.kind() == std::io::ErrorKind::BrokenPipe {
@@ -65,6 +82,45 @@ pub fn run(args: ExplainArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+fn read(path: &std::path::Path, flag: &str) -> Result<String> {
+    std::fs::read_to_string(path)
+        .map_err(|e| Error::config(flag, format!("cannot read {}: {e}", path.display())))
+}
+
+/// The replay of the event's drain on the cluster state, with the handler's settings (its
+/// environment, ACTIONS and EVICTION_BUDGET_SECONDS as given here), validated as at start-up.
+fn replay_lines(
+    args: &ExplainArgs,
+    event: &str,
+    state_path: &std::path::Path,
+    rule: InstanceIdRule,
+) -> Result<Vec<Value>> {
+    let state = ClusterState::parse(&read(state_path, "--cluster-state")?)
+        .map_err(|e| Error::config("--cluster-state", format!("{}: {e}", state_path.display())))?;
+    let at = args.at.as_deref().unwrap_or_default();
+    let at = parse_time(at)
+        .ok_or_else(|| Error::config("--at", format!("must be an RFC 3339 time, got {at:?}")))?;
+    let settings = InterruptionSettings::from_lookup(|key| match key {
+        "ACTIONS" => Some(args.actions.clone()),
+        "EVICTION_BUDGET_SECONDS" => Some(args.eviction_budget_seconds.to_string()),
+        _ => std::env::var(key).ok(),
+    })?;
+    let targets = if args.targets.trim().is_empty() {
+        Vec::new()
+    } else {
+        parse_targets(&args.targets)?
+    };
+    let replay_settings = ReplaySettings {
+        drain: &drain_settings_of(&settings),
+        placeholder: &settings.placeholder,
+        targets: &targets,
+        rule,
+        surge: settings.surge,
+    };
+    replay(event, state, at, args.steps, &replay_settings)
+        .map_err(|e| Error::config("--cluster-state", e))
 }
 
 /// One JSON object per record of the document.

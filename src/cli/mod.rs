@@ -5,7 +5,9 @@ use clap::{Parser, Subcommand};
 
 pub mod backtest;
 pub mod explain;
+pub mod explain_replay;
 pub mod query_cost;
+pub mod replay_state;
 pub mod restore;
 pub mod simulate;
 pub mod tick;

@@ -229,28 +229,7 @@ pub async fn observe(client: &kube::Client, node: Node) -> Result<Observation> {
             tracing::warn!(node = %name, error = %e, "replacement placeholder unknown: counted as pending");
             ReplacementSeen::Pending
         });
-    let annotations: BTreeMap<String, String> =
-        node.metadata.annotations.clone().unwrap_or_default();
-    let (state, state_error) = match DrainState::from_annotations(&annotations) {
-        Ok(s) => (s, None),
-        Err(e) => (None, Some(e)),
-    };
-    let view = NodeView {
-        name,
-        unschedulable: node
-            .spec
-            .as_ref()
-            .and_then(|s| s.unschedulable)
-            .unwrap_or(false),
-        tainted: has_draining_taint(&node),
-        gpus: node_gpus(&node),
-        replacement,
-        state,
-        closed_event: annotations.get(CLOSED_EVENT).and_then(|v| {
-            let (at, id) = v.split_once(' ')?;
-            Some((id.to_string(), parse_time(at)?))
-        }),
-    };
+    let (view, state_error) = node_view(&node, replacement);
     let pod_views = pods.iter().map(pod_view).collect();
     Ok(Observation {
         node,
@@ -259,6 +238,35 @@ pub async fn observe(client: &kube::Client, node: Node) -> Result<Observation> {
         pod_views,
         state_error,
     })
+}
+
+/// What the planner sees of `node`, its drain's placeholder seen as `replacement` (pure: the
+/// handler's `observe` and `prewarm explain --cluster-state` both shape the node with it). The
+/// second value says why the drain annotations were unreadable (then treated as no state).
+pub fn node_view(node: &Node, replacement: ReplacementSeen) -> (NodeView, Option<String>) {
+    let annotations: BTreeMap<String, String> =
+        node.metadata.annotations.clone().unwrap_or_default();
+    let (state, state_error) = match DrainState::from_annotations(&annotations) {
+        Ok(s) => (s, None),
+        Err(e) => (None, Some(e)),
+    };
+    let view = NodeView {
+        name: node.metadata.name.clone().unwrap_or_default(),
+        unschedulable: node
+            .spec
+            .as_ref()
+            .and_then(|s| s.unschedulable)
+            .unwrap_or(false),
+        tainted: has_draining_taint(node),
+        gpus: node_gpus(node),
+        replacement,
+        state,
+        closed_event: annotations.get(CLOSED_EVENT).and_then(|v| {
+            let (at, id) = v.split_once(' ')?;
+            Some((id.to_string(), parse_time(at)?))
+        }),
+    };
+    (view, state_error)
 }
 
 /// The one patch that writes the drain state, cordons and taints: one write, guarded by the

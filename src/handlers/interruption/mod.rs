@@ -27,7 +27,7 @@ use crate::adapters::events::{parse_record_with, InstanceIdRule};
 use crate::adapters::kube::shape::placeholder::PlaceholderSettings;
 use crate::adapters::kube::ClientCache;
 use crate::clock::{system_now, unix_now};
-use crate::config::Config;
+use crate::config::{Config, InterruptionSettings};
 use crate::core::interruption::DrainSettings;
 use crate::core::TargetSpec;
 use crate::error::{Error, Result};
@@ -95,11 +95,16 @@ pub fn record_budget(deadline: SystemTime, now: SystemTime) -> Duration {
 
 /// The drain planning settings of the configuration (shared with the tick's lease collection).
 pub fn drain_settings(config: &Config) -> DrainSettings {
+    drain_settings_of(&config.interruption)
+}
+
+/// The drain planning settings of the interruption settings alone.
+pub fn drain_settings_of(settings: &InterruptionSettings) -> DrainSettings {
     DrainSettings {
-        actions: config.interruption.actions.clone(),
-        eviction_budget_s: config.interruption.eviction_budget_s,
-        recheck_s: config.interruption.recheck_s,
-        delete_past_pdb: config.interruption.delete_past_pdb,
+        actions: settings.actions.clone(),
+        eviction_budget_s: settings.eviction_budget_s,
+        recheck_s: settings.recheck_s,
+        delete_past_pdb: settings.delete_past_pdb,
     }
 }
 

@@ -10,7 +10,7 @@ use crate::adapters::kube::drain::execute::{execute, StepContext, StepReport};
 use crate::adapters::kube::drain::surge::{self, SurgeReport};
 use crate::adapters::kube::drain::{find_node, observe, replacement, Observation};
 use crate::adapters::kube::shape::placeholder::PlaceholderSettings;
-use crate::core::interruption::{DrainStep, ReplacementSeen};
+use crate::core::interruption::DrainStep;
 use crate::core::TargetSpec;
 use crate::error::{Error, Result};
 use kube::runtime::events::Recorder;
@@ -84,11 +84,8 @@ pub async fn step(
         };
         let mut observed = observe(client, node).await?;
         // Planning tells a placeholder not made yet from one that cannot be made.
-        if observed.view.replacement == ReplacementSeen::Absent
-            && replacement::placeholder_home(targets, &observed.node).is_none()
-        {
-            observed.view.replacement = ReplacementSeen::NoTarget;
-        }
+        observed.view.replacement =
+            replacement::seen_with_home(observed.view.replacement, targets, &observed.node);
         let now = clock();
         let mut planned = plan(&observed, now);
         let surged = if surge {

@@ -8,7 +8,7 @@
 //! the drain's end the placeholder's deletion and the surges given back. Each milestone is an Event on the node: claimed, replacement ready, each
 //! eviction, blocked, drained, un-drained.
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::runtime::events::Recorder;
 
 use super::replacement::{self, Requested};
@@ -76,6 +76,45 @@ pub struct StepContext<'a> {
     pub now: f64,
 }
 
+/// The node write of a step that records the drain state: the patch, and whether it cordons
+/// and taints.
+pub struct StateWrite {
+    pub patch: serde_json::Value,
+    pub cordons: bool,
+    pub taints: bool,
+}
+
+/// The one node write that records `step`'s drain state with its cordon and taint, if the step
+/// records state (pure: the executor and `prewarm explain --cluster-state` both write with it).
+pub fn state_write(node: &Node, step: &DrainStep) -> Option<StateWrite> {
+    let cordon = step.commands.contains(&Command::Cordon);
+    let taint = step.commands.iter().find_map(|c| match c {
+        Command::Taint { kind } => Some(*kind),
+        _ => None,
+    });
+    let records_state = step
+        .commands
+        .iter()
+        .any(|c| matches!(c, Command::RecordState { .. }));
+    let state = step.state.as_ref().filter(|_| records_state)?;
+    Some(StateWrite {
+        patch: node_patch(node, state, cordon, taint),
+        cordons: cordon,
+        taints: taint.is_some(),
+    })
+}
+
+/// The node write that un-drains, if `step` un-drains (pure, as `state_write`).
+pub fn undrain_write(node: &Node, step: &DrainStep) -> Option<serde_json::Value> {
+    step.commands.iter().find_map(|c| match c {
+        Command::Undrain {
+            uncordon,
+            closed_by,
+        } => Some(undrain_patch(node, *uncordon, closed_by.as_ref())),
+        _ => None,
+    })
+}
+
 /// Carries out `step`, planned from `observed`.
 pub async fn execute(
     ctx: &StepContext<'_>,
@@ -95,33 +134,15 @@ pub async fn execute(
     let node = &observed.node;
     let pool = node_pool_of(node);
 
-    let cordon = step.commands.contains(&Command::Cordon);
-    let taint = step.commands.iter().find_map(|c| match c {
-        Command::Taint { kind } => Some(*kind),
-        _ => None,
-    });
-    let records_state = step
-        .commands
-        .iter()
-        .any(|c| matches!(c, Command::RecordState { .. }));
-    if let (true, Some(s)) = (records_state, step.state.as_ref()) {
-        let patch = node_patch(node, s, cordon, taint);
-        if !patch_node(client, node, &patch).await? {
+    if let Some(write) = state_write(node, step) {
+        if !patch_node(client, node, &write.patch).await? {
             report.conflict = true;
             return Ok(report);
         }
-        report.cordoned = cordon;
-        report.tainted = taint.is_some();
+        report.cordoned = write.cordons;
+        report.tainted = write.taints;
     }
-    let undrain = step.commands.iter().find_map(|c| match c {
-        Command::Undrain {
-            uncordon,
-            closed_by,
-        } => Some((*uncordon, closed_by.as_ref())),
-        _ => None,
-    });
-    if let Some((uncordon, closed_by)) = undrain {
-        let patch = undrain_patch(node, uncordon, closed_by);
+    if let Some(patch) = undrain_write(node, step) {
         if !patch_node(client, node, &patch).await? {
             report.conflict = true;
             return Ok(report);

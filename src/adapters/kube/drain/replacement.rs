@@ -76,24 +76,19 @@ pub enum Requested {
     NoTarget { node_pool: Option<String> },
 }
 
-/// Makes the drain's placeholder, shaped like `pods` (the node's pods it will move).
-#[allow(clippy::too_many_arguments)]
-pub async fn request(
-    client: &kube::Client,
+/// The drain's placeholder as it would be created, and its namespace (pure: `request` and
+/// `prewarm explain --cluster-state` both build it with this), shaped like the pods of `pods`
+/// the drain will move; None when no target with a balloon namespace manages the node's pool.
+pub fn placeholder_object(
     targets: &[TargetSpec],
     node: &Node,
     pods: &[Pod],
     drain_id: &str,
     owner_event: &str,
     expires_at: f64,
-    gpus: u32,
     settings: &PlaceholderSettings,
-) -> Result<Requested> {
-    let Some((pool, namespace)) = placeholder_home(targets, node) else {
-        return Ok(Requested::NoTarget {
-            node_pool: node_pool_of(node).map(str::to_string),
-        });
-    };
+) -> Option<(String, Pod)> {
+    let (pool, namespace) = placeholder_home(targets, node)?;
     let moving: Vec<&Pod> = pods
         .iter()
         .filter(|p| {
@@ -116,8 +111,37 @@ pub async fn request(
     );
     let object: Pod = serde_json::from_value(placeholder_pod(&placeholder))
         .expect("the placeholder builder makes a valid Pod");
+    Some((namespace.to_string(), object))
+}
+
+/// Makes the drain's placeholder, shaped like `pods` (the node's pods it will move).
+#[allow(clippy::too_many_arguments)]
+pub async fn request(
+    client: &kube::Client,
+    targets: &[TargetSpec],
+    node: &Node,
+    pods: &[Pod],
+    drain_id: &str,
+    owner_event: &str,
+    expires_at: f64,
+    gpus: u32,
+    settings: &PlaceholderSettings,
+) -> Result<Requested> {
+    let Some((namespace, object)) = placeholder_object(
+        targets,
+        node,
+        pods,
+        drain_id,
+        owner_event,
+        expires_at,
+        settings,
+    ) else {
+        return Ok(Requested::NoTarget {
+            node_pool: node_pool_of(node).map(str::to_string),
+        });
+    };
     let name = placeholder_name(drain_id);
-    let created = match Api::<Pod>::namespaced(client.clone(), namespace)
+    let created = match Api::<Pod>::namespaced(client.clone(), &namespace)
         .create(&PostParams::default(), &object)
         .await
     {
@@ -154,35 +178,76 @@ pub async fn observe_replacement(
     drain_id: &str,
     draining_node: &str,
 ) -> Result<ReplacementSeen> {
-    let live: Vec<Pod> = placeholders(client, Some(drain_id))
-        .await?
-        .into_iter()
+    let found = placeholders(client, Some(drain_id)).await?;
+    let mut hosts = Vec::new();
+    for host in found
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter_map(|p| host_elsewhere(p, draining_node))
+    {
+        let node = Api::<Node>::all(client.clone())
+            .get_opt(host)
+            .await
+            .map_err(|e| kube_error("get", &format!("node/{host}"), e))?;
+        hosts.extend(node);
+    }
+    Ok(replacement_seen(&found, draining_node, &hosts))
+}
+
+/// The node a placeholder runs on, when it is Running on a node other than `draining_node`.
+fn host_elsewhere<'a>(placeholder: &'a Pod, draining_node: &str) -> Option<&'a str> {
+    let running = placeholder.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
+    placeholder
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_deref())
+        .filter(|host| running && *host != draining_node)
+}
+
+/// How a drain sees its placeholders (`placeholders`: this drain's, as listed; `hosts`: the nodes
+/// they run on, as read): Running when one not being deleted runs on a Ready node other than the
+/// draining one and not being drained itself (room on a draining node is no replacement),
+/// Pending when one exists, else Absent. Pure: the handler and `prewarm explain
+/// --cluster-state` both judge with it.
+pub fn replacement_seen(
+    placeholders: &[Pod],
+    draining_node: &str,
+    hosts: &[Node],
+) -> ReplacementSeen {
+    let live: Vec<&Pod> = placeholders
+        .iter()
         .filter(|p| p.metadata.deletion_timestamp.is_none())
         .collect();
     if live.is_empty() {
-        return Ok(ReplacementSeen::Absent);
+        return ReplacementSeen::Absent;
     }
-    for p in &live {
-        let running = p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
-        let bound = p.spec.as_ref().and_then(|s| s.node_name.as_deref());
-        if let (true, Some(host)) = (running, bound) {
-            if host == draining_node {
-                continue;
-            }
-            let node = Api::<Node>::all(client.clone())
-                .get_opt(host)
-                .await
-                .map_err(|e| kube_error("get", &format!("node/{host}"), e))?;
-            // Room on a node that is itself being drained is no replacement.
-            if node
-                .as_ref()
-                .is_some_and(|n| is_ready(n) && !has_draining_taint(n))
-            {
-                return Ok(ReplacementSeen::Running);
-            }
-        }
+    let runs_elsewhere = live
+        .iter()
+        .filter_map(|p| host_elsewhere(p, draining_node))
+        .any(|host| {
+            hosts.iter().any(|n| {
+                n.metadata.name.as_deref() == Some(host) && is_ready(n) && !has_draining_taint(n)
+            })
+        });
+    if runs_elsewhere {
+        ReplacementSeen::Running
+    } else {
+        ReplacementSeen::Pending
     }
-    Ok(ReplacementSeen::Pending)
+}
+
+/// Planning tells a placeholder not made yet from one that cannot be made: an absent one where
+/// no target with a balloon namespace manages the node's pool is `NoTarget`.
+pub fn seen_with_home(
+    seen: ReplacementSeen,
+    targets: &[TargetSpec],
+    node: &Node,
+) -> ReplacementSeen {
+    if seen == ReplacementSeen::Absent && placeholder_home(targets, node).is_none() {
+        ReplacementSeen::NoTarget
+    } else {
+        seen
+    }
 }
 
 pub(crate) async fn delete_placeholder(client: &kube::Client, pod: &Pod) -> Result<String> {
@@ -349,4 +414,64 @@ pub async fn collect_placeholders(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn placeholder(node: Option<&str>, phase: &str, deleting: bool) -> Pod {
+        let mut p = json!({"metadata": {"name": "prewarm-replacement-i-1", "namespace": "prewarm"},
+            "spec": {"containers": []}, "status": {"phase": phase}});
+        if let Some(n) = node {
+            p["spec"]["nodeName"] = n.into();
+        }
+        if deleting {
+            p["metadata"]["deletionTimestamp"] = "2026-11-29T12:00:00Z".into();
+        }
+        serde_json::from_value(p).unwrap()
+    }
+
+    fn node(name: &str, ready: bool, draining: bool) -> Node {
+        let taints = if draining {
+            json!([{"key": "prewarm.io/draining", "value": "rebalance", "effect": "NoSchedule"}])
+        } else {
+            json!([])
+        };
+        serde_json::from_value(json!({"metadata": {"name": name}, "spec": {"taints": taints},
+            "status": {"conditions": [{"type": "Ready", "status": if ready {"True"} else {"False"}}]}}))
+        .unwrap()
+    }
+
+    /// Running only on a Ready node other than the draining one ("a") that is not draining
+    /// itself; any other live placeholder is Pending; none, or only one being deleted, Absent.
+    #[test]
+    fn a_placeholder_counts_only_running_on_a_ready_node_elsewhere() {
+        use ReplacementSeen::*;
+        let hosts = [
+            node("a", true, false),
+            node("b", true, false),
+            node("c", false, false),
+            node("d", true, true),
+        ];
+        let cases = [
+            (vec![], Absent),
+            (vec![placeholder(Some("b"), "Running", true)], Absent),
+            (vec![placeholder(None, "Pending", false)], Pending),
+            (vec![placeholder(Some("a"), "Running", false)], Pending),
+            (vec![placeholder(Some("b"), "Pending", false)], Pending),
+            (vec![placeholder(Some("c"), "Running", false)], Pending),
+            (vec![placeholder(Some("d"), "Running", false)], Pending),
+            (vec![placeholder(Some("e"), "Running", false)], Pending),
+            (vec![placeholder(Some("b"), "Running", false)], Running),
+        ];
+        for (i, (placeholders, expected)) in cases.into_iter().enumerate() {
+            assert_eq!(
+                replacement_seen(&placeholders, "a", &hosts),
+                expected,
+                "case {i}"
+            );
+        }
+    }
 }

@@ -30,7 +30,9 @@ pub async fn reservation_instances(
     Ok(instances_of(&nodes))
 }
 
-fn instances_of(nodes: &[Node]) -> Vec<String> {
+/// The instance ids of `nodes`, sorted and each once (pure: the offline replay takes the
+/// reservation's instances from a captured state with it).
+pub fn instances_of(nodes: &[Node]) -> Vec<String> {
     let mut ids: Vec<String> = nodes.iter().filter_map(instance_of_node).collect();
     ids.sort();
     ids.dedup();
