@@ -75,24 +75,13 @@ mod tests {
     use serde_json::{json, Value};
 
     use super::*;
-    use crate::core::interruption::{NoticeKind, NoticeStatus};
+    use crate::core::interruption::{notice_of_record, NoticeKind, NoticeStatus};
 
     const T: f64 = 1_795_953_600.0; // the notice, 2026-11-29T12:00:00Z
 
+    /// The spot warning the drain stands for (as a resume-drain message reads it from the node).
     fn notice() -> Notice {
-        Notice {
-            event_id: "e-1".into(),
-            kind: NoticeKind::SpotInterruption,
-            instance_ids: vec!["i-0123456789abcdef0".into()],
-            time: T,
-            instance_state: None,
-            window_start: None,
-            termination_time: None,
-            reservation_id: None,
-            reservation_end: None,
-            status: NoticeStatus::Active,
-            sent_time: Some(T + 1.0),
-        }
+        notice_of_record(&evicting(), "i-0123456789abcdef0", NoticeStatus::Active)
     }
 
     /// The drain before its last step: evicting since the deadline T + 90 (its replacement never
