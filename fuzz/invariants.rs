@@ -5,6 +5,7 @@
 use aws_lambda_events::event::sqs::SqsMessage;
 use prewarm::adapters::events::{
     instance_id, parse_body_with, parse_event_document, parse_record_with, InstanceIdRule, Parsed,
+    MAX_EVENT_ID,
 };
 use prewarm::core::interruption::deadline::{
     CAPACITY_BLOCK_WARNING_SECONDS, MAX_DELIVERY_DELAY_S, MAX_SCHEDULED_LEAD_S, WARNING_SECONDS,
@@ -17,6 +18,8 @@ use serde_json::Value;
 /// The SentTimestamp of the records built around fuzzed bodies: 2026-11-29T12:00:00Z.
 pub const SENT_MS: u64 = 1_795_953_600_000;
 const RULES: [InstanceIdRule; 2] = [InstanceIdRule::Ec2, InstanceIdRule::Ec2OrKwok];
+/// The longest reason or cause, in bytes, whatever the body (up to 256 KiB) holds: it is logged.
+pub const MAX_WHY: usize = 2048;
 
 /// `body` as the body of one SQS record, under both instance-id rules.
 pub fn check_body(body: &str) {
@@ -101,11 +104,25 @@ pub fn check_document(text: &str) {
 pub fn check_parsed(parsed: &Parsed, rule: InstanceIdRule) {
     serde_json::to_string(parsed).expect("a classification serialises");
     match parsed {
-        Parsed::Ignored { reason, .. } => assert!(!reason.is_empty(), "ignored without a reason"),
-        Parsed::Poison { cause } => assert!(!cause.is_empty(), "poison without a cause"),
+        Parsed::Ignored { reason, event_id } => {
+            assert!(!reason.is_empty(), "ignored without a reason");
+            assert!(
+                reason.len() <= MAX_WHY,
+                "a reason of {} bytes",
+                reason.len()
+            );
+            if let Some(id) = event_id {
+                check_event_id(id);
+            }
+        }
+        Parsed::Poison { cause } => {
+            assert!(!cause.is_empty(), "poison without a cause");
+            assert!(cause.len() <= MAX_WHY, "a cause of {} bytes", cause.len());
+        }
         Parsed::Notice(n) => check_notice(n, rule),
         Parsed::Resume(r) => {
             assert!(!r.node.is_empty(), "resume-drain without a node");
+            assert!(r.node.len() <= 253, "a node name of {} bytes", r.node.len());
             assert!(
                 instance_id::check(&r.instance, rule).is_ok(),
                 "invalid id {:?}",
@@ -115,8 +132,22 @@ pub fn check_parsed(parsed: &Parsed, rule: InstanceIdRule) {
     }
 }
 
+/// An event id as kept (`bounded_event_id`): printable ASCII, at most `MAX_EVENT_ID` long.
+fn check_event_id(id: &str) {
+    assert!(
+        id.len() <= MAX_EVENT_ID,
+        "an event id of {} bytes",
+        id.len()
+    );
+    assert!(
+        id.chars().all(|c| c.is_ascii_graphic()),
+        "event id {id:?} not printable ASCII"
+    );
+}
+
 fn check_notice(n: &Notice, rule: InstanceIdRule) {
     assert!(!n.event_id.is_empty(), "notice without an event id");
+    check_event_id(&n.event_id);
     // A Capacity Block warning names its reservation instead; every other notice instances.
     assert_eq!(
         n.instance_ids.is_empty(),

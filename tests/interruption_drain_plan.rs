@@ -90,6 +90,7 @@ fn claimed(
             next_check_at: None,
             event_time: None,
             user_cordoned: false,
+            pods_moved: 0,
         }),
         ..node(replacement)
     }

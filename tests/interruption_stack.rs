@@ -71,6 +71,8 @@ async fn a_spot_warning_past_its_deadline_cordons_taints_evicts_and_finishes() {
     assert_eq!(a["prewarm.io/drain-phase"], "drained");
     assert_eq!(a["prewarm.io/drain-kind"], "spot-interruption");
     assert!(a.contains_key("prewarm.io/drain-evicting-since"));
+    // Both pods evicted, counted on the node for the drain's `PodsMoved`.
+    assert_eq!(a["prewarm.io/drain-pods-moved"], "2");
 }
 
 #[tokio::test]
@@ -107,6 +109,7 @@ async fn a_pdb_that_allows_nothing_keeps_the_record_and_names_the_pod_and_budget
         .unwrap()
         .items;
     let still_there = pods_left(&admin, &node).await;
+    let n = Api::<Node>::all(admin.clone()).get(&node).await.unwrap();
     cleanup(&admin, &node, &[&pod], Some(&pdb_name)).await;
 
     // Claimed, blocked: each check continues the drain (a continuation, not a kept message).
@@ -125,6 +128,9 @@ async fn a_pdb_that_allows_nothing_keeps_the_record_and_names_the_pod_and_budget
     let note = blocked[0].message.clone().unwrap_or_default();
     assert!(note.contains(&pod), "{note}");
     assert!(note.contains(&format!("{NS}/{pdb_name}")), "{note}");
+    // Planned twice, refused twice: no pod moved.
+    let a = n.metadata.annotations.unwrap_or_default();
+    assert_eq!(a.get("prewarm.io/drain-pods-moved"), None, "{a:?}");
 }
 
 #[tokio::test]

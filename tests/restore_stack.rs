@@ -36,6 +36,7 @@ fn drain(event_id: &str, silent_s: f64, user_cordoned: bool) -> DrainState {
         instance_end: Some(t + 3_600.0),
         last_step_at: Some(t - silent_s),
         user_cordoned,
+        pods_moved: 0,
         event_time: None,
         // The check its last step planned, one recheck (15 s) later.
         next_check_at: Some(t - silent_s + 15.0),

@@ -463,7 +463,7 @@ def test_reader_of_rust_fields_sees_unknown_fields():
 EMF_METRICS = {
     "Target": ["Forecast", "Observed", "Headroom", "Desired", "Actions", "Errors"],
     "Kind": ["NoticesReceived", "NoticeToCordonMs", "NoticeToReplacementReadyMs", "DrainsBeforeDeadline",
-             "BlockedPods", "Errors"],
+             "PodsMoved", "ServingGapReplicaSeconds", "BlockedPods", "Errors"],
 }
 
 

@@ -227,6 +227,21 @@ pub(super) fn shorten(s: &str) -> String {
     s.chars().take(80).collect()
 }
 
+/// A parser's message at most `2 × CLIP_KEEP` characters (and an ellipsis): its start and its end,
+/// where serde says what it expected (`invalid type: string "…", expected a sequence`), since the
+/// middle may quote a whole field of the body, up to the message's 256 KiB.
+pub(super) fn clip(s: &str) -> String {
+    let n = s.chars().count();
+    if n <= 2 * CLIP_KEEP {
+        return s.to_string();
+    }
+    let head: String = s.chars().take(CLIP_KEEP).collect();
+    let tail: String = s.chars().skip(n - CLIP_KEEP).collect();
+    format!("{head}…{tail}")
+}
+
+const CLIP_KEEP: usize = 100;
+
 fn seconds<Tz: chrono::TimeZone>(d: DateTime<Tz>) -> f64 {
     d.timestamp_millis() as f64 / 1000.0
 }
@@ -242,6 +257,19 @@ pub(super) fn parse_health_time(s: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clip_keeps_the_start_and_the_end_of_a_long_message() {
+        assert_eq!(clip("short"), "short");
+        let exact = "é".repeat(200);
+        assert_eq!(clip(&exact), exact);
+        // 210 characters: the first 100 (`a`s), an ellipsis, the last 100 (`b`s).
+        let long = format!("{}{}", "a".repeat(110), "b".repeat(100));
+        assert_eq!(
+            clip(&long),
+            format!("{}…{}", "a".repeat(100), "b".repeat(100))
+        );
+    }
 
     #[test]
     fn health_times_in_both_formats() {

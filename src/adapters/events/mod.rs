@@ -28,7 +28,7 @@ use serde_json::Value;
 
 use crate::core::interruption::{Notice, NoticeKind, NoticeStatus};
 use crate::error::{Error, Result};
-use detail::{shorten, Outcome};
+use detail::{clip, shorten, Outcome};
 pub use instance_id::InstanceIdRule;
 pub use resume::ResumeDrain;
 
@@ -266,7 +266,10 @@ fn envelope(value: Value, rule: InstanceIdRule) -> Parsed {
     match serde_json::from_value::<EventBridgeEvent<Value>>(value) {
         Ok(event) => classify(&event, rule),
         Err(e) => Parsed::Poison {
-            cause: format!("EventBridge envelope does not parse: {e}"),
+            cause: format!(
+                "EventBridge envelope does not parse: {}",
+                clip(&e.to_string())
+            ),
         },
     }
 }

@@ -18,7 +18,9 @@ use serde_json::{json, Value};
 use super::api_error::is_pdb_refusal;
 use super::shape::selector::selector_matches;
 use super::shape::{requests, DRAINING_TAINT, NODEPOOL_LABEL};
-use crate::core::interruption::state::{format_time, parse_time, ALL_KEYS, CLOSED_EVENT};
+use crate::core::interruption::state::{
+    format_time, parse_time, ALL_KEYS, CLOSED_EVENT, PODS_MOVED,
+};
 use crate::core::interruption::{
     DrainState, NodeView, NoticeKind, PodOwner, PodRef, PodView, ReplacementSeen,
 };
@@ -267,6 +269,15 @@ pub fn node_view(node: &Node, replacement: ReplacementSeen) -> (NodeView, Option
         }),
     };
     (view, state_error)
+}
+
+/// The patch that adds a step's `moved` pods (evicted, or deleted past a budget) to the drain's
+/// count, `before` being the count its state recorded. Written after the evictions, without a
+/// resourceVersion guard (the step's own state write changed it): only this annotation, and a
+/// step that lost a race re-plans into a duplicate before it evicts anything.
+pub fn pods_moved_patch(before: u32, moved: usize) -> Value {
+    let total = u32::try_from(moved).map_or(u32::MAX, |m| before.saturating_add(m));
+    json!({"metadata": {"annotations": {PODS_MOVED: total.to_string()}}})
 }
 
 /// The one patch that writes the drain state, cordons and taints: one write, guarded by the
@@ -657,6 +668,19 @@ mod tests {
     }
 
     #[test]
+    fn pods_moved_patch_adds_the_steps_pods_to_the_recorded_count() {
+        // 3 recorded + 2 this step = 5; a count at u32::MAX - 1 plus 5 stays at u32::MAX.
+        for (before, moved, written) in [(0, 1, "1"), (3, 2, "5"), (u32::MAX - 1, 5, "4294967295")]
+        {
+            assert_eq!(
+                pods_moved_patch(before, moved),
+                json!({"metadata": {"annotations": {"prewarm.io/drain-pods-moved": written}}}),
+                "{before} + {moved}"
+            );
+        }
+    }
+
+    #[test]
     fn node_patch_cordons_taints_and_writes_every_state_key() {
         let node: Node = serde_json::from_value(json!({
             "metadata": {"name": "n", "resourceVersion": "42"},
@@ -682,6 +706,7 @@ mod tests {
             next_check_at: None,
             event_time: None,
             user_cordoned: false,
+            pods_moved: 0,
         };
         let p = node_patch(&node, &state, true, Some(NoticeKind::SpotInterruption));
         assert_eq!(p["metadata"]["resourceVersion"], "42");

@@ -556,6 +556,7 @@ mod tests {
                 next_check_at: None,
                 event_time: None,
                 user_cordoned: false,
+                pods_moved: 0,
             }),
             capacity: [("nvidia.com/gpu".to_string(), "8".to_string())].into(),
         }

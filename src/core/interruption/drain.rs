@@ -177,6 +177,7 @@ pub fn plan_drain(
             // A cordon without prewarm's taint is someone else's (an operator's, a maintenance
             // tool's): remembered so that an un-drain leaves it.
             user_cordoned: node.unschedulable && !node.tainted,
+            pods_moved: 0,
         },
     };
     state.last_step_at = Some(now);

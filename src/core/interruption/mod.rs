@@ -1,11 +1,13 @@
 //! Interruption planning, pure: what a notice is ([`notice`]), what to do per kind ([`actions`]),
 //! when eviction must start ([`deadline`]), the drain state kept on the node ([`state`]), the
-//! planner's views and commands ([`model`]) and the step-by-step drain plan ([`drain`]). The adapters execute the plan's commands; nothing here
+//! planner's views and commands ([`model`]), the step-by-step drain plan ([`drain`]) and what a
+//! finished drain came to ([`figures`]). The adapters execute the plan's commands; nothing here
 //! talks to Kubernetes or AWS, and the current time is always a parameter.
 
 pub mod actions;
 pub mod deadline;
 pub mod drain;
+pub mod figures;
 pub mod lease;
 pub mod model;
 pub mod notice;
@@ -18,6 +20,7 @@ pub mod surge;
 pub use actions::{Action, ActionTable};
 pub use deadline::{eviction_deadline, instance_end, issued_at};
 pub use drain::{owner_alive, plan_drain};
+pub use figures::{drain_figures, DrainFigures};
 pub use lease::{lease_verdict, notice_of_record, plan_resume, LeaseVerdict, NodeSeen};
 pub use model::{
     Command, DrainSettings, DrainStep, Finish, NodeView, PodOwner, PodRef, PodView, ReplacementSeen,

@@ -86,6 +86,7 @@ mod tests {
             next_check_at: None,
             event_time: None,
             user_cordoned: false,
+            pods_moved: 0,
         }
     }
 

@@ -131,6 +131,7 @@ mod tests {
             instance_end: end_in.map(|d| NOW + d),
             last_step_at: Some(NOW - last_step_ago),
             user_cordoned,
+            pods_moved: 0,
             event_time: None,
             next_check_at: None,
         }

@@ -27,6 +27,9 @@ pub const EVENT_TIME: &str = "prewarm.io/drain-event-time";
 /// "true" when the node was already cordoned by someone else when prewarm claimed it: un-draining
 /// then leaves that cordon in place.
 pub const USER_CORDONED: &str = "prewarm.io/drain-user-cordoned";
+/// How many pods the drain has evicted (or deleted past a budget) so far: the executor adds a
+/// step's own after its evictions (`adapters::kube::drain::pods_moved_patch`). Absent: none.
+pub const PODS_MOVED: &str = "prewarm.io/drain-pods-moved";
 
 /// `<time> <event id>` of the last notice that closed a drain of this node (AWS Health
 /// `closed`). Not a drain key: it stays after the un-drain, so deliveries of that notice still in
@@ -34,7 +37,7 @@ pub const USER_CORDONED: &str = "prewarm.io/drain-user-cordoned";
 pub const CLOSED_EVENT: &str = "prewarm.io/closed-event";
 
 /// Every annotation key, so an executor can write (or clear) the whole set in one patch.
-pub const ALL_KEYS: [&str; 16] = [
+pub const ALL_KEYS: [&str; 17] = [
     EVENT_ID,
     KIND,
     PHASE,
@@ -51,6 +54,7 @@ pub const ALL_KEYS: [&str; 16] = [
     NEXT_CHECK_AT,
     EVENT_TIME,
     USER_CORDONED,
+    PODS_MOVED,
 ];
 
 /// Where a drain stands.
@@ -126,6 +130,10 @@ pub struct DrainState {
     /// The node was unschedulable (someone else's cordon) when the drain claimed it: an
     /// un-drain keeps the cordon.
     pub user_cordoned: bool,
+    /// Pods this drain evicted or deleted over its life (`PODS_MOVED`): kept on the node, since
+    /// each step may run in another invocation. Counted by the executor, not planned: a pod a
+    /// budget refuses is planned again at every check but moved once.
+    pub pods_moved: u32,
 }
 
 impl DrainState {
@@ -143,6 +151,9 @@ impl DrainState {
         put(REPLACEMENT_GPUS, self.replacement_gpus.to_string());
         if self.user_cordoned {
             put(USER_CORDONED, "true".into());
+        }
+        if self.pods_moved > 0 {
+            put(PODS_MOVED, self.pods_moved.to_string());
         }
         for (key, value) in [
             (DEADLINE, self.deadline),
@@ -204,6 +215,14 @@ impl DrainState {
             next_check_at: time(NEXT_CHECK_AT)?,
             event_time: time(EVENT_TIME)?,
             user_cordoned: a.get(USER_CORDONED).is_some_and(|v| v == "true"),
+            pods_moved: a
+                .get(PODS_MOVED)
+                .map(|v| {
+                    v.parse()
+                        .map_err(|_| format!("annotation {PODS_MOVED}={v:?}"))
+                })
+                .transpose()?
+                .unwrap_or(0),
         }))
     }
 }
@@ -244,6 +263,7 @@ mod tests {
             next_check_at: Some(1_795_953_705.5),
             event_time: Some(1_795_953_600.0),
             user_cordoned: true,
+            pods_moved: 3,
         }
     }
 

@@ -318,6 +318,7 @@ fn state(ready_at: Option<f64>, deadline: Option<f64>) -> DrainState {
         next_check_at: None,
         event_time: None,
         user_cordoned: false,
+        pods_moved: 0,
     }
 }
 

@@ -10,6 +10,7 @@
 //! Records of a batch run concurrently, each under its own time limit, so one slow record never
 //! holds the others up.
 
+mod metrics;
 pub mod queue;
 pub mod record;
 mod reservation;

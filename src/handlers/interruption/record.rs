@@ -13,7 +13,7 @@ use crate::adapters::kube::drain::execute::StepReport;
 use crate::adapters::kube::drain::{event_recorder, is_ready, surge};
 use crate::clock::unix_now;
 use crate::core::interruption::{
-    instance_end, notice_of_record, plan_drain, plan_resume, Command, DrainStep, Finish, Notice,
+    notice_of_record, plan_drain, plan_resume, Command, DrainFigures, DrainStep, Finish, Notice,
     NoticeStatus,
 };
 use crate::core::TargetSpec;
@@ -219,12 +219,13 @@ impl Interruption {
                         tracing::info!(event_id = %n.event_id, instance, released = %t,
                             "node gone: replacement released");
                     }
-                    self.log_step(
+                    log_step(
                         n,
                         instance,
                         None,
                         "not-in-cluster",
                         &StepReport::default(),
+                        None,
                         None,
                     );
                 } else {
@@ -256,15 +257,18 @@ impl Interruption {
             .as_ref()
             .map(|s| notice_of_record(s, instance, NoticeStatus::Active));
         if let Some(n) = notice.or(of_record.as_ref()) {
-            self.emit_metrics(n, &observed.view.state, step, &report, now);
+            let before = observed.view.state.as_ref();
+            super::metrics::step_metrics(n, before, step, &report, now).emit(&self.emf_namespace);
+            let finished = super::metrics::finished_drain(before, step);
             let phase = step.state.as_ref().map_or("none", |s| s.phase.as_str());
-            self.log_step(
+            log_step(
                 n,
                 instance,
                 Some(&observed.view.name),
                 phase,
                 &report,
                 Some(step),
+                finished.as_ref(),
             );
         }
         if !report.eviction_errors.is_empty() {
@@ -289,108 +293,71 @@ impl Interruption {
             other => unreachable!("a step ends in Done or WaitUntil, not {other:?}"),
         }
     }
+}
 
-    fn emit_metrics(
-        &self,
-        notice: &Notice,
-        before: &Option<crate::core::interruption::DrainState>,
-        step: &DrainStep,
-        report: &StepReport,
-        now: f64,
-    ) {
-        let kind = notice.kind.as_str();
-        let mut emf = EmfRecord::new().dimension("Kind", kind);
-        if report.cordoned {
-            emf = emf.metric(
-                "NoticeToCordonMs",
-                (now - notice.time) * 1000.0,
-                Unit::Milliseconds,
-            );
-        }
-        let was_ready = before.as_ref().and_then(|s| s.replacement_ready_at);
-        if let (None, Some(ready)) = (
-            was_ready,
-            step.state.as_ref().and_then(|s| s.replacement_ready_at),
-        ) {
-            emf = emf.metric(
-                "NoticeToReplacementReadyMs",
-                (ready - notice.time) * 1000.0,
-                Unit::Milliseconds,
-            );
-        }
-        if !report.blocked.is_empty() {
-            emf = emf.metric("BlockedPods", report.blocked.len() as f64, Unit::Count);
-        }
-        if step.last() == &Command::Done(Finish::Drained) {
-            let in_time = instance_end(notice).is_none_or(|end| now <= end);
-            emf = emf.metric(
-                "DrainsBeforeDeadline",
-                if in_time { 1.0 } else { 0.0 },
-                Unit::Count,
-            );
-        }
-        emf.emit(&self.emf_namespace);
-    }
-
-    fn log_step(
-        &self,
-        notice: &Notice,
-        instance: &str,
-        node: Option<&str>,
-        phase: &str,
-        report: &StepReport,
-        step: Option<&DrainStep>,
-    ) {
-        let next = step.and_then(|s| match s.last() {
-            Command::WaitUntil { at } => Some(crate::core::interruption::state::format_time(*at)),
-            _ => None,
-        });
-        let done = step.and_then(|s| match s.last() {
-            Command::Done(f) => Some(finish_reason(f)),
-            _ => None,
-        });
-        let blocked: Vec<String> = report
-            .blocked
-            .iter()
-            .map(|b| format!("{} ({})", b.pod, b.pdbs.join(",")))
-            .collect();
-        let latency_ms = ((unix_now() - notice.time) * 1000.0).round() as i64;
-        // One line per pod a PodDisruptionBudget keeps, so "drains blocked" can be queried by pod.
-        for b in &report.blocked {
-            tracing::warn!(
-                event = "drain_blocked",
-                event_id = %notice.event_id,
-                kind = notice.kind.as_str(),
-                instance,
-                node = node.unwrap_or(""),
-                pod = %b.pod,
-                pdb = %b.pdbs.join(","),
-                latency_ms,
-                "eviction refused by a PodDisruptionBudget"
-            );
-        }
-        tracing::info!(
-            event = "interruption",
+/// The step's log line (and one per pod a PodDisruptionBudget keeps).
+fn log_step(
+    notice: &Notice,
+    instance: &str,
+    node: Option<&str>,
+    phase: &str,
+    report: &StepReport,
+    step: Option<&DrainStep>,
+    finished: Option<&DrainFigures>,
+) {
+    let next = step.and_then(|s| match s.last() {
+        Command::WaitUntil { at } => Some(crate::core::interruption::state::format_time(*at)),
+        _ => None,
+    });
+    let done = step.and_then(|s| match s.last() {
+        Command::Done(f) => Some(finish_reason(f)),
+        _ => None,
+    });
+    let blocked: Vec<String> = report
+        .blocked
+        .iter()
+        .map(|b| format!("{} ({})", b.pod, b.pdbs.join(",")))
+        .collect();
+    let latency_ms = ((unix_now() - notice.time) * 1000.0).round() as i64;
+    // One line per pod a PodDisruptionBudget keeps, so "drains blocked" can be queried by pod.
+    for b in &report.blocked {
+        tracing::warn!(
+            event = "drain_blocked",
             event_id = %notice.event_id,
             kind = notice.kind.as_str(),
             instance,
             node = node.unwrap_or(""),
-            phase,
-            cordoned = report.cordoned,
-            replacement = ?report.requested,
-            replacement_error = report.request_error.as_deref().unwrap_or(""),
-            limits_room = report.room.as_deref().unwrap_or(""),
-            pods_evicted = report.evicted.len(),
-            pods_blocked = report.blocked.len(),
-            pods_deleted_past_pdb = report.deleted_past_pdb.len(),
-            blocked = ?blocked,
-            released = ?report.released,
-            next_check = next.as_deref().unwrap_or(""),
-            done = done.as_deref().unwrap_or(""),
+            pod = %b.pod,
+            pdb = %b.pdbs.join(","),
             latency_ms,
-            "drain step"
+            "eviction refused by a PodDisruptionBudget"
         );
     }
+    tracing::info!(
+        event = "interruption",
+        event_id = %notice.event_id,
+        kind = notice.kind.as_str(),
+        instance,
+        node = node.unwrap_or(""),
+        phase,
+        cordoned = report.cordoned,
+        replacement = ?report.requested,
+        replacement_error = report.request_error.as_deref().unwrap_or(""),
+        limits_room = report.room.as_deref().unwrap_or(""),
+        pods_evicted = report.evicted.len(),
+        pods_blocked = report.blocked.len(),
+        pods_deleted_past_pdb = report.deleted_past_pdb.len(),
+        blocked = ?blocked,
+        released = ?report.released,
+        next_check = next.as_deref().unwrap_or(""),
+        done = done.as_deref().unwrap_or(""),
+        // The drain's figures, on the line of the step that finishes it (its EMF metrics).
+        drain_pods_moved = finished.map(|f| f.pods_moved),
+        serving_gap_replica_s = finished.map(|f| f.serving_gap_replica_s),
+        deadline_met = finished.map(|f| f.deadline_met),
+        latency_ms,
+        "drain step"
+    );
 }
 
 fn finish_reason(f: &Finish) -> String {

@@ -13,8 +13,8 @@ use kube::runtime::events::Recorder;
 
 use super::replacement::{self, Requested};
 use super::{
-    delete_pod, evict, node_patch, node_pool_of, patch_node, pdbs_covering, record_event,
-    undrain_patch, EvictionOutcome, Observation,
+    delete_pod, evict, node_patch, node_pool_of, patch_node, pdbs_covering, pods_moved_patch,
+    record_event, undrain_patch, EvictionOutcome, Observation,
 };
 use crate::adapters::kube::limits_room::sync_room;
 use crate::adapters::kube::shape::placeholder::PlaceholderSettings;
@@ -283,6 +283,14 @@ pub async fn execute(
                 release_placeholder(client, targets, pool, drain_id, &mut report).await
             }
             _ => {}
+        }
+    }
+    // The drain's count of pods moved, kept on the node for its end (`PodsMoved`): a failed
+    // write costs the metric, never the drain.
+    let moved = report.evicted.len() + report.deleted_past_pdb.len();
+    if let (true, Some(s)) = (moved > 0, step.state.as_ref()) {
+        if let Err(e) = patch_node(client, node, &pods_moved_patch(s.pods_moved, moved)).await {
+            tracing::warn!(error = %e, drain_id, moved, "could not count the pods moved on the node");
         }
     }
     Ok(report)
