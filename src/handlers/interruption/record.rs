@@ -91,7 +91,8 @@ impl Interruption {
             Ok(c) => c,
             Err(later) => return later,
         };
-        let stepped = step(
+        // Boxed: a drain step's future is large (see step.rs).
+        let stepped = Box::pin(step(
             &client,
             recorder,
             &targets,
@@ -109,7 +110,7 @@ impl Interruption {
                 }
             },
             unix_now,
-        )
+        ))
         .await;
         self.outcome_of(stepped, &instance, Some(notice))
     }
@@ -156,7 +157,8 @@ impl Interruption {
             Err(later) => return later,
         };
         let adopted = came_with.attempt > 0;
-        let stepped = step(
+        // Boxed: a drain step's future is large (see step.rs).
+        let stepped = Box::pin(step(
             &client,
             recorder,
             &targets,
@@ -186,7 +188,7 @@ impl Interruption {
                 Planned { step, event_id }
             },
             unix_now,
-        )
+        ))
         .await;
         self.outcome_of(stepped, &resume.instance, None)
     }

@@ -89,7 +89,17 @@ pub async fn step(
         let now = clock();
         let mut planned = plan(&observed, now);
         let surged = if surge {
-            Some(surge::gate(client, targets, &observed, &mut planned.step, instance, now).await)
+            Some(
+                Box::pin(surge::gate(
+                    client,
+                    targets,
+                    &observed,
+                    &mut planned.step,
+                    instance,
+                    now,
+                ))
+                .await,
+            )
         } else {
             None
         };
@@ -102,7 +112,9 @@ pub async fn step(
             event_id: &planned.event_id,
             now,
         };
-        let report = execute(&context, &observed, &planned.step).await?;
+        // Boxed, as the surge gate is: the executor's future is large (every write of a step),
+        // and kept inline it overflowed a 2 MiB thread stack in debug builds.
+        let report = Box::pin(execute(&context, &observed, &planned.step)).await?;
         if report.conflict {
             return Err(Error::conflict(
                 "patch",
