@@ -58,18 +58,7 @@ impl SeasonCache {
                 && h.window.end >= read.window.end
         });
         match held {
-            Some(h) => SeasonSource::Held(SeasonHistory {
-                period_s: read.period_s,
-                shift_s: read.shift_s,
-                samples: h
-                    .samples
-                    .iter()
-                    .filter(|s| {
-                        s.t >= read.window.start - half_step && s.t <= read.window.end + half_step
-                    })
-                    .copied()
-                    .collect(),
-            }),
+            Some(h) => SeasonSource::Held(frame_of(read, &h.samples)),
             None => {
                 let reach = (complete_until - read.window.end).clamp(0.0, SEASON_READ_AHEAD_S);
                 SeasonSource::Read(Window {
@@ -92,6 +81,21 @@ impl SeasonCache {
                 samples,
             });
         }
+    }
+}
+
+/// The samples of a read that reached ahead which lie in `read`'s own window (within half a
+/// step): this tick's part, the same cut whether the read was made now or held from earlier.
+pub fn frame_of(read: &SeasonRead, samples: &[Sample]) -> SeasonHistory {
+    let half_step = read.window.step / 2.0;
+    SeasonHistory {
+        period_s: read.period_s,
+        shift_s: read.shift_s,
+        samples: samples
+            .iter()
+            .filter(|s| s.t >= read.window.start - half_step && s.t <= read.window.end + half_step)
+            .copied()
+            .collect(),
     }
 }
 

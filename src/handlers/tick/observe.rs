@@ -7,9 +7,8 @@ use crate::adapters::kube::{hpa, pods};
 use crate::core::policy::band;
 use crate::core::policy::calibration_cache::{CalibrationCache, ReadOutcome};
 use crate::core::policy::observation::HpaStatus;
-use crate::core::policy::observation::Sample;
-use crate::core::policy::observe::{self, Reads, SeasonHistory, SeasonRead, Window};
-use crate::core::policy::season_cache::{SeasonCache, SeasonSource};
+use crate::core::policy::observe::{self, Reads, SeasonHistory, SeasonRead};
+use crate::core::policy::season_cache::{frame_of, SeasonSource};
 use crate::core::{self, Observation, TargetSpec};
 
 /// Metrics, the pod counts, the seasonal history and the HPA, read at once. A failed metric or
@@ -71,7 +70,7 @@ async fn seasonal_history(
             };
             match deps.metrics.arrival_history(target, window).await {
                 Ok(samples) => {
-                    let history = held_view(season, window, &samples);
+                    let history = frame_of(season, &samples);
                     (season, Some((window, samples)), Some(history))
                 }
                 Err(e) => {
@@ -93,21 +92,6 @@ async fn seasonal_history(
     }
     deps.seasons.put(&target.name, kept);
     histories
-}
-
-/// This tick's part of a read that reached ahead: the same cut as a later tick's lookup.
-fn held_view(season: &SeasonRead, window: Window, samples: &[Sample]) -> SeasonHistory {
-    let mut one = SeasonCache::default();
-    one.keep(season, window, samples.to_vec());
-    match one.lookup(season, f64::NEG_INFINITY) {
-        SeasonSource::Held(history) => history,
-        // Nothing came back: nothing was kept.
-        SeasonSource::Read(_) => SeasonHistory {
-            period_s: season.period_s,
-            shift_s: season.shift_s,
-            samples: Vec::new(),
-        },
-    }
 }
 
 /// The long history the band is calibrated on, read only when the calibration is due and no
