@@ -67,6 +67,7 @@ fn ctx(slo_wait_s: f64, bound_gpu_hours: f64) -> RunContext {
         bound_gpu_hours,
         usd_per_gpu_hour: 1.006,
         scored_s: 7.0 * 86_400.0,
+        lead_time_s: 180.0,
     }
 }
 

@@ -390,6 +390,7 @@ pub fn compare(
         usd_per_gpu_hour: setup.karpenter.usd_per_node_hour()
             / setup.karpenter.instance.gpus as f64,
         scored_s: (ideal.end_s - score_from_s).max(0.0),
+        lead_time_s: setup.lead_time_s(),
     };
     let tuned = match setup.train_days {
         Some(d) => format!("chosen on days 0-{}", d - 1),

@@ -77,21 +77,21 @@ pub fn run_jobs(common: &Output, jobs: Vec<(Workload, Setup)>) -> crate::Result<
         }
         if let Some(path) = plot_path {
             // The frontier is the plot; the time series of the reported points goes beside it.
-            let timeline = path.with_file_name(format!(
-                "{}-timeline.svg",
-                path.file_stem()
-                    .map_or("plot".into(), |s| s.to_string_lossy())
-            ));
+            let timeline = sibling(&path, "timeline");
             plot::frontier::write_svg(&cmp, &path, attribution(&cmp.workload))
                 .map_err(|e| config_error("--plot", e))?;
             plot::timeline::write_svg(&cmp, &timeline, attribution(&cmp.workload))
                 .map_err(|e| config_error("--plot", e))?;
+            let residual = sibling(&path, "residual");
+            plot::residual::write_svg(&cmp, &residual, attribution(&cmp.workload))
+                .map_err(|e| config_error("--plot", e))?;
             if !common.json {
                 bar.suspend(|| {
                     println!(
-                        "plots: {} (frontiers), {} (time series)\n",
+                        "plots: {} (frontiers), {} (time series), {} (the residual)\n",
                         path.display(),
-                        timeline.display()
+                        timeline.display(),
+                        residual.display()
                     )
                 });
             }
@@ -104,6 +104,15 @@ pub fn run_jobs(common: &Output, jobs: Vec<(Workload, Setup)>) -> crate::Result<
         println!("{text}");
     }
     Ok(())
+}
+
+/// `NAME-what.svg` beside the plot `NAME.svg`.
+fn sibling(path: &std::path::Path, what: &str) -> std::path::PathBuf {
+    path.with_file_name(format!(
+        "{}-{what}.svg",
+        path.file_stem()
+            .map_or("plot".into(), |s| s.to_string_lossy())
+    ))
 }
 
 /// `policy,t,ready_gpus,serving_replicas,balloons,waiting,replicas,pending,cold_starts` for

@@ -5,7 +5,9 @@
 //! error quantile; calibration_cache: when the tick re-reads its history), sizing (Erlang C)
 //! and hpa_sizing (the HPA's own units), fast_path (a surge already in the system), next_step,
 //! schedule (cron windows), rails (floors, caps, steps, cooldowns, holds) and plan (the
-//! decision and its log line). `decide` joins them.
+//! decision and its log line). `decide` joins them. Beside the tick, residual decomposes the
+//! requests that still waited (forecastable, lead miss, unforecastable) for the simulator,
+//! `prewarm backtest` and `prewarm explain --target`.
 
 pub mod assess;
 pub mod band;
@@ -19,6 +21,7 @@ pub mod observation;
 pub mod observe;
 pub mod plan;
 pub mod rails;
+pub mod residual;
 pub mod schedule;
 pub mod season_cache;
 pub mod seasonal;

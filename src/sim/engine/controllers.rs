@@ -283,6 +283,7 @@ impl Sim<'_> {
         );
         self.result.band.tick_s = policy.tick_s;
         self.record_band(&plan.forecast);
+        self.residual_upper(plan.forecast.rate_at_horizon);
         plan
     }
 

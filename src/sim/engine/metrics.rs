@@ -98,6 +98,9 @@ impl Sim<'_> {
             return;
         }
         let delayed = wait > self.cfg.slo_wait_s;
+        if delayed {
+            self.residual_delayed(arrival);
+        }
         let day = self.day_at(arrival);
         day.requests += 1;
         day.delayed += u64::from(delayed);

@@ -30,6 +30,7 @@ use super::stats::{DayStats, GpuSplit, LogHistogram};
 
 pub use eyes::BandCoverage;
 pub use launch::LaunchModel;
+pub use residual::ResidualSeries;
 
 /// One request as the engine sees it.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -185,6 +186,8 @@ pub struct RunResult {
     pub headroom_changes: u64,
     /// Prewarm only: coverage of its lead-time band on the scored days.
     pub band: BandCoverage,
+    /// What the residual decomposition reads (core::policy::residual).
+    pub residual: ResidualSeries,
 }
 
 mod controllers;
@@ -196,6 +199,7 @@ mod metrics;
 mod nodes;
 mod pods;
 mod requests;
+mod residual;
 
 use events::{Event, Kind};
 use nodes::Node;
@@ -349,6 +353,7 @@ impl<'a> Sim<'a> {
             }
         }
         self.result.end_s = self.now;
+        self.residual_finish();
         let gpu = &mut self.result.scored.gpu;
         gpu.idle_replicas = (gpu.idle_replicas - gpu.busy).max(0.0);
         self.result

@@ -48,6 +48,7 @@ impl Sim<'_> {
 
     pub(super) fn on_arrival(&mut self, r: Request) {
         self.result.requests += 1;
+        self.residual_arrival(r.arrival, r.service_s);
         let w = Waiting {
             arrival: r.arrival,
             service_s: r.service_s,

@@ -1,8 +1,10 @@
 //! The pictures of a comparison, one SVG each: [`frontier`] (the knob curves a user decides
-//! from) and [`timeline`] (the time series of the reported points). This file holds only what
+//! from), [`timeline`] (the time series of the reported points) and [`residual`] (the delayed
+//! requests by kind). This file holds only what
 //! they share, the policies' colours, and changes when that palette does.
 
 pub mod frontier;
+pub mod residual;
 pub mod timeline;
 
 use plotters::style::RGBColor;

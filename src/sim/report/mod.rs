@@ -9,6 +9,7 @@ use serde::Serialize;
 use super::engine::RunResult;
 use super::oracle::OracleResult;
 use super::stats::{block_bootstrap95, interval95, GpuSplit, DAY_S};
+use crate::core::policy::residual::Decomposition;
 
 /// Resamples of the band coverage's block bootstrap.
 const BOOTSTRAP_RESAMPLES: usize = 1000;
@@ -65,6 +66,11 @@ pub struct PolicyReport {
     pub band_nominal_quantile: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub band_coverage_ci95: Option<(f64, f64)>,
+    /// The delayed requests decomposed (forecastable, lead miss, unforecastable at this lead)
+    /// and the constant reserve that removes the unforecastable part (core::policy::residual);
+    /// None for the packings, which delay nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub residual: Option<Decomposition>,
 }
 
 /// One scored day of a policy.
@@ -114,6 +120,8 @@ pub struct RunContext {
     pub usd_per_gpu_hour: f64,
     /// Seconds of scored time (for the per-week figures).
     pub scored_s: f64,
+    /// The lead time the residual is decomposed at (LEAD_TIME_SECONDS of the comparison).
+    pub lead_time_s: f64,
 }
 
 impl RunContext {
@@ -188,6 +196,10 @@ impl PolicyReport {
             band_coverage: None,
             band_nominal_quantile: None,
             band_coverage_ci95: None,
+            residual: Some(
+                run.residual
+                    .decompose(ctx.lead_time_s, ctx.usd_per_gpu_hour),
+            ),
         }
         .with_band(run)
     }
@@ -277,6 +289,7 @@ impl PolicyReport {
             band_coverage: None,
             band_nominal_quantile: None,
             band_coverage_ci95: None,
+            residual: None,
         }
     }
 }

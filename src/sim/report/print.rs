@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use super::PolicyReport;
+use crate::core::policy::residual::Decomposition;
 use crate::sim::compare::Comparison;
 use crate::sim::judge::{attribution, verdict};
 use crate::sim::setup::Setup;
@@ -35,6 +36,18 @@ pub fn print_comparison(cmp: &Comparison, setup: &Setup, elapsed: f64) {
         ),
     }
     print!("{}", table(&cmp.rows));
+    let residuals: Vec<(String, &Decomposition)> = cmp
+        .rows
+        .iter()
+        .filter_map(|r| r.residual.as_ref().map(|d| (r.policy.clone(), d)))
+        .collect();
+    if residuals.iter().any(|(_, d)| d.delayed() > 0) {
+        println!(
+            "the delayed requests, decomposed at the {:.0} s lead (docs/simulator.md#the-residual-decomposed):",
+            cmp.lead_time_s
+        );
+        print!("{}", residual_table(&residuals));
+    }
     for (policy, points) in &cmp.frontiers {
         let text: Vec<String> = points
             .iter()
@@ -119,8 +132,14 @@ pub fn table(rows: &[PolicyReport]) -> String {
             ]
         })
         .collect();
+    aligned(&header, &cells, 2)
+}
+
+/// `cells` under `header`, each column as wide as its widest cell; the first `left` columns
+/// left-aligned, the others right-aligned.
+pub fn aligned<const N: usize>(header: &[&str; N], cells: &[[String; N]], left: usize) -> String {
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
-    for row in &cells {
+    for row in cells {
         for (w, c) in widths.iter_mut().zip(row.iter()) {
             *w = (*w).max(c.len());
         }
@@ -128,7 +147,7 @@ pub fn table(rows: &[PolicyReport]) -> String {
     let mut out = String::new();
     let line = |out: &mut String, row: &[&str]| {
         for (i, (c, w)) in row.iter().zip(&widths).enumerate() {
-            if i < 2 {
+            if i < left {
                 let _ = write!(out, "{c:<w$}  ");
             } else {
                 let _ = write!(out, "{c:>w$}  ");
@@ -137,10 +156,46 @@ pub fn table(rows: &[PolicyReport]) -> String {
         out.truncate(out.trim_end().len());
         out.push('\n');
     };
-    line(&mut out, &header);
-    for row in &cells {
+    line(&mut out, header);
+    for row in cells {
         let row: Vec<&str> = row.iter().map(String::as_str).collect();
         line(&mut out, &row);
     }
     out
+}
+
+/// The residual of every row that delayed a request: its delayed requests by kind (share of
+/// them), the training rise, and the constant reserve that removes the unforecastable part.
+pub fn residual_table(rows: &[(String, &Decomposition)]) -> String {
+    let header = [
+        "policy",
+        "delayed",
+        "forecastable",
+        "lead miss",
+        "unforecastable",
+        "training rise",
+        "reserve",
+        "reserve GPU-h",
+        "reserve $",
+    ];
+    let cells: Vec<[String; 9]> = rows
+        .iter()
+        .filter(|(_, d)| d.delayed() > 0)
+        .map(|(name, d)| {
+            let (f, l, u) = d.shares();
+            [
+                name.clone(),
+                d.delayed().to_string(),
+                format!("{} ({:.0}%)", d.forecastable, f * 100.0),
+                format!("{} ({:.0}%)", d.lead_miss, l * 100.0),
+                format!("{} ({:.0}%)", d.unforecastable, u * 100.0),
+                d.training_rise
+                    .map_or("none".to_string(), |r| format!("{r:.2} req/s")),
+                format!("{} replicas", d.reserve_replicas),
+                format!("{:.1}", d.reserve_gpu_hours),
+                format!("{:.0}", d.reserve_usd),
+            ]
+        })
+        .collect();
+    aligned(&header, &cells, 1)
 }
