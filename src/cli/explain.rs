@@ -2,6 +2,9 @@
 //! bare EventBridge event, one JSON line per record. Needs no cluster and no AWS access: it shows
 //! the kind, the instances, the configured action and its deadline (bounded by the record's
 //! `SentTimestamp`, and how), and why the record is acted on, ignored or treated as poison.
+//!
+//! `prewarm explain --target NAME --since 7d` instead decomposes a running target's delayed
+//! requests from its metric history (explain_target.rs).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -26,8 +29,36 @@ use crate::handlers::interruption::drain_settings_of;
 #[derive(Debug, clap::Args)]
 pub struct ExplainArgs {
     /// An SQS event (`{"Records": [...]}`) or a single EventBridge event, as JSON.
+    #[arg(long, required_unless_present = "target", conflicts_with = "target")]
+    pub event: Option<PathBuf>,
+    /// Decompose the delayed requests of this target (a name in PREWARM_TARGETS) from its
+    /// metric source's history instead: forecastable, unforecastable at LEAD_TIME_SECONDS, and
+    /// the constant reserve that removes the unforecastable part.
     #[arg(long)]
-    pub event: PathBuf,
+    pub target: Option<String>,
+    /// With --target: how much history to read (7d, 36h, 90m, 600s).
+    #[arg(long, default_value = "7d", value_parser = super::explain_target::since_seconds, requires = "target")]
+    pub since: f64,
+    /// With --target: end of the history, Unix seconds (default: now).
+    #[arg(long, requires = "target")]
+    pub until: Option<f64>,
+    /// With --target: the first days of the history that learn the largest rise over one lead
+    /// (the rest is scored).
+    #[arg(long, default_value_t = 2.0, requires = "target")]
+    pub train_days: f64,
+    /// With --target: seconds between history points.
+    #[arg(long, default_value_t = 60.0, requires = "target")]
+    pub resolution: f64,
+    /// With --target: a request waiting longer than this (seconds) is delayed.
+    #[arg(long, default_value_t = 10.0, requires = "target")]
+    pub slo_wait: f64,
+    /// With --target: the GPU-hour price of the reserve (default: GPU_HOUR_COST, else the
+    /// simulator's default node, g5.12xlarge on demand, per GPU).
+    #[arg(long, requires = "target")]
+    pub usd_per_gpu_hour: Option<f64>,
+    /// With --target: one JSON object instead of the table.
+    #[arg(long, requires = "target")]
+    pub json: bool,
     /// Per-kind actions, as the handler's ACTIONS variable.
     #[arg(long, env = "ACTIONS", default_value = "")]
     pub actions: String,
@@ -54,8 +85,28 @@ pub struct ExplainArgs {
     pub targets: String,
 }
 
-pub fn run(args: ExplainArgs) -> Result<()> {
-    let text = read(&args.event, "--event")?;
+pub async fn run(args: ExplainArgs) -> Result<()> {
+    if let Some(target) = &args.target {
+        if !(args.train_days >= 0.0 && args.resolution >= 1.0 && args.slo_wait >= 0.0) {
+            return Err(Error::config(
+                "--target",
+                "--train-days and --slo-wait must not be negative, --resolution at least 1 s",
+            ));
+        }
+        return super::explain_target::run(&super::explain_target::TargetExplain {
+            target: target.clone(),
+            since_s: args.since,
+            until: args.until,
+            train_days: args.train_days,
+            step_s: args.resolution,
+            slo_wait_s: args.slo_wait,
+            usd_per_gpu_hour: args.usd_per_gpu_hour,
+            json: args.json,
+        })
+        .await;
+    }
+    let event = args.event.clone().unwrap_or_default();
+    let text = read(&event, "--event")?;
     let actions =
         ActionTable::parse(&args.actions).map_err(|message| Error::config("ACTIONS", message))?;
     let rule = if args.accept_kwok_instance_ids {
@@ -66,7 +117,7 @@ pub fn run(args: ExplainArgs) -> Result<()> {
     let lines = match &args.cluster_state {
         Some(path) => replay_lines(&args, &text, path, rule)?,
         None => explain(&text, &actions, args.eviction_budget_seconds, rule)
-            .map_err(|e| Error::config("--event", format!("{}: {e}", args.event.display())))?,
+            .map_err(|e| Error::config("--event", format!("{}: {e}", event.display())))?,
     };
     let mut out = std::io::stdout().lock();
     for line in lines {

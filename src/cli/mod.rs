@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 pub mod backtest;
 pub mod explain;
 pub mod explain_replay;
+pub mod explain_target;
 pub mod query_cost;
 pub mod replay_state;
 pub mod restore;
@@ -28,7 +29,8 @@ pub struct Cli {
 pub enum Command {
     /// Run one decision against the configured sources and print the plan.
     Tick(tick::TickArgs),
-    /// Explain what the interruption handler would do with an SQS or EventBridge event.
+    /// Explain what the interruption handler would do with an SQS or EventBridge event, or
+    /// (--target) which of a target's delayed requests a forecast could have prevented.
     Explain(explain::ExplainArgs),
     /// Simulate policies on a request trace or a built-in scenario.
     Simulate(simulate::SimulateArgs),
@@ -45,7 +47,7 @@ pub enum Command {
 pub async fn run(cli: Cli) -> crate::Result<()> {
     match cli.command {
         Command::Tick(args) => tick::run(args).await,
-        Command::Explain(args) => explain::run(args),
+        Command::Explain(args) => explain::run(args).await,
         Command::Simulate(args) => simulate::run(args),
         Command::Backtest(args) => backtest::run(args).await,
         Command::Restore(args) => restore::run(args).await,

@@ -10,8 +10,8 @@ use crate::error::Error;
 /// Longest window of one `observe` call.
 const CHUNK_S: f64 = 86_400.0;
 
-/// The arrival rate and service time of `target` over `[start, end]` every `step` seconds,
-/// oldest first, one sample per grid point.
+/// The arrival rate, service time, waiting and running requests of `target` over
+/// `[start, end]` every `step` seconds, oldest first, one sample per grid point.
 pub async fn read(
     source: &dyn MetricSource,
     target: &TargetSpec,
@@ -35,6 +35,8 @@ pub async fn read(
             .await?;
         append(&mut out.arrival_rate, o.arrival_rate, start);
         append(&mut out.service_time_s, o.service_time_s, start);
+        append(&mut out.waiting, o.waiting, start);
+        append(&mut out.running, o.running, start);
     }
     Ok(out)
 }

@@ -22,6 +22,7 @@ pub mod observe;
 pub mod plan;
 pub mod rails;
 pub mod residual;
+pub mod residual_history;
 pub mod schedule;
 pub mod season_cache;
 pub mod seasonal;

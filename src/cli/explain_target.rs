@@ -1,0 +1,178 @@
+//! `prewarm explain --target NAME --since 7d`: the requests that waited longer than the SLO
+//! wait over a running target's metric history, decomposed as the simulator does
+//! (core::policy::residual): the history is read from the target's metric source the way
+//! `prewarm backtest --target` reads it (the tick's configuration, queries and credentials),
+//! the first `--train-days` days learn the largest rise over one lead, the rest is scored.
+
+use crate::adapters::metrics;
+use crate::config::Config;
+use crate::core::policy::residual::{self, Decomposition, Series, Setting};
+use crate::core::policy::residual_history::from_history;
+use crate::error::{Error, Result};
+use crate::sim::report::print::residual_table;
+
+/// The settings of one `explain --target` run (flags of `prewarm explain`).
+#[derive(Clone, Debug)]
+pub struct TargetExplain {
+    pub target: String,
+    pub since_s: f64,
+    pub until: Option<f64>,
+    pub train_days: f64,
+    pub step_s: f64,
+    pub slo_wait_s: f64,
+    pub usd_per_gpu_hour: Option<f64>,
+    pub json: bool,
+}
+
+/// The GPU-hour price when neither `--usd-per-gpu-hour` nor GPU_HOUR_COST gives one: the
+/// simulator's default node (g5.12xlarge on demand, per GPU), so both price a reserve alike.
+fn default_usd_per_gpu_hour() -> f64 {
+    crate::sim::model::instance_type("g5.12xlarge")
+        .map_or(0.0, |i| i.on_demand_usd_per_hour / f64::from(i.gpus.max(1)))
+}
+
+/// `7d`, `36h`, `90m`, `600s` or plain seconds.
+pub fn since_seconds(raw: &str) -> std::result::Result<f64, String> {
+    let raw = raw.trim();
+    let (number, unit) = match raw.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
+        Some(k) => raw.split_at(k),
+        None => (raw, "s"),
+    };
+    let factor = match unit {
+        "s" => 1.0,
+        "m" => 60.0,
+        "h" => 3600.0,
+        "d" => 86_400.0,
+        _ => return Err(format!("{raw:?}: a duration like 7d, 36h, 90m or 600s")),
+    };
+    match number.parse::<f64>() {
+        Ok(n) if n.is_finite() && n > 0.0 => Ok(n * factor),
+        _ => Err(format!(
+            "{raw:?}: a positive duration like 7d, 36h, 90m or 600s"
+        )),
+    }
+}
+
+pub async fn run(args: &TargetExplain) -> Result<()> {
+    let config = Config::from_env()?;
+    let Some(source_config) = &config.metric_source else {
+        return Err(Error::config(
+            "METRIC_SOURCE",
+            "explain --target reads the target's metric source: set METRIC_SOURCE",
+        ));
+    };
+    let name = &args.target;
+    let target = config
+        .target(name)
+        .ok_or_else(|| Error::config("PREWARM_TARGETS", format!("no target named {name:?}")))?;
+    let source = metrics::from_config(source_config, &config.policy).await?;
+    let end = args.until.unwrap_or_else(crate::clock::unix_now).floor();
+    let start = end - args.since_s;
+    let observed = metrics::history::read(
+        source.as_ref(),
+        target,
+        &config.policy,
+        start,
+        end,
+        args.step_s,
+    )
+    .await?;
+    let n = ((end - start) / args.step_s).floor() as usize + 1;
+    let h = from_history(
+        &observed.arrival_rate,
+        &observed.waiting,
+        &observed.running,
+        (start, args.step_s, n),
+        target.replica_concurrency,
+        args.slo_wait_s,
+    );
+    let train = ((args.train_days * 86_400.0) / args.step_s).round() as usize;
+    let usd = args
+        .usd_per_gpu_hour
+        .or(config.policy.gpu_hour_cost)
+        .unwrap_or_else(default_usd_per_gpu_hour);
+    let d = residual::decompose(
+        &Series {
+            start_s: start,
+            step_s: args.step_s,
+            demand: &h.demand,
+            upper: &h.upper,
+            capacity: &h.capacity,
+            need: &h.need,
+            delayed: &h.delayed,
+        },
+        &Setting {
+            lead_steps: Setting::lead_steps(config.policy.lead_time_s, args.step_s),
+            training: 0..train.min(n),
+            scored: train.min(n)..n,
+            gpus_per_replica: f64::from(target.gpus_per_replica),
+            usd_per_gpu_hour: usd,
+        },
+    );
+    if args.json {
+        let steps: Vec<_> = d.steps.clone();
+        let out = serde_json::json!({
+            "target": name,
+            "start": start,
+            "end": end,
+            "step_s": args.step_s,
+            "train_days": args.train_days,
+            "lead_time_s": config.policy.lead_time_s,
+            "slo_wait_s": args.slo_wait_s,
+            "usd_per_gpu_hour": usd,
+            "decomposition": d,
+            "steps": steps,
+        });
+        println!("{out}");
+    } else {
+        print!("{}", text(name, args, &d, config.policy.lead_time_s, usd));
+    }
+    Ok(())
+}
+
+/// The printed report: what was read, the table, how to read it.
+fn text(name: &str, args: &TargetExplain, d: &Decomposition, lead_s: f64, usd: f64) -> String {
+    let scored_days = d.scored_hours / 24.0;
+    let mut out = format!(
+        "{name}: {:.1} days of history every {:.0} s; the first {} days learn the largest rise over the {lead_s:.0} s lead ({}), the last {scored_days:.2} days are scored; a step is delayed when its queue would wait more than {:.0} s (waiting / arrival rate)\n",
+        args.since_s / 86_400.0,
+        args.step_s,
+        args.train_days,
+        d.training_rise
+            .map_or("none: every delayed step is unforecastable".into(), |r| format!("{r:.3} req/s")),
+        args.slo_wait_s,
+    );
+    out.push_str(&residual_table(&[(name.to_string(), d)]));
+    if d.delayed() == 0 {
+        out.push_str("no scored step was delayed\n");
+    } else {
+        out.push_str(&format!(
+            "delayed steps: {} forecastable (a higher ERROR_QUANTILE, or DELAYED_REQUEST_COST against GPU_HOUR_COST, covers them), {} unforecastable at this lead (a constant reserve of {} loaded replicas removes them: {:.1} GPU-hours, ${:.2} at ${usd:.3} per GPU-hour over the scored days; or a longer lead). A metric history holds no forecasts, so lead misses show only in the simulator.\n",
+            d.forecastable, d.unforecastable, d.reserve_replicas, d.reserve_gpu_hours, d.reserve_usd,
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn since_takes_days_hours_minutes_seconds() {
+        // (flag, seconds) by hand.
+        for (raw, want) in [
+            ("7d", 604_800.0),
+            ("36h", 129_600.0),
+            ("90m", 5_400.0),
+            ("600s", 600.0),
+            ("600", 600.0),
+            ("1.5d", 129_600.0),
+        ] {
+            assert_eq!(since_seconds(raw), Ok(want), "{raw}");
+        }
+        for raw in ["", "0d", "-1d", "7w", "d", "soon"] {
+            assert!(since_seconds(raw).is_err(), "{raw}");
+        }
+    }
+}
