@@ -10,10 +10,10 @@
 
 use std::io::Write;
 use std::process::Command;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 mod common;
-use common::env;
+use common::{env, prometheus_backfill};
 
 const EXPECTED: f64 = 103_680.0;
 
@@ -28,8 +28,7 @@ fn rate_at(offset_s: i64) -> i64 {
 
 /// Writes the OpenMetrics file and turns it into blocks inside Prometheus's data directory.
 fn backfill(model: &str, start: i64, end: i64) {
-    let run_dir = env("STACK_RUN_DIR");
-    let work = tempfile::tempdir_in(&run_dir).unwrap();
+    let work = prometheus_backfill::scratch();
     let input = work.path().join("history.om");
     let mut out = std::io::BufWriter::new(std::fs::File::create(&input).unwrap());
     writeln!(out, "# HELP vllm:request_success Completed requests.").unwrap();
@@ -49,43 +48,15 @@ fn backfill(model: &str, start: i64, end: i64) {
     writeln!(out, "# EOF").unwrap();
     out.flush().unwrap();
     drop(out);
-    let blocks = work.path().join("blocks");
-    let status = Command::new("promtool")
-        .args(["tsdb", "create-blocks-from", "openmetrics", "-q"])
-        .arg(&input)
-        .arg(&blocks)
-        .status()
-        .expect("promtool (Debian package prometheus) on PATH");
-    assert!(status.success(), "promtool failed");
-    let data = std::path::Path::new(&run_dir).join("prometheus");
-    for block in std::fs::read_dir(&blocks).unwrap() {
-        let block = block.unwrap();
-        std::fs::rename(block.path(), data.join(block.file_name())).unwrap();
-    }
+    prometheus_backfill::load_openmetrics(&input);
 }
 
 /// Waits until Prometheus has loaded the backfilled blocks.
 fn wait_for_series(model: &str, at: i64) {
-    let url = format!(
-        "{}/api/v1/query?query=count_over_time(vllm:request_success_total{{model_name=%22{model}%22}}[4d])&time={at}",
-        env("PROMETHEUS_URL")
+    prometheus_backfill::wait_for_value(
+        &format!("count_over_time(vllm:request_success_total{{model_name=%22{model}%22}}[4d])"),
+        at,
     );
-    let started = Instant::now();
-    loop {
-        let body = Command::new("curl")
-            .args(["-sg", &url])
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_default();
-        if body.contains("\"value\"") {
-            return;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(180),
-            "backfilled blocks not loaded after 180 s: {body}"
-        );
-        std::thread::sleep(Duration::from_secs(5));
-    }
 }
 
 #[test]

@@ -4,6 +4,8 @@
 
 use std::time::{Duration, Instant};
 
+pub mod prometheus_backfill;
+
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::{json, Value};
