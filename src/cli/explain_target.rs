@@ -158,6 +158,42 @@ fn text(name: &str, args: &TargetExplain, d: &Decomposition, lead_s: f64, usd: f
 mod tests {
     use super::*;
 
+    /// The report of the stack test's history (tests/explain_prometheus_stack.rs derives these
+    /// numbers by hand): 2 forecastable and 2 unforecastable minutes, R = 2 req/s, 9 replicas
+    /// for 1441 scored minutes at $2: 9 × 1441 / 60 = 216.15 GPU-h (printed 216.1: the float
+    /// `decompose` computes is 216.149…), $432.30.
+    #[test]
+    fn the_report_reads_as_docs_operations_shows_it() {
+        let d = Decomposition {
+            forecastable: 2,
+            lead_miss: 0,
+            unforecastable: 2,
+            training_rise: Some(2.0),
+            reserve_replicas: 9,
+            // As `decompose` multiplies: steps × step / 3600, then × replicas × GPUs.
+            reserve_gpu_hours: 9.0 * (1441.0 * 60.0 / 3600.0),
+            reserve_usd: 9.0 * (1441.0 * 60.0 / 3600.0) * 2.0,
+            scored_hours: 1441.0 * 60.0 / 3600.0,
+            steps: Vec::new(),
+        };
+        let args = TargetExplain {
+            target: "ex".into(),
+            since_s: 3.0 * 86_400.0,
+            until: None,
+            train_days: 2.0,
+            step_s: 60.0,
+            slo_wait_s: 10.0,
+            usd_per_gpu_hour: Some(2.0),
+            json: false,
+        };
+        let out = text("ex", &args, &d, 180.0, 2.0);
+        let lines: Vec<&str> = out.lines().collect();
+        assert!(lines[0].starts_with("ex: 3.0 days of history every 60 s; the first 2 days learn the largest rise over the 180 s lead (2.000 req/s), the last 1.00 days are scored; "), "{out}");
+        assert_eq!(lines[1], "policy  delayed  forecastable  lead miss  unforecastable  training rise     reserve  reserve GPU-h  reserve $", "{out}");
+        assert_eq!(lines[2], "ex            4       2 (50%)     0 (0%)         2 (50%)     2.00 req/s  9 replicas          216.1        432", "{out}");
+        assert!(lines[3].contains("$432.30 at $2.000 per GPU-hour"), "{out}");
+    }
+
     #[test]
     fn since_takes_days_hours_minutes_seconds() {
         // (flag, seconds) by hand.
