@@ -50,7 +50,7 @@ pub struct ExplainArgs {
     #[arg(long, default_value_t = 60.0, requires = "target")]
     pub resolution: f64,
     /// With --target: a request waiting longer than this (seconds) is delayed.
-    #[arg(long, default_value_t = 10.0, requires = "target")]
+    #[arg(long, default_value_t = crate::core::policy::residual::SLO_WAIT_S, requires = "target")]
     pub slo_wait: f64,
     /// With --target: the GPU-hour price of the reserve (default: GPU_HOUR_COST, else the
     /// simulator's default node, g5.12xlarge on demand, per GPU).

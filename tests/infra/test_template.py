@@ -461,7 +461,7 @@ def test_reader_of_rust_fields_sees_unknown_fields():
 # ------------------------------------------------------------------ dashboard
 
 EMF_METRICS = {
-    "Target": ["Forecast", "Observed", "Headroom", "Desired", "Actions", "Errors"],
+    "Target": ["Forecast", "Observed", "Headroom", "Desired", "Actions", "Errors", "UnforecastableShare"],
     "Kind": ["NoticesReceived", "NoticeToCordonMs", "NoticeToReplacementReadyMs", "DrainsBeforeDeadline",
              "PodsMoved", "ServingGapReplicaSeconds", "BlockedPods", "Errors"],
 }

@@ -170,6 +170,7 @@ pub fn calibrate(history: &[Sample], policy: &PolicySpec, q: f64, now: f64) -> C
         coverage: None,
         windows: 0,
         note: None,
+        rise: None,
     };
     let Some((first_t, grid)) = on_grid(history, policy, now) else {
         out.note = Some("no history".into());
@@ -178,6 +179,9 @@ pub fn calibrate(history: &[Sample], policy: &PolicySpec, q: f64, now: f64) -> C
     let n = grid.len();
     let at = |i: usize| first_t + h * i as f64;
     let lead = (policy.lead_time_s / h).ceil().max(1.0) as usize;
+    // The residual's training rise over the same history and lead (a gap is no rise).
+    let values: Vec<f64> = grid.iter().map(|v| v.unwrap_or(f64::NAN)).collect();
+    out.rise = super::residual::training_rise(&values, lead, &(0..n));
     let w = ((policy.window_s / h).round() as usize).max(2);
     let span = h * n as f64;
     let season = policy
@@ -370,6 +374,8 @@ mod tests {
         let c = calibrate(&grid(&values), &policy(), 0.9, now);
         assert_eq!(c.band, Some(10.0));
         assert_eq!(c.coverage, Some(1.0));
+        // The residual's training rise over two steps: 5 → 15, 10 req/s.
+        assert_eq!(c.rise, Some(10.0));
         // At the 0.75 quantile the rank falls among the zeros and fives: 5 (three of ten
         // windows above 0 … ⌈0.75·n⌉ lands on the 5s).
         let c = calibrate(&grid(&values), &policy(), 0.75, now);
@@ -450,6 +456,7 @@ mod tests {
             coverage: None,
             windows: 40,
             note: None,
+            rise: None,
         };
         assert!(due(None, &p, T0));
         assert!(!due(Some(&c), &p, T0 + 3599.0));
@@ -468,6 +475,7 @@ mod tests {
             coverage: None,
             windows: 40,
             note: None,
+            rise: None,
         };
         // T0 is 00:00 UTC = 01:00 in Berlin (CET, UTC+1 in November).
         let berlin: chrono_tz::Tz = "Europe/Berlin".parse().unwrap();

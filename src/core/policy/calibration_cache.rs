@@ -128,6 +128,7 @@ mod tests {
             coverage: None,
             windows: 30,
             note: None,
+            rise: None,
         }
     }
 

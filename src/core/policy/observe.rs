@@ -379,6 +379,7 @@ mod tests {
             coverage: None,
             windows: 30,
             note: None,
+            rise: None,
         }
     }
 

@@ -50,7 +50,9 @@
 
 use std::ops::Range;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+
+use super::observation::Sample;
 
 /// Why a delayed step was delayed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -146,6 +148,56 @@ impl Decomposition {
             self.unforecastable as f64 / n,
         )
     }
+}
+
+/// What the tick says about its newest sample (the UnforecastableShare metric).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TickVerdict {
+    /// The queue would wait longer than the SLO wait (waiting ÷ arrival rate).
+    pub delayed: bool,
+    /// Delayed, and the arrival rate rose over the last lead time by more than the training
+    /// rise (or no training rise is known yet).
+    pub unforecastable: bool,
+}
+
+/// The SLO wait of the tick's verdict and `prewarm explain --target`'s default (seconds): the
+/// simulator's `--slo-wait`. A constant, not a setting: it only labels the residual.
+pub const SLO_WAIT_S: f64 = 10.0;
+
+/// The verdict on the newest arrival-rate sample: delayed when the newest waiting count over
+/// the newest rate exceeds `slo_wait_s` (a queue with no arrivals counts), unforecastable when
+/// it is delayed and the rate rose since the newest sample at least `lead_s` older by more
+/// than `rise`. None without a rate sample a lead older (the window is shorter than the lead)
+/// or without a waiting sample.
+pub fn tick_verdict(
+    arrival_rate: &[Sample],
+    waiting: &[Sample],
+    lead_s: f64,
+    slo_wait_s: f64,
+    rise: Option<f64>,
+) -> Option<TickVerdict> {
+    let finite = |s: &&Sample| s.t.is_finite() && s.v.is_finite();
+    let newest = arrival_rate
+        .iter()
+        .filter(finite)
+        .max_by(|a, b| a.t.total_cmp(&b.t))?;
+    let back = arrival_rate
+        .iter()
+        .filter(finite)
+        .filter(|s| s.t <= newest.t - lead_s)
+        .max_by(|a, b| a.t.total_cmp(&b.t))?;
+    let queue = waiting
+        .iter()
+        .filter(finite)
+        .max_by(|a, b| a.t.total_cmp(&b.t))?
+        .v;
+    let rate = newest.v.max(0.0);
+    let delayed = queue > 0.0 && (rate <= 0.0 || queue / rate > slo_wait_s);
+    let rose = rate - back.v.max(0.0);
+    Some(TickVerdict {
+        delayed,
+        unforecastable: delayed && rise.is_none_or(|r| rose > r),
+    })
 }
 
 /// The largest rise over `lead` steps within `training` (None: no pair of steps in it).
@@ -350,6 +402,80 @@ mod tests {
 
     /// No training steps: nothing was ever seen to rise, so whatever the forecast did not
     /// cover is unforecastable (steps before a lead included).
+    /// The tick's verdict, lead 120 s, SLO wait 10 s, training rise 2 req/s. Rates at
+    /// T0, T0 + 60, T0 + 120 (newest); the sample a lead back of the newest is T0.
+    #[test]
+    fn the_tick_verdict_by_hand() {
+        let rates = |a: f64, c: f64| {
+            vec![
+                Sample::new(T0, a),
+                Sample::new(T0 + 60.0, a),
+                Sample::new(T0 + 120.0, c),
+            ]
+        };
+        let queue = |w: f64| vec![Sample::new(T0 + 120.0, w)];
+        // (name, rates, waiting, rise, verdict)
+        let yes = |u| {
+            Some(TickVerdict {
+                delayed: true,
+                unforecastable: u,
+            })
+        };
+        let no = Some(TickVerdict {
+            delayed: false,
+            unforecastable: false,
+        });
+        let rows = [
+            // 30 / 2 = 15 s > 10; rose 2 − 1 = 1 ≤ 2: forecastable.
+            (
+                "small rise",
+                rates(1.0, 2.0),
+                queue(30.0),
+                Some(2.0),
+                yes(false),
+            ),
+            // 60 / 5 = 12 s > 10; rose 5 − 1 = 4 > 2: unforecastable.
+            (
+                "large rise",
+                rates(1.0, 5.0),
+                queue(60.0),
+                Some(2.0),
+                yes(true),
+            ),
+            // 40 / 5 = 8 s ≤ 10: not delayed, whatever the rise.
+            ("short queue", rates(1.0, 5.0), queue(40.0), Some(2.0), no),
+            // No training rise yet: a delayed tick is unforecastable.
+            (
+                "no rise known",
+                rates(1.0, 2.0),
+                queue(30.0),
+                None,
+                yes(true),
+            ),
+            // A queue and no arrivals: delayed.
+            (
+                "queue, no arrivals",
+                rates(0.0, 0.0),
+                queue(1.0),
+                Some(2.0),
+                yes(false),
+            ),
+        ];
+        for (name, rates, waiting, rise, want) in rows {
+            assert_eq!(
+                tick_verdict(&rates, &waiting, 120.0, 10.0, rise),
+                want,
+                "{name}"
+            );
+        }
+        // A window shorter than the lead: no verdict.
+        let short = [Sample::new(T0 + 60.0, 1.0), Sample::new(T0 + 120.0, 5.0)];
+        assert_eq!(
+            tick_verdict(&short, &queue(60.0), 120.0, 10.0, Some(2.0)),
+            None
+        );
+    }
+
     #[test]
     fn without_training_days_every_miss_is_unforecastable() {
         let demand = [5.0, 9.0, 5.0, 6.0];

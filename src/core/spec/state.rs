@@ -55,4 +55,9 @@ pub struct Calibration {
     /// Why there is no band, or what was left out.
     #[serde(default)]
     pub note: Option<String>,
+    /// The largest rise of the arrival rate over one lead time in the history (req/s): the
+    /// training rise of the residual's decomposition (policy::residual), which the tick's
+    /// UnforecastableShare metric compares each delayed tick's rise with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rise: Option<f64>,
 }

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::adapters::kube::annotations;
+use crate::core::policy::residual::TickVerdict;
 use crate::core::{Plan, Reason};
 use crate::error::Error;
 use crate::telemetry::{EmfRecord, Unit};
@@ -32,6 +33,10 @@ pub struct TargetReport {
     /// unchanged, or the error.
     #[serde(default)]
     pub hpa_floor: Option<String>,
+    /// The residual's verdict on the newest sample (delayed past the SLO wait, and whether
+    /// its rise over the lead exceeded the training rise): the UnforecastableShare metric.
+    #[serde(default)]
+    pub residual: Option<TickVerdict>,
     /// Set when this target was left alone on purpose (another invocation acted).
     pub skipped: Option<String>,
     pub error: Option<String>,
@@ -54,6 +59,7 @@ impl TargetReport {
             size_after: None,
             node_pool: None,
             hpa_floor: None,
+            residual: None,
             skipped: None,
             error: None,
             error_kind: None,
@@ -240,6 +246,12 @@ pub fn emf_record(r: &TargetReport) -> EmfRecord {
             .any(|r| matches!(r, Reason::FastPath { .. }));
         record = record.metric("FastPath", if fast { 1.0 } else { 0.0 }, Unit::Count);
     }
+    // Published on delayed ticks only, 100 when unforecastable at the lead and 0 when not:
+    // its Average over an hour is the unforecastable share of that hour's delayed ticks.
+    if let Some(v) = r.residual.filter(|v| v.delayed) {
+        let share = if v.unforecastable { 100.0 } else { 0.0 };
+        record = record.metric("UnforecastableShare", share, Unit::Percent);
+    }
     record
         .metric(
             "Errors",
@@ -282,6 +294,32 @@ mod tests {
         });
         assert_eq!(failed.action(), "error");
         assert_eq!(failed.reason(), "NodePool gpu not found");
+    }
+
+    /// UnforecastableShare: 100 on an unforecastable delayed tick, 0 on a forecastable one,
+    /// absent on a tick without delay or without a verdict (so an hour's Average is the share
+    /// of its delayed ticks).
+    #[test]
+    fn emf_publishes_the_unforecastable_share_on_delayed_ticks_only() {
+        let verdict = |delayed, unforecastable| {
+            Some(TickVerdict {
+                delayed,
+                unforecastable,
+            })
+        };
+        for (residual, want) in [
+            (verdict(true, true), Some(100.0)),
+            (verdict(true, false), Some(0.0)),
+            (verdict(false, false), None),
+            (None, None),
+        ] {
+            let r = TargetReport {
+                residual,
+                ..TargetReport::new("llama", false)
+            };
+            let line: Value = serde_json::from_str(&emf_record(&r).render("Prewarm", 0)).unwrap();
+            assert_eq!(line["UnforecastableShare"].as_f64(), want, "{residual:?}");
+        }
     }
 
     #[test]

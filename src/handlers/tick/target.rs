@@ -8,6 +8,7 @@ use crate::adapters::kube::nodepool::{self, NodePoolView};
 use crate::adapters::kube::nodepool_limits::LimitsIntent;
 use crate::adapters::kube::{annotations, hpa_floor, limits_room};
 use crate::core::lease::LeaseOutcome;
+use crate::core::policy::residual;
 use crate::core::{self, HeadroomKind, Observation, Plan, TargetSpec};
 
 /// The NodePool's consolidation change this tick: freeze/restore as planned when the target
@@ -79,6 +80,20 @@ pub async fn tick_target(
         ..observation
     };
     let plan = core::decide(&observation, target, policy, &state, now);
+    // The training rise of the calibration this tick decided with (or just computed).
+    let rise = plan
+        .next_state
+        .calibration
+        .as_ref()
+        .or(state.calibration.as_ref())
+        .and_then(|c| c.rise);
+    report.residual = residual::tick_verdict(
+        &observation.arrival_rate,
+        &observation.waiting,
+        policy.lead_time_s,
+        residual::SLO_WAIT_S,
+        rise,
+    );
     deps.calibrations.put(
         &target.name,
         cache.after_tick(

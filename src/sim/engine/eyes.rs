@@ -830,6 +830,7 @@ mod tests {
             coverage: None,
             windows: 30,
             note: None,
+            rise: None,
         });
         assert!(sim.calibration_history(&policy, now).is_empty());
         // An hour old: due again.

@@ -168,6 +168,7 @@ fn calibrated(band: f64, seasonal_weight: f64) -> Calibration {
         coverage: Some(0.88),
         windows: 100,
         note: None,
+        rise: None,
     }
 }
 
