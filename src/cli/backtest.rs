@@ -126,28 +126,15 @@ async fn from_metric_source(args: &BacktestArgs, name: &str) -> crate::Result<Wo
             },
         )?,
     };
-    let config = Config::from_env()?;
-    let Some(source_config) = &config.metric_source else {
-        return Err(crate::Error::config(
-            "METRIC_SOURCE",
-            "backtest --target reads the target's metric source: set METRIC_SOURCE",
-        ));
-    };
-    let target = config.target(name).ok_or_else(|| {
-        crate::Error::config("PREWARM_TARGETS", format!("no target named {name:?}"))
-    })?;
-    let source = metrics::from_config(source_config, &config.policy).await?;
-    let end = args.until.unwrap_or_else(crate::clock::unix_now).floor();
-    let start = end - args.days * 86_400.0;
-    let observed = metrics::history::read(
-        source.as_ref(),
-        target,
-        &config.policy,
-        start,
-        end,
+    let read = target_history(
+        "backtest",
+        name,
+        args.until,
+        args.days * 86_400.0,
         args.resolution,
     )
     .await?;
+    let observed = read.observed;
     let samples: Vec<(f64, f64)> = observed.arrival_rate.iter().map(|s| (s.t, s.v)).collect();
     let (series, missing_s) = rate_series::from_samples(&samples, args.resolution)
         .map_err(|m| crate::Error::config("--target", format!("{name}: arrival rate: {m}")))?;
@@ -180,6 +167,52 @@ async fn from_metric_source(args: &BacktestArgs, name: &str) -> crate::Result<Wo
         superpose: 1,
         rate_scale: args.rate_scale,
         tokens_from: Some(tokens_from),
+    })
+}
+
+/// A target's history read from its metric source with the tick's configuration (the
+/// environment: METRIC_SOURCE and its variables, PREWARM_TARGETS, credentials).
+pub(super) struct TargetHistory {
+    pub config: Config,
+    pub target: crate::core::TargetSpec,
+    pub start: f64,
+    pub end: f64,
+    pub observed: crate::core::Observation,
+}
+
+/// Reads `name`'s signals over the `span_s` seconds before `until` (default: now, floored to
+/// the second) every `step` seconds; `command` names the caller in the error.
+pub(super) async fn target_history(
+    command: &str,
+    name: &str,
+    until: Option<f64>,
+    span_s: f64,
+    step: f64,
+) -> crate::Result<TargetHistory> {
+    let config = Config::from_env()?;
+    let Some(source_config) = &config.metric_source else {
+        return Err(crate::Error::config(
+            "METRIC_SOURCE",
+            format!("{command} --target reads the target's metric source: set METRIC_SOURCE"),
+        ));
+    };
+    let target = config
+        .target(name)
+        .ok_or_else(|| {
+            crate::Error::config("PREWARM_TARGETS", format!("no target named {name:?}"))
+        })?
+        .clone();
+    let source = metrics::from_config(source_config, &config.policy).await?;
+    let end = until.unwrap_or_else(crate::clock::unix_now).floor();
+    let start = end - span_s;
+    let observed =
+        metrics::history::read(source.as_ref(), &target, &config.policy, start, end, step).await?;
+    Ok(TargetHistory {
+        config,
+        target,
+        start,
+        end,
+        observed,
     })
 }
 

@@ -4,11 +4,9 @@
 //! `prewarm backtest --target` reads it (the tick's configuration, queries and credentials),
 //! the first `--train-days` days learn the largest rise over one lead, the rest is scored.
 
-use crate::adapters::metrics;
-use crate::config::Config;
 use crate::core::policy::residual::{self, Decomposition, Series, Setting};
 use crate::core::policy::residual_history::from_history;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::sim::report::print::residual_table;
 
 /// The settings of one `explain --target` run (flags of `prewarm explain`).
@@ -54,29 +52,12 @@ pub fn since_seconds(raw: &str) -> std::result::Result<f64, String> {
 }
 
 pub async fn run(args: &TargetExplain) -> Result<()> {
-    let config = Config::from_env()?;
-    let Some(source_config) = &config.metric_source else {
-        return Err(Error::config(
-            "METRIC_SOURCE",
-            "explain --target reads the target's metric source: set METRIC_SOURCE",
-        ));
-    };
     let name = &args.target;
-    let target = config
-        .target(name)
-        .ok_or_else(|| Error::config("PREWARM_TARGETS", format!("no target named {name:?}")))?;
-    let source = metrics::from_config(source_config, &config.policy).await?;
-    let end = args.until.unwrap_or_else(crate::clock::unix_now).floor();
-    let start = end - args.since_s;
-    let observed = metrics::history::read(
-        source.as_ref(),
-        target,
-        &config.policy,
-        start,
-        end,
-        args.step_s,
-    )
-    .await?;
+    let read =
+        super::backtest::target_history("explain", name, args.until, args.since_s, args.step_s)
+            .await?;
+    let (config, target, observed) = (&read.config, &read.target, &read.observed);
+    let (start, end) = (read.start, read.end);
     let n = ((end - start) / args.step_s).floor() as usize + 1;
     let h = from_history(
         &observed.arrival_rate,

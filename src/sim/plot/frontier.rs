@@ -14,10 +14,7 @@ use crate::sim::compare::Comparison;
 const FLOOR: f64 = 1e-6;
 
 pub fn write_svg(cmp: &Comparison, path: &Path, attribution: &str) -> Result<(), String> {
-    let root = SVGBackend::new(path, (1000, 700)).into_drawing_area();
-    draw(&root, cmp, attribution).map_err(|e| format!("plot {}: {e}", path.display()))?;
-    root.present()
-        .map_err(|e| format!("plot {}: {e}", path.display()))
+    super::write_svg_with(path, (1000, 700), |root| draw(root, cmp, attribution))
 }
 
 fn draw<DB: DrawingBackend>(
@@ -25,13 +22,7 @@ fn draw<DB: DrawingBackend>(
     cmp: &Comparison,
     attribution: &str,
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
-    root.fill(&WHITE)?;
-    let (body, footer) = root.split_vertically(670);
-    footer.draw_text(
-        attribution,
-        &("sans-serif", 13).into_text_style(&footer),
-        (10, 8),
-    )?;
+    let body = super::page_with_footer(root, 670, attribution)?;
     let points = cmp.rows.iter().filter(|r| {
         !cmp.frontiers.contains_key(&r.policy) && r.policy != "ideal" && r.policy != "lower-bound"
     });

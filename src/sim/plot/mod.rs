@@ -7,7 +7,42 @@ pub mod frontier;
 pub mod residual;
 pub mod timeline;
 
+use std::path::Path;
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
 use plotters::style::RGBColor;
+
+/// Draws one SVG of `size` pixels with `draw` and writes it, the error naming the file.
+pub(crate) fn write_svg_with(
+    path: &Path,
+    size: (u32, u32),
+    draw: impl FnOnce(
+        &DrawingArea<SVGBackend, Shift>,
+    ) -> Result<(), DrawingAreaErrorKind<std::io::Error>>,
+) -> Result<(), String> {
+    let root = SVGBackend::new(path, size).into_drawing_area();
+    draw(&root).map_err(|e| format!("plot {}: {e}", path.display()))?;
+    root.present()
+        .map_err(|e| format!("plot {}: {e}", path.display()))
+}
+
+/// A white page with `attribution` in a footer below its first `body_px` pixels (trace
+/// licences ask for it); returns the area above the footer.
+pub(crate) fn page_with_footer<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    body_px: u32,
+    attribution: &str,
+) -> Result<DrawingArea<DB, Shift>, DrawingAreaErrorKind<DB::ErrorType>> {
+    root.fill(&WHITE)?;
+    let (body, footer) = root.split_vertically(body_px);
+    footer.draw_text(
+        attribution,
+        &("sans-serif", 13).into_text_style(&footer),
+        (10, 8),
+    )?;
+    Ok(body)
+}
 
 /// Line colours, by a policy's place in the list (shared with the frontier plot).
 pub(crate) const COLORS: [RGBColor; 8] = [

@@ -18,10 +18,7 @@ const KIND_COLORS: [RGBColor; 3] = [
 const KIND_NAMES: [&str; 3] = ["forecastable", "lead miss", "unforecastable at this lead"];
 
 pub fn write_svg(cmp: &Comparison, path: &Path, attribution: &str) -> Result<(), String> {
-    let root = SVGBackend::new(path, (1000, 600)).into_drawing_area();
-    draw(&root, cmp, attribution).map_err(|e| format!("plot {}: {e}", path.display()))?;
-    root.present()
-        .map_err(|e| format!("plot {}: {e}", path.display()))
+    super::write_svg_with(path, (1000, 600), |root| draw(root, cmp, attribution))
 }
 
 fn draw<DB: DrawingBackend>(
@@ -29,13 +26,7 @@ fn draw<DB: DrawingBackend>(
     cmp: &Comparison,
     attribution: &str,
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
-    root.fill(&WHITE)?;
-    let (body, footer) = root.split_vertically(570);
-    footer.draw_text(
-        attribution,
-        &("sans-serif", 13).into_text_style(&footer),
-        (10, 8),
-    )?;
+    let body = super::page_with_footer(root, 570, attribution)?;
     // (policy, [share of the scored requests of each kind], reserve text)
     let bars: Vec<(String, [f64; 3], String)> = cmp
         .rows

@@ -12,10 +12,7 @@ use crate::sim::engine::Point;
 
 /// Writes the plot; `attribution` is printed under it (trace licences ask for it).
 pub fn write_svg(cmp: &Comparison, path: &Path, attribution: &str) -> Result<(), String> {
-    let root = SVGBackend::new(path, (1100, 900)).into_drawing_area();
-    draw(&root, cmp, attribution).map_err(|e| format!("plot {}: {e}", path.display()))?;
-    root.present()
-        .map_err(|e| format!("plot {}: {e}", path.display()))
+    super::write_svg_with(path, (1100, 900), |root| draw(root, cmp, attribution))
 }
 
 fn minutes(t: f64) -> f64 {
@@ -53,19 +50,12 @@ fn draw<DB: DrawingBackend>(
     cmp: &Comparison,
     attribution: &str,
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
-    root.fill(&WHITE)?;
-    let (body, footer) = root.split_vertically(870);
-    let body = body.titled(
+    let body = super::page_with_footer(root, 870, attribution)?.titled(
         &format!(
             "{} - lead time {:.0} s, SLO wait {:.0} s",
             cmp.workload, cmp.lead_time_s, cmp.slo_wait_s
         ),
         ("sans-serif", 22),
-    )?;
-    footer.draw_text(
-        attribution,
-        &("sans-serif", 13).into_text_style(&footer),
-        (10, 8),
     )?;
     let panels = body.split_evenly((3, 1));
     let data = &cmp.plot;
