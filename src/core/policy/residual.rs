@@ -139,6 +139,15 @@ impl Decomposition {
         }
     }
 
+    /// The kind of the delayed step `index` (None: not a scored delayed step): how a caller
+    /// groups its own delayed requests (by client class, by day) by the step they arrived in.
+    pub fn kind_of(&self, index: usize) -> Option<Kind> {
+        self.steps
+            .binary_search_by_key(&index, |s| s.index)
+            .ok()
+            .map(|i| self.steps[i].kind)
+    }
+
     /// (forecastable, lead miss, unforecastable) shares of the delayed, 0 each with none.
     pub fn shares(&self) -> (f64, f64, f64) {
         let n = self.delayed().max(1) as f64;
@@ -390,6 +399,9 @@ mod tests {
         assert!((d.reserve_gpu_hours - 4.0 / 15.0).abs() < 1e-12);
         assert!((d.reserve_usd - 16.0 / 15.0).abs() < 1e-12);
         assert_eq!(d.unforecastable_share(), 0.75);
+        assert_eq!(d.kind_of(7), Some(Kind::Unforecastable));
+        assert_eq!(d.kind_of(9), Some(Kind::Forecastable));
+        assert_eq!(d.kind_of(8), None);
         // Training steps are not classified: a delay at step 3 (training) is left out.
         let mut delayed = delayed;
         delayed[3] = 100;
