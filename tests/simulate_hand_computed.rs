@@ -47,6 +47,7 @@ fn exact() -> RunConfig {
         burn_in_s: 0.0,
         score_from_s: 0.0,
         prelaunch: None,
+        classes: None,
     }
 }
 
@@ -55,6 +56,7 @@ fn req(arrival: f64, service_s: f64) -> Request {
         arrival,
         service_s,
         prefill_s: 0.0,
+        client: 0,
     }
 }
 
