@@ -23,9 +23,9 @@ use serde::Serialize;
 /// Seconds of one window of the statistics.
 pub const WINDOW_S: f64 = 600.0;
 /// Default `--batch-cv` (chosen on the training days of servegen-m-large: docs/simulator.md).
-pub const DEFAULT_BATCH_CV: f64 = 4.0;
+pub const DEFAULT_BATCH_CV: f64 = 4.5;
 /// Default `--batch-clump` (same).
-pub const DEFAULT_BATCH_CLUMP: f64 = 50.0;
+pub const DEFAULT_BATCH_CLUMP: f64 = 45.0;
 
 /// A client's class. The discriminant is the index of the class's figures in a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
