@@ -115,6 +115,11 @@ pub fn class_table(rows: &[PolicyReport]) -> String {
                 r.replica_cold_starts.to_string(),
             ];
             for c in &r.classes {
+                if c.requests == 0 {
+                    // A class without scored requests has no share to show.
+                    row.extend(["-".to_string(), "-".to_string(), "-".to_string()]);
+                    continue;
+                }
                 row.push(format!("{:.3}%", c.delayed_fraction * 100.0));
                 row.push(format!("{:.1}s", c.p99_wait_s));
                 row.push(c.replica_cold_starts.to_string());
