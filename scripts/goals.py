@@ -280,8 +280,10 @@ def score(name, c):
 
 
 def interactive(row):
-    """A row's interactive class figures, or None when the workload has no classes."""
-    return next((c for c in row.get("classes", []) if c["class"] == "interactive"), None)
+    """A row's interactive class figures, or None when the workload has no classes or no
+    interactive request was scored."""
+    return next((c for c in row.get("classes", [])
+                 if c["class"] == "interactive" and c.get("requests", 1) > 0), None)
 
 
 def interactive_rows(name, p, re_):

@@ -36,7 +36,7 @@ pub fn verdict(cmp: &Comparison) -> Option<String> {
     if let Some(c) = prewarm
         .classes
         .iter()
-        .find(|c| c.class == Class::Interactive)
+        .find(|c| c.class == Class::Interactive && c.requests > 0)
     {
         parts.push(format!(
             "interactive clients {:.3}% ({})",

@@ -14,11 +14,12 @@ use crate::sim::classes::Class;
 use crate::sim::compare::Comparison;
 use crate::sim::report::ClassReport;
 
-/// The interactive class's delayed share among a row's or point's per-class figures.
+/// The interactive class's delayed share among a row's or point's per-class figures (None
+/// when the class had no scored request: no share to draw).
 fn interactive(classes: &[ClassReport]) -> Option<f64> {
     classes
         .iter()
-        .find(|c| c.class == Class::Interactive)
+        .find(|c| c.class == Class::Interactive && c.requests > 0)
         .map(|c| c.delayed_fraction)
 }
 
