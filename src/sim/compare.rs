@@ -81,7 +81,7 @@ pub struct PlotData {
     pub policies: Vec<(String, Vec<Point>)>,
 }
 
-/// Workloads up to this many requests are generated once and kept in memory (24 bytes each)
+/// Workloads up to this many requests are generated once and kept in memory (32 bytes each)
 /// for all runs; longer ones are generated again by every run.
 const KEEP_MAX_REQUESTS: usize = 20_000_000;
 
