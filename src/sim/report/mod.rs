@@ -6,7 +6,8 @@ pub mod print;
 
 use serde::Serialize;
 
-use super::engine::RunResult;
+use super::classes::Class;
+use super::engine::{ClassScored, RunResult};
 use super::oracle::OracleResult;
 use super::stats::{block_bootstrap95, interval95, GpuSplit, DAY_S};
 
@@ -65,6 +66,38 @@ pub struct PolicyReport {
     pub band_nominal_quantile: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub band_coverage_ci95: Option<(f64, f64)>,
+    /// The scored figures per client class (empty: the workload has one class, reported as the
+    /// totals above).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub classes: Vec<ClassReport>,
+}
+
+/// A policy's scored figures for the requests of one client class.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ClassReport {
+    pub class: Class,
+    pub requests: u64,
+    pub delayed_fraction: f64,
+    pub p99_wait_s: f64,
+    pub max_wait_s: f64,
+    /// Replicas that loaded their model while a request of this class queued for them.
+    pub replica_cold_starts: u64,
+    pub meets_slo: bool,
+}
+
+impl ClassReport {
+    fn of(class: Class, s: &ClassScored, slo_fraction: f64) -> Self {
+        let delayed_fraction = s.delayed as f64 / s.requests.max(1) as f64;
+        ClassReport {
+            class,
+            requests: s.requests,
+            delayed_fraction,
+            p99_wait_s: s.waits.quantile(0.99),
+            max_wait_s: s.waits.max(),
+            replica_cold_starts: s.replica_cold_starts,
+            meets_slo: delayed_fraction <= slo_fraction,
+        }
+    }
 }
 
 /// One scored day of a policy.
@@ -188,6 +221,11 @@ impl PolicyReport {
             band_coverage: None,
             band_nominal_quantile: None,
             band_coverage_ci95: None,
+            classes: Class::ALL
+                .iter()
+                .zip(&s.classes)
+                .map(|(&c, s)| ClassReport::of(c, s, ctx.slo_fraction))
+                .collect(),
         }
         .with_band(run)
     }
@@ -277,6 +315,7 @@ impl PolicyReport {
             band_coverage: None,
             band_nominal_quantile: None,
             band_coverage_ci95: None,
+            classes: Vec::new(),
         }
     }
 }

@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use super::PolicyReport;
+use crate::sim::classes::{Class, ClientClasses};
 use crate::sim::compare::Comparison;
 use crate::sim::judge::{attribution, verdict};
 use crate::sim::setup::Setup;
@@ -35,6 +36,10 @@ pub fn print_comparison(cmp: &Comparison, setup: &Setup, elapsed: f64) {
         ),
     }
     print!("{}", table(&cmp.rows));
+    if let Some(classes) = &cmp.classes {
+        println!("{}", classes_line(classes));
+        print!("{}", class_table(&cmp.rows));
+    }
     for (policy, points) in &cmp.frontiers {
         let text: Vec<String> = points
             .iter()
@@ -75,6 +80,83 @@ pub fn print_comparison(cmp: &Comparison, setup: &Setup, elapsed: f64) {
     println!("simulated in {elapsed:.2} s\n");
 }
 
+/// How many clients and training requests each class has, and the rule.
+pub fn classes_line(c: &ClientClasses) -> String {
+    let (ni, ri) = c.count(Class::Interactive);
+    let (nb, rb) = c.count(Class::Batch);
+    let share = |r: u64| 100.0 * r as f64 / (ri + rb).max(1) as f64;
+    format!(
+        "client classes (on {}): {ni} interactive ({:.1}% of the requests), {nb} batch-like ({:.1}%): request-weighted inter-arrival CV > {} or clump size > {}",
+        c.on,
+        share(ri),
+        share(rb),
+        c.thresholds.batch_cv,
+        c.thresholds.batch_clump
+    )
+}
+
+/// Per policy, the scored figures of each class beside the total (rows without per-class
+/// figures, the packings, are left out).
+pub fn class_table(rows: &[PolicyReport]) -> String {
+    let mut header = vec!["policy".to_string()];
+    for what in ["all", "interactive", "batch"] {
+        header.push(format!("{what}: delayed"));
+        header.push("p99 wait".into());
+        header.push("cold replica".into());
+    }
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .filter(|r| !r.classes.is_empty())
+        .map(|r| {
+            let mut row = vec![
+                r.policy.clone(),
+                format!("{:.3}%", r.delayed_fraction * 100.0),
+                format!("{:.1}s", r.p99_wait_s),
+                r.replica_cold_starts.to_string(),
+            ];
+            for c in &r.classes {
+                if c.requests == 0 {
+                    // A class without scored requests has no share to show.
+                    row.extend(["-".to_string(), "-".to_string(), "-".to_string()]);
+                    continue;
+                }
+                row.push(format!("{:.3}%", c.delayed_fraction * 100.0));
+                row.push(format!("{:.1}s", c.p99_wait_s));
+                row.push(c.replica_cold_starts.to_string());
+            }
+            row
+        })
+        .collect();
+    aligned(&header, &cells, 1)
+}
+
+/// Rows of cells as aligned text: the first `left` columns left-aligned, the rest right.
+fn aligned(header: &[String], cells: &[Vec<String>], left: usize) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for row in cells {
+        for (w, c) in widths.iter_mut().zip(row.iter()) {
+            *w = (*w).max(c.len());
+        }
+    }
+    let mut out = String::new();
+    let line = |out: &mut String, row: &[String]| {
+        for (i, (c, w)) in row.iter().zip(&widths).enumerate() {
+            if i < left {
+                let _ = write!(out, "{c:<w$}  ");
+            } else {
+                let _ = write!(out, "{c:>w$}  ");
+            }
+        }
+        out.truncate(out.trim_end().len());
+        out.push('\n');
+    };
+    line(&mut out, header);
+    for row in cells {
+        line(&mut out, row);
+    }
+    out
+}
+
 /// The comparison as an aligned text table.
 pub fn table(rows: &[PolicyReport]) -> String {
     let header = [
@@ -92,11 +174,12 @@ pub fn table(rows: &[PolicyReport]) -> String {
         "$/week",
     ];
     let pct = |v: f64, total: f64| if total > 0.0 { v / total * 100.0 } else { 0.0 };
-    let cells: Vec<[String; 12]> = rows
+    let header: Vec<String> = header.iter().map(|h| h.to_string()).collect();
+    let cells: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
             let g = &r.gpu_hours_split;
-            [
+            vec![
                 r.policy.clone(),
                 r.detail.clone(),
                 r.requests.to_string(),
@@ -119,28 +202,5 @@ pub fn table(rows: &[PolicyReport]) -> String {
             ]
         })
         .collect();
-    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
-    for row in &cells {
-        for (w, c) in widths.iter_mut().zip(row.iter()) {
-            *w = (*w).max(c.len());
-        }
-    }
-    let mut out = String::new();
-    let line = |out: &mut String, row: &[&str]| {
-        for (i, (c, w)) in row.iter().zip(&widths).enumerate() {
-            if i < 2 {
-                let _ = write!(out, "{c:<w$}  ");
-            } else {
-                let _ = write!(out, "{c:>w$}  ");
-            }
-        }
-        out.truncate(out.trim_end().len());
-        out.push('\n');
-    };
-    line(&mut out, &header);
-    for row in &cells {
-        let row: Vec<&str> = row.iter().map(String::as_str).collect();
-        line(&mut out, &row);
-    }
-    out
+    aligned(&header, &cells, 2)
 }
