@@ -374,6 +374,10 @@ fn finish_reason(f: &Finish) -> String {
         Finish::Undrained => "notice closed: node un-drained, replacement released".into(),
         Finish::NothingToUndo => "notice closed: this notice never drained the node".into(),
         Finish::Moot { reason } => format!("resume-drain: {reason}"),
+        Finish::CoolingDown { until } => format!(
+            "rebalance within the cool-down after a false alarm on this node (until {})",
+            crate::core::interruption::state::format_time(*until)
+        ),
     }
 }
 
