@@ -1,4 +1,4 @@
-//! The Kubernetes side of a drain: find the node of an instance by `spec.providerID`, observe it
+//! The Kubernetes side of a drain: find the node of an instance by `spec.providerID` (`find`), observe it
 //! and its pods for the planner, and execute the planner's commands — cordon, taint, drain state
 //! annotations, evictions through the Eviction API (policy/v1), and Events on the node naming the
 //! pod and PodDisruptionBudget that block the drain. (Interruption owner.)
@@ -28,6 +28,7 @@ use crate::error::{Error, Result};
 
 pub mod collected;
 pub mod execute;
+pub mod find;
 pub mod replacement;
 pub mod reservation;
 pub mod surge;
@@ -67,16 +68,6 @@ pub async fn list_nodes(client: &kube::Client) -> Result<Vec<Node>> {
         .await
         .map_err(|e| kube_error("list", "nodes", e))?
         .items)
-}
-
-/// The node whose providerID names `instance_id`, if this cluster has one.
-pub async fn find_node(client: &kube::Client, instance_id: &str) -> Result<Option<Node>> {
-    // providerID is not a field selector of nodes: list and match. Node lists are small next to
-    // pods, and a drain happens a few times a day.
-    Ok(list_nodes(client)
-        .await?
-        .into_iter()
-        .find(|n| instance_of_node(n).as_deref() == Some(instance_id)))
 }
 
 fn gpu_quantity(q: Option<&k8s_openapi::apimachinery::pkg::api::resource::Quantity>) -> u32 {

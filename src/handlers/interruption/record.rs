@@ -96,7 +96,9 @@ impl Interruption {
             &client,
             recorder,
             &targets,
+            &self.nodes,
             &instance,
+            notice.sent_time.unwrap_or_else(unix_now),
             self.surge,
             &self.placeholder,
             |o, now| {
@@ -162,7 +164,10 @@ impl Interruption {
             &client,
             recorder,
             &targets,
+            &self.nodes,
             &resume.instance,
+            // The tick named a node it had just seen; its own list is not this container's.
+            unix_now(),
             self.surge,
             &self.placeholder,
             |o, now| {
