@@ -58,6 +58,7 @@ fn config(headroom: Headroom) -> RunConfig {
         burn_in_s: 0.0,
         score_from_s: 0.0,
         prelaunch: None,
+        classes: None,
     }
 }
 
@@ -75,6 +76,7 @@ fn bench(c: &mut Criterion) {
             arrival: r.t,
             service_s: r.input_tokens as f64 / 4000.0 + r.output_tokens as f64 / 40.0,
             prefill_s: r.input_tokens as f64 / 4000.0,
+            client: r.client,
         })
         .collect();
     let target = TargetSpec::new(

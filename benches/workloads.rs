@@ -112,6 +112,7 @@ fn full_pass(dir: &Path, rate_scale: f64) {
             arrival: r.t,
             service_s: r.input_tokens as f64 / 4000.0 + r.output_tokens as f64 / 40.0,
             prefill_s: r.input_tokens as f64 / 4000.0,
+            client: r.client,
         }
     });
     let ideal = oracle::run(requests, 0.0, 8, 1, 4, 15.0, oracle::Setups::default());

@@ -727,7 +727,8 @@ fn a_closed_notice_undrains_its_own_node_only() {
         [
             Command::Undrain {
                 uncordon: true,
-                closed_by: Some(("ev-1".into(), T0))
+                closed_by: Some(("ev-1".into(), T0)),
+                false_alarm_at: None,
             },
             Command::ReleaseReplacement,
             Command::Done(Finish::Undrained)
@@ -1033,9 +1034,11 @@ fn a_cordon_prewarm_whose_warning_never_comes_expires_even_without_a_replacement
     assert_eq!(
         at_30_min.commands,
         [
+            // A rebalance's drain ending with its node there: remembered as a false alarm.
             Command::Undrain {
                 uncordon: true,
-                closed_by: Some(("ev-1".into(), T0))
+                closed_by: Some(("ev-1".into(), T0)),
+                false_alarm_at: Some(T0 + 1_801.0),
             },
             Command::ReleaseReplacement,
             Command::Done(Finish::Undrained)
@@ -1333,7 +1336,8 @@ fn a_drain_that_cannot_finish_ends_with_a_reason_after_the_survivor_grace() {
             assert_eq!(announced(&step), ["DrainAbandoned"], "{kind:?} T0+{at}");
             assert!(step.commands.contains(&Command::Undrain {
                 uncordon: true,
-                closed_by: Some(("ev-1".into(), T0))
+                closed_by: Some(("ev-1".into(), T0)),
+                false_alarm_at: (kind == NoticeKind::Rebalance).then_some(T0 + at),
             }));
             assert!(step.commands.contains(&Command::ReleaseReplacement));
             assert_eq!(step.last(), &Command::Done(Finish::Undrained));

@@ -135,7 +135,11 @@ impl Model {
                 Command::Undrain {
                     uncordon,
                     closed_by,
+                    false_alarm_at,
                 } => {
+                    if false_alarm_at.is_some() {
+                        self.node.false_alarm_at = *false_alarm_at;
+                    }
                     self.node.state = None;
                     self.node.tainted = false;
                     if *uncordon {
@@ -203,6 +207,7 @@ proptest! {
                 state: None,
                 replacement: ReplacementSeen::Absent,
                 closed_event: None,
+                false_alarm_at: None,
             },
             pods: pods
                 .into_iter()

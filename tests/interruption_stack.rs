@@ -190,6 +190,57 @@ async fn a_foreign_instance_is_acknowledged_and_duplicates_are_harmless() {
     );
 }
 
+/// The rules are account-wide: most notices name instances of other clusters or none. Twenty of
+/// them, sent together and delivered in two batches, cost one node list between them (the warm
+/// container's index); a notice for this cluster's node is then found by name, with no list.
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn a_storm_of_foreign_notices_costs_one_node_list() {
+    let admin = admin().await;
+    ensure_namespace(&admin).await;
+    let h = handler(&[]).await;
+    let (node, instance) = (unique("h6-index-"), unique("i-0abcd"));
+    make_node(&admin, &node, &instance).await;
+    // SQS stamps every record with its SentTimestamp: a second ago, before any list.
+    let sent_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+        - 1_000;
+    let with_sent = |mut r: SqsMessage| {
+        r.attributes
+            .insert("SentTimestamp".into(), sent_ms.to_string());
+        r
+    };
+    let foreign: Vec<SqsMessage> = (0..20)
+        .map(|_| with_sent(spot_record(&unique("i-0f0f0"), &unique("ev-"), 1)))
+        .collect();
+    let mut kept = Vec::new();
+    for chunk in foreign.chunks(10) {
+        let response = h
+            .handle_batch(
+                batch(chunk.to_vec()),
+                SystemTime::now() + Duration::from_secs(15),
+            )
+            .await;
+        kept.extend(failed_ids(&response));
+    }
+    let lists_after_storm = h.nodes.lists().await;
+    let ours = parse_record(&with_sent(spot_record(&instance, &unique("ev-"), 1)));
+    let claimed = h.handle_record(&ours, &Continuation::default()).await;
+    let lists_after_ours = h.nodes.lists().await;
+    cleanup(&admin, &node, &[], None).await;
+
+    assert!(kept.is_empty(), "{kept:?}");
+    assert_eq!(lists_after_storm, 1);
+    // Found (no pods on it: drained at once), not "not in this cluster".
+    match &claimed {
+        RecordOutcome::Delete { reason } => assert!(reason.ends_with(": drained"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(lists_after_ours, 1);
+}
+
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
 async fn handle_batch_continues_a_claimed_drain_with_its_own_message_and_keeps_poison() {
@@ -322,6 +373,36 @@ async fn the_tick_hands_orphaned_and_expired_drains_to_the_interruption_function
             .await
             .unwrap();
     }
+    // 4. A `drain` (the default) of a rebalance that moved everything 41 minutes ago, on a node
+    //    still Ready: a false alarm, un-drained 10 min after the end of the 30-min wait.
+    let (false_alarm, false_alarm_i) = (unique("h6-falsealarm-"), unique("i-0abcd"));
+    make_node(&admin, &false_alarm, &false_alarm_i).await;
+    annotate(
+        &admin,
+        &false_alarm,
+        &[
+            (
+                "prewarm.io/drain-event-id",
+                "ev-rebalance-drained".to_string(),
+            ),
+            ("prewarm.io/drain-kind", "rebalance".into()),
+            ("prewarm.io/drain-phase", "drained".into()),
+            ("prewarm.io/drain-notice-time", ago(2_460)),
+            ("prewarm.io/drain-started-at", ago(2_460)),
+            ("prewarm.io/drain-finished-at", ago(2_160)),
+        ],
+    )
+    .await;
+    Api::<Node>::all(admin.clone())
+        .patch(
+            &false_alarm,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"unschedulable": true, "taints": [
+                {"key": "prewarm.io/draining", "value": "rebalance", "effect": "NoSchedule"}]}})),
+        )
+        .await
+        .unwrap();
+    wait_ready(&admin, &false_alarm).await;
     let sqs = sqs().await;
     let queue = sqs
         .create_queue()
@@ -361,7 +442,7 @@ async fn the_tick_hands_orphaned_and_expired_drains_to_the_interruption_function
             .messages
             .unwrap_or_default();
         messages.extend(got);
-        if messages.len() >= 3 {
+        if messages.len() >= 4 {
             break;
         }
     }
@@ -392,9 +473,15 @@ async fn the_tick_hands_orphaned_and_expired_drains_to_the_interruption_function
     let orphan_after = nodes.get(&orphan).await.unwrap();
     let survivor_after = nodes.get(&survivor).await.unwrap();
     let cordoned_after = nodes.get(&cordoned).await.unwrap();
+    let false_alarm_after = nodes.get(&false_alarm).await.unwrap();
+    // A new rebalance for the node within the hour: acknowledged, not acted on.
+    let again = parse_record(&rebalance_record(&false_alarm_i, &unique("ev-")));
+    let again = h.handle_record(&again, &Continuation::default()).await;
+    let false_alarm_later = nodes.get(&false_alarm).await.unwrap();
     cleanup(&admin, &orphan, &[&format!("{orphan}-a")], None).await;
     cleanup(&admin, &survivor, &[], None).await;
     cleanup(&admin, &cordoned, &[], None).await;
+    cleanup(&admin, &false_alarm, &[], None).await;
     let _ = sqs.delete_queue().queue_url(&queue).send().await;
 
     assert!(
@@ -410,7 +497,7 @@ async fn the_tick_hands_orphaned_and_expired_drains_to_the_interruption_function
     let (v, outcome) = verdict_of(&orphan).expect("the orphaned drain was collected");
     assert_eq!(v, LeaseVerdict::Resume, "{outcome:?}");
     assert!(outcome.unwrap().contains("enqueued"));
-    for node in [&survivor, &cordoned] {
+    for node in [&survivor, &cordoned, &false_alarm] {
         let (v, outcome) = verdict_of(node).expect("the expired prewarm was collected");
         assert!(matches!(v, LeaseVerdict::Undrain { .. }), "{v:?}");
         assert!(outcome.unwrap().contains("enqueued"));
@@ -420,7 +507,7 @@ async fn the_tick_hands_orphaned_and_expired_drains_to_the_interruption_function
     let last = prewarm::core::interruption::state::parse_time(&a["prewarm.io/drain-last-step-at"]);
     assert!(last.unwrap() < now - 500.0, "{a:?}");
     // One versioned message per node, naming node and instance.
-    assert_eq!(messages.len(), 3, "{outcomes:?}");
+    assert_eq!(messages.len(), 4, "{outcomes:?}");
     for (body, outcome) in &outcomes {
         let v: serde_json::Value = serde_json::from_str(body).unwrap();
         assert_eq!(
@@ -440,7 +527,31 @@ async fn the_tick_hands_orphaned_and_expired_drains_to_the_interruption_function
     let last = prewarm::core::interruption::state::parse_time(&a["prewarm.io/drain-last-step-at"]);
     assert!(last.unwrap() > now - 5.0, "{a:?}");
     // Un-drained: no state, no taint; prewarm's cordon lifted, the operator's kept.
-    for (after, still_cordoned) in [(survivor_after, false), (cordoned_after, true)] {
+    // The false alarm is remembered; the next rebalance leaves the node serving.
+    let a = false_alarm_after
+        .metadata
+        .annotations
+        .clone()
+        .unwrap_or_default();
+    assert!(
+        a.contains_key("prewarm.io/rebalance-false-alarm-at"),
+        "{a:?}"
+    );
+    assert!(
+        a["prewarm.io/closed-event"].ends_with(" ev-rebalance-drained"),
+        "{a:?}"
+    );
+    match &again {
+        RecordOutcome::Delete { reason } => assert!(reason.contains("cool-down"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+    let spec = false_alarm_later.spec.clone().unwrap();
+    assert_ne!(spec.unschedulable, Some(true));
+    for (after, still_cordoned) in [
+        (survivor_after, false),
+        (cordoned_after, true),
+        (false_alarm_after, false),
+    ] {
         let a = after.metadata.annotations.clone().unwrap_or_default();
         assert!(
             !a.keys().any(|k| k.starts_with("prewarm.io/drain-")),
@@ -635,4 +746,28 @@ async fn each_drain_is_ready_only_on_its_own_placeholder_and_the_tick_collects_o
         "{c:?}"
     );
     assert!(c.outcome.is_ok(), "{c:?}");
+}
+
+/// An SQS record carrying a rebalance recommendation issued 5 s ago.
+fn rebalance_record(instance: &str, event_id: &str) -> SqsMessage {
+    let body = json!({
+        "version": "0", "id": event_id, "detail-type": "EC2 Instance Rebalance Recommendation",
+        "source": "aws.ec2", "account": "123456789012", "time": now_rfc3339(-5),
+        "region": "us-east-1", "resources": [format!("arn:aws:ec2:us-east-1a:instance/{instance}")],
+        "detail": {"instance-id": instance}
+    });
+    sqs_record(body.to_string())
+}
+
+/// Waits (up to 20 s) until kwok reports `node` Ready: the survivor rule needs it.
+async fn wait_ready(admin: &kube::Client, node: &str) {
+    let nodes = Api::<Node>::all(admin.clone());
+    for _ in 0..40 {
+        let n = nodes.get(node).await.unwrap();
+        if prewarm::adapters::kube::drain::is_ready(&n) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    panic!("{node} never became Ready");
 }

@@ -345,3 +345,89 @@ fn the_baselines_appear_in_the_table_the_json_and_the_frontier_plot() {
         assert!(!default.common.policies.contains(&baseline));
     }
 }
+
+#[test]
+fn superposed_copies_are_clients_and_every_row_reports_per_class() {
+    // 200 requests one second apart (span 199 + one mean gap = 200 s), superposed 3 times: each
+    // copy is one client, still one request per second after its shift (the wrap keeps the
+    // spacing): cv about 0, clump 1 (rate 1 req/s over its windows floored at 1): interactive.
+    let mut file = tempfile::Builder::new().suffix(".csv").tempfile().unwrap();
+    writeln!(file, "TIMESTAMP,ContextTokens,GeneratedTokens").unwrap();
+    for i in 0..200 {
+        writeln!(file, "2023-11-16 18:{:02}:{:02}.5,100,10", i / 60, i % 60).unwrap();
+    }
+    let path = file.path().to_str().unwrap().to_string();
+    let base = [
+        "simulate",
+        "--trace",
+        &path,
+        "--burn-in",
+        "0",
+        "--threads",
+        "1",
+    ];
+    let with = |extra: &[&str]| {
+        let mut args = base.to_vec();
+        args.extend_from_slice(extra);
+        simulate_bin(&args)
+    };
+    let json = with(&["--superpose", "3", "--policies", "reactive,ideal", "--json"]);
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let cmp = &json[0];
+    let clients = cmp["classes"]["clients"].as_array().unwrap();
+    assert_eq!(clients.len(), 3);
+    for c in clients {
+        assert_eq!(
+            (c["requests"].as_u64(), c["clump"].as_f64()),
+            (Some(200), Some(1.0))
+        );
+        assert_eq!(c["class"], "interactive");
+    }
+    assert_eq!(cmp["classes"]["on"], "every day, in hindsight");
+    let reactive = &cmp["rows"][0];
+    assert_eq!(reactive["requests"], 600);
+    let classes = reactive["classes"].as_array().unwrap();
+    assert_eq!(
+        (&classes[0]["class"], &classes[0]["requests"]),
+        (&"interactive".into(), &600.into())
+    );
+    assert_eq!(
+        (&classes[1]["class"], &classes[1]["requests"]),
+        (&"batch".into(), &0.into())
+    );
+    // The packings have no waits to split: no per-class figures.
+    assert!(cmp["rows"][1].get("classes").is_none());
+
+    // Every client above a clump threshold of 0.5: all batch, and the table shows the split
+    // (a class without requests has no share: "-").
+    let table = with(&[
+        "--superpose",
+        "3",
+        "--policies",
+        "reactive",
+        "--batch-clump",
+        "0.5",
+    ]);
+    assert!(
+        table.contains("client classes (on every day, in hindsight): 0 interactive (0.0% of the requests), 3 batch-like (100.0%)"),
+        "{table}"
+    );
+    let row = table
+        .lines()
+        .skip_while(|l| !l.starts_with("policy    all: delayed"))
+        .nth(1)
+        .unwrap();
+    assert!(row.starts_with("reactive") && row.contains(" - "), "{row}");
+
+    // The trace as is knows no clients: one class, no per-class figures or lines.
+    let json = with(&["--policies", "reactive", "--json"]);
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert!(json[0].get("classes").is_none());
+    assert!(json[0]["rows"][0].get("classes").is_none());
+    assert!(!with(&["--policies", "reactive"]).contains("client classes"));
+
+    // The thresholds are checked like every setting.
+    let args = simulate_args(&["--trace", &path, "--batch-cv", "0"]);
+    let error = prewarm::cli::simulate::run(args).unwrap_err().to_string();
+    assert!(error.contains("--batch-cv"), "{error}");
+}

@@ -52,6 +52,7 @@ fn config(replicas: u32, service_s: f64) -> RunConfig {
         burn_in_s: 0.0,
         score_from_s: 600.0,
         prelaunch: None,
+        classes: None,
     }
 }
 
@@ -60,6 +61,7 @@ fn req(arrival: f64, service_s: f64) -> Request {
         arrival,
         service_s,
         prefill_s: 0.0,
+        client: 0,
     }
 }
 

@@ -128,6 +128,15 @@ pub struct BenchArgs {
     /// Worker threads (default: every core).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// A client (ServeGen client file, superposed copy) is batch-like when the request-weighted
+    /// CV of its inter-arrival times per 600 s window, on the training days, exceeds this
+    /// (docs/simulator.md, "Client classes": chosen on servegen-m-large's training days).
+    #[arg(long, default_value_t = crate::sim::classes::DEFAULT_BATCH_CV)]
+    pub batch_cv: f64,
+    /// ...or when its clump size (most requests in one second of a 600 s window over the
+    /// window's mean rate per second, at least 1) exceeds this.
+    #[arg(long, default_value_t = crate::sim::classes::DEFAULT_BATCH_CLUMP)]
+    pub batch_clump: f64,
 }
 
 #[derive(Debug, Args)]
@@ -419,6 +428,8 @@ impl CommonArgs {
                 ice_probability: b.ice_probability,
                 ice_retry: b.ice_retry,
                 threads: b.threads,
+                batch_cv: b.batch_cv,
+                batch_clump: b.batch_clump,
             },
             slo_wait: self.slo_wait,
             slo_fraction: self.slo_fraction,

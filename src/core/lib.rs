@@ -6,6 +6,7 @@
 //! - [`spec`]: every setting of the decision model, validated in one place.
 //! - [`interruption`]: notice kinds, deadlines and drain planning.
 //! - [`limits_room`], [`quantity`]: NodePool limits room for drains, in exact Kubernetes quantities.
+//! - [`node_index`]: which node holds an instance, without a full node list per notice.
 //! - [`lease`]: the lease prewarm holds on a field of a user's object (save, write, keep an edit,
 //!   give back), one decision for every such field.
 
@@ -13,6 +14,7 @@ pub mod interruption;
 pub mod lease;
 pub mod limits_room;
 pub mod names;
+pub mod node_index;
 pub mod policy;
 pub mod quantity;
 pub mod spec;

@@ -11,18 +11,19 @@ use serde::Serialize;
 
 use crate::core::PolicySpec;
 
+use super::classes::{Classifier, ClientClasses};
 use super::engine::{self, Headroom, Point, Replicas, Request, RunConfig, RunResult, WarmStart};
 use super::knobs;
 use super::oracle::{self, OracleResult};
 use super::parallel;
-use super::report::{PolicyReport, RunContext, TrainingTotals};
+use super::report::{ClassReport, PolicyReport, RunContext, TrainingTotals};
 use super::setup::{PolicyName, Setup};
 use super::stats::DAY_S;
 use super::trace::TraceError;
 use super::workload::{requests::check, Workload};
 
 /// One point of a frontier: a knob value and what it cost and delayed on the scored days.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct FrontierPoint {
     pub knob: f64,
     /// prewarm: how spare is released after a burst (swept with the knob; knobs.rs).
@@ -38,6 +39,9 @@ pub struct FrontierPoint {
     /// chooses its G3 point on.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub training: Option<TrainingTotals>,
+    /// The scored figures per client class (empty: the workload has one class).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub classes: Vec<ClassReport>,
 }
 
 /// The result of a comparison, ready for the table, JSON and the plots.
@@ -58,6 +62,10 @@ pub struct Comparison {
     pub knobs: BTreeMap<String, String>,
     /// The ideal packing's peak replicas on the training days (the grids' scale).
     pub training_peak_replicas: u32,
+    /// The clients and their classes, for inputs that know their clients (the rows then report
+    /// per class too).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub classes: Option<ClientClasses>,
     /// Seconds of simulated time.
     pub duration_s: f64,
     #[serde(skip)]
@@ -73,7 +81,7 @@ pub struct PlotData {
     pub policies: Vec<(String, Vec<Point>)>,
 }
 
-/// Workloads up to this many requests are generated once and kept in memory (24 bytes each)
+/// Workloads up to this many requests are generated once and kept in memory (32 bytes each)
 /// for all runs; longer ones are generated again by every run.
 const KEEP_MAX_REQUESTS: usize = 20_000_000;
 
@@ -83,6 +91,8 @@ struct FirstPass {
     warm: WarmStart,
     /// The requests themselves, when there are at most `KEEP_MAX_REQUESTS`.
     kept: Option<Arc<Vec<Request>>>,
+    /// The clients classified on the training days (inputs that know their clients).
+    classes: Option<ClientClasses>,
 }
 
 /// The steady state before t = 0 and the ideal-packing bound, from one pass over the requests.
@@ -94,11 +104,17 @@ fn first_pass(
 ) -> Result<FirstPass, TraceError> {
     const WARM_WINDOW_S: f64 = 300.0;
     let (reqs, slot) = workload.requests(&setup.model)?;
+    // Clients are classified on the training days only (every day, in hindsight, without them).
+    let until_s = setup.train_days.map_or(f64::INFINITY, |d| d as f64 * DAY_S);
+    let mut classifier = workload.clients().map(|n| Classifier::new(n, until_s));
     let mut count = 0u64;
     let mut service_sum = 0.0;
     let mut last = 0.0f64;
     let mut kept = Some(Vec::new());
     let reqs = reqs.inspect(|r| {
+        if let Some(c) = &mut classifier {
+            c.observe(r.client, r.arrival);
+        }
         if let Some(v) = &mut kept {
             if v.len() < KEEP_MAX_REQUESTS {
                 v.push(*r);
@@ -149,10 +165,19 @@ fn first_pass(
         service_s,
         running,
     };
+    let classes = classifier.map(|c| ClientClasses {
+        thresholds: setup.classes,
+        on: match setup.train_days {
+            Some(d) => format!("days 0-{}", d - 1),
+            None => "every day, in hindsight".to_string(),
+        },
+        clients: c.finish(&setup.classes),
+    });
     Ok(FirstPass {
         ideal: oracle,
         warm,
         kept: kept.map(Arc::new),
+        classes,
     })
 }
 
@@ -258,7 +283,12 @@ pub fn compare(
 ) -> Result<Comparison, TraceError> {
     let step_s = setup.prewarm_policy.step_s;
     let score_from_s = knobs::score_from(setup.burn_in_s, setup.train_days);
-    let FirstPass { ideal, warm, kept } = first_pass(workload, setup, step_s, score_from_s)?;
+    let FirstPass {
+        ideal,
+        warm,
+        kept,
+        classes,
+    } = first_pass(workload, setup, step_s, score_from_s)?;
     let days = ideal.end_s / DAY_S;
     if let Some(d) = setup.train_days {
         if days < d as f64 + 1.0 {
@@ -307,6 +337,7 @@ pub fn compare(
         burn_in_s: setup.burn_in_s,
         score_from_s,
         prelaunch: None,
+        classes: classes.as_ref().map(|c| Arc::new(c.of_client())),
     };
 
     // Reactive first (the node hints read its node demand), the node hints last.
@@ -463,6 +494,7 @@ pub fn compare(
                                 max_wait_s: row.max_wait_s,
                                 cold_starts: row.cold_starts,
                                 training: row.training,
+                                classes: row.classes,
                             }
                         })
                         .collect(),
@@ -489,6 +521,7 @@ pub fn compare(
         frontiers,
         knobs: knob_names,
         training_peak_replicas: peak,
+        classes,
         duration_s,
         plot,
     })

@@ -131,6 +131,7 @@ pub fn requests(rows: &[HistoryRow], service_s: f64) -> Vec<Request> {
             arrival: 0.0,
             service_s,
             prefill_s: 0.0,
+            client: 0,
         },
         backlog,
     ));
@@ -149,6 +150,7 @@ pub fn requests(rows: &[HistoryRow], service_s: f64) -> Vec<Request> {
                 arrival: row.t - origin + (k as f64 + 0.5) * dt / n as f64,
                 service_s,
                 prefill_s: 0.0,
+                client: 0,
             });
         }
     }

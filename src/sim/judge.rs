@@ -2,6 +2,7 @@
 //! and the attribution a workload's licence asks for. Changes when the summary a reader gets
 //! changes.
 
+use super::classes::Class;
 use super::compare::Comparison;
 
 /// The attribution the trace licences ask for, by file name.
@@ -31,6 +32,18 @@ pub fn verdict(cmp: &Comparison) -> Option<String> {
         if prewarm.meets_slo { "meets" } else { "MISSES" },
         cmp.slo_fraction * 100.0
     )];
+    // Beside the total, never instead of it: the interactive clients' share alone.
+    if let Some(c) = prewarm
+        .classes
+        .iter()
+        .find(|c| c.class == Class::Interactive && c.requests > 0)
+    {
+        parts.push(format!(
+            "interactive clients {:.3}% ({})",
+            c.delayed_fraction * 100.0,
+            if c.meets_slo { "meets" } else { "MISSES" }
+        ));
+    }
     if find("lower-bound").is_some() {
         parts.push(format!(
             "{:.2}x the true lower bound's GPU-h",

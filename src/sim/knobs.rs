@@ -306,6 +306,7 @@ mod tests {
                 arrival: at,
                 service_s: 1.0,
                 prefill_s: 0.0,
+                client: 0,
             })
             .collect()
     }

@@ -3,6 +3,7 @@
 
 pub mod bound;
 pub mod checks;
+pub mod classes;
 pub mod compare;
 pub mod engine;
 pub mod history;

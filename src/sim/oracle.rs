@@ -172,6 +172,7 @@ mod tests {
             arrival,
             service_s,
             prefill_s: 0.0,
+            client: 0,
         }
     }
 

@@ -153,6 +153,7 @@ impl Scenario {
                     t,
                     input_tokens: scenario.input_tokens,
                     output_tokens: scenario.output_tokens,
+                    client: 0,
                 });
             }
         })
@@ -270,6 +271,7 @@ mod tests {
             t: i as f64,
             input_tokens: 1,
             output_tokens: 1,
+            client: 0,
         });
         let out: Vec<_> = transform(records, 10.0, 2.0, 1).collect();
         assert_eq!(out.len(), 2000);
@@ -279,6 +281,7 @@ mod tests {
                 t: i as f64,
                 input_tokens: 1,
                 output_tokens: 1,
+                client: 0,
             }),
             1.0,
             0.5,

@@ -103,6 +103,8 @@ pub struct Setup {
     pub burn_in_s: f64,
     /// Knobs are chosen on the first D days and the rest is scored.
     pub train_days: Option<u32>,
+    /// When a client counts as batch-like (inputs that know their clients).
+    pub classes: super::classes::Thresholds,
     /// Worker threads (runs are independent).
     pub threads: usize,
 }
@@ -212,6 +214,8 @@ pub struct BenchValues {
     pub ice_probability: f64,
     pub ice_retry: f64,
     pub threads: Option<usize>,
+    pub batch_cv: f64,
+    pub batch_clump: f64,
 }
 
 /// Everything [`build`] turns into a [`Setup`], as plain values.
@@ -413,6 +417,8 @@ pub fn build(v: &SetupValues, lead_time: Option<f64>) -> crate::Result<Setup> {
         .map_err(|(var, message)| config_error(&var, message))?;
     let b = &v.bench;
     non_negative("--burn-in", b.burn_in)?;
+    positive("--batch-cv", b.batch_cv)?;
+    positive("--batch-clump", b.batch_clump)?;
     if b.train_days == Some(0) {
         return Err(config_error("--train-days", "must be at least 1"));
     }
@@ -426,6 +432,10 @@ pub fn build(v: &SetupValues, lead_time: Option<f64>) -> crate::Result<Setup> {
         seed: 1,
         burn_in_s: b.burn_in,
         train_days: b.train_days,
+        classes: super::classes::Thresholds {
+            batch_cv: b.batch_cv,
+            batch_clump: b.batch_clump,
+        },
         threads,
         model,
         karpenter,

@@ -19,6 +19,9 @@ pub struct TraceRecord {
     pub t: f64,
     pub input_tokens: u32,
     pub output_tokens: u32,
+    /// The client that sent it, for inputs that know their clients (a ServeGen directory's
+    /// client file, a superposed copy: [`crate::sim::workload::Workload::clients`]); 0 otherwise.
+    pub client: u32,
 }
 
 /// Why a trace could not be read.
@@ -217,6 +220,7 @@ impl<R: BufRead> Iterator for TraceReader<R> {
                 t,
                 input_tokens: input,
                 output_tokens: output,
+                client: 0,
             }));
         }
     }
@@ -274,12 +278,14 @@ mod tests {
                 TraceRecord {
                     t: 0.0,
                     input_tokens: 4808,
-                    output_tokens: 10
+                    output_tokens: 10,
+                    client: 0,
                 },
                 TraceRecord {
                     t: 1.5,
                     input_tokens: 3180,
-                    output_tokens: 8
+                    output_tokens: 8,
+                    client: 0,
                 },
             ]
         );
@@ -318,7 +324,8 @@ mod tests {
             TraceRecord {
                 t: 2.5,
                 input_tokens: 10,
-                output_tokens: 1
+                output_tokens: 1,
+                client: 0,
             }
         );
 

@@ -17,5 +17,6 @@ pub fn node(replacement: ReplacementSeen) -> NodeView {
         state: None,
         replacement,
         closed_event: None,
+        false_alarm_at: None,
     }
 }

@@ -81,6 +81,29 @@ def pytest_runtest_makereport(item, call):
                     report.sections.append(("diagnostics failed", repr(e)))
 
 
+def sized_balloon_manifest(name: str, node_selector: dict[str, str]) -> dict:
+    """A balloon Deployment as a tick leaves it: sized to 2, with the user's own annotation and
+    prewarm's bookkeeping annotations, its pods pinned where nothing can run them. The restore
+    scenarios (custom resource Delete, `prewarm restore`) check that it goes back to 0 with only
+    the user's annotation left."""
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": "prewarm", "annotations": {
+            "team": "ml",
+            "prewarm.io/last-tick": "2026-11-30T12:00:00.000Z",
+            "prewarm.io/cooldown-until": "2026-11-30T12:01:00.000Z",
+        }},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}}, "spec": {
+                "priorityClassName": "prewarm-balloon", "terminationGracePeriodSeconds": 0,
+                "nodeSelector": node_selector,
+                "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10"}]}},
+        },
+    }
+
+
 def wait_until(condition: Callable[[], Any], timeout: float = 120, interval: float = 0.5,
                what: str = "condition") -> Any:
     """Returns the first truthy value of condition(); fails the test after `timeout` seconds."""

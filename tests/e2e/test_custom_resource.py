@@ -19,6 +19,7 @@ import uuid
 
 import boto3
 import pytest
+from conftest import sized_balloon_manifest
 
 NAMESPACE = "prewarm"
 BALLOON = "cr-restore-balloon"
@@ -41,22 +42,7 @@ def s3(stack_env):
 
 @pytest.fixture
 def sized_balloon(k8s):
-    k8s.apply({
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": BALLOON, "namespace": NAMESPACE, "annotations": {
-            "team": "ml",
-            "prewarm.io/last-tick": "2026-11-30T12:00:00.000Z",
-            "prewarm.io/cooldown-until": "2026-11-30T12:01:00.000Z",
-        }},
-        "spec": {
-            "replicas": 2,
-            "selector": {"matchLabels": {"app": BALLOON}},
-            "template": {"metadata": {"labels": {"app": BALLOON}}, "spec": {
-                "priorityClassName": "prewarm-balloon", "terminationGracePeriodSeconds": 0,
-                "nodeSelector": {"prewarm.io/no-such-node": "true"},
-                "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10"}]}},
-        },
-    })
+    k8s.apply(sized_balloon_manifest(BALLOON, {"prewarm.io/no-such-node": "true"}))
     yield
     k8s.delete("deployment", BALLOON, namespace=NAMESPACE)
 

@@ -17,6 +17,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import sized_balloon_manifest
 
 REPO = Path(__file__).resolve().parents[2]
 NAMESPACE = "prewarm"
@@ -46,22 +47,7 @@ def frozen_pool(k8s):
 
 @pytest.fixture
 def sized_balloon(k8s):
-    k8s.apply({
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": BALLOON, "namespace": NAMESPACE, "annotations": {
-            "team": "ml",
-            "prewarm.io/last-tick": "2026-11-30T12:00:00.000Z",
-            "prewarm.io/cooldown-until": "2026-11-30T12:01:00.000Z",
-        }},
-        "spec": {
-            "replicas": 2,
-            "selector": {"matchLabels": {"app": BALLOON}},
-            "template": {"metadata": {"labels": {"app": BALLOON}}, "spec": {
-                "priorityClassName": "prewarm-balloon", "terminationGracePeriodSeconds": 0,
-                "nodeSelector": {"karpenter.sh/nodepool": "no-such-pool"},
-                "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10"}]}},
-        },
-    })
+    k8s.apply(sized_balloon_manifest(BALLOON, {"karpenter.sh/nodepool": "no-such-pool"}))
     return BALLOON
 
 

@@ -1,4 +1,4 @@
-//! The Kubernetes side of a drain: find the node of an instance by `spec.providerID`, observe it
+//! The Kubernetes side of a drain: find the node of an instance by `spec.providerID` (`find`), observe it
 //! and its pods for the planner, and execute the planner's commands — cordon, taint, drain state
 //! annotations, evictions through the Eviction API (policy/v1), and Events on the node naming the
 //! pod and PodDisruptionBudget that block the drain. (Interruption owner.)
@@ -19,7 +19,7 @@ use super::api_error::is_pdb_refusal;
 use super::shape::selector::selector_matches;
 use super::shape::{requests, DRAINING_TAINT, NODEPOOL_LABEL};
 use crate::core::interruption::state::{
-    format_time, parse_time, ALL_KEYS, CLOSED_EVENT, PODS_MOVED,
+    format_time, parse_time, ALL_KEYS, CLOSED_EVENT, FALSE_ALARM_AT, PODS_MOVED,
 };
 use crate::core::interruption::{
     DrainState, NodeView, NoticeKind, PodOwner, PodRef, PodView, ReplacementSeen,
@@ -28,6 +28,7 @@ use crate::error::{Error, Result};
 
 pub mod collected;
 pub mod execute;
+pub mod find;
 pub mod replacement;
 pub mod reservation;
 pub mod surge;
@@ -67,16 +68,6 @@ pub async fn list_nodes(client: &kube::Client) -> Result<Vec<Node>> {
         .await
         .map_err(|e| kube_error("list", "nodes", e))?
         .items)
-}
-
-/// The node whose providerID names `instance_id`, if this cluster has one.
-pub async fn find_node(client: &kube::Client, instance_id: &str) -> Result<Option<Node>> {
-    // providerID is not a field selector of nodes: list and match. Node lists are small next to
-    // pods, and a drain happens a few times a day.
-    Ok(list_nodes(client)
-        .await?
-        .into_iter()
-        .find(|n| instance_of_node(n).as_deref() == Some(instance_id)))
 }
 
 fn gpu_quantity(q: Option<&k8s_openapi::apimachinery::pkg::api::resource::Quantity>) -> u32 {
@@ -267,6 +258,7 @@ pub fn node_view(node: &Node, replacement: ReplacementSeen) -> (NodeView, Option
             let (at, id) = v.split_once(' ')?;
             Some((id.to_string(), parse_time(at)?))
         }),
+        false_alarm_at: annotations.get(FALSE_ALARM_AT).and_then(|v| parse_time(v)),
     };
     (view, state_error)
 }
@@ -526,7 +518,14 @@ pub async fn record_event(
 /// The patch that un-drains a node: every drain annotation removed, the draining taint taken off
 /// (other taints kept) and, with `uncordon`, the cordon lifted (without: a cordon someone else set
 /// before the drain stays), guarded by the resourceVersion read.
-pub fn undrain_patch(node: &Node, uncordon: bool, closed_by: Option<&(String, f64)>) -> Value {
+/// `false_alarm_at`: the rebalance false alarm to remember (its cool-down), if this un-drain ends
+/// one.
+pub fn undrain_patch(
+    node: &Node,
+    uncordon: bool,
+    closed_by: Option<&(String, f64)>,
+    false_alarm_at: Option<f64>,
+) -> Value {
     let mut annotations: serde_json::Map<String, Value> = ALL_KEYS
         .iter()
         .map(|k| (k.to_string(), Value::Null))
@@ -536,6 +535,9 @@ pub fn undrain_patch(node: &Node, uncordon: bool, closed_by: Option<&(String, f6
             CLOSED_EVENT.into(),
             Value::String(format!("{} {id}", format_time(*at))),
         );
+    }
+    if let Some(at) = false_alarm_at {
+        annotations.insert(FALSE_ALARM_AT.into(), Value::String(format_time(at)));
     }
     let taints: Vec<Taint> = node
         .spec
@@ -573,6 +575,43 @@ mod tests {
         assert!(got.chars().all(|c| c == 'a'));
         assert_eq!(bounded_note("short".into()), "short");
         assert_eq!(bounded_note("x".repeat(5000)).len(), 1000);
+    }
+
+    /// An un-drain that ends a rebalance false alarm leaves its time on the node, which the next
+    /// step reads back (the cool-down); other un-drains leave none.
+    #[test]
+    fn a_false_alarm_is_remembered_on_the_node() {
+        let node: Node = serde_json::from_value(json!({
+            "metadata": {"name": "gpu-1", "resourceVersion": "7",
+                "annotations": {"prewarm.io/drain-event-id": "reb-1"}},
+            "spec": {"unschedulable": true, "taints": [
+                {"key": DRAINING_TAINT, "value": "rebalance", "effect": "NoSchedule"}]}
+        }))
+        .unwrap();
+        let at = 1_795_956_001.0;
+        for (false_alarm, want) in [(Some(at), Some(at)), (None, None)] {
+            let patch = undrain_patch(
+                &node,
+                true,
+                Some(&("reb-1".into(), at - 2401.0)),
+                false_alarm,
+            );
+            let mut after = node.clone();
+            let annotations = after
+                .metadata
+                .annotations
+                .get_or_insert_with(Default::default);
+            for (k, v) in patch["metadata"]["annotations"].as_object().unwrap() {
+                match v.as_str() {
+                    Some(v) => annotations.insert(k.clone(), v.to_string()),
+                    None => annotations.remove(k),
+                };
+            }
+            let (view, _) = node_view(&after, ReplacementSeen::Absent);
+            assert_eq!(view.false_alarm_at, want, "{false_alarm:?}");
+            assert_eq!(view.state, None);
+            assert_eq!(view.closed_event, Some(("reb-1".into(), at - 2401.0)));
+        }
     }
 
     #[test]

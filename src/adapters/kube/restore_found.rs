@@ -122,7 +122,7 @@ pub fn give_back(kind: FoundKind, annotations: &BTreeMap<String, String>) -> Giv
 /// off, with `uncordon` the cordon lifted) and every other `prewarm.io/` annotation off too
 /// (the closed-event mark: nothing of prewarm's stays).
 pub fn node_give_back_patch(node: &Node, uncordon: bool) -> Value {
-    let mut patch = undrain_patch(node, uncordon, None);
+    let mut patch = undrain_patch(node, uncordon, None, None);
     let annotations = &mut patch["metadata"]["annotations"];
     for key in node.metadata.annotations.iter().flatten().map(|(k, _)| k) {
         if key.starts_with(PREFIX) {

@@ -59,8 +59,9 @@ pub struct ActionTable {
 impl Default for ActionTable {
     /// Spot, capacity-reservation and Capacity Block warnings and Health scheduled changes drain
     /// make-before-break against their deadlines; a rebalance recommendation drains once the
-    /// replacement is ready (it has no deadline); a state change means the instance is already
-    /// going: evict now.
+    /// replacement is ready (it has no deadline; with surge its move costs GPU time, not serving,
+    /// and a false alarm is un-drained: `false_alarm`; docs/interruption.md weighs it against
+    /// `cordon-prewarm`); a state change means the instance is already going: evict now.
     fn default() -> Self {
         ActionTable {
             entries: [

@@ -28,6 +28,7 @@
 
 use super::actions::Action;
 use super::deadline::{eviction_deadline, instance_end, issued_at};
+use super::false_alarm::{cooling_down_until, false_alarm_at};
 use super::model::{
     no_deadline_wait_end, Command, DrainSettings, DrainStep, Finish, NodeView, PodView,
     ReplacementSeen, BACKOFF_AFTER_S, CHECK_EARLY_S, EVENT_ABANDONED, EVENT_WITHOUT_REPLACEMENT,
@@ -83,7 +84,7 @@ pub fn plan_drain(
     settings: &DrainSettings,
 ) -> DrainStep {
     if notice.status == NoticeStatus::Closed {
-        return plan_undrain(node, notice);
+        return plan_undrain(node, notice, now);
     }
     // A delivery of a notice that has since been closed (its continuation, an older update).
     if let Some((id, closed_at)) = &node.closed_event {
@@ -94,6 +95,10 @@ pub fn plan_drain(
     let action = settings.actions.for_kind(notice.kind);
     if action == Action::Ignore {
         return DrainStep::finish(vec![], node.state.clone(), Finish::Ignored);
+    }
+    // A new rebalance for a node whose last one was a false alarm within the hour: no flapping.
+    if let Some(until) = cooling_down_until(node, notice, now) {
+        return DrainStep::finish(vec![], None, Finish::CoolingDown { until });
     }
     let deadline = eviction_deadline(notice, settings.eviction_budget_s);
     // What is recorded: the issued time bounded by SQS's SentTimestamp (the origin of waits), and
@@ -216,7 +221,7 @@ pub fn plan_drain(
     // within the wait (a rebalance that never became a spot warning), the cordon expires, whether
     // or not its replacement ever became ready. (Prewarmed drains are expired by the tick.)
     if action == Action::CordonPrewarm && waited_too_long && state.evicting_since.is_none() {
-        return end_undrained(&state, notice, vec![]);
+        return end_undrained(&state, notice, vec![], now);
     }
     // A pod whose grace period would outlast the instance must start going earlier than the
     // others: the instance's end minus its grace period.
@@ -371,7 +376,7 @@ pub fn plan_drain(
             reason: EVENT_ABANDONED.into(),
             note,
         };
-        return end_undrained(&state, notice, vec![announce]);
+        return end_undrained(&state, notice, vec![announce], now);
     }
 
     let evict = pods_to_evict(&in_scope, everyone, deadline, end, now)
@@ -422,13 +427,14 @@ pub fn plan_drain(
 /// Ends a drain that will not go on here: `first`, then the node un-drained (prewarm's cordon
 /// lifted) and the placeholder released. The notice is remembered as closed, so deliveries of it
 /// still in the queue (a duplicate, the at-least-once copy of this very message) do not drain
-/// the node again.
-fn end_undrained(state: &DrainState, notice: &Notice, first: Vec<Command>) -> DrainStep {
+/// the node again; a rebalance's drain is remembered as a false alarm (`false_alarm`).
+fn end_undrained(state: &DrainState, notice: &Notice, first: Vec<Command>, now: f64) -> DrainStep {
     let mut commands = first;
     commands.extend([
         Command::Undrain {
             uncordon: !state.user_cordoned,
             closed_by: Some((state.event_id.clone(), notice.time)),
+            false_alarm_at: false_alarm_at(state, now),
         },
         Command::ReleaseReplacement,
     ]);
@@ -484,14 +490,16 @@ fn without_replacement(seen: ReplacementSeen, s: &DrainState, deadline: Option<f
 }
 
 /// A closed notice: undo what this notice's drain did. A drain owned by another notice is left
-/// alone; a node this notice never touched has nothing to undo.
-fn plan_undrain(node: &NodeView, notice: &Notice) -> DrainStep {
+/// alone; a node this notice never touched has nothing to undo. (The tick closes a survivor's
+/// drain this way: a rebalance's is remembered as a false alarm.)
+fn plan_undrain(node: &NodeView, notice: &Notice, now: f64) -> DrainStep {
     match &node.state {
         Some(s) if s.event_id == notice.event_id => DrainStep::finish(
             vec![
                 Command::Undrain {
                     uncordon: !s.user_cordoned,
                     closed_by: Some((notice.event_id.clone(), notice.time)),
+                    false_alarm_at: false_alarm_at(s, now),
                 },
                 Command::ReleaseReplacement,
             ],

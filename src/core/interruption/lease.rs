@@ -6,6 +6,7 @@
 use serde::Serialize;
 
 use super::drain::{owner_alive, plan_drain};
+use super::false_alarm::survived;
 use super::model::{
     no_deadline_wait_end, Command, DrainSettings, DrainStep, Finish, NodeView, PodView,
     NO_DEADLINE_MAX_WAIT_S,
@@ -57,13 +58,11 @@ pub fn lease_verdict(node: NodeSeen<'_>, now: f64, settings: &DrainSettings) -> 
             ready,
         } => (s, ready),
     };
-    let survived = ready
-        && state
-            .instance_end
-            .is_some_and(|end| now > end + SURVIVOR_GRACE_S);
+    // Without an announced end (a rebalance) the end of the drain's wait counts as the end.
+    let survived = survived(state, ready, now);
     match state.phase {
         Phase::Drained if survived => undrain(format!(
-            "the node outlived the end its {} notice announced",
+            "the node outlived the end its {} notice announced (or, without one, its wait)",
             state.kind
         )),
         Phase::Drained => release("the drain is over"),
@@ -275,6 +274,7 @@ mod tests {
             replacement: crate::interruption::ReplacementSeen::Pending,
             state,
             closed_event: None,
+            false_alarm_at: None,
         };
         let active = state(NoticeKind::SpotInterruption, Phase::Evicting, T0 + 60.0);
         let mut prewarmed = state(NoticeKind::Rebalance, Phase::Prewarmed, T0);

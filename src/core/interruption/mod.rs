@@ -7,6 +7,7 @@
 pub mod actions;
 pub mod deadline;
 pub mod drain;
+pub mod false_alarm;
 pub mod figures;
 pub mod lease;
 pub mod model;

@@ -98,6 +98,10 @@ pub struct NodeView {
     /// update (`prewarm.io/closed-event`): earlier deliveries of that notice still in the
     /// queue (continuations, older updates) must not drain the node again.
     pub closed_event: Option<(String, f64)>,
+    /// When a drain of a rebalance recommendation last ended with the node still there (a false
+    /// alarm: `prewarm.io/rebalance-false-alarm-at`): a new rebalance within
+    /// `false_alarm::REBALANCE_COOL_DOWN_S` does not drain the node again.
+    pub false_alarm_at: Option<f64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -176,6 +180,9 @@ pub enum Finish {
     Undrained,
     /// A closed notice for a node this notice never drained: nothing to undo.
     NothingToUndo,
+    /// A rebalance recommendation for a node whose last rebalance drain was a false alarm less
+    /// than `false_alarm::REBALANCE_COOL_DOWN_S` ago: not acted on (a spot warning still drains).
+    CoolingDown { until: f64 },
     /// A resume-drain message (the tick's) found nothing for it to do: the drain's owner is
     /// alive again, or only a lease was left to give back.
     Moot { reason: String },
@@ -221,9 +228,12 @@ pub enum Command {
     /// Remove the taint and the drain state, and the cordon when prewarm set it (`uncordon`;
     /// a cordon that was there before the claim is someone else's and stays): the node serves
     /// again. `closed_by`: the closing notice (event id, its time), remembered on the node.
+    /// `false_alarm_at`: the drain was a rebalance's and the node stayed: this time is remembered
+    /// on the node (the cool-down of `false_alarm`).
     Undrain {
         uncordon: bool,
         closed_by: Option<(String, f64)>,
+        false_alarm_at: Option<f64>,
     },
     /// Record a warning Event on the node: `reason` (one of the `EVENT_*` reasons) and why.
     Announce {

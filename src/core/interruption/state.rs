@@ -36,6 +36,10 @@ pub const PODS_MOVED: &str = "prewarm.io/drain-pods-moved";
 /// the queue do not drain the node again.
 pub const CLOSED_EVENT: &str = "prewarm.io/closed-event";
 
+/// When the last drain of a rebalance recommendation ended with the node still there (a false
+/// alarm). Not a drain key: it stays after the un-drain, for the cool-down of the next rebalance.
+pub const FALSE_ALARM_AT: &str = "prewarm.io/rebalance-false-alarm-at";
+
 /// Every annotation key, so an executor can write (or clear) the whole set in one patch.
 pub const ALL_KEYS: [&str; 17] = [
     EVENT_ID,

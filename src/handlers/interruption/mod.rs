@@ -25,6 +25,7 @@ use lambda_runtime::{service_fn, LambdaEvent};
 use tokio::sync::OnceCell;
 
 use crate::adapters::events::{parse_record_with, InstanceIdRule};
+use crate::adapters::kube::drain::find::NodeFinder;
 use crate::adapters::kube::shape::placeholder::PlaceholderSettings;
 use crate::adapters::kube::ClientCache;
 use crate::clock::{system_now, unix_now};
@@ -60,6 +61,9 @@ pub struct Interruption {
     pub instance_ids: InstanceIdRule,
     /// The one Event recorder (built with the first client), so repeats aggregate into series.
     pub recorder: OnceCell<Recorder>,
+    /// Instance id → node, kept by the warm container: a notice about a foreign instance (the
+    /// rules are account-wide) costs no node list of its own (`core::node_index`).
+    pub nodes: NodeFinder,
 }
 
 pub async fn serve(config: Config) -> Result<()> {
@@ -125,6 +129,7 @@ impl Interruption {
             emf_namespace: config.emf_namespace.clone(),
             instance_ids: config.interruption.instance_ids,
             recorder: OnceCell::new(),
+            nodes: NodeFinder::default(),
         })
     }
 

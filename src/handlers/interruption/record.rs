@@ -96,7 +96,9 @@ impl Interruption {
             &client,
             recorder,
             &targets,
+            &self.nodes,
             &instance,
+            notice.sent_time.unwrap_or_else(unix_now),
             self.surge,
             &self.placeholder,
             |o, now| {
@@ -162,7 +164,10 @@ impl Interruption {
             &client,
             recorder,
             &targets,
+            &self.nodes,
             &resume.instance,
+            // The tick named a node it had just seen; its own list is not this container's.
+            unix_now(),
             self.surge,
             &self.placeholder,
             |o, now| {
@@ -374,6 +379,10 @@ fn finish_reason(f: &Finish) -> String {
         Finish::Undrained => "notice closed: node un-drained, replacement released".into(),
         Finish::NothingToUndo => "notice closed: this notice never drained the node".into(),
         Finish::Moot { reason } => format!("resume-drain: {reason}"),
+        Finish::CoolingDown { until } => format!(
+            "rebalance within the cool-down after a false alarm on this node (until {})",
+            crate::core::interruption::state::format_time(*until)
+        ),
     }
 }
 

@@ -7,8 +7,9 @@
 
 use crate::adapters::kube::conflict::retry_on_conflict;
 use crate::adapters::kube::drain::execute::{execute, StepContext, StepReport};
+use crate::adapters::kube::drain::find::NodeFinder;
 use crate::adapters::kube::drain::surge::{self, SurgeReport};
-use crate::adapters::kube::drain::{find_node, observe, replacement, Observation};
+use crate::adapters::kube::drain::{observe, replacement, Observation};
 use crate::adapters::kube::shape::placeholder::PlaceholderSettings;
 use crate::core::interruption::DrainStep;
 use crate::core::TargetSpec;
@@ -44,12 +45,16 @@ pub enum Stepped {
 /// Steps the drain of `instance` once. `plan` decides from the observation and the clock; it is
 /// called again after a conflict, with what is then observed. With `surge` on, the planned
 /// evictions pass the surge gate (`drain::surge`) before they are executed, whoever planned them.
+/// The node is found through the container's index (`nodes`; `sent`: when the record was sent,
+/// which tells whether the index's last list can answer for it).
 #[allow(clippy::too_many_arguments)]
 pub async fn step(
     client: &kube::Client,
     recorder: &Recorder,
     targets: &[TargetSpec],
+    nodes: &NodeFinder,
     instance: &str,
+    sent: f64,
     surge: bool,
     placeholder: &PlaceholderSettings,
     plan: impl Fn(&Observation, f64) -> Planned,
@@ -58,7 +63,7 @@ pub async fn step(
     let plan = &plan;
     let clock = &clock;
     retry_on_conflict(PLAN_ATTEMPTS, |_| async move {
-        let Some(node) = find_node(client, instance).await? else {
+        let Some(node) = nodes.find(client, instance, sent, clock).await? else {
             // The drain is over with its node (Karpenter's own interruption handling, or the
             // instance went): its surges end with it, as its placeholder does. A failed release
             // is left to the tick's collection (orphaned surges, placeholders of gone nodes).

@@ -462,6 +462,7 @@ mod tests {
             arrival,
             service_s,
             prefill_s: 0.0,
+            client: 0,
         });
         step_to(&mut sim, &reqs, 61.0);
         let policy = PolicySpec {

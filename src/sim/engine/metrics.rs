@@ -3,6 +3,7 @@
 
 use super::events::Kind;
 use super::{Point, Sim};
+use crate::sim::classes::Class;
 use crate::sim::stats::{spread_over_days, DayStats};
 
 impl Sim<'_> {
@@ -93,7 +94,7 @@ impl Sim<'_> {
     }
 
     /// One request's wait, once it takes a slot.
-    pub(super) fn record_wait(&mut self, arrival: f64, wait: f64, prefill_s: f64) {
+    pub(super) fn record_wait(&mut self, arrival: f64, wait: f64, prefill_s: f64, class: Class) {
         if arrival < self.cfg.burn_in_s {
             return;
         }
@@ -112,5 +113,10 @@ impl Sim<'_> {
         scored.delayed += u64::from(delayed);
         scored.waits.record(wait);
         scored.ttft.record(wait + prefill_s);
+        if let Some(c) = scored.classes.get_mut(class as usize) {
+            c.requests += 1;
+            c.delayed += u64::from(delayed);
+            c.waits.record(wait);
+        }
     }
 }

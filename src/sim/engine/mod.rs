@@ -25,6 +25,7 @@ use std::sync::Arc;
 
 use crate::core::{HeadroomState, PolicySpec, TargetSpec};
 
+use super::classes::Class;
 use super::model::{Model, Provisioner};
 use super::stats::{DayStats, GpuSplit, LogHistogram};
 
@@ -40,6 +41,8 @@ pub struct Request {
     pub service_s: f64,
     /// The prefill part of `service_s`: time to first token is the wait plus this.
     pub prefill_s: f64,
+    /// Its client (`TraceRecord::client`): with `RunConfig::classes`, what class it counts in.
+    pub client: u32,
 }
 
 /// Who adds warm capacity beyond the HPA's own sizing: warm balloon pods (none, a fixed N, a
@@ -126,6 +129,9 @@ pub struct RunConfig {
     /// Clairvoyant node hints: times a first pass needed a new node; each gets one launched one
     /// (sampled) lead time earlier.
     pub prelaunch: Option<Arc<Vec<f64>>>,
+    /// The class of each client (by `Request::client`; a client past the end is interactive):
+    /// the scored figures are also kept per class (`Scored::classes`). None: one class.
+    pub classes: Option<Arc<Vec<Class>>>,
 }
 
 /// One point of the recorded series, every `step_s`.
@@ -162,6 +168,20 @@ pub struct Scored {
     /// Replicas that loaded their model while requests queued for them.
     pub replica_cold_starts: u64,
     pub nodes_launched: u64,
+    /// The same per-request figures per client class, indexed by `Class as usize` (empty
+    /// without `RunConfig::classes`).
+    pub classes: Vec<ClassScored>,
+}
+
+/// What one run measured from `score_from_s` on for the requests of one client class. A replica
+/// cold start counts for every class with a request queued when the replica came up, so the
+/// classes' counts can add up to more than the total.
+#[derive(Clone, Debug, Default)]
+pub struct ClassScored {
+    pub requests: u64,
+    pub delayed: u64,
+    pub waits: LogHistogram,
+    pub replica_cold_starts: u64,
 }
 
 /// What one run measured.
@@ -238,6 +258,8 @@ struct Sim<'a> {
     disruption_pending: Vec<usize>,
     free: Vec<usize>,
     queue: VecDeque<Waiting>,
+    /// Requests of each class in `queue` (for the per-class replica cold starts).
+    queued_by_class: [u64; Class::ALL.len()],
     active_total: u64,
     /// The HPA's recommendations (time, replicas the metric asked for), for its stabilisation
     /// windows; the newest is what it wants now.
@@ -288,6 +310,7 @@ impl<'a> Sim<'a> {
             disruption_pending: Vec::new(),
             free: Vec::new(),
             queue: VecDeque::new(),
+            queued_by_class: [0; Class::ALL.len()],
             active_total: 0,
             hpa_window: VecDeque::new(),
             hpa_events: VecDeque::new(),
@@ -301,8 +324,26 @@ impl<'a> Sim<'a> {
             raised_min: None,
             raised_min_lease_until: 0.0,
             band_checks: Vec::new(),
-            result: RunResult::default(),
+            result: RunResult {
+                scored: Scored {
+                    classes: match cfg.classes {
+                        Some(_) => vec![ClassScored::default(); Class::ALL.len()],
+                        None => Vec::new(),
+                    },
+                    ..Scored::default()
+                },
+                ..RunResult::default()
+            },
         }
+    }
+
+    /// The class a request of `client` counts in.
+    fn class_of(&self, client: u32) -> Class {
+        self.cfg
+            .classes
+            .as_ref()
+            .and_then(|c| c.get(client as usize).copied())
+            .unwrap_or(Class::Interactive)
     }
 
     fn push(&mut self, t: f64, kind: Kind) {

@@ -139,6 +139,11 @@ impl Sim<'_> {
         if !self.queue.is_empty() && self.now >= self.cfg.score_from_s {
             // Requests queued while this replica loaded its model: a cold start in their path.
             self.result.scored.replica_cold_starts += 1;
+            for (c, &queued) in self.queued_by_class.iter().enumerate() {
+                if let Some(class) = self.result.scored.classes.get_mut(c) {
+                    class.replica_cold_starts += u64::from(queued > 0);
+                }
+            }
         }
         self.free.push(pod);
         self.drain_queue();

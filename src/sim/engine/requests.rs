@@ -3,12 +3,14 @@
 use super::events::Kind;
 use super::pods::Phase;
 use super::{Request, Sim};
+use crate::sim::classes::Class;
 
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Waiting {
     pub(super) arrival: f64,
     pub(super) service_s: f64,
     pub(super) prefill_s: f64,
+    pub(super) class: Class,
 }
 
 impl Sim<'_> {
@@ -27,7 +29,7 @@ impl Sim<'_> {
 
     pub(super) fn start(&mut self, pod: usize, w: Waiting) {
         let wait = self.now - w.arrival;
-        self.record_wait(w.arrival, wait, w.prefill_s);
+        self.record_wait(w.arrival, wait, w.prefill_s, w.class);
         // The servers' completion counter and end-to-end latency histogram (queueing included)
         // are recorded now for the scrape after the request ends: its end time is known here.
         self.record_completion(self.now + w.service_s, wait + w.service_s);
@@ -53,6 +55,7 @@ impl Sim<'_> {
             arrival: r.arrival,
             service_s: r.service_s,
             prefill_s: r.prefill_s,
+            class: self.class_of(r.client),
         };
         if self.queue.is_empty() {
             if let Some(pod) = self.free_replica() {
@@ -60,7 +63,15 @@ impl Sim<'_> {
                 return;
             }
         }
+        self.queued_by_class[w.class as usize] += 1;
         self.queue.push_back(w);
+    }
+
+    /// The oldest waiting request, out of the queue.
+    fn dequeue(&mut self) -> Option<Waiting> {
+        let w = self.queue.pop_front()?;
+        self.queued_by_class[w.class as usize] -= 1;
+        Some(w)
     }
 
     pub(super) fn on_completion(&mut self, pod: usize) {
@@ -87,7 +98,7 @@ impl Sim<'_> {
             }
             return;
         }
-        if let Some(w) = self.queue.pop_front() {
+        if let Some(w) = self.dequeue() {
             // FIFO: the slot just freed takes the oldest waiting request.
             self.start(pod, w);
         } else if was_full {
@@ -100,7 +111,7 @@ impl Sim<'_> {
             let Some(pod) = self.free_replica() else {
                 return;
             };
-            let w = self.queue.pop_front().expect("queue is not empty");
+            let w = self.dequeue().expect("queue is not empty");
             self.start(pod, w);
         }
     }

@@ -44,6 +44,7 @@ pub(super) fn config() -> RunConfig {
         burn_in_s: 0.0,
         score_from_s: 0.0,
         prelaunch: None,
+        classes: None,
     }
 }
 
@@ -82,6 +83,7 @@ fn req(arrival: f64, service_s: f64, prefill_s: f64) -> Request {
         arrival,
         service_s,
         prefill_s,
+        client: 0,
     }
 }
 
@@ -158,6 +160,33 @@ fn reactive_launches_after_the_hpa_creates_pods() {
     assert_eq!(r.launches[0], (616.0, 657.0));
     // Every new replica waited for its node, and requests queued while each loaded its model.
     assert_eq!((r.scored.cold_starts, r.scored.replica_cold_starts), (7, 7));
+}
+
+#[test]
+fn replica_cold_starts_count_for_every_class_with_a_request_queued() {
+    // The single step above, its 64 requests in two classes: the first 56 from client 0
+    // (interactive), the last 8 from client 1 (batch). The warm replica's 8 slots take 8 of
+    // client 0's at once; 48 of client 0's and then client 1's 8 queue (FIFO). The 7 new
+    // replicas come up one by one, each taking 8 from the front: replicas 1-6 each find both
+    // classes queued (6 x 8 = 48 of client 0's drained by them), replica 7 finds only client
+    // 1's 8. Per class: interactive 6, batch 7; the total stays 7 (classes may add up to more).
+    let (mut cfg, mut reqs) = single_step();
+    cfg.classes = Some(Arc::new(vec![Class::Interactive, Class::Batch]));
+    for r in &mut reqs[56..] {
+        r.client = 1;
+    }
+    let r = run(&cfg, reqs.into_iter(), || {});
+    assert_eq!(r.scored.replica_cold_starts, 7);
+    let by_class: Vec<(u64, u64)> = r
+        .scored
+        .classes
+        .iter()
+        .map(|c| (c.requests, c.replica_cold_starts))
+        .collect();
+    assert_eq!(by_class, vec![(56, 6), (8, 7)]);
+    // Without classes, no per-class figures at all.
+    let (cfg, reqs) = single_step();
+    assert!(run(&cfg, reqs.into_iter(), || {}).scored.classes.is_empty());
 }
 
 #[test]

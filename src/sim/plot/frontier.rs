@@ -1,14 +1,27 @@
 //! The frontier picture a user decides from: for every policy with a knob, the curve of
 //! (GPU-hours, delayed share) over its grid, with the policies without a knob as points, on one
-//! SVG with a log delay axis. A delayed share of 0 is drawn at the axis floor. Changes when that
-//! picture does.
+//! SVG with a log delay axis. A delayed share of 0 is drawn at the axis floor. With client
+//! classes, each curve has a dashed twin for the interactive clients' delayed share at the same
+//! GPU-hours (and each point a hollow twin), beside the total, never instead of it. Changes when
+//! that picture does.
 
 use std::path::Path;
 
 use plotters::prelude::*;
 
 use super::COLORS;
+use crate::sim::classes::Class;
 use crate::sim::compare::Comparison;
+use crate::sim::report::ClassReport;
+
+/// The interactive class's delayed share among a row's or point's per-class figures (None
+/// when the class had no scored request: no share to draw).
+fn interactive(classes: &[ClassReport]) -> Option<f64> {
+    classes
+        .iter()
+        .find(|c| c.class == Class::Interactive && c.requests > 0)
+        .map(|c| c.delayed_fraction)
+}
 
 /// Smallest delayed share drawn: one request in a million.
 const FLOOR: f64 = 1e-6;
@@ -83,6 +96,18 @@ fn draw<DB: DrawingBackend>(
                 .iter()
                 .map(|p| Circle::new((p.gpu_hours, y(p.delayed_fraction)), 3, color.filled())),
         )?;
+        let twin: Vec<(f64, f64)> = sorted
+            .iter()
+            .filter_map(|p| interactive(&p.classes).map(|d| (p.gpu_hours, y(d))))
+            .collect();
+        if !twin.is_empty() {
+            chart
+                .draw_series(DashedLineSeries::new(twin, 6, 4, color.stroke_width(1)))?
+                .label(format!("{policy}, interactive clients"))
+                .legend(move |(x, yy)| {
+                    PathElement::new(vec![(x, yy), (x + 6, yy)], color.stroke_width(1))
+                });
+        }
     }
     for r in points {
         let at = (r.gpu_hours, y(r.delayed_fraction));
@@ -95,6 +120,13 @@ fn draw<DB: DrawingBackend>(
             (at.0, at.1 * 1.6),
             ("sans-serif", 12),
         )))?;
+        if let Some(d) = interactive(&r.classes) {
+            chart.draw_series(std::iter::once(TriangleMarker::new(
+                (r.gpu_hours, y(d)),
+                7,
+                BLACK.stroke_width(1),
+            )))?;
+        }
     }
     let slo = cmp.slo_fraction.max(FLOOR);
     chart

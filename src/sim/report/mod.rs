@@ -6,7 +6,8 @@ pub mod print;
 
 use serde::Serialize;
 
-use super::engine::RunResult;
+use super::classes::Class;
+use super::engine::{ClassScored, RunResult};
 use super::oracle::OracleResult;
 use super::stats::{block_bootstrap95, interval95, GpuSplit, DAY_S};
 use crate::core::policy::residual::Decomposition;
@@ -71,6 +72,38 @@ pub struct PolicyReport {
     /// None for the packings, which delay nothing.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub residual: Option<Decomposition>,
+    /// The scored figures per client class (empty: the workload has one class, reported as the
+    /// totals above).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub classes: Vec<ClassReport>,
+}
+
+/// A policy's scored figures for the requests of one client class.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ClassReport {
+    pub class: Class,
+    pub requests: u64,
+    pub delayed_fraction: f64,
+    pub p99_wait_s: f64,
+    pub max_wait_s: f64,
+    /// Replicas that loaded their model while a request of this class queued for them.
+    pub replica_cold_starts: u64,
+    pub meets_slo: bool,
+}
+
+impl ClassReport {
+    fn of(class: Class, s: &ClassScored, slo_fraction: f64) -> Self {
+        let delayed_fraction = s.delayed as f64 / s.requests.max(1) as f64;
+        ClassReport {
+            class,
+            requests: s.requests,
+            delayed_fraction,
+            p99_wait_s: s.waits.quantile(0.99),
+            max_wait_s: s.waits.max(),
+            replica_cold_starts: s.replica_cold_starts,
+            meets_slo: delayed_fraction <= slo_fraction,
+        }
+    }
 }
 
 /// One scored day of a policy.
@@ -200,6 +233,11 @@ impl PolicyReport {
                 run.residual
                     .decompose(ctx.lead_time_s, ctx.usd_per_gpu_hour),
             ),
+            classes: Class::ALL
+                .iter()
+                .zip(&s.classes)
+                .map(|(&c, s)| ClassReport::of(c, s, ctx.slo_fraction))
+                .collect(),
         }
         .with_band(run)
     }
@@ -290,6 +328,7 @@ impl PolicyReport {
             band_nominal_quantile: None,
             band_coverage_ci95: None,
             residual: None,
+            classes: Vec::new(),
         }
     }
 }

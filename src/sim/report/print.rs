@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use super::PolicyReport;
 use crate::core::policy::residual::Decomposition;
+use crate::sim::classes::{Class, ClientClasses};
 use crate::sim::compare::Comparison;
 use crate::sim::judge::{attribution, verdict};
 use crate::sim::setup::Setup;
@@ -36,6 +37,10 @@ pub fn print_comparison(cmp: &Comparison, setup: &Setup, elapsed: f64) {
         ),
     }
     print!("{}", table(&cmp.rows));
+    if let Some(classes) = &cmp.classes {
+        println!("{}", classes_line(classes));
+        print!("{}", class_table(&cmp.rows));
+    }
     let residuals: Vec<(String, &Decomposition)> = cmp
         .rows
         .iter()
@@ -88,6 +93,83 @@ pub fn print_comparison(cmp: &Comparison, setup: &Setup, elapsed: f64) {
     println!("simulated in {elapsed:.2} s\n");
 }
 
+/// How many clients and training requests each class has, and the rule.
+pub fn classes_line(c: &ClientClasses) -> String {
+    let (ni, ri) = c.count(Class::Interactive);
+    let (nb, rb) = c.count(Class::Batch);
+    let share = |r: u64| 100.0 * r as f64 / (ri + rb).max(1) as f64;
+    format!(
+        "client classes (on {}): {ni} interactive ({:.1}% of the requests), {nb} batch-like ({:.1}%): request-weighted inter-arrival CV > {} or clump size > {}",
+        c.on,
+        share(ri),
+        share(rb),
+        c.thresholds.batch_cv,
+        c.thresholds.batch_clump
+    )
+}
+
+/// Per policy, the scored figures of each class beside the total (rows without per-class
+/// figures, the packings, are left out).
+pub fn class_table(rows: &[PolicyReport]) -> String {
+    let mut header = vec!["policy".to_string()];
+    for what in ["all", "interactive", "batch"] {
+        header.push(format!("{what}: delayed"));
+        header.push("p99 wait".into());
+        header.push("cold replica".into());
+    }
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .filter(|r| !r.classes.is_empty())
+        .map(|r| {
+            let mut row = vec![
+                r.policy.clone(),
+                format!("{:.3}%", r.delayed_fraction * 100.0),
+                format!("{:.1}s", r.p99_wait_s),
+                r.replica_cold_starts.to_string(),
+            ];
+            for c in &r.classes {
+                if c.requests == 0 {
+                    // A class without scored requests has no share to show.
+                    row.extend(["-".to_string(), "-".to_string(), "-".to_string()]);
+                    continue;
+                }
+                row.push(format!("{:.3}%", c.delayed_fraction * 100.0));
+                row.push(format!("{:.1}s", c.p99_wait_s));
+                row.push(c.replica_cold_starts.to_string());
+            }
+            row
+        })
+        .collect();
+    aligned(&header, &cells, 1)
+}
+
+/// Rows of cells as aligned text: the first `left` columns left-aligned, the rest right.
+fn aligned(header: &[String], cells: &[Vec<String>], left: usize) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for row in cells {
+        for (w, c) in widths.iter_mut().zip(row.iter()) {
+            *w = (*w).max(c.len());
+        }
+    }
+    let mut out = String::new();
+    let line = |out: &mut String, row: &[String]| {
+        for (i, (c, w)) in row.iter().zip(&widths).enumerate() {
+            if i < left {
+                let _ = write!(out, "{c:<w$}  ");
+            } else {
+                let _ = write!(out, "{c:>w$}  ");
+            }
+        }
+        out.truncate(out.trim_end().len());
+        out.push('\n');
+    };
+    line(&mut out, header);
+    for row in cells {
+        line(&mut out, row);
+    }
+    out
+}
+
 /// The comparison as an aligned text table.
 pub fn table(rows: &[PolicyReport]) -> String {
     let header = [
@@ -105,11 +187,12 @@ pub fn table(rows: &[PolicyReport]) -> String {
         "$/week",
     ];
     let pct = |v: f64, total: f64| if total > 0.0 { v / total * 100.0 } else { 0.0 };
-    let cells: Vec<[String; 12]> = rows
+    let header: Vec<String> = header.iter().map(|h| h.to_string()).collect();
+    let cells: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
             let g = &r.gpu_hours_split;
-            [
+            vec![
                 r.policy.clone(),
                 r.detail.clone(),
                 r.requests.to_string(),
@@ -135,39 +218,10 @@ pub fn table(rows: &[PolicyReport]) -> String {
     aligned(&header, &cells, 2)
 }
 
-/// `cells` under `header`, each column as wide as its widest cell; the first `left` columns
-/// left-aligned, the others right-aligned.
-pub fn aligned<const N: usize>(header: &[&str; N], cells: &[[String; N]], left: usize) -> String {
-    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
-    for row in cells {
-        for (w, c) in widths.iter_mut().zip(row.iter()) {
-            *w = (*w).max(c.len());
-        }
-    }
-    let mut out = String::new();
-    let line = |out: &mut String, row: &[&str]| {
-        for (i, (c, w)) in row.iter().zip(&widths).enumerate() {
-            if i < left {
-                let _ = write!(out, "{c:<w$}  ");
-            } else {
-                let _ = write!(out, "{c:>w$}  ");
-            }
-        }
-        out.truncate(out.trim_end().len());
-        out.push('\n');
-    };
-    line(&mut out, header);
-    for row in cells {
-        let row: Vec<&str> = row.iter().map(String::as_str).collect();
-        line(&mut out, &row);
-    }
-    out
-}
-
 /// The residual of every row that delayed a request: its delayed requests by kind (share of
 /// them), the training rise, and the constant reserve that removes the unforecastable part.
 pub fn residual_table(rows: &[(String, &Decomposition)]) -> String {
-    let header = [
+    let header: Vec<String> = [
         "policy",
         "delayed",
         "forecastable",
@@ -177,8 +231,10 @@ pub fn residual_table(rows: &[(String, &Decomposition)]) -> String {
         "reserve",
         "reserve GPU-h",
         "reserve $",
-    ];
-    let cells: Vec<[String; 9]> = rows
+    ]
+    .map(String::from)
+    .to_vec();
+    let cells: Vec<Vec<String>> = rows
         .iter()
         .filter(|(_, d)| d.delayed() > 0)
         .map(|(name, d)| {
@@ -195,6 +251,7 @@ pub fn residual_table(rows: &[(String, &Decomposition)]) -> String {
                 format!("{:.1}", d.reserve_gpu_hours),
                 format!("{:.0}", d.reserve_usd),
             ]
+            .to_vec()
         })
         .collect();
     aligned(&header, &cells, 1)

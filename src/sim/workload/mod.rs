@@ -65,6 +65,19 @@ pub struct Workload {
     pub tokens_from: Option<PathBuf>,
 }
 
+impl Workload {
+    /// How many clients the requests are tagged with, for inputs that know them: a ServeGen
+    /// directory's client files, the copies of a superposed trace (each copy one tenant).
+    /// None: the requests carry no client (one class).
+    pub fn clients(&self) -> Option<usize> {
+        match &self.source {
+            Source::ServeGen(set) => Some(set.clients.len()),
+            Source::Trace(_) if self.superpose > 1 => Some(self.superpose as usize),
+            _ => None,
+        }
+    }
+}
+
 /// The trace rate inputs take token lengths from unless told otherwise.
 pub const DEFAULT_TOKENS_FILE: &str = "AzureLLMInferenceTrace_conv.csv";
 
@@ -131,11 +144,12 @@ pub fn records(w: &Workload) -> Result<Records, TraceError> {
             let series = series.clone();
             let pieces: Vec<_> = series.pieces(w.rate_scale).collect();
             let rng = ChaCha8Rng::seed_from_u64(w.seed);
-            let times = renewal::Renewal::new(pieces.into_iter(), rng);
+            let times = renewal::Renewal::new(pieces.into_iter(), rng).map(|t| (t, 0));
             with_tokens(times, token_pool(w)?, w.seed)
         }
         Source::ServeGen(set) => {
-            let times = servegen::arrivals(set.clone(), w.rate_scale, w.seed).map(|r| r.t);
+            let times =
+                servegen::arrivals(set.clone(), w.rate_scale, w.seed).map(|r| (r.t, r.client));
             with_tokens(times, token_pool(w)?, w.seed)
         }
         Source::Scenario(_) | Source::History { .. } => Err(TraceError::Format {
@@ -156,20 +170,22 @@ fn token_pool(w: &Workload) -> Result<TokenPool, TraceError> {
     TokenPool::load(path)
 }
 
-/// Arrival times with token pairs drawn from the pool (its own seeded stream).
+/// Arrival times (with their clients) and token pairs drawn from the pool (its own seeded
+/// stream).
 fn with_tokens(
-    times: impl Iterator<Item = f64> + Send + 'static,
+    times: impl Iterator<Item = (f64, u32)> + Send + 'static,
     pool: TokenPool,
     seed: u64,
 ) -> Result<Records, TraceError> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     rng.set_stream(0x70_6b_65_6e);
-    Ok(Box::new(times.map(move |t| {
+    Ok(Box::new(times.map(move |(t, client)| {
         let (input_tokens, output_tokens) = pool.sample(&mut rng);
         Ok(TraceRecord {
             t,
             input_tokens,
             output_tokens,
+            client,
         })
     })))
 }

@@ -52,6 +52,7 @@ impl Workload {
                 arrival: r.t,
                 service_s: model.service_time(r.input_tokens, r.output_tokens),
                 prefill_s: r.input_tokens as f64 / model.prefill_tokens_per_s,
+                client: r.client,
             });
         Ok((Box::new(reqs), slot))
     }

@@ -204,11 +204,13 @@ fn untokened(t: f64) -> TraceRecord {
         t,
         input_tokens: 0,
         output_tokens: 0,
+        // The merge tags each record with its client (its stream's index).
+        client: 0,
     }
 }
 
-/// Every client's arrivals merged in time order (tokens left at 0), rates times `rate_scale`.
-/// Client `i` draws from its own stream of the seeded generator, so adding a client does not
+/// Every client's arrivals merged in time order (tokens left at 0, `client` the index of the
+/// client's file in number order), rates times `rate_scale`. Client `i` draws from its own stream of the seeded generator, so adding a client does not
 /// change the others' arrivals.
 pub fn arrivals(set: Arc<ServeGen>, rate_scale: f64, seed: u64) -> Merge<ClientStream> {
     let streams = (0..set.clients.len())

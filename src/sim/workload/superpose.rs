@@ -96,6 +96,7 @@ mod tests {
                     t,
                     input_tokens: i as u32,
                     output_tokens: 1,
+                    client: 0,
                 })
                 .collect(),
         )

@@ -110,7 +110,13 @@ pub fn undrain_write(node: &Node, step: &DrainStep) -> Option<serde_json::Value>
         Command::Undrain {
             uncordon,
             closed_by,
-        } => Some(undrain_patch(node, *uncordon, closed_by.as_ref())),
+            false_alarm_at,
+        } => Some(undrain_patch(
+            node,
+            *uncordon,
+            closed_by.as_ref(),
+            *false_alarm_at,
+        )),
         _ => None,
     })
 }
