@@ -339,6 +339,19 @@ fn the_clumped_client_is_batch_and_its_waits_are_counted_apart() {
     );
     // Both miss a 0.1 % SLO.
     assert!(report.classes.iter().all(|c| !c.meets_slo));
+    // The residual splits by class the same way: A's 1 and B's 6 delayed, every one of them in
+    // the scored window, and each kind's two class counts add up to the whole's.
+    let whole = report.residual.as_ref().unwrap();
+    let parts: Vec<_> = report.classes.iter().map(|c| c.residual.unwrap()).collect();
+    assert_eq!((parts[0].delayed(), parts[1].delayed()), (1, 6));
+    assert_eq!(
+        (
+            parts[0].forecastable + parts[1].forecastable,
+            parts[0].lead_miss + parts[1].lead_miss,
+            parts[0].unforecastable + parts[1].unforecastable
+        ),
+        (whole.forecastable, whole.lead_miss, whole.unforecastable)
+    );
 
     // No classes: the same totals, and no per-class figures that would claim a split.
     let run = engine::run(&two_clients(None), reqs.into_iter(), || {});

@@ -148,6 +148,22 @@ impl Decomposition {
             .map(|i| self.steps[i].kind)
     }
 
+    /// The kinds of a part of the delayed requests (one client class's, one day's), given as
+    /// that part's delayed requests per step: each step's count takes the step's kind; a step
+    /// that is not a scored delayed step counts nowhere, as in the whole.
+    pub fn tally(&self, delayed_per_step: &[u64]) -> KindCounts {
+        let mut counts = KindCounts::default();
+        for (index, &n) in delayed_per_step.iter().enumerate().filter(|(_, &n)| n > 0) {
+            match self.kind_of(index) {
+                Some(Kind::Forecastable) => counts.forecastable += n,
+                Some(Kind::LeadMiss) => counts.lead_miss += n,
+                Some(Kind::Unforecastable) => counts.unforecastable += n,
+                None => {}
+            }
+        }
+        counts
+    }
+
     /// (forecastable, lead miss, unforecastable) shares of the delayed, 0 each with none.
     pub fn shares(&self) -> (f64, f64, f64) {
         let n = self.delayed().max(1) as f64;
@@ -156,6 +172,20 @@ impl Decomposition {
             self.lead_miss as f64 / n,
             self.unforecastable as f64 / n,
         )
+    }
+}
+
+/// Delayed requests of each kind in a part of a decomposition (`Decomposition::tally`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct KindCounts {
+    pub forecastable: u64,
+    pub lead_miss: u64,
+    pub unforecastable: u64,
+}
+
+impl KindCounts {
+    pub fn delayed(&self) -> u64 {
+        self.forecastable + self.lead_miss + self.unforecastable
     }
 }
 
@@ -517,5 +547,40 @@ mod tests {
         // The worst unforecastable shortfall: step 1, 4.5 − 1 = 3.5 → 4 replicas (steps 0
         // and 3 are short 1 and 2).
         assert_eq!(d.reserve_replicas, 4);
+    }
+    /// A part of the delayed takes the kinds of the steps it was delayed in: steps 3 (training,
+    /// not scored), 6 (lead miss), 8 (unforecastable) and 9 (forecastable) by hand below; the
+    /// part has 1, 2, 4 and 3 delayed there and 5 in step 7, which no kind covers.
+    #[test]
+    fn a_part_of_the_delayed_takes_the_kinds_of_its_steps() {
+        let step = |index: usize, kind: Kind| Step {
+            index,
+            t: T0 + 60.0 * index as f64,
+            kind,
+            delayed: 10,
+            shortfall: 1.0,
+        };
+        let whole = Decomposition {
+            steps: vec![
+                step(6, Kind::LeadMiss),
+                step(8, Kind::Unforecastable),
+                step(9, Kind::Forecastable),
+            ],
+            ..Decomposition::default()
+        };
+        let part = [0, 0, 0, 1, 0, 0, 2, 5, 4, 3];
+        let counts = whole.tally(&part);
+        assert_eq!(
+            counts,
+            KindCounts {
+                forecastable: 3,
+                lead_miss: 2,
+                unforecastable: 4
+            }
+        );
+        assert_eq!(counts.delayed(), 9);
+        // A part delayed nowhere, or shorter than the steps: nothing, no panic.
+        assert_eq!(whole.tally(&[]), KindCounts::default());
+        assert_eq!(whole.tally(&[0, 0, 0, 0, 0, 0, 7]).lead_miss, 7);
     }
 }

@@ -100,7 +100,8 @@ impl Sim<'_> {
         }
         let delayed = wait > self.cfg.slo_wait_s;
         if delayed {
-            self.residual_delayed(arrival);
+            let split = self.cfg.classes.is_some().then_some(class);
+            self.residual_delayed(arrival, split);
         }
         let day = self.day_at(arrival);
         day.requests += 1;

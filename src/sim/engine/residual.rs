@@ -7,6 +7,7 @@ use std::collections::BinaryHeap;
 
 use super::Sim;
 use crate::core::policy::residual::{self, Decomposition, Series, Setting};
+use crate::sim::classes::Class;
 
 /// The residual's inputs of one run, per step of `step_s` from t = 0.
 #[derive(Clone, Debug, Default)]
@@ -17,6 +18,9 @@ pub struct ResidualSeries {
     pub arrivals: Vec<u64>,
     /// Requests arriving in each step that waited longer than the SLO wait.
     pub delayed: Vec<u64>,
+    /// The same per client class (indexed by `Class as usize`), with `RunConfig::classes`:
+    /// what `Decomposition::tally` splits by class.
+    pub delayed_by_class: Vec<Vec<u64>>,
     /// prewarm: the highest `rate_at_horizon` of the decisions made during each step.
     pub upper: Vec<Option<f64>>,
     /// Loaded replicas serving at each step's scrape.
@@ -117,9 +121,13 @@ impl Sim<'_> {
         *peak = (*peak).max(in_slots);
     }
 
-    pub(super) fn residual_delayed(&mut self, arrival: f64) {
+    pub(super) fn residual_delayed(&mut self, arrival: f64, class: Option<Class>) {
         let k = self.step_of(arrival);
-        *bump(&mut self.result.residual.delayed, k) += 1;
+        let r = &mut self.result.residual;
+        *bump(&mut r.delayed, k) += 1;
+        if let Some(c) = class {
+            *bump(bump(&mut r.delayed_by_class, c as usize), k) += 1;
+        }
     }
 
     pub(super) fn residual_upper(&mut self, rate_at_horizon: f64) {

@@ -10,7 +10,7 @@ use super::classes::Class;
 use super::engine::{ClassScored, RunResult};
 use super::oracle::OracleResult;
 use super::stats::{block_bootstrap95, interval95, GpuSplit, DAY_S};
-use crate::core::policy::residual::Decomposition;
+use crate::core::policy::residual::{Decomposition, KindCounts};
 
 /// Resamples of the band coverage's block bootstrap.
 const BOOTSTRAP_RESAMPLES: usize = 1000;
@@ -89,6 +89,8 @@ pub struct ClassReport {
     /// Replicas that loaded their model while a request of this class queued for them.
     pub replica_cold_starts: u64,
     pub meets_slo: bool,
+    /// This class's delayed requests by kind (the policy's residual split by class).
+    pub residual: Option<KindCounts>,
 }
 
 impl ClassReport {
@@ -102,6 +104,7 @@ impl ClassReport {
             max_wait_s: s.waits.max(),
             replica_cold_starts: s.replica_cold_starts,
             meets_slo: delayed_fraction <= slo_fraction,
+            residual: None,
         }
     }
 }
@@ -198,6 +201,9 @@ impl PolicyReport {
             })
             .collect();
         let daily = |f: fn(&DayReport) -> f64| -> Vec<f64> { days.iter().map(f).collect() };
+        let residual = run
+            .residual
+            .decompose(ctx.lead_time_s, ctx.usd_per_gpu_hour);
         PolicyReport {
             policy: policy.to_string(),
             detail,
@@ -229,15 +235,22 @@ impl PolicyReport {
             band_coverage: None,
             band_nominal_quantile: None,
             band_coverage_ci95: None,
-            residual: Some(
-                run.residual
-                    .decompose(ctx.lead_time_s, ctx.usd_per_gpu_hour),
-            ),
             classes: Class::ALL
                 .iter()
                 .zip(&s.classes)
-                .map(|(&c, s)| ClassReport::of(c, s, ctx.slo_fraction))
+                .map(|(&c, s)| ClassReport {
+                    residual: Some(
+                        residual.tally(
+                            run.residual
+                                .delayed_by_class
+                                .get(c as usize)
+                                .map_or(&[][..], Vec::as_slice),
+                        ),
+                    ),
+                    ..ClassReport::of(c, s, ctx.slo_fraction)
+                })
                 .collect(),
+            residual: Some(residual),
         }
         .with_band(run)
     }

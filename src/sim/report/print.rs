@@ -52,6 +52,9 @@ pub fn print_comparison(cmp: &Comparison, setup: &Setup, elapsed: f64) {
             cmp.lead_time_s
         );
         print!("{}", residual_table(&residuals));
+        if cmp.classes.is_some() {
+            print!("{}", residual_class_table(&cmp.rows));
+        }
     }
     for (policy, points) in &cmp.frontiers {
         let text: Vec<String> = points
@@ -141,6 +144,40 @@ pub fn class_table(rows: &[PolicyReport]) -> String {
         })
         .collect();
     aligned(&header, &cells, 1)
+}
+
+/// The residual of each policy split by client class: one row per class with delayed
+/// requests, each kind's count and its share of the class's delayed.
+pub fn residual_class_table(rows: &[PolicyReport]) -> String {
+    let header: Vec<String> = [
+        "policy",
+        "class",
+        "delayed",
+        "forecastable",
+        "lead miss",
+        "unforecastable",
+    ]
+    .map(String::from)
+    .to_vec();
+    let share = |n: u64, of: u64| format!("{n} ({:.0}%)", 100.0 * n as f64 / of.max(1) as f64);
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .flat_map(|r| {
+            r.classes.iter().filter_map(|c| {
+                let k = c.residual.filter(|k| k.delayed() > 0)?;
+                let n = k.delayed();
+                Some(vec![
+                    r.policy.clone(),
+                    c.class.label().to_string(),
+                    n.to_string(),
+                    share(k.forecastable, n),
+                    share(k.lead_miss, n),
+                    share(k.unforecastable, n),
+                ])
+            })
+        })
+        .collect();
+    aligned(&header, &cells, 2)
 }
 
 /// Rows of cells as aligned text: the first `left` columns left-aligned, the rest right.
