@@ -397,12 +397,23 @@ pub async fn receive_some(sqs: &aws_sdk_sqs::Client, queue: &str) -> Vec<(SqsMes
 /// One poll of the queue as Lambda's poller does it: the batch to the handler, then the records
 /// not reported as failures deleted. Returns how many records there were.
 pub async fn pump(h: &Interruption, sqs: &aws_sdk_sqs::Client, queue: &str) -> usize {
+    pump_within(h, sqs, queue, Duration::from_secs(20)).await.0
+}
+
+/// `pump` with an invocation of `timeout` (the template's is 20 s): how many records there were
+/// and how many of them were kept (batch item failures).
+pub async fn pump_within(
+    h: &Interruption,
+    sqs: &aws_sdk_sqs::Client,
+    queue: &str,
+    timeout: Duration,
+) -> (usize, usize) {
     let got = receive(sqs, queue).await;
     if got.is_empty() {
-        return 0;
+        return (0, 0);
     }
     let records: Vec<SqsMessage> = got.iter().map(|(r, _)| r.clone()).collect();
-    let deadline = SystemTime::now() + Duration::from_secs(20);
+    let deadline = SystemTime::now() + timeout;
     let response = h.handle_batch(batch(records), deadline).await;
     let failed = failed_ids(&response);
     for (r, handle) in &got {
@@ -415,7 +426,7 @@ pub async fn pump(h: &Interruption, sqs: &aws_sdk_sqs::Client, queue: &str) -> u
                 .unwrap();
         }
     }
-    got.len()
+    (got.len(), failed.len())
 }
 
 /// Pumps until `done` holds or `max` passes; true when it held.
