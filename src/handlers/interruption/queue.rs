@@ -23,10 +23,12 @@ use std::collections::HashMap;
 
 use aws_lambda_events::event::sqs::{SqsMessage, SqsMessageAttribute};
 
+use super::failure::Due;
 use super::Interruption;
-use crate::adapters::events::ParsedRecord;
+use crate::adapters::events::{Parsed, ParsedRecord};
 use crate::adapters::queue::{change_visibility, queue_url_from_arn, send_with_body, Outgoing};
 use crate::clock::unix_now;
+use crate::core::interruption::deadline::{eviction_deadline, instance_end};
 use crate::error::{Error, Result};
 
 /// Continuation attempt (0 on the notice's own delivery).
@@ -163,19 +165,20 @@ pub fn fan_out(instance_ids: &[String], from: usize) -> (Vec<String>, Option<usi
     (instance_ids[start..end].to_vec(), resume)
 }
 
-/// How to settle a record given its outcome, the continuation it came with, the clock and the
-/// drain's recheck interval.
+/// How to settle a record given its outcome, the continuation it came with, the clock, the
+/// drain's recheck interval and what the record's notice says about time.
 pub fn settle(
     outcome: &RecordOutcome,
     came_with: &Continuation,
     now: f64,
     recheck_s: f64,
+    due: Due,
 ) -> Settlement {
     match outcome {
         RecordOutcome::Delete { .. } => Settlement::Delete,
         RecordOutcome::Poison { .. } => Settlement::Fail,
         RecordOutcome::Failed { retryable, .. } => {
-            super::failure::after_failure(*retryable, came_with, now, recheck_s)
+            super::failure::after_failure(*retryable, came_with, now, recheck_s, due)
         }
         RecordOutcome::Continue { at, .. } => {
             let next = came_with.attempt.saturating_add(1);
@@ -244,7 +247,14 @@ impl Interruption {
         outcome: &RecordOutcome,
     ) -> bool {
         let now = unix_now();
-        let mut settlement = settle(outcome, came_with, now, self.settings.recheck_s);
+        let due = match &record.parsed {
+            Parsed::Notice(n) => Due {
+                deadline: eviction_deadline(n, self.settings.eviction_budget_s),
+                end: instance_end(n),
+            },
+            _ => Due::default(),
+        };
+        let mut settlement = settle(outcome, came_with, now, self.settings.recheck_s, due);
         let mut sent = 0;
         if let Settlement::Send {
             continuations,
@@ -500,7 +510,7 @@ mod tests {
             .collect();
         for (outcome, came_with, expected) in cases {
             assert_eq!(
-                settle(&outcome, came_with, now, 15.0),
+                settle(&outcome, came_with, now, 15.0, Due::default()),
                 expected,
                 "{outcome:?}"
             );
@@ -513,7 +523,10 @@ mod tests {
             at: 1_015.0,
             reason: "c".into(),
         };
-        assert_eq!(settle(&c, &spent, now, 15.0), Settlement::Fail);
+        assert_eq!(
+            settle(&c, &spent, now, 15.0, Due::default()),
+            Settlement::Fail
+        );
     }
 
     #[test]
@@ -534,9 +547,13 @@ mod tests {
             instances: vec!["i-a".into(), "i-b".into()],
             resume_from: Some(2),
         };
-        let Settlement::Send { continuations, .. } =
-            settle(&outcome, &Continuation::default(), 0.0, 15.0)
-        else {
+        let Settlement::Send { continuations, .. } = settle(
+            &outcome,
+            &Continuation::default(),
+            0.0,
+            15.0,
+            Due::default(),
+        ) else {
             panic!("a fan-out sends")
         };
         let described: Vec<(Option<&str>, Option<usize>)> = continuations
