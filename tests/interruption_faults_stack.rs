@@ -222,19 +222,7 @@ async fn fault_matrix() {
         send(&sqs, &q_down, &spot_body(&inst, 0)).await;
         pump(&h30, &sqs, &q_down).await;
         let claimed = after(&admin, &node).await;
-        // The stack's own run directory (tests/stack/up exports it in .run/env).
-        let pid_file = format!("{}/kube-apiserver.pid", env("STACK_RUN_DIR"));
-        let pid = std::fs::read_to_string(&pid_file)
-            .unwrap()
-            .trim()
-            .to_string();
-        let signal = |s: &str| {
-            std::process::Command::new("kill")
-                .args([s, &pid])
-                .status()
-                .unwrap()
-        };
-        assert!(signal("-STOP").success());
+        assert!(signal_apiserver("-STOP"));
         let stopped = std::time::Instant::now();
         // Its first delivery during the outage: nothing on the node yet.
         send(&sqs, &q_down, &spot_body(&first_inst, 0)).await;
@@ -246,7 +234,7 @@ async fn fault_matrix() {
             kept_while_down += kept;
         }
         let in_dlq_while_down = queue_total(&sqs, &down_dlq).await;
-        assert!(signal("-CONT").success());
+        assert!(signal_apiserver("-CONT"));
         let ok = pump_until(&h30, &sqs, &q_down, Duration::from_secs(90), || async {
             let (a, b) = (after(&admin, &node).await, after(&admin, &first).await);
             drained(&a)

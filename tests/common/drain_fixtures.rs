@@ -690,3 +690,15 @@ pub async fn placeholders_of(client: &kube::Client, instance: &str) -> Vec<Pod> 
         .filter(|p| p.metadata.deletion_timestamp.is_none())
         .collect()
 }
+
+/// Sends `signal` (`-STOP`, `-CONT`) to the stack's apiserver (its pid in the stack's run
+/// directory, which tests/stack/up exports in .run/env); true when it was delivered.
+pub fn signal_apiserver(signal: &str) -> bool {
+    let pid_file = format!("{}/kube-apiserver.pid", env("STACK_RUN_DIR"));
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    std::process::Command::new("kill")
+        .args([signal, pid.trim()])
+        .status()
+        .unwrap()
+        .success()
+}
