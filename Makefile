@@ -81,7 +81,8 @@ serving-gap:
 	tests/stack/serving-gap $(BOOTS)
 
 ## The interruption scenarios N times in a row on one stack (Rust fault matrix and surge tests,
-## the pytest drain scenarios); a line per round and a summary. Not part of `make test`.
+## the pytest drain scenarios, the production-timing drain); a line per round and a summary. Not
+## part of `make test`. DRAIN_REPEAT_ONLY=production runs only the production-timing drain.
 N ?= 10
 drain-repeat:
 	tests/stack/drain-repeat $(N)

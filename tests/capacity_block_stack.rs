@@ -63,9 +63,8 @@ async fn a_capacity_block_warning_drains_the_reservations_nodes_and_only_those()
     let mut steps = Vec::new();
     for instance in &in_reservation {
         let cont = Continuation {
-            attempt: 0,
             instance: Some(instance.clone()),
-            fanout_from: None,
+            ..Continuation::default()
         };
         for _ in 0..40 {
             let o = h.handle_record(&parsed, &cont).await;

@@ -10,9 +10,8 @@
 //! a wait is a fixed rule (the owner's 4 x recheck + 60 s of silence, the 30-minute cordon-prewarm
 //! expiry), by dating the drain's own record back by that much: the clock moving on.
 
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
-use aws_lambda_events::event::sqs::SqsMessage;
 use k8s_openapi::api::core::v1::{Event as CoreEvent, Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
@@ -201,60 +200,84 @@ async fn fault_matrix() {
         case_start,
     );
 
-    // ---- 3. The apiserver unavailable for 60 s mid-drain (the process stopped with SIGSTOP,
-    // then continued): steps fail and keep their message; once it answers, the drain finishes.
+    // ---- 3. The apiserver unavailable for 60 s (the process stopped with SIGSTOP, then
+    // continued), on a queue with a redrive like the template's but tight (maxReceiveCount 2,
+    // visibility 2 s: a message kept through the outage would be in the DLQ within seconds). A
+    // claimed drain whose steps fail, and a notice whose first delivery comes during the outage,
+    // are both carried on by new messages (nothing kept, nothing in the DLQ); once the apiserver
+    // answers, both drains finish.
     let (case_start, failed_before) = (std::time::Instant::now(), failures.len());
-    {
+    // Boxed: see case 8.
+    Box::pin(async {
+        let down_dlq = queue(&sqs, "h6-down-dlq-").await;
+        let q_down = redrive_queue(&sqs, "h6-down-", &down_dlq, 2).await;
         let (node, inst) = fault_node(&admin, "h6-apiserver-", &mut cleanups).await;
+        let (first, first_inst) = fault_node(&admin, "h6-first-down-", &mut cleanups).await;
         let mut waiting_env = base.clone();
-        waiting_env.retain(|(k, _)| *k != "EVICTION_BUDGET_SECONDS");
+        waiting_env
+            .retain(|(k, _)| !matches!(*k, "EVICTION_BUDGET_SECONDS" | "INTERRUPTION_QUEUE_URL"));
         waiting_env.push(("EVICTION_BUDGET_SECONDS", "90")); // deadline 30 s after the notice
+        waiting_env.push(("INTERRUPTION_QUEUE_URL", &q_down));
         let h30 = handler(&waiting_env).await;
-        send(&sqs, &q, &spot_body(&inst, 0)).await;
-        pump(&h30, &sqs, &q).await;
-        // The stack's own run directory (tests/stack/up exports it in .run/env).
-        let pid_file = format!("{}/kube-apiserver.pid", env("STACK_RUN_DIR"));
-        let pid = std::fs::read_to_string(&pid_file)
-            .unwrap()
-            .trim()
-            .to_string();
-        let signal = |s: &str| {
-            std::process::Command::new("kill")
-                .args([s, &pid])
-                .status()
-                .unwrap()
-        };
-        assert!(signal("-STOP").success());
+        send(&sqs, &q_down, &spot_body(&inst, 0)).await;
+        pump(&h30, &sqs, &q_down).await;
+        let claimed = after(&admin, &node).await;
+        assert!(signal_apiserver("-STOP"));
         let stopped = std::time::Instant::now();
-        let mut kept_while_down = 0;
+        // Its first delivery during the outage: nothing on the node yet.
+        send(&sqs, &q_down, &spot_body(&first_inst, 0)).await;
+        let (mut handled_while_down, mut kept_while_down) = (0, 0);
         while stopped.elapsed() < Duration::from_secs(60) {
-            let got = receive(&sqs, &q).await;
-            if got.is_empty() {
-                continue;
-            }
-            let records: Vec<SqsMessage> = got.iter().map(|(r, _)| r.clone()).collect();
-            let n = records.len();
-            let response = h30
-                .handle_batch(batch(records), SystemTime::now() + Duration::from_secs(8))
-                .await;
-            kept_while_down += failed_ids(&response).len().min(n);
+            // An 8 s invocation: each record's step gives up after 5 s.
+            let (n, kept) = pump_within(&h30, &sqs, &q_down, Duration::from_secs(8)).await;
+            handled_while_down += n;
+            kept_while_down += kept;
         }
-        assert!(signal("-CONT").success());
-        let ok = pump_until(&h30, &sqs, &q, Duration::from_secs(90), || async {
-            let a = after(&admin, &node).await;
-            drained(&a) && !a.leases.contains(&inst)
+        let in_dlq_while_down = queue_total(&sqs, &down_dlq).await;
+        assert!(signal_apiserver("-CONT"));
+        let ok = pump_until(&h30, &sqs, &q_down, Duration::from_secs(90), || async {
+            let (a, b) = (after(&admin, &node).await, after(&admin, &first).await);
+            drained(&a)
+                && !a.leases.contains(&inst)
+                && drained(&b)
+                && !b.leases.contains(&first_inst)
         })
         .await;
-        if !(ok && kept_while_down > 0) {
+        // Whatever is still queued is handled; then nothing is left and nothing went to the DLQ.
+        let left = {
+            let until = std::time::Instant::now() + Duration::from_secs(20);
+            while queue_total(&sqs, &q_down).await > 0 && std::time::Instant::now() < until {
+                pump(&h30, &sqs, &q_down).await;
+            }
+            queue_total(&sqs, &q_down).await
+        };
+        let in_dlq = queue_total(&sqs, &down_dlq).await;
+        eprintln!(
+            "fault case 3: {handled_while_down} deliveries while down, {kept_while_down} kept; \
+             DLQ {in_dlq_while_down} then {in_dlq}; {left} left"
+        );
+        if !(ok
+            && claimed.cordoned
+            && handled_while_down >= 2
+            && kept_while_down == 0
+            && in_dlq_while_down + in_dlq == 0
+            && left == 0)
+        {
             failures.push(format!(
-                "apiserver down 60 s: kept while down {kept_while_down}; {}",
-                fault_report(&admin, &node).await
+                "apiserver down 60 s: claimed first={} deliveries while down {handled_while_down}, \
+                 kept {kept_while_down}, DLQ {in_dlq_while_down}+{in_dlq}, left {left}; {}\n{}",
+                claimed.cordoned,
+                fault_report(&admin, &node).await,
+                fault_report(&admin, &first).await
             ));
         }
-    }
+        let _ = sqs.delete_queue().queue_url(&q_down).send().await;
+        let _ = sqs.delete_queue().queue_url(&down_dlq).send().await;
+    })
+    .await;
     case_outcome(
         3,
-        "apiserver down 60 s",
+        "apiserver down 60 s, a claimed drain and a first delivery",
         &failures[failed_before..],
         case_start,
     );

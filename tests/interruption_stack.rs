@@ -463,7 +463,7 @@ async fn the_tick_hands_orphaned_and_expired_drains_to_the_interruption_function
         // step; like the queue, deliver again if the step was left for later.
         let mut outcome = h.handle_record(&parsed, &Continuation::default()).await;
         for _ in 0..3 {
-            if !matches!(outcome, RecordOutcome::Later { .. }) {
+            if !matches!(outcome, RecordOutcome::Failed { .. }) {
                 break;
             }
             outcome = h.handle_record(&parsed, &Continuation::default()).await;
@@ -517,7 +517,7 @@ async fn the_tick_hands_orphaned_and_expired_drains_to_the_interruption_function
         assert!(
             !matches!(
                 outcome,
-                RecordOutcome::Later { .. } | RecordOutcome::Poison { .. }
+                RecordOutcome::Failed { .. } | RecordOutcome::Poison { .. }
             ),
             "{body}: {outcome:?}"
         );

@@ -397,12 +397,23 @@ pub async fn receive_some(sqs: &aws_sdk_sqs::Client, queue: &str) -> Vec<(SqsMes
 /// One poll of the queue as Lambda's poller does it: the batch to the handler, then the records
 /// not reported as failures deleted. Returns how many records there were.
 pub async fn pump(h: &Interruption, sqs: &aws_sdk_sqs::Client, queue: &str) -> usize {
+    pump_within(h, sqs, queue, Duration::from_secs(20)).await.0
+}
+
+/// `pump` with an invocation of `timeout` (the template's is 20 s): how many records there were
+/// and how many of them were kept (batch item failures).
+pub async fn pump_within(
+    h: &Interruption,
+    sqs: &aws_sdk_sqs::Client,
+    queue: &str,
+    timeout: Duration,
+) -> (usize, usize) {
     let got = receive(sqs, queue).await;
     if got.is_empty() {
-        return 0;
+        return (0, 0);
     }
     let records: Vec<SqsMessage> = got.iter().map(|(r, _)| r.clone()).collect();
-    let deadline = SystemTime::now() + Duration::from_secs(20);
+    let deadline = SystemTime::now() + timeout;
     let response = h.handle_batch(batch(records), deadline).await;
     let failed = failed_ids(&response);
     for (r, handle) in &got {
@@ -415,7 +426,7 @@ pub async fn pump(h: &Interruption, sqs: &aws_sdk_sqs::Client, queue: &str) -> u
                 .unwrap();
         }
     }
-    got.len()
+    (got.len(), failed.len())
 }
 
 /// Pumps until `done` holds or `max` passes; true when it held.
@@ -678,4 +689,16 @@ pub async fn placeholders_of(client: &kube::Client, instance: &str) -> Vec<Pod> 
         .into_iter()
         .filter(|p| p.metadata.deletion_timestamp.is_none())
         .collect()
+}
+
+/// Sends `signal` (`-STOP`, `-CONT`) to the stack's apiserver (its pid in the stack's run
+/// directory, which tests/stack/up exports in .run/env); true when it was delivered.
+pub fn signal_apiserver(signal: &str) -> bool {
+    let pid_file = format!("{}/kube-apiserver.pid", env("STACK_RUN_DIR"));
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    std::process::Command::new("kill")
+        .args([signal, pid.trim()])
+        .status()
+        .unwrap()
+        .success()
 }

@@ -2,14 +2,16 @@
 //! names is looked up, observed, planned (`core::interruption::plan_drain`) and one step executed
 //! (`adapters::kube::drain::execute`). The Lambda never sleeps. When a claimed drain has work
 //! left, the handler sends a continuation message delayed to the next check and acknowledges
-//! the one it got (see [`queue`]: SQS is intake, not the clock). Work left before any claim (the
-//! cluster unreachable) keeps its message, as a batch item failure whose visibility is set to the
-//! next check. Poison is reported without touching its visibility, so the queue's redrive policy
-//! moves it to the DLQ after maxReceiveCount.
+//! the one it got (see [`queue`]: SQS is intake, not the clock). A step that fails in a way trying
+//! again can mend (the cluster unreachable, an outage, throttling) is carried on by a message
+//! too, after a backoff, bounded in time for work not claimed yet ([`failure`]). Poison is
+//! reported without touching its visibility, so the queue's redrive policy moves it to the DLQ
+//! after maxReceiveCount.
 //!
 //! Records of a batch run concurrently, each under its own time limit, so one slow record never
 //! holds the others up.
 
+pub mod failure;
 mod metrics;
 pub mod queue;
 pub mod record;
@@ -28,7 +30,7 @@ use crate::adapters::events::{parse_record_with, InstanceIdRule};
 use crate::adapters::kube::drain::find::NodeFinder;
 use crate::adapters::kube::shape::placeholder::PlaceholderSettings;
 use crate::adapters::kube::ClientCache;
-use crate::clock::{system_now, unix_now};
+use crate::clock::system_now;
 use crate::config::{Config, InterruptionSettings};
 use crate::core::interruption::DrainSettings;
 use crate::core::TargetSpec;
@@ -142,10 +144,11 @@ impl Interruption {
             let outcome =
                 match tokio::time::timeout(budget, self.handle_record(&record, &came_with)).await {
                     Ok(o) => o,
-                    // Whether the step claimed the node is unknown: keep the message (if it did,
-                    // the next delivery is a duplicate of a live drain and collapses).
-                    Err(_) => RecordOutcome::Later {
-                        at: unix_now() + self.settings.recheck_s,
+                    // A hung apiserver call (an outage, throttling): tried again like any
+                    // failed step (`failure`). Whether the step claimed the node is unknown; if
+                    // it did, the retry (a recheck or more later) is that drain's next check.
+                    Err(_) => RecordOutcome::Failed {
+                        retryable: true,
                         reason: format!("record took longer than {budget:?}"),
                     },
                 };

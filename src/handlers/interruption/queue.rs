@@ -5,8 +5,10 @@
 //! drain longer than `maxReceiveCount` x recheck would land in the DLQ as if it were poison):
 //! the handler sends a *continuation* — the same body, with its own attempt count in the
 //! `prewarm-attempt` attribute, delayed to the next check (`DelaySeconds` <= 900) — and deletes
-//! the message it got. `maxReceiveCount` then counts only deliveries that failed before a claim:
-//! poison, or a cluster that cannot be reached.
+//! the message it got. A step that failed in a way trying again can mend is carried on the same
+//! way, after a backoff (`super::failure`: bounded in time for work not claimed yet).
+//! `maxReceiveCount` then counts only poison, failures trying again cannot mend, unclaimed work
+//! failing past its window, and continuations SQS refused to take.
 //!
 //! A Health event naming many instances fans out: one continuation per instance
 //! (`prewarm-instance`), at most `FANOUT_CHUNK` per invocation, plus one continuation carrying
@@ -21,10 +23,12 @@ use std::collections::HashMap;
 
 use aws_lambda_events::event::sqs::{SqsMessage, SqsMessageAttribute};
 
+use super::failure::Due;
 use super::Interruption;
-use crate::adapters::events::ParsedRecord;
+use crate::adapters::events::{Parsed, ParsedRecord};
 use crate::adapters::queue::{change_visibility, queue_url_from_arn, send_with_body, Outgoing};
 use crate::clock::unix_now;
+use crate::core::interruption::deadline::{eviction_deadline, instance_end};
 use crate::error::{Error, Result};
 
 /// Continuation attempt (0 on the notice's own delivery).
@@ -33,6 +37,12 @@ pub const ATTEMPT_ATTR: &str = "prewarm-attempt";
 pub const INSTANCE_ATTR: &str = "prewarm-instance";
 /// Where a fan-out resumes (index into the notice's instance list).
 pub const FANOUT_FROM_ATTR: &str = "prewarm-fanout-from";
+/// Consecutive failed steps this message stands for (`failure`: absent when the last step did
+/// not fail).
+pub const FAILURES_ATTR: &str = "prewarm-failures";
+/// When those failed steps began (seconds since the epoch): bounds how long work not claimed yet
+/// is retried by message.
+pub const FAILING_SINCE_ATTR: &str = "prewarm-failing-since";
 /// SQS allows at most 15 minutes of DelaySeconds.
 pub const MAX_DELAY_S: i32 = 900;
 /// SQS refuses visibility timeouts above 12 hours.
@@ -45,11 +55,15 @@ pub const FANOUT_CHUNK: usize = 50;
 pub const MAX_ATTEMPTS: u32 = 5_760;
 
 /// What the continuation attributes of a message say.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Continuation {
     pub attempt: u32,
     pub instance: Option<String>,
     pub fanout_from: Option<usize>,
+    /// Consecutive failed steps before this delivery (0: the last step did not fail).
+    pub failures: u32,
+    /// When those failures began.
+    pub failing_since: Option<f64>,
 }
 
 impl Continuation {
@@ -67,6 +81,10 @@ impl Continuation {
                 .filter(|v| !v.is_empty())
                 .map(str::to_string),
             fanout_from: get(FANOUT_FROM_ATTR).and_then(|v| v.parse().ok()),
+            failures: get(FAILURES_ATTR).and_then(|v| v.parse().ok()).unwrap_or(0),
+            failing_since: get(FAILING_SINCE_ATTR)
+                .and_then(|v| v.parse::<f64>().ok())
+                .filter(|t| t.is_finite()),
         }
     }
 
@@ -78,6 +96,12 @@ impl Continuation {
         }
         if let Some(f) = self.fanout_from {
             out.push((FANOUT_FROM_ATTR, "Number", f.to_string()));
+        }
+        if self.failures > 0 {
+            out.push((FAILURES_ATTR, "Number", self.failures.to_string()));
+        }
+        if let Some(t) = self.failing_since {
+            out.push((FAILING_SINCE_ATTR, "Number", format!("{t:.3}")));
         }
         out
     }
@@ -91,9 +115,10 @@ pub enum RecordOutcome {
     /// The drain is claimed on the node and work remains: continue at `at` (seconds since the
     /// epoch) with a continuation message; this one is deleted.
     Continue { at: f64, reason: String },
-    /// Nothing claimed yet (e.g. the cluster could not be reached): keep the message and look
-    /// again at `at`. Each such retry counts towards `maxReceiveCount`.
-    Later { at: f64, reason: String },
+    /// The step failed (the cluster unreachable, a call that failed or took longer than the
+    /// record's time). `retryable`: whether trying again can help; how it is tried again is
+    /// `failure::after_failure`'s.
+    Failed { retryable: bool, reason: String },
     /// A notice about several instances: one continuation per instance of `instances`, and one
     /// to resume the fan-out from `resume_from` if more remain; this message is deleted.
     FanOut {
@@ -140,14 +165,21 @@ pub fn fan_out(instance_ids: &[String], from: usize) -> (Vec<String>, Option<usi
     (instance_ids[start..end].to_vec(), resume)
 }
 
-/// How to settle a record given its outcome, the continuation it came with and the clock.
-pub fn settle(outcome: &RecordOutcome, came_with: &Continuation, now: f64) -> Settlement {
+/// How to settle a record given its outcome, the continuation it came with, the clock, the
+/// drain's recheck interval and what the record's notice says about time.
+pub fn settle(
+    outcome: &RecordOutcome,
+    came_with: &Continuation,
+    now: f64,
+    recheck_s: f64,
+    due: Due,
+) -> Settlement {
     match outcome {
         RecordOutcome::Delete { .. } => Settlement::Delete,
         RecordOutcome::Poison { .. } => Settlement::Fail,
-        RecordOutcome::Later { at, .. } => Settlement::Retry {
-            visibility_s: visibility_seconds(*at, now),
-        },
+        RecordOutcome::Failed { retryable, .. } => {
+            super::failure::after_failure(*retryable, came_with, now, recheck_s, due)
+        }
         RecordOutcome::Continue { at, .. } => {
             let next = came_with.attempt.saturating_add(1);
             if next > MAX_ATTEMPTS {
@@ -158,7 +190,7 @@ pub fn settle(outcome: &RecordOutcome, came_with: &Continuation, now: f64) -> Se
                     Continuation {
                         attempt: next,
                         instance: came_with.instance.clone(),
-                        fanout_from: None,
+                        ..Continuation::default()
                     },
                     delay_seconds(*at, now),
                 )],
@@ -177,9 +209,8 @@ pub fn settle(outcome: &RecordOutcome, came_with: &Continuation, now: f64) -> Se
                 .map(|i| {
                     (
                         Continuation {
-                            attempt: 0,
                             instance: Some(i.clone()),
-                            fanout_from: None,
+                            ..Continuation::default()
                         },
                         0,
                     )
@@ -189,8 +220,8 @@ pub fn settle(outcome: &RecordOutcome, came_with: &Continuation, now: f64) -> Se
                 continuations.push((
                     Continuation {
                         attempt: came_with.attempt,
-                        instance: None,
                         fanout_from: Some(*from),
+                        ..Continuation::default()
                     },
                     0,
                 ));
@@ -216,7 +247,14 @@ impl Interruption {
         outcome: &RecordOutcome,
     ) -> bool {
         let now = unix_now();
-        let mut settlement = settle(outcome, came_with, now);
+        let due = match &record.parsed {
+            Parsed::Notice(n) => Due {
+                deadline: eviction_deadline(n, self.settings.eviction_budget_s),
+                end: instance_end(n),
+            },
+            _ => Due::default(),
+        };
+        let mut settlement = settle(outcome, came_with, now, self.settings.recheck_s, due);
         let mut sent = 0;
         if let Settlement::Send {
             continuations,
@@ -252,7 +290,7 @@ impl Interruption {
         let reason = match outcome {
             RecordOutcome::Delete { reason }
             | RecordOutcome::Continue { reason, .. }
-            | RecordOutcome::Later { reason, .. } => reason.clone(),
+            | RecordOutcome::Failed { reason, .. } => reason.clone(),
             RecordOutcome::FanOut {
                 instances,
                 resume_from,
@@ -264,6 +302,15 @@ impl Interruption {
             RecordOutcome::Poison { cause } => cause.clone(),
         };
         match settlement {
+            Settlement::Delete if matches!(outcome, RecordOutcome::Failed { .. }) => {
+                tracing::warn!(
+                    message_id = %record.message_id, outcome = "retry-by-message",
+                    reason = %reason, attempt = came_with.attempt,
+                    failures = came_with.failures + 1, receive_count = record.receive_count,
+                    "step failed: carried on by a new message after a backoff"
+                );
+                false
+            }
             Settlement::Delete => {
                 tracing::info!(
                     message_id = %record.message_id, outcome = "delete", reason = %reason,
@@ -337,6 +384,8 @@ mod tests {
             attempt: 7,
             instance: Some("i-0abc".into()),
             fanout_from: Some(50),
+            failures: 3,
+            failing_since: Some(1_700_000_000.5),
         };
         let attrs: HashMap<String, SqsMessageAttribute> = c
             .attributes()
@@ -344,8 +393,12 @@ mod tests {
             .map(|(k, _, v)| (k.to_string(), attr(&v)))
             .collect();
         assert_eq!(Continuation::of(&attrs), c);
-        let bad: HashMap<String, SqsMessageAttribute> =
-            [(ATTEMPT_ATTR.to_string(), attr("many"))].into();
+        let bad: HashMap<String, SqsMessageAttribute> = [
+            (ATTEMPT_ATTR.to_string(), attr("many")),
+            (FAILURES_ATTR.to_string(), attr("-1")),
+            (FAILING_SINCE_ATTR.to_string(), attr("NaN")),
+        ]
+        .into();
         assert_eq!(Continuation::of(&bad), Continuation::default());
         assert_eq!(Continuation::of(&HashMap::new()), Continuation::default());
     }
@@ -357,14 +410,14 @@ mod tests {
         let tenth = Continuation {
             attempt: 10,
             instance: Some("i-1".into()),
-            fanout_from: None,
+            ..Continuation::default()
         };
         let cont = |attempt: u32, instance: Option<&str>, delay: i32| {
             (
                 Continuation {
                     attempt,
                     instance: instance.map(str::to_string),
-                    fanout_from: None,
+                    ..Continuation::default()
                 },
                 delay,
             )
@@ -380,14 +433,33 @@ mod tests {
                 &first,
                 Settlement::Fail,
             ),
-            // Not claimed: the message itself comes back in 15 s (receive-counted).
+            // A rejected request: the message itself comes back in 15 s (receive-counted).
             (
-                RecordOutcome::Later {
-                    at: 1_015.0,
+                RecordOutcome::Failed {
+                    retryable: false,
                     reason: "r".into(),
                 },
                 &first,
                 Settlement::Retry { visibility_s: 15 },
+            ),
+            // An outage: carried on by a message (the cases are `failure`'s).
+            (
+                RecordOutcome::Failed {
+                    retryable: true,
+                    reason: "r".into(),
+                },
+                &tenth,
+                Settlement::Send {
+                    continuations: vec![(
+                        Continuation {
+                            failures: 1,
+                            failing_since: Some(now),
+                            ..cont(11, Some("i-1"), 0).0
+                        },
+                        15,
+                    )],
+                    on_failure: Box::new(Settlement::Retry { visibility_s: 15 }),
+                },
             ),
             // Claimed: a continuation with attempt 1, delayed 15 s.
             (
@@ -416,8 +488,32 @@ mod tests {
                 },
             ),
         ];
+        // A step that succeeds after failed ones: its continuation starts the count afresh.
+        let recovered = Continuation {
+            failures: 3,
+            failing_since: Some(900.0),
+            ..tenth.clone()
+        };
+        let cases: Vec<(RecordOutcome, &Continuation, Settlement)> = cases
+            .into_iter()
+            .chain([(
+                RecordOutcome::Continue {
+                    at: 1_015.0,
+                    reason: "c".into(),
+                },
+                &recovered,
+                Settlement::Send {
+                    continuations: vec![cont(11, Some("i-1"), 15)],
+                    on_failure: Box::new(Settlement::Retry { visibility_s: 15 }),
+                },
+            )])
+            .collect();
         for (outcome, came_with, expected) in cases {
-            assert_eq!(settle(&outcome, came_with, now), expected, "{outcome:?}");
+            assert_eq!(
+                settle(&outcome, came_with, now, 15.0, Due::default()),
+                expected,
+                "{outcome:?}"
+            );
         }
         let spent = Continuation {
             attempt: MAX_ATTEMPTS,
@@ -427,7 +523,10 @@ mod tests {
             at: 1_015.0,
             reason: "c".into(),
         };
-        assert_eq!(settle(&c, &spent, now), Settlement::Fail);
+        assert_eq!(
+            settle(&c, &spent, now, 15.0, Due::default()),
+            Settlement::Fail
+        );
     }
 
     #[test]
@@ -448,9 +547,13 @@ mod tests {
             instances: vec!["i-a".into(), "i-b".into()],
             resume_from: Some(2),
         };
-        let Settlement::Send { continuations, .. } =
-            settle(&outcome, &Continuation::default(), 0.0)
-        else {
+        let Settlement::Send { continuations, .. } = settle(
+            &outcome,
+            &Continuation::default(),
+            0.0,
+            15.0,
+            Due::default(),
+        ) else {
             panic!("a fan-out sends")
         };
         let described: Vec<(Option<&str>, Option<usize>)> = continuations

@@ -118,7 +118,7 @@ impl Interruption {
     }
 
     /// The client, the one recorder and the current targets; `Err` is the outcome when the
-    /// cluster cannot be reached (the message is kept and looked at again).
+    /// cluster cannot be reached (tried again: `failure`).
     pub(super) async fn cluster(
         &self,
     ) -> std::result::Result<(kube::Client, &Recorder, Vec<TargetSpec>), RecordOutcome> {
@@ -126,8 +126,8 @@ impl Interruption {
             .kube
             .get(crate::clock::system_now())
             .await
-            .map_err(|e| RecordOutcome::Later {
-                at: unix_now() + self.settings.recheck_s,
+            .map_err(|e| RecordOutcome::Failed {
+                retryable: e.retryable(),
                 reason: format!("no Kubernetes client: {e}"),
             })?;
         let recorder = self
@@ -206,17 +206,16 @@ impl Interruption {
         instance: &str,
         notice: Option<&Notice>,
     ) -> RecordOutcome {
-        let later = |reason: String| RecordOutcome::Later {
-            at: unix_now() + self.settings.recheck_s,
-            reason: format!("{instance}: {reason}"),
-        };
         let stepped = match stepped {
             Ok(s) => s,
             Err(e) => {
                 tracing::warn!(event_id = notice.map_or("(resume-drain)", |n| n.event_id.as_str()),
-                    instance, error = %e, error_kind = e.kind(),
-                    "drain step failed; retrying at the next check");
-                return later(e.to_string());
+                    instance, error = %e, error_kind = e.kind(), retryable = e.retryable(),
+                    "drain step failed");
+                return RecordOutcome::Failed {
+                    retryable: e.retryable(),
+                    reason: format!("{instance}: {e}"),
+                };
             }
         };
         let (observed, planned, report, now) = match stepped {

@@ -8,7 +8,6 @@ use super::queue::{self, Continuation, RecordOutcome};
 use super::Interruption;
 use crate::adapters::events::ParsedRecord;
 use crate::adapters::kube::drain::reservation::{reservation_instances, reservation_selector};
-use crate::clock::unix_now;
 use crate::core::interruption::{Action, Notice};
 use crate::telemetry::{EmfRecord, Unit};
 
@@ -40,9 +39,9 @@ impl Interruption {
             Ok(ids) => ids,
             Err(e) => {
                 tracing::warn!(event_id = %notice.event_id, reservation, error = %e,
-                    "capacity block: nodes of the reservation not listed; retrying at the next check");
-                return RecordOutcome::Later {
-                    at: unix_now() + self.settings.recheck_s,
+                    "capacity block: nodes of the reservation not listed");
+                return RecordOutcome::Failed {
+                    retryable: e.retryable(),
                     reason: format!("capacity reservation {reservation}: {e}"),
                 };
             }
