@@ -20,7 +20,7 @@ pub struct TraceRecord {
     pub input_tokens: u32,
     pub output_tokens: u32,
     /// The client that sent it, for inputs that know their clients (a ServeGen directory's
-    /// client file, a superposed copy: [`crate::sim::workload::Workload::clients`]); 0 otherwise.
+    /// client file, a superposed copy; the workload names its clients); 0 otherwise.
     pub client: u32,
 }
 

@@ -18,7 +18,9 @@
 //! - A failure that trying again cannot mend (a rejected request, a missing setting) keeps its
 //!   message and counts towards `maxReceiveCount`, as before.
 
-use super::queue::{delay_seconds, visibility_seconds, Continuation, Settlement, MAX_ATTEMPTS};
+use super::continuation::{
+    delay_seconds, visibility_seconds, Continuation, Settlement, MAX_ATTEMPTS,
+};
 
 /// How long work not yet claimed on its node is retried by message after its first failure:
 /// half an hour, three times the ten minutes an apiserver outage or a control-plane upgrade may

@@ -11,6 +11,7 @@
 //! Records of a batch run concurrently, each under its own time limit, so one slow record never
 //! holds the others up.
 
+pub mod continuation;
 pub mod failure;
 mod metrics;
 pub mod queue;
