@@ -27,13 +27,12 @@ use std::time::{Duration, Instant, SystemTime};
 use k8s_openapi::api::core::v1::{Event as CoreEvent, Namespace, Node, Pod};
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use prewarm::adapters::kube::limits_room::sync_room;
-use prewarm::adapters::kube::nodepool_limits::SAVED_LIMITS;
-use prewarm::adapters::kube::resources::node_pool;
 use prewarm::config::Config;
 use prewarm::handlers::interruption::Interruption;
-use serde_json::{json, Value};
+use serde_json::json;
 
 mod common;
+use common::kwok_pools::{gpu_pool, limits_of, pools, unique_hex, wait_for};
 #[path = "common/drain_fixtures.rs"]
 mod drain_fixtures;
 use drain_fixtures::{
@@ -47,14 +46,6 @@ const TAINT: &str = "prewarm.io/production-test";
 const THROTTLE: &str = "prewarm-test-throttle";
 const THROTTLED_USER: &str = "prewarm-lambda";
 
-fn unique_hex(prefix: &str) -> String {
-    let n = SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    format!("{prefix}{:08x}", n & 0xffff_ffff)
-}
-
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
 async fn production_timing_three_reclaimed_at_the_cap_through_a_kill_an_outage_and_throttling() {
@@ -67,31 +58,6 @@ async fn production_timing_three_reclaimed_at_the_cap_through_a_kill_an_outage_a
     }
     // Boxed: the test thread's 2 MiB stack (see the fault matrix).
     Box::pin(production()).await;
-}
-
-/// A NodePool of the kwok provider: g5.12xlarge only (4 GPUs), never consolidated, tainted.
-fn test_pool(name: &str, limits: &Value) -> Value {
-    json!({
-        "apiVersion": "karpenter.sh/v1", "kind": "NodePool",
-        "metadata": {"name": name},
-        "spec": {
-            "template": {"spec": {
-                "nodeClassRef": {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "default"},
-                "requirements": [
-                    {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["g5.12xlarge"]},
-                    {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}
-                ],
-                "taints": [{"key": TAINT, "value": "true", "effect": "NoSchedule"}],
-                "expireAfter": "Never"
-            }},
-            "limits": limits,
-            "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "Never"}
-        }
-    })
-}
-
-fn pools(client: &kube::Client) -> Api<DynamicObject> {
-    Api::all_with(client.clone(), &node_pool())
 }
 
 fn node_claims(client: &kube::Client) -> Api<DynamicObject> {
@@ -122,24 +88,6 @@ async fn workload(client: &kube::Client, name: &str, pool: &str, gpus: u32, grac
         .create(&PostParams::default(), &pod)
         .await
         .unwrap();
-}
-
-async fn wait_for<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let start = Instant::now();
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        assert!(
-            start.elapsed() < timeout,
-            "gave up waiting for {what} after {timeout:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(1_000)).await;
-    }
 }
 
 /// The node each Running pod of `names` is on (None until all run).
@@ -348,7 +296,7 @@ async fn production() {
     // capacity of the pods they were launched for: 4 GPUs each here).
     let pool = unique_hex("prod-");
     let users = json!({"cpu": "144", "nvidia.com/gpu": 12});
-    let object: DynamicObject = serde_json::from_value(test_pool(&pool, &users)).unwrap();
+    let object: DynamicObject = serde_json::from_value(gpu_pool(&pool, &users, TAINT)).unwrap();
     pools(&admin)
         .patch(
             &pool,
@@ -768,16 +716,4 @@ async fn pods_left(client: &kube::Client, names: &[String]) -> Vec<String> {
         }
     }
     out
-}
-
-/// The NodePool's `spec.limits` and its saved-limits annotation.
-async fn limits_of(admin: &kube::Client, pool: &str) -> (Value, Option<String>) {
-    let p = pools(admin).get(pool).await.unwrap();
-    let saved = p
-        .metadata
-        .annotations
-        .unwrap_or_default()
-        .get(SAVED_LIMITS)
-        .cloned();
-    (p.data["spec"]["limits"].clone(), saved)
 }

@@ -20,7 +20,7 @@
 //! NodePools, nodes and pods.
 
 use std::collections::HashMap;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use aws_lambda_events::event::sqs::SqsMessage;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
@@ -29,27 +29,16 @@ use prewarm::adapters::events::{parse_record_with, InstanceIdRule, ParsedRecord}
 use prewarm::adapters::kube::limits_room::{pool_nodes, sync_room};
 use prewarm::adapters::kube::nodepool::{apply_node_pool, read_node_pool, PatchOutcome};
 use prewarm::adapters::kube::nodepool_limits::LimitsIntent;
-use prewarm::adapters::kube::nodepool_limits::SAVED_LIMITS;
-use prewarm::adapters::kube::resources::node_pool;
 use prewarm::adapters::kube::restore::restore_all;
 use prewarm::config::Config;
 use prewarm::handlers::interruption::{Continuation, Interruption, RecordOutcome};
 use serde_json::{json, Value};
 
 mod common;
+use common::kwok_pools::{gpu_pool, limits_of, pools, unique_hex, wait_for};
 use common::{as_user, env, now};
 
 const NS: &str = "prewarm-room-stack";
-
-/// Not `common::unique`: this one also makes instance ids (`i-` + hex digits, as
-/// `InstanceIdRule` accepts) and short pool names.
-fn unique_hex(prefix: &str) -> String {
-    let n = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    format!("{prefix}{:08x}", n & 0xffff_ffff)
-}
 
 /// The target of `pool`: placeholders in the balloon namespace `prewarm`; `limits` as given.
 fn targets(pool: &str, limits: Option<Value>) -> String {
@@ -93,36 +82,9 @@ fn spot_warning(instance: &str) -> ParsedRecord {
     parse_record_with(&message, InstanceIdRule::Ec2OrKwok)
 }
 
-/// A NodePool of the kwok provider: g5.12xlarge only (4 GPUs, 48 cpu, 192Gi), on-demand, never
-/// consolidated (nodes go only when the test says), with the user's `limits`.
-fn test_pool(name: &str, limits: Value) -> Value {
-    json!({
-        "apiVersion": "karpenter.sh/v1", "kind": "NodePool",
-        "metadata": {"name": name},
-        "spec": {
-            "template": {
-                "spec": {
-                    "nodeClassRef": {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "default"},
-                    "requirements": [
-                        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["g5.12xlarge"]},
-                        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}
-                    ],
-                    "taints": [{"key": "prewarm.io/room-test", "value": "true", "effect": "NoSchedule"}],
-                    "expireAfter": "Never"
-                }
-            },
-            "limits": limits,
-            "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "Never"}
-        }
-    })
-}
-
-fn pools(client: &kube::Client) -> Api<DynamicObject> {
-    Api::all_with(client.clone(), &node_pool())
-}
-
 async fn make_pool(admin: &kube::Client, name: &str, limits: Value) {
-    let object: DynamicObject = serde_json::from_value(test_pool(name, limits)).unwrap();
+    let object: DynamicObject =
+        serde_json::from_value(gpu_pool(name, &limits, "prewarm.io/room-test")).unwrap();
     pools(admin)
         .patch(
             name,
@@ -131,18 +93,6 @@ async fn make_pool(admin: &kube::Client, name: &str, limits: Value) {
         )
         .await
         .unwrap_or_else(|e| panic!("creating NodePool {name}: {e}"));
-}
-
-/// The NodePool's `spec.limits` and its saved-limits annotation, as the admin reads them.
-async fn limits_of(admin: &kube::Client, pool: &str) -> (Value, Option<String>) {
-    let p = pools(admin).get(pool).await.unwrap();
-    let saved = p
-        .metadata
-        .annotations
-        .unwrap_or_default()
-        .get(SAVED_LIMITS)
-        .cloned();
-    (p.data["spec"]["limits"].clone(), saved)
 }
 
 async fn ensure_namespace(client: &kube::Client) {
@@ -177,25 +127,6 @@ async fn make_pod(client: &kube::Client, name: &str, pool: &str, gpus: u32, node
         )
         .await
         .unwrap();
-}
-
-/// Waits up to `timeout` for `check` to give Some.
-async fn wait_for<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let start = std::time::Instant::now();
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        assert!(
-            start.elapsed() < timeout,
-            "gave up waiting for {what} after {timeout:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(1_000)).await;
-    }
 }
 
 /// The node a pod runs on, once it is Running.

@@ -4,6 +4,7 @@
 
 use std::time::{Duration, Instant};
 
+pub mod kwok_pools;
 pub mod prometheus_backfill;
 
 use k8s_openapi::api::core::v1::Node;

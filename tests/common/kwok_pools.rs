@@ -1,0 +1,76 @@
+//! Karpenter NodePools of the kwok provider for the stack tests that need a pool of their own
+//! (the limits room, the production-timing drain), and the waits they share.
+
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use kube::api::{Api, DynamicObject};
+use prewarm::adapters::kube::nodepool_limits::SAVED_LIMITS;
+use prewarm::adapters::kube::resources::node_pool;
+use serde_json::{json, Value};
+
+/// A name unique enough for one stack: `prefix` and 8 hex digits of the clock.
+pub fn unique_hex(prefix: &str) -> String {
+    let n = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("{prefix}{:08x}", n & 0xffff_ffff)
+}
+
+/// A NodePool of the kwok provider: g5.12xlarge only (4 GPUs, 48 cpu, 192Gi), on-demand, never
+/// consolidated (nodes go only when the test says), tainted with `taint` (so only the test's
+/// pods land there), with the user's `limits`.
+pub fn gpu_pool(name: &str, limits: &Value, taint: &str) -> Value {
+    json!({
+        "apiVersion": "karpenter.sh/v1", "kind": "NodePool",
+        "metadata": {"name": name},
+        "spec": {
+            "template": {"spec": {
+                "nodeClassRef": {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "default"},
+                "requirements": [
+                    {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["g5.12xlarge"]},
+                    {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}
+                ],
+                "taints": [{"key": taint, "value": "true", "effect": "NoSchedule"}],
+                "expireAfter": "Never"
+            }},
+            "limits": limits,
+            "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "Never"}
+        }
+    })
+}
+
+pub fn pools(client: &kube::Client) -> Api<DynamicObject> {
+    Api::all_with(client.clone(), &node_pool())
+}
+
+/// The NodePool's `spec.limits` and its saved-limits annotation, as `client` reads them.
+pub async fn limits_of(client: &kube::Client, pool: &str) -> (Value, Option<String>) {
+    let p = pools(client).get(pool).await.unwrap();
+    let saved = p
+        .metadata
+        .annotations
+        .unwrap_or_default()
+        .get(SAVED_LIMITS)
+        .cloned();
+    (p.data["spec"]["limits"].clone(), saved)
+}
+
+/// Waits up to `timeout` for `check` to give Some, looking once a second.
+pub async fn wait_for<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let start = Instant::now();
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(
+            start.elapsed() < timeout,
+            "gave up waiting for {what} after {timeout:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(1_000)).await;
+    }
+}
