@@ -26,6 +26,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use k8s_openapi::api::core::v1::{Event as CoreEvent, Namespace, Node, Pod};
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use prewarm::adapters::kube::drain::instance_of_node;
 use prewarm::adapters::kube::limits_room::sync_room;
 use prewarm::config::Config;
 use prewarm::handlers::interruption::Interruption;
@@ -103,15 +104,6 @@ async fn running_nodes(client: &kube::Client, names: &[String]) -> Option<Vec<St
         out.push(p.spec?.node_name?);
     }
     Some(out)
-}
-
-fn instance_of(node: &Node) -> String {
-    let id = node.spec.as_ref().and_then(|s| s.provider_id.clone());
-    id.unwrap_or_default()
-        .rsplit('/')
-        .next()
-        .unwrap_or_default()
-        .to_string()
 }
 
 fn rfc3339_s(v: &str) -> Option<f64> {
@@ -327,7 +319,7 @@ async fn production() {
     let nodes = Api::<Node>::all(admin.clone());
     let mut instances = Vec::new();
     for n in &reclaimed {
-        instances.push(instance_of(&nodes.get(n).await.unwrap()));
+        instances.push(instance_of_node(&nodes.get(n).await.unwrap()).unwrap_or_default());
     }
 
     let dlq = queue(&sqs_client().await, "prod-dlq-").await;

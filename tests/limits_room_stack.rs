@@ -26,6 +26,7 @@ use aws_lambda_events::event::sqs::SqsMessage;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use prewarm::adapters::events::{parse_record_with, InstanceIdRule, ParsedRecord};
+use prewarm::adapters::kube::drain::instance_of_node;
 use prewarm::adapters::kube::limits_room::{pool_nodes, sync_room};
 use prewarm::adapters::kube::nodepool::{apply_node_pool, read_node_pool, PatchOutcome};
 use prewarm::adapters::kube::nodepool_limits::LimitsIntent;
@@ -149,15 +150,6 @@ async fn placeholders(client: &kube::Client, instance: &str) -> Vec<Pod> {
         .items
 }
 
-fn instance_of(node: &Node) -> String {
-    let id = node.spec.as_ref().and_then(|s| s.provider_id.clone());
-    id.unwrap_or_default()
-        .rsplit('/')
-        .next()
-        .unwrap_or_default()
-        .to_string()
-}
-
 /// What the drain left on the node, for a failure message.
 async fn node_report(client: &kube::Client, node: &str) -> String {
     match Api::<Node>::all(client.clone()).get_opt(node).await {
@@ -198,7 +190,7 @@ async fn a_pool_at_its_cap_launches_the_replacement_and_gets_the_users_limits_ba
     ensure_namespace(&admin).await;
     let (pool, users, workload, node) = pool_at_its_cap(&admin, "re-").await;
     let nodes = Api::<Node>::all(admin.clone());
-    let instance = instance_of(&nodes.get(&node).await.unwrap());
+    let instance = instance_of_node(&nodes.get(&node).await.unwrap()).unwrap_or_default();
     let claims = Api::<DynamicObject>::all_with(
         admin.clone(),
         &kube::api::ApiResource::from_gvk_with_plural(
@@ -425,7 +417,8 @@ async fn a_write_that_conflicts_with_a_drains_claim_keeps_its_room() {
     let lambda = as_user("PREWARM_LAMBDA_KUBECONFIG").await;
     ensure_namespace(&admin).await;
     let (pool, _, workload, node) = pool_at_its_cap(&admin, "rc-").await;
-    let instance = instance_of(&Api::<Node>::all(admin.clone()).get(&node).await.unwrap());
+    let instance = instance_of_node(&Api::<Node>::all(admin.clone()).get(&node).await.unwrap())
+        .unwrap_or_default();
 
     // What a tick read before the drain: the pool and its nodes, none draining.
     let stale_view = read_node_pool(&lambda, &pool).await.unwrap();
