@@ -7,10 +7,12 @@
 //! - [`interruption`]: notice kinds, deadlines and drain planning.
 //! - [`limits_room`], [`quantity`]: NodePool limits room for drains, in exact Kubernetes quantities.
 //! - [`node_index`]: which node holds an instance, without a full node list per notice.
+//! - [`lead`]: lead times learned from NodeClaims and pods, and the horizon they give.
 //! - [`lease`]: the lease prewarm holds on a field of a user's object (save, write, keep an edit,
 //!   give back), one decision for every such field.
 
 pub mod interruption;
+pub mod lead;
 pub mod lease;
 pub mod limits_room;
 pub mod names;

@@ -1,0 +1,171 @@
+//! Lead times learned from the cluster: how long a cold start takes, phase by phase, measured on
+//! the objects that went through it, and the horizon the forecast looks ahead by.
+//!
+//! A cold start is three phases, each learned where it varies:
+//! - [`Phase::NodeBoot`], per NodePool: a NodeClaim's creation to its `Initialized` condition
+//!   (launch, registration, the node's own start-up);
+//! - [`Phase::ImagePull`], per target: the pod's scheduling to its container's start (the pull,
+//!   refined by the kubelet's `Pulled` event where one is seen);
+//! - [`Phase::ModelLoad`], per target: the container's start to the pod's `Ready` (the server
+//!   loading its weights).
+//!
+//! Each (phase, scope) keeps a bounded rolling window of samples ([`LeadHistory`]); the horizon is
+//! the sum of the phases' upper quantiles ([`horizon`]). The sum of quantiles is at least the
+//! quantile of the sum, so the horizon errs long, which costs GPU-time, never a late replica.
+//! Until every phase has [`MIN_SAMPLES`], the horizon is the configured `LEAD_TIME_SECONDS`
+//! and [`Horizon::fallback`] says why.
+//!
+//! Pure: the adapters turn NodeClaims, pods and events into [`LeadSample`]s and store the
+//! [`LeadBook`]; the simulator feeds it from its own node and replica events.
+
+mod history;
+
+pub use history::{LeadHistory, LeadSample, MAX_AGE_S, MAX_PHASE_S, MAX_SAMPLES};
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Samples a phase needs before its quantile is believed.
+pub const MIN_SAMPLES: usize = 3;
+
+/// A phase of a cold start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Phase {
+    NodeBoot,
+    ImagePull,
+    ModelLoad,
+}
+
+impl Phase {
+    pub const ALL: [Phase; 3] = [Phase::NodeBoot, Phase::ImagePull, Phase::ModelLoad];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::NodeBoot => "node-boot",
+            Phase::ImagePull => "image-pull",
+            Phase::ModelLoad => "model-load",
+        }
+    }
+
+    /// Node boots vary by NodePool (instance types, AMI); pulls and loads by target (image, model).
+    pub fn scoped_by_pool(self) -> bool {
+        matches!(self, Phase::NodeBoot)
+    }
+}
+
+/// Every rolling window learned, keyed by [`LeadBook::key`] (`"node-boot/<pool>"`,
+/// `"model-load/<target>"`): one map so it serialises as one flat JSON object (a ConfigMap's
+/// data, one entry per key).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LeadBook {
+    pub windows: BTreeMap<String, LeadHistory>,
+}
+
+impl LeadBook {
+    pub fn key(phase: Phase, scope: &str) -> String {
+        format!("{}/{scope}", phase.as_str())
+    }
+
+    pub fn window(&self, phase: Phase, scope: &str) -> Option<&LeadHistory> {
+        self.windows.get(&Self::key(phase, scope))
+    }
+
+    /// Learns `sample` for `phase` in `scope`; false when it was known already or is not a
+    /// duration (see [`LeadHistory::learn`]).
+    pub fn learn(&mut self, phase: Phase, scope: &str, sample: LeadSample, now: f64) -> bool {
+        self.windows
+            .entry(Self::key(phase, scope))
+            .or_default()
+            .learn(sample, now)
+    }
+}
+
+/// What one phase contributes to a horizon.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PhaseLead {
+    pub phase: Phase,
+    /// The NodePool (node boot) or target (pull, load) it was learned in.
+    pub scope: String,
+    /// Samples in the window (within [`MAX_AGE_S`]).
+    pub samples: usize,
+    /// The window's upper quantile, when it has [`MIN_SAMPLES`].
+    pub seconds: Option<f64>,
+}
+
+/// The lead time a target's forecast looks ahead by.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Horizon {
+    /// Seconds ahead: the learned phases' sum rounded up to whole steps, or the fallback.
+    pub seconds: f64,
+    /// What each phase contributed.
+    pub phases: Vec<PhaseLead>,
+    /// Why the configured lead time stands in for the learned one; None when learned.
+    pub fallback: Option<String>,
+}
+
+impl Horizon {
+    pub fn learned(&self) -> bool {
+        self.fallback.is_none()
+    }
+}
+
+/// The horizon for a target served in `pool`: the sum of each phase's `quantile` over its window,
+/// rounded up to a whole number of `step_s` (so the band calibrated for it stays valid across
+/// ticks that learn a second more or less), or `fallback_s` while a phase has fewer than
+/// [`MIN_SAMPLES`] samples younger than [`MAX_AGE_S`].
+pub fn horizon(
+    book: &LeadBook,
+    pool: &str,
+    target: &str,
+    quantile: f64,
+    fallback_s: f64,
+    step_s: f64,
+    now: f64,
+) -> Horizon {
+    let phases: Vec<PhaseLead> = Phase::ALL
+        .iter()
+        .map(|&phase| {
+            let scope = if phase.scoped_by_pool() { pool } else { target };
+            let window = book.window(phase, scope);
+            PhaseLead {
+                phase,
+                scope: scope.to_string(),
+                samples: window.map_or(0, |w| w.live(now).count()),
+                seconds: window.and_then(|w| w.quantile(quantile, now)),
+            }
+        })
+        .collect();
+    let short: Vec<String> = phases
+        .iter()
+        .filter(|p| p.seconds.is_none())
+        .map(|p| {
+            format!(
+                "{} in {} has {} of {MIN_SAMPLES} samples",
+                p.phase.as_str(),
+                p.scope,
+                p.samples
+            )
+        })
+        .collect();
+    if !short.is_empty() {
+        return Horizon {
+            seconds: fallback_s,
+            phases,
+            fallback: Some(format!(
+                "LEAD_TIME_SECONDS ({fallback_s:.0} s) until every phase is learned: {}",
+                short.join("; ")
+            )),
+        };
+    }
+    let sum: f64 = phases.iter().filter_map(|p| p.seconds).sum();
+    let step = if step_s > 0.0 { step_s } else { 1.0 };
+    Horizon {
+        seconds: ((sum / step).ceil() * step).max(step),
+        phases,
+        fallback: None,
+    }
+}
+
+#[cfg(test)]
+mod tests;
