@@ -33,6 +33,7 @@ fn target(i: usize) -> TargetSpec {
         hpa: None,
         schedules: Vec::new(),
         next_step_spare: 0,
+        delayed_request_cost: None,
     }
 }
 

@@ -379,6 +379,10 @@ impl Config {
         crate::core::spec::validate_shared_pools(&self.targets).map_err(|(setting, message)| {
             Error::config("PREWARM_TARGETS", format!("{setting}: {message}"))
         })?;
+        for t in &self.targets {
+            t.validate_with(&self.policy)
+                .map_err(|(var, message)| Error::config(var, message))?;
+        }
         if self.interruption.queue_url.is_none() {
             return Err(Error::config(
                 "INTERRUPTION_QUEUE_URL",
@@ -1050,6 +1054,35 @@ mod tests {
             .collect();
         let drains = Config::for_handler(HandlerKind::Interruption, |k| map.get(k).cloned());
         assert_eq!(drains.unwrap().targets.len(), 2);
+    }
+
+    /// A target's own delay price is weighed against GPU_HOUR_COST: without it the tick refuses
+    /// to start, naming GPU_HOUR_COST; with it the tick starts.
+    #[test]
+    fn a_targets_delay_price_needs_gpu_hour_cost_at_start_up() {
+        let priced = r#"[{"name":"llama","nodePool":"gpu","maxSpare":8,"delayedRequestCost":0.02,
+            "headroom":{"kind":"balloon","namespace":"prewarm","name":"balloon-llama"}}]"#;
+        let mut pairs = vec![
+            ("PREWARM_TARGETS", priced),
+            ("METRIC_SOURCE", "prometheus"),
+            ("PROMETHEUS_URL", "http://127.0.0.1:19090"),
+            ("KUBECONFIG", "/tmp/kubeconfig"),
+            ("INTERRUPTION_QUEUE_URL", "http://127.0.0.1:5000/1/q"),
+        ];
+        match config(&pairs).unwrap().require_tick_ready() {
+            Err(Error::Config { var, message }) => {
+                assert_eq!(var, "GPU_HOUR_COST");
+                assert!(
+                    message.contains("\"llama\" sets delayedRequestCost"),
+                    "{message}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        pairs.push(("GPU_HOUR_COST", "4"));
+        let c = config(&pairs).unwrap();
+        c.require_tick_ready().unwrap();
+        assert_eq!(c.target("llama").unwrap().delayed_request_cost, Some(0.02));
     }
 
     #[test]

@@ -73,6 +73,12 @@ pub struct CommonArgs {
     /// The SLO: at most this fraction of requests delayed by missing capacity (0.001 = 0.1%).
     #[arg(long, default_value_t = 0.001)]
     pub slo_fraction: f64,
+    /// The price of one delayed request (USD): every knob is then chosen on the training days
+    /// for the least cost, delayed requests at this price plus GPU-hours at the instance's,
+    /// instead of the fewest GPU-hours that meet --slo-fraction. prewarm's knob is its quantile,
+    /// so this is the cost-aware quantile, chosen per target on its training days.
+    #[arg(long)]
+    pub delayed_request_cost: Option<f64>,
     /// Policies to run (comma-separated; the default leaves out scheduled-floor, hpa-target and
     /// prewarm-floor).
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = PolicyName::DEFAULT.to_vec())]
@@ -433,6 +439,7 @@ impl CommonArgs {
             },
             slo_wait: self.slo_wait,
             slo_fraction: self.slo_fraction,
+            delayed_request_cost: self.delayed_request_cost,
             policies: self.policies.clone(),
             buffer_max: self.buffer_max,
         };

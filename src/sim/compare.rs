@@ -478,7 +478,12 @@ pub fn compare(
                     })
                     .collect();
                 let days: Vec<&[_]> = points.iter().map(|(_, _, r)| r.days.as_slice()).collect();
-                let chosen = knobs::choose(&days, setup.train_days, setup.slo_fraction);
+                let chosen = match setup.delayed_request_cost {
+                    Some(usd) => {
+                        knobs::choose_by_cost(&days, setup.train_days, usd, ctx.usd_per_gpu_hour)
+                    }
+                    None => knobs::choose(&days, setup.train_days, setup.slo_fraction),
+                };
                 let name = knobs::knob_name(policy).expect("policy with a knob");
                 frontiers.insert(
                     policy.label().to_string(),

@@ -207,6 +207,30 @@ pub fn choose(points: &[&[DayStats]], train_days: Option<u32>, slo_fraction: f64
         .map_or(0, |(i, _)| i)
 }
 
+/// The index of the point with the least training cost: each delayed request at
+/// `delayed_request_usd` plus each GPU-hour at `gpu_hour_usd` (the fewest GPU-seconds on a tie).
+/// The newsvendor's choice made on the training days themselves, with no SLO to meet.
+pub fn choose_by_cost(
+    points: &[&[DayStats]],
+    train_days: Option<u32>,
+    delayed_request_usd: f64,
+    gpu_hour_usd: f64,
+) -> usize {
+    let cost = |t: &DayStats| {
+        t.delayed as f64 * delayed_request_usd + t.gpu_seconds / 3600.0 * gpu_hour_usd
+    };
+    points
+        .iter()
+        .map(|days| training_totals(days, train_days))
+        .enumerate()
+        .min_by(|a, b| {
+            cost(&a.1)
+                .total_cmp(&cost(&b.1))
+                .then(a.1.gpu_seconds.total_cmp(&b.1.gpu_seconds))
+        })
+        .map_or(0, |(i, _)| i)
+}
+
 /// Where scoring starts: after the burn-in, and after the training days.
 pub fn score_from(burn_in_s: f64, train_days: Option<u32>) -> f64 {
     burn_in_s.max(train_days.map_or(0.0, |d| d as f64 * DAY_S))
@@ -253,6 +277,22 @@ mod tests {
         assert_eq!((t.requests, t.delayed, t.cold_starts), (20, 2, 7));
         assert_eq!(t.gpu_seconds, 30.0);
         assert_eq!(training_totals(&days, None).cold_starts, 107);
+    }
+
+    #[test]
+    fn the_cost_choice_weighs_delays_against_gpu_hours_on_training_days_only() {
+        // Point a: 100 delayed, 10 GPU-h on the training day; b: 0 delayed, 30 GPU-h. The scored
+        // day (b far better) never counts. At $1 per GPU-hour: a costs 100·p + 10, b costs 30.
+        let a = [day(1000, 100, 36_000.0), day(1000, 100, 36_000.0)];
+        let b = [day(1000, 0, 108_000.0), day(1000, 0, 1.0)];
+        // (price of a delayed request, the point chosen): 0.1 → a 20 < 30; 0.3 → a 40 > 30.
+        for (usd, want) in [(0.1, 0), (0.3, 1), (0.2, 0)] {
+            assert_eq!(
+                choose_by_cost(&[&a, &b], Some(1), usd, 1.0),
+                want,
+                "at ${usd}"
+            );
+        }
     }
 
     #[test]

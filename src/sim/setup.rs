@@ -92,6 +92,9 @@ pub struct Setup {
     pub slo_wait_s: f64,
     /// Largest fraction of requests waiting longer than `slo_wait_s` that meets the SLO.
     pub slo_fraction: f64,
+    /// With a price of a delayed request (USD), knobs are chosen on the training days for the
+    /// least cost (`knobs::choose_by_cost`) instead of against `slo_fraction`.
+    pub delayed_request_cost: Option<f64>,
     pub policies: Vec<PolicyName>,
     /// Cap on the buffer grid's N.
     pub buffer_max: Option<u32>,
@@ -226,6 +229,7 @@ pub struct SetupValues {
     pub bench: BenchValues,
     pub slo_wait: f64,
     pub slo_fraction: f64,
+    pub delayed_request_cost: Option<f64>,
     pub policies: Vec<PolicyName>,
     pub buffer_max: Option<u32>,
 }
@@ -241,6 +245,9 @@ pub fn build(v: &SetupValues, lead_time: Option<f64>) -> crate::Result<Setup> {
     positive("--hpa-policy-period", m.hpa_policy_period)?;
     positive("--slo-wait", v.slo_wait)?;
     non_negative("--slo-fraction", v.slo_fraction)?;
+    if let Some(cost) = v.delayed_request_cost {
+        positive("--delayed-request-cost", cost)?;
+    }
     for (flag, v) in [
         ("--node-launch", m.node_launch),
         ("--image-pull", m.image_pull),
@@ -411,6 +418,7 @@ pub fn build(v: &SetupValues, lead_time: Option<f64>) -> crate::Result<Setup> {
         }),
         schedules: Vec::new(),
         next_step_spare: p.next_step_spare,
+        delayed_request_cost: None,
     };
     prewarm_target
         .validate()
@@ -444,6 +452,7 @@ pub fn build(v: &SetupValues, lead_time: Option<f64>) -> crate::Result<Setup> {
         prewarm_target,
         slo_wait_s: v.slo_wait,
         slo_fraction: v.slo_fraction,
+        delayed_request_cost: v.delayed_request_cost,
         policies: v.policies.clone(),
         buffer_max: v.buffer_max,
         base_epoch: 1_700_000_000.0,

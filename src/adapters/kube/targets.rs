@@ -138,6 +138,26 @@ pub fn without_pool_conflicts(targets: Vec<TargetSpec>, emf_namespace: &str) -> 
     targets
 }
 
+/// The targets whose settings the policy can honour: one whose `delayedRequestCost` has no
+/// GPU_HOUR_COST to be weighed against is refused, logged and counted with the reason (the
+/// start-up check for PREWARM_TARGETS, again for a targets ConfigMap that can change).
+pub fn without_policy_gaps(
+    targets: Vec<TargetSpec>,
+    policy: &crate::core::PolicySpec,
+    emf_namespace: &str,
+) -> Vec<TargetSpec> {
+    targets
+        .into_iter()
+        .filter(|t| match t.validate_with(policy) {
+            Ok(()) => true,
+            Err((var, message)) => {
+                report_refused(emf_namespace, &t.name, &Error::config(var, message));
+                false
+            }
+        })
+        .collect()
+}
+
 /// Logs and counts (EMF Errors, also without dimensions) one target that cannot run, or the whole
 /// list (`target` = the source) when it could not be read.
 pub fn report_refused(emf_namespace: &str, target: &str, error: &Error) {
@@ -218,6 +238,28 @@ mod tests {
             .map(|t| t.name)
             .collect();
         assert_eq!(runs, ["b"]);
+    }
+
+    #[test]
+    fn a_delay_price_without_gpu_hour_cost_does_not_run() {
+        let raw = format!(
+            "[{},{}]",
+            target("priced", r#","delayedRequestCost":0.05"#),
+            target("plain", "")
+        );
+        let read = parse_each(SOURCE, &raw).unwrap();
+        let names = |policy: &crate::core::PolicySpec| -> Vec<String> {
+            without_policy_gaps(read.targets.clone(), policy, "Prewarm-test")
+                .into_iter()
+                .map(|t| t.name)
+                .collect()
+        };
+        assert_eq!(names(&crate::core::PolicySpec::default()), ["plain"]);
+        let priced = crate::core::PolicySpec {
+            gpu_hour_cost: Some(4.0),
+            ..crate::core::PolicySpec::default()
+        };
+        assert_eq!(names(&priced), ["priced", "plain"]);
     }
 
     #[test]

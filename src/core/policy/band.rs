@@ -57,13 +57,13 @@ pub fn history_seconds(policy: &PolicySpec) -> f64 {
     policy.band_history_s + season + policy.window_s + policy.lead_time_s
 }
 
-/// The quantile to fit: ERROR_QUANTILE, or with DELAYED_REQUEST_COST and GPU_HOUR_COST the
-/// newsvendor's critical ratio. A replica short for a lead time L delays about
+/// The quantile to fit: ERROR_QUANTILE, or with GPU_HOUR_COST and a price of a delayed request
+/// (the target's `delayedRequestCost`, else DELAYED_REQUEST_COST) the newsvendor's critical ratio. A replica short for a lead time L delays about
 /// `concurrency / service_time × L` requests (cost of under-provisioning u); a replica too
 /// many costs `gpus × GPU_HOUR_COST × L / 3600` (o). L cancels: q = u / (u + o), kept in the
 /// range ERROR_QUANTILE accepts.
 pub fn quantile(policy: &PolicySpec, target: &TargetSpec, service_time_s: f64) -> f64 {
-    match (policy.delayed_request_cost, policy.gpu_hour_cost) {
+    match (target.delayed_request_cost(policy), policy.gpu_hour_cost) {
         (Some(delay), Some(gpu_hour)) if service_time_s > 0.0 => {
             let under = delay * f64::from(target.replica_concurrency.max(1)) / service_time_s;
             let over = f64::from(target.gpus_per_replica.max(1)) * gpu_hour / 3600.0;
@@ -429,6 +429,38 @@ mod tests {
         assert_eq!(quantile(&cheap, &target, 2.0), 0.5);
         // Without costs: ERROR_QUANTILE.
         assert_eq!(quantile(&PolicySpec::default(), &target, 2.0), 0.9);
+    }
+
+    #[test]
+    fn a_targets_own_delay_price_wins_over_the_global_one() {
+        let gpu_only = PolicySpec {
+            gpu_hour_cost: Some(3.6),
+            ..PolicySpec::default()
+        };
+        let base = TargetSpec {
+            replica_concurrency: 8,
+            ..TargetSpec::new("t", "gpu", HeadroomKind::NodePoolReplicas, 4)
+        };
+        // (what, the target's price, the global price, the quantile by hand: u = price · 8 / 2,
+        // o = 3.6 / 3600 = 0.001)
+        let rows = [
+            ("neither: ERROR_QUANTILE", None, None, 0.9),
+            ("the global only", None, Some(0.01), 0.04 / 0.041),
+            ("the target only", Some(0.001), None, 0.004 / 0.005),
+            ("both: the target's", Some(0.001), Some(0.01), 0.004 / 0.005),
+        ];
+        for (what, own, global, want) in rows {
+            let target = TargetSpec {
+                delayed_request_cost: own,
+                ..base.clone()
+            };
+            let policy = PolicySpec {
+                delayed_request_cost: global,
+                ..gpu_only.clone()
+            };
+            let q = quantile(&policy, &target, 2.0);
+            assert!((q - want).abs() < 1e-12, "{what}: {q} vs {want}");
+        }
     }
 
     #[test]

@@ -58,8 +58,9 @@ pub struct PolicySpec {
     /// and cached on the headroom object.
     #[serde(default = "default_calibrate_every")]
     pub calibrate_every_s: f64,
-    /// DELAYED_REQUEST_COST and GPU_HOUR_COST (unset): when both are set, the band's quantile is
-    /// derived from them (newsvendor) instead of ERROR_QUANTILE; see `band::cost_quantile`.
+    /// DELAYED_REQUEST_COST and GPU_HOUR_COST (unset): when both are set (or GPU_HOUR_COST and a
+    /// target's `delayedRequestCost`), the band's quantile is derived from them (newsvendor)
+    /// instead of ERROR_QUANTILE; see `band::quantile`.
     #[serde(default)]
     pub delayed_request_cost: Option<f64>,
     #[serde(default)]
@@ -273,12 +274,8 @@ impl PolicySpec {
                     "must be set with DELAYED_REQUEST_COST".into(),
                 ))
             }
-            (None, Some(_)) => {
-                return Err((
-                    "DELAYED_REQUEST_COST".into(),
-                    "must be set with GPU_HOUR_COST".into(),
-                ))
-            }
+            // GPU_HOUR_COST alone is whole: targets name their own delayedRequestCost.
+            (None, Some(g)) => check("GPU_HOUR_COST", g, 1e-9, 1e6)?,
         }
         Ok(())
     }

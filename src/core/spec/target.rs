@@ -156,6 +156,11 @@ pub struct TargetSpec {
     /// `next_step`); 0 turns it off. Needs a predictable `hpa`.
     #[serde(default)]
     pub next_step_spare: u32,
+    /// The price of one request of this target that waits past the SLO (USD; overrides
+    /// DELAYED_REQUEST_COST): with GPU_HOUR_COST it sets the band's quantile (`band::quantile`),
+    /// so a model whose users pay for latency gets a higher one than a batch endpoint's.
+    #[serde(default)]
+    pub delayed_request_cost: Option<f64>,
 }
 
 impl TargetSpec {
@@ -188,7 +193,29 @@ impl TargetSpec {
             hpa: None,
             schedules: Vec::new(),
             next_step_spare: 0,
+            delayed_request_cost: None,
         }
+    }
+
+    /// The price of a delayed request the band's quantile is derived from: the target's own, else
+    /// DELAYED_REQUEST_COST.
+    pub fn delayed_request_cost(&self, policy: &super::PolicySpec) -> Option<f64> {
+        self.delayed_request_cost.or(policy.delayed_request_cost)
+    }
+
+    /// Settings this target needs from the policy: a `delayedRequestCost` means nothing without
+    /// GPU_HOUR_COST, and a setting that silently does nothing is a configuration error.
+    pub fn validate_with(&self, policy: &super::PolicySpec) -> Result<(), (String, String)> {
+        if self.delayed_request_cost.is_some() && policy.gpu_hour_cost.is_none() {
+            return Err((
+                "GPU_HOUR_COST".into(),
+                format!(
+                    "must be set: target {:?} sets delayedRequestCost, which is weighed against it",
+                    self.name
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// Validates one target; the error is `(field path, message)`.
@@ -234,6 +261,14 @@ impl TargetSpec {
         }
         if self.max_step_up == 0 {
             return Err((field("maxStepUp"), "must be at least 1".into()));
+        }
+        if let Some(cost) = self.delayed_request_cost {
+            if !(1e-9..=1e6).contains(&cost) {
+                return Err((
+                    field("delayedRequestCost"),
+                    format!("{cost} is outside 1e-9 to 1e6 (USD per delayed request)"),
+                ));
+            }
         }
         if let Some(hpa) = &self.hpa {
             if hpa.name.trim().is_empty() || hpa.namespace.trim().is_empty() {

@@ -139,11 +139,36 @@ fn policy_settings_that_are_not_ranges() {
         ..PolicySpec::default()
     };
     assert_eq!(one_cost.validate().unwrap_err().0, "GPU_HOUR_COST");
+    // GPU_HOUR_COST alone is whole: each target may name its own delayedRequestCost.
+    let gpu_only = PolicySpec {
+        gpu_hour_cost: Some(4.0),
+        ..PolicySpec::default()
+    };
+    assert_eq!(gpu_only.validate(), Ok(()));
     let no_seasons = PolicySpec {
         seasons_s: vec![],
         ..PolicySpec::default()
     };
     assert_eq!(no_seasons.validate(), Ok(()));
+}
+
+#[test]
+fn a_targets_delay_price_needs_gpu_hour_cost() {
+    let priced = TargetSpec {
+        delayed_request_cost: Some(0.01),
+        ..TargetSpec::new("t", "gpu", HeadroomKind::NodePoolReplicas, 4)
+    };
+    let err = priced.validate_with(&PolicySpec::default()).unwrap_err();
+    assert_eq!(err.0, "GPU_HOUR_COST");
+    assert!(err.1.contains("\"t\" sets delayedRequestCost"), "{}", err.1);
+    let with_gpu = PolicySpec {
+        gpu_hour_cost: Some(4.0),
+        ..PolicySpec::default()
+    };
+    assert_eq!(priced.validate_with(&with_gpu), Ok(()));
+    // A target without its own price needs nothing of the policy.
+    let plain = TargetSpec::new("p", "gpu", HeadroomKind::NodePoolReplicas, 4);
+    assert_eq!(plain.validate_with(&PolicySpec::default()), Ok(()));
 }
 
 #[test]
@@ -261,6 +286,22 @@ fn target_validation_table() {
                 ..base()
             },
             Some("PREWARM_TARGETS[t].maxStepUp"),
+        ),
+        (
+            "a delay price of nothing",
+            TargetSpec {
+                delayed_request_cost: Some(0.0),
+                ..base()
+            },
+            Some("PREWARM_TARGETS[t].delayedRequestCost"),
+        ),
+        (
+            "a delay price of a cent",
+            TargetSpec {
+                delayed_request_cost: Some(0.01),
+                ..base()
+            },
+            None,
         ),
         (
             "cap below a replica",

@@ -100,6 +100,8 @@ pub async fn tick_once(deps: &Arc<TickDeps>, now: f64, dry_run: bool) -> Vec<Tar
         return Vec::new();
     };
     let targets = targets::without_pool_conflicts(targets, &deps.config.emf_namespace);
+    let targets =
+        targets::without_policy_gaps(targets, &deps.config.policy, &deps.config.emf_namespace);
     if !dry_run {
         leases::collect_drain_leases(deps, &client, &targets, now).await;
     }
