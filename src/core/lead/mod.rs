@@ -88,7 +88,7 @@ impl LeadBook {
 }
 
 /// What one phase contributes to a horizon.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PhaseLead {
     pub phase: Phase,
     /// The NodePool (node boot) or target (pull, load) it was learned in.
@@ -100,7 +100,7 @@ pub struct PhaseLead {
 }
 
 /// The lead time a target's forecast looks ahead by.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Horizon {
     /// Seconds ahead: the learned phases' sum rounded up to whole steps, or the fallback.
     pub seconds: f64,
