@@ -4,20 +4,16 @@
 
 use crate::adapters::kube::lead_times::store;
 use crate::config::Config;
-use crate::core::lead::{self, Horizon, HORIZON_QUANTILE};
+use crate::core::lead::{Horizon, HORIZON_QUANTILE};
 use crate::core::TargetSpec;
+use crate::handlers::tick::lead;
 
 /// The target's horizon at `now` from the stored book; LEAD_TIME_SECONDS with the reason when
 /// learning is off or the book cannot be read. Never fails: explain goes on without it.
 pub async fn horizon(config: &Config, target: &TargetSpec, now: f64) -> Horizon {
     let policy = &config.policy;
-    let fallback = |why: String| Horizon {
-        seconds: policy.lead_time_s,
-        phases: Vec::new(),
-        fallback: Some(why),
-    };
     if !config.learn_lead_times {
-        return fallback("LEARN_LEAD_TIMES is off: LEAD_TIME_SECONDS".into());
+        return lead::setting(policy, "LEARN_LEAD_TIMES is off: LEAD_TIME_SECONDS".into());
     }
     let at = &config.lead_times_configmap;
     let read = match config.require_cluster() {
@@ -28,19 +24,14 @@ pub async fn horizon(config: &Config, target: &TargetSpec, now: f64) -> Horizon 
         Err(e) => Err(e),
     };
     match read {
-        Ok(stored) => lead::horizon(
-            &stored.book,
-            &target.node_pool,
-            &target.name,
-            HORIZON_QUANTILE,
-            policy.lead_time_s,
-            policy.step_s,
-            now,
+        Ok(stored) => lead::book_horizon(&stored.book, target, policy, now),
+        Err(e) => lead::setting(
+            policy,
+            format!(
+                "LEAD_TIME_SECONDS: the learned lead times in {}/{} were not read: {e}",
+                at.namespace, at.name
+            ),
         ),
-        Err(e) => fallback(format!(
-            "LEAD_TIME_SECONDS: the learned lead times in {}/{} were not read: {e}",
-            at.namespace, at.name
-        )),
     }
 }
 

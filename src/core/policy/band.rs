@@ -480,32 +480,9 @@ mod tests {
         assert_eq!(history_seconds(&p), 86_400.0 + 900.0 + 180.0);
     }
 
-    #[test]
-    fn due_hourly_and_on_clock_jumps() {
-        let p = PolicySpec::default();
-        let c = Calibration {
-            computed_at: T0,
-            quantile: 0.9,
-            band: Some(1.0),
-            by_hour: vec![],
-            seasonal_weight: 0.0,
-            coverage: None,
-            windows: 40,
-            note: None,
-            rise: None,
-            lead_time_s: None,
-        };
-        assert!(due(None, &p, T0));
-        assert!(!due(Some(&c), &p, T0 + 3599.0));
-        assert!(due(Some(&c), &p, T0 + 3600.0));
-        assert!(due(Some(&c), &p, T0 - 100.0));
-    }
-
-    /// A band fitted for one lead time is due as soon as the horizon is another (a learned lead
-    /// that moved); one written before the lead was recorded keeps its hourly refresh.
-    #[test]
-    fn due_when_fitted_for_another_lead() {
-        let fitted = |lead: Option<f64>| Calibration {
+    /// A calibration computed at T0, fitted for `lead` (None: written before it was recorded).
+    fn fitted(lead: Option<f64>) -> Calibration {
+        Calibration {
             computed_at: T0,
             quantile: 0.9,
             band: Some(1.0),
@@ -516,7 +493,23 @@ mod tests {
             note: None,
             rise: None,
             lead_time_s: lead,
-        };
+        }
+    }
+
+    #[test]
+    fn due_hourly_and_on_clock_jumps() {
+        let p = PolicySpec::default();
+        let c = fitted(None);
+        assert!(due(None, &p, T0));
+        assert!(!due(Some(&c), &p, T0 + 3599.0));
+        assert!(due(Some(&c), &p, T0 + 3600.0));
+        assert!(due(Some(&c), &p, T0 - 100.0));
+    }
+
+    /// A band fitted for one lead time is due as soon as the horizon is another (a learned lead
+    /// that moved); one written before the lead was recorded keeps its hourly refresh.
+    #[test]
+    fn due_when_fitted_for_another_lead() {
         let at = |lead_time_s: f64| PolicySpec {
             lead_time_s,
             ..PolicySpec::default()

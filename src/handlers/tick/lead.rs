@@ -131,21 +131,9 @@ pub fn horizon_for(
     now: f64,
 ) -> Horizon {
     let Some(start) = start else {
-        return Horizon {
-            seconds: policy.lead_time_s,
-            phases: Vec::new(),
-            fallback: Some("LEARN_LEAD_TIMES is off: LEAD_TIME_SECONDS".into()),
-        };
+        return setting(policy, "LEARN_LEAD_TIMES is off: LEAD_TIME_SECONDS".into());
     };
-    let mut horizon = lead::horizon(
-        &start.book,
-        &target.node_pool,
-        &target.name,
-        HORIZON_QUANTILE,
-        policy.lead_time_s,
-        policy.step_s,
-        now,
-    );
+    let mut horizon = book_horizon(&start.book, target, policy, now);
     if let Some(reason) = horizon.fallback.as_mut() {
         if let Some(p) = start.pool_problems.get(&target.node_pool) {
             reason.push_str(&format!("; NodeClaims not read: {p}"));
@@ -156,6 +144,34 @@ pub fn horizon_for(
         }
     }
     horizon
+}
+
+/// LEAD_TIME_SECONDS, and `why` the learned horizon does not stand in for it.
+pub fn setting(policy: &PolicySpec, why: String) -> Horizon {
+    Horizon {
+        seconds: policy.lead_time_s,
+        phases: Vec::new(),
+        fallback: Some(why),
+    }
+}
+
+/// The horizon `book` gives `target` at `now` (`core::lead::horizon` at [`HORIZON_QUANTILE`],
+/// LEAD_TIME_SECONDS as the fallback, rounded up to METRICS_STEP_SECONDS).
+pub fn book_horizon(
+    book: &LeadBook,
+    target: &TargetSpec,
+    policy: &PolicySpec,
+    now: f64,
+) -> Horizon {
+    lead::horizon(
+        book,
+        &target.node_pool,
+        &target.name,
+        HORIZON_QUANTILE,
+        policy.lead_time_s,
+        policy.step_s,
+        now,
+    )
 }
 
 /// The tick's policy with the horizon as its lead time.
