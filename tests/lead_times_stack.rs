@@ -306,7 +306,7 @@ async fn learn() {
     // ConfigMap.
     tokio::time::sleep(Duration::from_secs(6)).await;
     let second = tick_once(
-        &Arc::new(TickDeps::build(config).await.unwrap()),
+        &Arc::new(TickDeps::build(config.clone()).await.unwrap()),
         now(),
         false,
     )
@@ -353,6 +353,53 @@ async fn learn() {
         100.0 * (load - LOAD_S) / LOAD_S,
         lead.seconds
     );
+
+    // Without the RBAC to list NodeClaims or read the book (the interruption function's user),
+    // the tick falls back to LEAD_TIME_SECONDS and says why; learning fails nothing.
+    let refused = Config {
+        cluster: Some(prewarm::config::ClusterAccess::Kubeconfig {
+            path: env("PREWARM_INTERRUPTION_KUBECONFIG"),
+        }),
+        ..config.clone()
+    };
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let third = tick_once(
+        &Arc::new(TickDeps::build(refused).await.unwrap()),
+        now(),
+        false,
+    )
+    .await;
+    let lead = third[0]
+        .lead
+        .clone()
+        .expect("the tick reports its lead time");
+    eprintln!(
+        "tick 3 (no RBAC for the lead times): {lead:?}; error {:?}",
+        third[0].error
+    );
+    assert_eq!(lead.seconds, 180.0, "{lead:?}");
+    let reason = lead.fallback.unwrap();
+    for why in [
+        "the learned lead times not read",
+        "403 Forbidden",
+        "NodeClaims not read",
+    ] {
+        assert!(reason.contains(why), "{why:?} not in {reason:?}");
+    }
+
+    // A pod without the model-load annotation is still started and made Ready at once by
+    // kwok's stock stage (the stack's stages leave only annotated pods to ours).
+    let mut plain = server(&ns, "plain", &pool);
+    plain.metadata.annotations = None;
+    plain.metadata.labels = Some([("app".to_string(), "plain".to_string())].into());
+    plain.spec.as_mut().unwrap().containers[0].resources = None;
+    pods.create(&PostParams::default(), &plain).await.unwrap();
+    wait_for("a plain pod Ready", Duration::from_secs(60), || async {
+        let p = pods.get("plain").await.unwrap();
+        let status = serde_json::to_value(p.status.as_ref()).unwrap();
+        true_since(&status, "Ready").map(|_| ())
+    })
+    .await;
 
     // Clean up: the pool's nodes go with it.
     let _ = pods

@@ -135,6 +135,9 @@ pub fn horizon_for(
     };
     let mut horizon = book_horizon(&start.book, target, policy, now);
     if let Some(reason) = horizon.fallback.as_mut() {
+        if let Some(p) = &start.store_problem {
+            reason.push_str(&format!("; the learned lead times not read: {p}"));
+        }
         if let Some(p) = start.pool_problems.get(&target.node_pool) {
             reason.push_str(&format!("; NodeClaims not read: {p}"));
         }
@@ -302,6 +305,7 @@ mod tests {
             ..LeadStart::default()
         };
         let refused = LeadStart {
+            store_problem: Some("403 Forbidden: configmaps".into()),
             pool_problems: [("gpu".to_string(), "403 Forbidden".to_string())].into(),
             ..LeadStart::default()
         };
@@ -315,7 +319,7 @@ mod tests {
                 Some(&refused),
                 true,
                 180.0,
-                Some("NodeClaims not read: 403 Forbidden"),
+                Some("not read: 403 Forbidden: configmaps; NodeClaims not read: 403 Forbidden"),
             ),
             (
                 "no pods named",
