@@ -251,7 +251,9 @@ pub async fn finish(
             tracing::debug!(error = %e, "learned lead times written by another invocation first: the next tick writes")
         }
         Err(e) => {
-            tracing::warn!(error = %e, "learned lead times not written: kept in this environment only")
+            tracing::warn!(error = %e,
+                "learned lead times not written: kept in this environment only (the chart creates \
+                 the ConfigMap and grants get and update on it; without it the tick needs create)")
         }
     }
 }
