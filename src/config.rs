@@ -110,7 +110,16 @@ pub struct Config {
     pub paused: bool,
     pub emf_namespace: String,
     pub interruption: InterruptionSettings,
+    /// LEARN_LEAD_TIMES: the tick learns the lead time from NodeClaims and pods
+    /// (`core::lead`); off, LEAD_TIME_SECONDS is the horizon.
+    pub learn_lead_times: bool,
+    /// LEAD_TIMES_CONFIGMAP (`namespace/name`): where the learned lead times are kept;
+    /// `prewarm-lead-times` in the targets ConfigMap's namespace (else `prewarm`) by default.
+    pub lead_times_configmap: TargetsConfigMap,
 }
+
+/// The default name of the ConfigMap the learned lead times are kept in.
+pub const LEAD_TIMES_CONFIGMAP: &str = "prewarm-lead-times";
 
 /// Reads one variable through the lookup; empty counts as unset.
 struct Vars<F: Fn(&str) -> Option<String>>(F);
@@ -284,7 +293,7 @@ impl Config {
                     "set either PREWARM_TARGETS or PREWARM_TARGETS_CONFIGMAP, not both",
                 ))
             }
-            Some(raw) => Some(parse_configmap_ref(&raw)?),
+            Some(raw) => Some(parse_configmap_ref("PREWARM_TARGETS_CONFIGMAP", &raw)?),
         };
         let cluster = match (vars.get("KUBECONFIG"), vars.get("CLUSTER_NAME")) {
             (Some(path), _) => Some(ClusterAccess::Kubeconfig { path }),
@@ -299,6 +308,12 @@ impl Config {
             }),
             (None, None) => None,
         };
+        let lead_times_configmap = TargetsConfigMap {
+            namespace: targets_configmap
+                .as_ref()
+                .map_or_else(|| "prewarm".to_string(), |c| c.namespace.clone()),
+            name: LEAD_TIMES_CONFIGMAP.into(),
+        };
         Ok(Config {
             policy: PolicySpec::default(),
             targets,
@@ -311,6 +326,8 @@ impl Config {
                 .get("EMF_NAMESPACE")
                 .unwrap_or_else(|| "Prewarm".into()),
             interruption: InterruptionSettings::default(),
+            learn_lead_times: true,
+            lead_times_configmap,
         })
     }
 
@@ -356,6 +373,10 @@ impl Config {
         self.metric_source = metric_source(vars, self.policy.step_s)?;
         self.dry_run = vars.bool_or("DRY_RUN", false)?;
         self.paused = vars.bool_or("PAUSED", false)?;
+        self.learn_lead_times = vars.bool_or("LEARN_LEAD_TIMES", true)?;
+        if let Some(raw) = vars.get("LEAD_TIMES_CONFIGMAP") {
+            self.lead_times_configmap = parse_configmap_ref("LEAD_TIMES_CONFIGMAP", &raw)?;
+        }
         Ok(())
     }
 
@@ -623,8 +644,8 @@ fn require<F: Fn(&str) -> Option<String>>(
         .ok_or_else(|| Error::config(name, format!("must be set when {because}")))
 }
 
-/// `namespace/name` of the targets ConfigMap (Kubernetes DNS-1123 names).
-fn parse_configmap_ref(raw: &str) -> Result<TargetsConfigMap> {
+/// `namespace/name` of a ConfigMap (Kubernetes DNS-1123 names), set in `var`.
+fn parse_configmap_ref(var: &str, raw: &str) -> Result<TargetsConfigMap> {
     let dns_label = |s: &str| {
         !s.is_empty()
             && s.len() <= 253
@@ -641,7 +662,7 @@ fn parse_configmap_ref(raw: &str) -> Result<TargetsConfigMap> {
             })
         }
         _ => Err(Error::config(
-            "PREWARM_TARGETS_CONFIGMAP",
+            var,
             format!("must be namespace/name of a ConfigMap, got {raw:?}"),
         )),
     }
@@ -917,6 +938,11 @@ mod tests {
             (&[("DELAYED_REQUEST_COST", "0.01")], "GPU_HOUR_COST"),
             (&[("DRY_RUN", "maybe")], "DRY_RUN"),
             (&[("PAUSED", "maybe")], "PAUSED"),
+            (&[("LEARN_LEAD_TIMES", "maybe")], "LEARN_LEAD_TIMES"),
+            (
+                &[("LEAD_TIMES_CONFIGMAP", "lead-times")],
+                "LEAD_TIMES_CONFIGMAP",
+            ),
             (&[("METRIC_SOURCE", "graphite")], "METRIC_SOURCE"),
             (&[("METRIC_SOURCE", "prometheus")], "PROMETHEUS_URL"),
             (
@@ -1015,6 +1041,15 @@ mod tests {
         assert!(c.dry_run);
         assert!(c.paused);
         assert_eq!(c.policy.lead_time_s, 45.0);
+        // Lead times are learned by default, kept beside prewarm's other objects.
+        assert!(c.learn_lead_times);
+        assert_eq!(
+            c.lead_times_configmap,
+            TargetsConfigMap {
+                namespace: "prewarm".into(),
+                name: "prewarm-lead-times".into()
+            }
+        );
         let t = c.target("llama").unwrap();
         assert_eq!(t.gpus_per_replica, 1);
         assert_eq!(t.replica_concurrency, 8);
@@ -1310,6 +1345,38 @@ mod tests {
             ])),
             "AMP_WORKSPACE_URL"
         );
+    }
+
+    /// The learned lead times live beside the targets ConfigMap, or where LEAD_TIMES_CONFIGMAP
+    /// says; LEARN_LEAD_TIMES=false turns learning off.
+    #[test]
+    fn lead_times_are_kept_beside_the_targets_unless_told_otherwise() {
+        let at = |namespace: &str, name: &str| TargetsConfigMap {
+            namespace: namespace.into(),
+            name: name.into(),
+        };
+        type Case<'a> = (&'a [(&'a str, &'a str)], bool, TargetsConfigMap);
+        let cases: &[Case] = &[
+            (
+                &[("PREWARM_TARGETS_CONFIGMAP", "ops/prewarm-targets")],
+                true,
+                at("ops", "prewarm-lead-times"),
+            ),
+            (
+                &[
+                    ("PREWARM_TARGETS", TARGET),
+                    ("LEAD_TIMES_CONFIGMAP", "ml/leads"),
+                    ("LEARN_LEAD_TIMES", "false"),
+                ],
+                false,
+                at("ml", "leads"),
+            ),
+        ];
+        for (vars, learn, where_) in cases {
+            let c = config(vars).unwrap();
+            assert_eq!(c.learn_lead_times, *learn, "{vars:?}");
+            assert_eq!(&c.lead_times_configmap, where_, "{vars:?}");
+        }
     }
 
     #[test]

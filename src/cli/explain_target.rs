@@ -90,6 +90,7 @@ pub async fn run(args: &TargetExplain) -> Result<()> {
             usd_per_gpu_hour: usd,
         },
     );
+    let lead = super::explain_lead::horizon(config, target, crate::clock::unix_now()).await;
     if args.json {
         let steps: Vec<_> = d.steps.clone();
         let out = serde_json::json!({
@@ -99,6 +100,7 @@ pub async fn run(args: &TargetExplain) -> Result<()> {
             "step_s": args.step_s,
             "train_days": args.train_days,
             "lead_time_s": config.policy.lead_time_s,
+            "lead": lead,
             "slo_wait_s": args.slo_wait_s,
             "usd_per_gpu_hour": usd,
             "decomposition": d,
@@ -107,6 +109,7 @@ pub async fn run(args: &TargetExplain) -> Result<()> {
         println!("{out}");
     } else {
         print!("{}", text(name, args, &d, config.policy.lead_time_s, usd));
+        print!("{}", super::explain_lead::text(&lead));
     }
     Ok(())
 }

@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 
 pub mod backtest;
 pub mod explain;
+pub mod explain_lead;
 pub mod explain_replay;
 pub mod explain_target;
 pub mod query_cost;

@@ -143,6 +143,8 @@ def allowed_checks(fn: str) -> list[tuple]:
                 out += [(verb, res, None, t["podNamespace"]) for t in targets if t.get("podNamespace")]
             elif row["scope"] == "targetsConfigMap":
                 out.append((verb, f"{res}/{VALUES['targetsConfigMap']['name']}", None, "prewarm"))
+            elif row["scope"] == "leadTimesConfigMap":
+                out.append((verb, f"{res}/prewarm-lead-times", None, "prewarm"))
             elif row["scope"] == "headroomNamespaces":
                 out += [(verb, res, None, ns) for ns in
                         sorted({t["headroom"]["namespace"] for t in targets if t["headroom"].get("namespace")})]

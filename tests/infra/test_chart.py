@@ -68,13 +68,17 @@ def test_the_tick_gets_its_rows_by_name(sample):
         ("karpenter.sh", "nodepools", ("gpu", "gpu-big", "gpu-static"), ("get", "patch")),
         # drain-lease collection reads drain state on any node; it writes none (the interruption
         # function steps and un-drains, from the tick's resume-drain message)
-        ("", "nodes", (), ("get", "list"))}
+        ("", "nodes", (), ("get", "list")),
+        # node boots learned from each NodePool's NodeClaims (listed by label)
+        ("karpenter.sh", "nodeclaims", (), ("list",))}
     # Replacement placeholders (lease collection): list and delete pods of any name, in each
     # balloon / buffer namespace only. Never create: only the interruption function's drain
     # step makes placeholders (the tick hands orphaned drains over as resume-drain messages).
     placeholders = ("", "pods", (), ("delete", "list"))
     assert rules(tick[("Role", "prewarm")]) == {
         ("", "configmaps", ("prewarm-targets",), ("get",)),
+        # the learned lead times, kept by name in the ConfigMap the chart creates
+        ("", "configmaps", ("prewarm-lead-times",), ("get", "update")),
         ("apps", "deployments", ("balloon-llama",), ("get", "patch")), placeholders}
     assert rules(tick[("Role", "buffers")]) == {
         ("autoscaling.x-k8s.io", "capacitybuffers", ("mistral",), ("get", "patch")), placeholders}
@@ -83,6 +87,8 @@ def test_the_tick_gets_its_rows_by_name(sample):
     for ns in ("inference", "models"):
         assert rules(tick[("Role", ns)]) == {
             ("", "pods", (), ("list",)),
+            # image pulls from the kubelet's Pulled events
+            ("", "events", (), ("list",)),
             ("autoscaling", "horizontalpodautoscalers", (), ("get", "list", "patch")),
             ("apps", "deployments", (), ("get", "list", "patch")),
             ("keda.sh", "scaledobjects", (), ("get", "list", "patch"))}

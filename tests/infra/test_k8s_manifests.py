@@ -177,7 +177,11 @@ def test_balloon_follows_the_conventions():
 # purpose. (function -> (apiGroup, resource) -> verbs)
 EXPECTED_RULES = {
     "tick": {
-        ("", "configmaps"): {"get"},
+        # The targets ConfigMap (get); the learned lead times' ConfigMap by name (get, update).
+        ("", "configmaps"): {"get", "update"},
+        # Lead times: the kubelet's Pulled events in the podNamespaces, NodeClaims of any pool.
+        ("", "events"): {"list"},
+        ("karpenter.sh", "nodeclaims"): {"list"},
         # list in podNamespaces; delete/list (replacement placeholders) in the balloon namespace.
         ("", "pods"): {"list", "delete"},
         ("karpenter.sh", "nodepools"): {"get", "patch"},

@@ -14,6 +14,7 @@ pub mod floor_view;
 pub mod headroom;
 pub mod hpa;
 pub mod hpa_floor;
+pub mod lead_times;
 pub mod limits_room;
 pub mod nodepool;
 pub mod nodepool_limits;

@@ -53,9 +53,9 @@ pub fn count(pods: &[Pod]) -> PodCounts {
     }
 }
 
-/// Lists the target's inference pods (pod_namespace + pod_selector) and counts them. None when
-/// the target names no pods.
-pub async fn target_pods(client: &kube::Client, target: &TargetSpec) -> Result<Option<PodCounts>> {
+/// Lists the target's inference pods (pod_namespace + pod_selector): counted as demand, and the
+/// lead times' pull and load samples. None when the target names no pods.
+pub async fn target_pods(client: &kube::Client, target: &TargetSpec) -> Result<Option<Vec<Pod>>> {
     let (Some(namespace), Some(selector)) = (&target.pod_namespace, &target.pod_selector) else {
         return Ok(None);
     };
@@ -64,7 +64,7 @@ pub async fn target_pods(client: &kube::Client, target: &TargetSpec) -> Result<O
         .list(&ListParams::default().labels(selector))
         .await
         .map_err(|e| from_kube("list", "pods", &format!("pods {namespace}/{selector}"), e))?;
-    Ok(Some(count(&list.items)))
+    Ok(Some(list.items))
 }
 
 #[cfg(test)]

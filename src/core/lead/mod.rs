@@ -28,6 +28,12 @@ use std::collections::BTreeMap;
 /// Samples a phase needs before its quantile is believed.
 pub const MIN_SAMPLES: usize = 3;
 
+/// The quantile of each phase's window the horizon sums. Fixed, not ERROR_QUANTILE: that one
+/// prices forecast errors (and may be set low when GPUs are dear), while a horizon too short
+/// makes every forecast late whatever the price; the sum of upper quantiles already errs long,
+/// so the 0.9 of each phase (the slowest of a window under 10 samples) is enough.
+pub const HORIZON_QUANTILE: f64 = 0.9;
+
 /// A phase of a cold start.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -82,7 +88,7 @@ impl LeadBook {
 }
 
 /// What one phase contributes to a horizon.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PhaseLead {
     pub phase: Phase,
     /// The NodePool (node boot) or target (pull, load) it was learned in.
@@ -94,7 +100,7 @@ pub struct PhaseLead {
 }
 
 /// The lead time a target's forecast looks ahead by.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Horizon {
     /// Seconds ahead: the learned phases' sum rounded up to whole steps, or the fallback.
     pub seconds: f64,

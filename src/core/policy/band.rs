@@ -37,10 +37,13 @@ impl Calibration {
 }
 
 /// Whether the cached calibration is missing or older than CALIBRATE_EVERY_SECONDS (or from
-/// the future: a clock jump must not pin it forever).
+/// the future: a clock jump must not pin it forever), or fitted for another lead time.
 pub fn due(cached: Option<&Calibration>, policy: &PolicySpec, now: f64) -> bool {
     cached.is_none_or(|c| {
-        now - c.computed_at >= policy.calibrate_every_s || c.computed_at > now + policy.tick_s
+        now - c.computed_at >= policy.calibrate_every_s
+            || c.computed_at > now + policy.tick_s
+            || c.lead_time_s
+                .is_some_and(|l| (l - policy.lead_time_s).abs() >= 0.5)
     })
 }
 
@@ -171,6 +174,7 @@ pub fn calibrate(history: &[Sample], policy: &PolicySpec, q: f64, now: f64) -> C
         windows: 0,
         note: None,
         rise: None,
+        lead_time_s: Some(policy.lead_time_s),
     };
     let Some((first_t, grid)) = on_grid(history, policy, now) else {
         out.note = Some("no history".into());
@@ -476,10 +480,9 @@ mod tests {
         assert_eq!(history_seconds(&p), 86_400.0 + 900.0 + 180.0);
     }
 
-    #[test]
-    fn due_hourly_and_on_clock_jumps() {
-        let p = PolicySpec::default();
-        let c = Calibration {
+    /// A calibration computed at T0, fitted for `lead` (None: written before it was recorded).
+    fn fitted(lead: Option<f64>) -> Calibration {
+        Calibration {
             computed_at: T0,
             quantile: 0.9,
             band: Some(1.0),
@@ -489,11 +492,40 @@ mod tests {
             windows: 40,
             note: None,
             rise: None,
-        };
+            lead_time_s: lead,
+        }
+    }
+
+    #[test]
+    fn due_hourly_and_on_clock_jumps() {
+        let p = PolicySpec::default();
+        let c = fitted(None);
         assert!(due(None, &p, T0));
         assert!(!due(Some(&c), &p, T0 + 3599.0));
         assert!(due(Some(&c), &p, T0 + 3600.0));
         assert!(due(Some(&c), &p, T0 - 100.0));
+    }
+
+    /// A band fitted for one lead time is due as soon as the horizon is another (a learned lead
+    /// that moved); one written before the lead was recorded keeps its hourly refresh.
+    #[test]
+    fn due_when_fitted_for_another_lead() {
+        let at = |lead_time_s: f64| PolicySpec {
+            lead_time_s,
+            ..PolicySpec::default()
+        };
+        let cases = [
+            (Some(180.0), 180.0, false),
+            (Some(180.0), 195.0, true),
+            (Some(195.0), 180.0, true),
+            (None, 195.0, false),
+        ];
+        for (fitted_for, horizon, want) in cases {
+            let got = due(Some(&fitted(fitted_for)), &at(horizon), T0 + 60.0);
+            assert_eq!(got, want, "fitted for {fitted_for:?}, horizon {horizon}");
+        }
+        // What `calibrate` fits is stamped with the lead it used.
+        assert_eq!(calibrate(&[], &at(195.0), 0.9, T0).lead_time_s, Some(195.0));
     }
 
     #[test]
@@ -508,6 +540,7 @@ mod tests {
             windows: 40,
             note: None,
             rise: None,
+            lead_time_s: None,
         };
         // T0 is 00:00 UTC = 01:00 in Berlin (CET, UTC+1 in November).
         let berlin: chrono_tz::Tz = "Europe/Berlin".parse().unwrap();

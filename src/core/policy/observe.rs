@@ -380,6 +380,7 @@ mod tests {
             windows: 30,
             note: None,
             rise: None,
+            lead_time_s: None,
         }
     }
 

@@ -60,4 +60,9 @@ pub struct Calibration {
     /// UnforecastableShare metric compares each delayed tick's rise with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rise: Option<f64>,
+    /// The lead time (s) it was fitted for: a band of errors over one lead says nothing of
+    /// another, so a learned horizon that moves makes it due (`band::due`). None on objects
+    /// written before it was recorded: kept until its CALIBRATE_EVERY_SECONDS refresh.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lead_time_s: Option<f64>,
 }

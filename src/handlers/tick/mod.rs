@@ -8,6 +8,7 @@
 //! record, written as soon as that target's tick ends.
 
 pub mod deadline;
+pub mod lead;
 pub mod leases;
 pub mod memory;
 pub mod observe;
@@ -46,6 +47,8 @@ pub struct TickDeps {
     /// The seasonal history read ahead in this environment, per target: a read covers the next
     /// hour's ticks (`core::policy::season_cache`).
     pub seasons: memory::Seasons,
+    /// The lead times learned, as of this environment's last tick (`lead`).
+    pub lead_book: lead::Memory,
 }
 
 impl TickDeps {
@@ -67,6 +70,7 @@ impl TickDeps {
             paused_restored: std::sync::atomic::AtomicBool::new(false),
             calibrations: Default::default(),
             seasons: Default::default(),
+            lead_book: Default::default(),
         })
     }
 }
@@ -105,6 +109,9 @@ pub async fn tick_once(deps: &Arc<TickDeps>, now: f64, dry_run: bool) -> Vec<Tar
     if !dry_run {
         leases::collect_drain_leases(deps, &client, &targets, now).await;
     }
+    let leads = lead::start(deps, &client, &targets, now)
+        .await
+        .map(Arc::new);
     let limit_s = deps.config.policy.target_timeout_s;
     let tasks: Vec<_> = targets
         .iter()
@@ -112,9 +119,10 @@ pub async fn tick_once(deps: &Arc<TickDeps>, now: f64, dry_run: bool) -> Vec<Tar
         .map(|target| {
             let deps = Arc::clone(deps);
             let client = client.clone();
+            let leads = leads.clone();
             tokio::spawn(async move {
                 let at = Some(annotations::format_time(now));
-                let tick = tick_target(&deps, &client, &target, now, dry_run);
+                let tick = tick_target(&deps, &client, &target, leads.as_deref(), now, dry_run);
                 let report = deadline::within(limit_s, &target.name, dry_run, at, tick).await;
                 // Logged now, not after the slowest target: a decision made is never lost to
                 // a tick that the Lambda's timeout ends.
@@ -143,6 +151,11 @@ pub async fn tick_once(deps: &Arc<TickDeps>, now: f64, dry_run: bool) -> Vec<Tar
             emf_record(&report).emit(&deps.config.emf_namespace);
             report
         }));
+    }
+    if let Some(leads) = leads {
+        let learned: Vec<_> = reports.iter().flat_map(|r| r.learned.clone()).collect();
+        let leads = Arc::unwrap_or_clone(leads);
+        lead::finish(deps, &client, leads, &learned, now, dry_run).await;
     }
     reports
 }

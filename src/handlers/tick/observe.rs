@@ -9,32 +9,41 @@ use crate::core::policy::calibration_cache::{CalibrationCache, ReadOutcome};
 use crate::core::policy::observation::HpaStatus;
 use crate::core::policy::observe::{self, Reads, SeasonHistory, SeasonRead};
 use crate::core::policy::season_cache::{frame_of, SeasonSource};
-use crate::core::{self, Observation, TargetSpec};
+use crate::core::{self, Observation, PolicySpec, TargetSpec};
+use k8s_openapi::api::core::v1::Pod;
 
-/// Metrics, the pod counts, the seasonal history and the HPA, read at once. A failed metric or
-/// pod read becomes the observation's `problem` (the policy fails static and says why); a
-/// season or an HPA that cannot be read is logged here and left out. The calibration history
-/// is added by the caller once the cached calibration has been read (`calibration_history`).
+/// Metrics, the pod counts, the seasonal history and the HPA, read at once, for the tick's
+/// `policy` (its lead time the learned horizon). A failed metric or pod read becomes the
+/// observation's `problem` (the policy fails static and says why); a season or an HPA that
+/// cannot be read is logged here and left out. The calibration history is added by the caller
+/// once the cached calibration has been read (`calibration_history`). The pods listed are
+/// returned too: the lead times learn from them.
 pub(super) async fn observe(
     deps: &TickDeps,
     client: &kube::Client,
     target: &TargetSpec,
+    policy: &PolicySpec,
     now: f64,
-) -> Observation {
-    let plan = observe::plan(&deps.config.policy, now);
+) -> (Observation, Option<Vec<Pod>>) {
+    let plan = observe::plan(policy, now);
     let (signals, pods, seasons, hpa) = futures::join!(
         deps.metrics.observe(target, plan.recent),
         pods::target_pods(client, target),
         seasonal_history(deps, target, &plan.seasons, now),
         hpa_status(client, target),
     );
-    observe::assemble(Reads {
+    let counts = pods
+        .as_ref()
+        .map(|p| p.as_deref().map(pods::count))
+        .map_err(|e| e.to_string());
+    let observation = observe::assemble(Reads {
         signals: signals.map_err(|e| e.to_string()),
-        pods: pods.map_err(|e| e.to_string()),
+        pods: counts,
         hpa,
         seasons,
         calibration_history: Vec::new(),
-    })
+    });
+    (observation, pods.ok().flatten())
 }
 
 /// The target's HPA, when it names one. Without it the policy sizes with Erlang C and logs
@@ -103,9 +112,10 @@ pub(super) async fn calibration_history(
     target: &TargetSpec,
     cache: &CalibrationCache,
     on_object: Option<&band::Calibration>,
+    policy: &PolicySpec,
     now: f64,
 ) -> (Vec<core::Sample>, ReadOutcome) {
-    let Some(window) = cache.read_now(&deps.config.policy, on_object, now) else {
+    let Some(window) = cache.read_now(policy, on_object, now) else {
         return (Vec::new(), ReadOutcome::NotRead);
     };
     match deps.metrics.arrival_history(target, window).await {

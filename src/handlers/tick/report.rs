@@ -4,6 +4,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::adapters::kube::annotations;
+use crate::adapters::kube::lead_times::Learned;
+use crate::core::lead::{Horizon, Phase};
 use crate::core::policy::residual::TickVerdict;
 use crate::core::{Plan, Reason};
 use crate::error::Error;
@@ -37,6 +39,13 @@ pub struct TargetReport {
     /// its rise over the lead exceeded the training rise): the UnforecastableShare metric.
     #[serde(default)]
     pub residual: Option<TickVerdict>,
+    /// The lead time this tick looked ahead by: learned phase by phase, or LEAD_TIME_SECONDS
+    /// and why (`handlers::tick::lead`).
+    #[serde(default)]
+    pub lead: Option<Horizon>,
+    /// The pulls and loads this tick measured, for the book (not part of the report).
+    #[serde(skip)]
+    pub learned: Vec<Learned>,
     /// Set when this target was left alone on purpose (another invocation acted).
     pub skipped: Option<String>,
     pub error: Option<String>,
@@ -60,6 +69,8 @@ impl TargetReport {
             node_pool: None,
             hpa_floor: None,
             residual: None,
+            lead: None,
+            learned: Vec::new(),
             skipped: None,
             error: None,
             error_kind: None,
@@ -176,6 +187,12 @@ pub fn log_decision(r: &TargetReport) {
     let node_pool = r.node_pool.as_deref().unwrap_or("");
     let hpa_floor = r.hpa_floor.as_deref().unwrap_or("");
     let at = r.at.as_deref().unwrap_or("");
+    let lead_time_s = r.lead.as_ref().map(|h| h.seconds);
+    let lead_fallback = r
+        .lead
+        .as_ref()
+        .and_then(|h| h.fallback.as_deref())
+        .unwrap_or("");
     if r.error.is_some() {
         tracing::error!(
             event = "decision",
@@ -216,9 +233,20 @@ pub fn log_decision(r: &TargetReport) {
             node_pool = node_pool,
             hpa_floor = hpa_floor,
             floor_replicas,
+            lead_time_s,
+            lead_fallback,
             dry_run = r.dry_run,
             "decision"
         );
+    }
+}
+
+/// The EMF metric of a learned phase's upper quantile.
+fn phase_metric(phase: Phase) -> &'static str {
+    match phase {
+        Phase::NodeBoot => "LeadNodeBootSeconds",
+        Phase::ImagePull => "LeadImagePullSeconds",
+        Phase::ModelLoad => "LeadModelLoadSeconds",
     }
 }
 
@@ -245,6 +273,21 @@ pub fn emf_record(r: &TargetReport) -> EmfRecord {
             .iter()
             .any(|r| matches!(r, Reason::FastPath { .. }));
         record = record.metric("FastPath", if fast { 1.0 } else { 0.0 }, Unit::Count);
+    }
+    // The horizon decided with, whether it was learned, and each phase learned.
+    if let Some(h) = &r.lead {
+        record = record
+            .metric("LeadTimeSeconds", h.seconds, Unit::Seconds)
+            .metric(
+                "LeadTimeLearned",
+                if h.learned() { 1.0 } else { 0.0 },
+                Unit::Count,
+            );
+        for p in &h.phases {
+            if let Some(seconds) = p.seconds {
+                record = record.metric(phase_metric(p.phase), seconds, Unit::Seconds);
+            }
+        }
     }
     // Published on delayed ticks only, 100 when unforecastable at the lead and 0 when not:
     // its Average over an hour is the unforecastable share of that hour's delayed ticks.
@@ -320,6 +363,54 @@ mod tests {
             let line: Value = serde_json::from_str(&emf_record(&r).render("Prewarm", 0)).unwrap();
             assert_eq!(line["UnforecastableShare"].as_f64(), want, "{residual:?}");
         }
+    }
+
+    /// The horizon decided with and each learned phase, or the setting with LeadTimeLearned 0.
+    #[test]
+    fn emf_publishes_the_lead_time_and_its_learned_phases() {
+        use crate::core::lead::PhaseLead;
+        let phase = |phase, seconds| PhaseLead {
+            phase,
+            scope: "llama".into(),
+            samples: 3,
+            seconds,
+        };
+        let learned = Horizon {
+            seconds: 60.0,
+            phases: vec![
+                phase(Phase::NodeBoot, Some(32.0)),
+                phase(Phase::ImagePull, Some(2.0)),
+                phase(Phase::ModelLoad, Some(22.0)),
+            ],
+            fallback: None,
+        };
+        let fallback = Horizon {
+            seconds: 180.0,
+            phases: vec![
+                phase(Phase::NodeBoot, Some(32.0)),
+                phase(Phase::ModelLoad, None),
+            ],
+            fallback: Some("model-load in llama has 1 of 3 samples".into()),
+        };
+        let line = |lead| -> Value {
+            let r = TargetReport {
+                lead,
+                ..TargetReport::new("llama", false)
+            };
+            serde_json::from_str(&emf_record(&r).render("Prewarm", 0)).unwrap()
+        };
+        let got = line(Some(learned));
+        assert_eq!(got["LeadTimeSeconds"], 60.0);
+        assert_eq!(got["LeadTimeLearned"], 1.0);
+        assert_eq!(got["LeadNodeBootSeconds"], 32.0);
+        assert_eq!(got["LeadImagePullSeconds"], 2.0);
+        assert_eq!(got["LeadModelLoadSeconds"], 22.0);
+        let got = line(Some(fallback));
+        assert_eq!(got["LeadTimeSeconds"], 180.0);
+        assert_eq!(got["LeadTimeLearned"], 0.0);
+        assert_eq!(got["LeadNodeBootSeconds"], 32.0);
+        assert!(got.get("LeadModelLoadSeconds").is_none());
+        assert!(line(None).get("LeadTimeSeconds").is_none());
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! One target, one tick: observe, skip when another invocation acted, decide (pure core), then
 //! write the headroom object, the NodePool (limits, budgets) and the HPA floor unless DRY_RUN.
 
+use super::lead::{self, LeadStart};
 use super::observe::{calibration_history, observe};
 use super::{TargetReport, TickDeps};
 use crate::adapters::kube::headroom::{self, ApplyOutcome, HeadroomRead};
@@ -23,27 +24,38 @@ pub fn freeze_intent(target: &TargetSpec, plan: &Plan, pool: &NodePoolView) -> O
     }
 }
 
-/// One target, one tick. Never panics on bad input; errors end up in the report.
+/// One target, one tick, looking ahead by the horizon learned so far (`leads`, None when
+/// LEARN_LEAD_TIMES is off). Never panics on bad input; errors end up in the report.
 pub async fn tick_target(
     deps: &TickDeps,
     client: &kube::Client,
     target: &TargetSpec,
+    leads: Option<&LeadStart>,
     now: f64,
     dry_run: bool,
 ) -> TargetReport {
+    let horizon = lead::horizon_for(leads, target, &deps.config.policy, now);
+    let policy = &lead::with_horizon(&deps.config.policy, &horizon);
     let report = TargetReport {
         at: Some(annotations::format_time(now)),
+        lead: Some(horizon),
         ..TargetReport::new(&target.name, dry_run)
     };
-    let (pool, read, observation) = futures::join!(
+    let (pool, read, (observation, pods)) = futures::join!(
         nodepool::read_node_pool(client, &target.node_pool),
         headroom::read_headroom(client, target),
-        observe(deps, client, target, now)
+        observe(deps, client, target, policy, now)
     );
+    // Learned for the next tick's horizon, whatever this one does.
+    let learned = match (leads, &pods) {
+        (Some(leads), Some(pods)) => lead::pod_samples(client, target, pods, &leads.book).await,
+        _ => Vec::new(),
+    };
     let mut report = TargetReport {
         pending_pods: observation.pending_pods,
         serving_replicas: observation.serving_replicas,
         metrics_problem: observation.problem.clone(),
+        learned,
         ..report
     };
     // Without both objects nothing is written: the error names the missing one.
@@ -56,7 +68,6 @@ pub async fn tick_target(
         Err(e) => return report.failed(&e),
     };
     report.size_before = Some(read.parsed.size);
-    let policy = &deps.config.policy;
     if annotations::acted_recently(read.state().last_tick, now, policy.tick_s) {
         report.skipped = Some(format!(
             "another invocation acted on {} at {}",
@@ -73,7 +84,7 @@ pub async fn tick_target(
     let cache = deps.calibrations.get(&target.name);
     let on_object = state.calibration.take();
     let (history, read_outcome) =
-        calibration_history(deps, target, &cache, on_object.as_ref(), now).await;
+        calibration_history(deps, target, &cache, on_object.as_ref(), policy, now).await;
     state.calibration = cache.freshest(on_object.as_ref());
     let observation = Observation {
         calibration_history: history,

@@ -832,6 +832,7 @@ mod tests {
             windows: 30,
             note: None,
             rise: None,
+            lead_time_s: None,
         });
         assert!(sim.calibration_history(&policy, now).is_empty());
         // An hour old: due again.

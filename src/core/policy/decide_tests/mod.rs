@@ -169,6 +169,7 @@ fn calibrated(band: f64, seasonal_weight: f64) -> Calibration {
         windows: 100,
         note: None,
         rise: None,
+        lead_time_s: None,
     }
 }
 
