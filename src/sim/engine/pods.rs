@@ -22,6 +22,10 @@ pub(super) struct Pod {
     pub(super) cold: bool,
     /// When it became Ready (the warm start's replicas: t = 0).
     pub(super) serving_since: f64,
+    /// When it was bound to its node and when its container starts (the image on the node):
+    /// the events its pull and load are learned from (lead.rs).
+    pub(super) bound_at: f64,
+    pub(super) started_at: f64,
 }
 
 impl Pod {
@@ -34,6 +38,8 @@ impl Pod {
             busy_since: 0.0,
             cold: false,
             serving_since: 0.0,
+            bound_at: 0.0,
+            started_at: 0.0,
         }
     }
 }
@@ -60,7 +66,8 @@ impl Sim<'_> {
             .image_ready_at
             .get_or_insert_with(|| now.max(n.ready_at) + pull);
         let waits_for_node = image_ready > now + 1e-9;
-        let serving_at = now.max(image_ready) + load;
+        let started_at = now.max(image_ready);
+        let serving_at = started_at + load;
         self.pending_inference -= 1;
         if waits_for_node {
             self.cold_starting += 1;
@@ -71,6 +78,8 @@ impl Sim<'_> {
         }
         let p = &mut self.pods[pod];
         p.cold = waits_for_node;
+        p.bound_at = now;
+        p.started_at = started_at;
         p.phase = Phase::Starting { node, serving_at };
         self.push(serving_at, Kind::PodServing { pod });
     }
@@ -136,6 +145,9 @@ impl Sim<'_> {
         }
         self.pods[pod].phase = Phase::Serving { node };
         self.pods[pod].serving_since = self.now;
+        let p = &self.pods[pod];
+        let (bound_at, started_at) = (p.bound_at, p.started_at);
+        self.learn_replica_start(pod, bound_at, self.nodes[node].ready_at, started_at);
         if !self.queue.is_empty() && self.now >= self.cfg.score_from_s {
             // Requests queued while this replica loaded its model: a cold start in their path.
             self.result.scored.replica_cold_starts += 1;

@@ -7,6 +7,7 @@ use super::PolicyReport;
 use crate::core::policy::residual::Decomposition;
 use crate::sim::classes::{Class, ClientClasses};
 use crate::sim::compare::Comparison;
+use crate::sim::engine::LeadReport;
 use crate::sim::judge::{attribution, verdict};
 use crate::sim::setup::Setup;
 
@@ -37,6 +38,9 @@ pub fn print_comparison(cmp: &Comparison, setup: &Setup, elapsed: f64) {
         ),
     }
     print!("{}", table(&cmp.rows));
+    for line in lead_lines(&cmp.rows) {
+        println!("{line}");
+    }
     if let Some(classes) = &cmp.classes {
         println!("{}", classes_line(classes));
         print!("{}", class_table(&cmp.rows));
@@ -292,4 +296,55 @@ pub fn residual_table(rows: &[(String, &Decomposition)]) -> String {
         })
         .collect();
     aligned(&header, &cells, 1)
+}
+
+/// One line per row that learned its lead time: the learned horizon of its last decision and
+/// its phases, or the fallback and why.
+pub fn lead_lines(rows: &[PolicyReport]) -> Vec<String> {
+    rows.iter()
+        .filter_map(|r| {
+            Some(format!(
+                "{} lead time: {}",
+                r.policy,
+                lead_text(r.lead_time.as_ref()?)
+            ))
+        })
+        .collect()
+}
+
+fn lead_text(l: &LeadReport) -> String {
+    let Some(last) = &l.last else {
+        return format!("no decision (LEAD_TIME_SECONDS {:.0} s)", l.configured_s);
+    };
+    if let Some(why) = &last.fallback {
+        return format!("never learned: {why}");
+    }
+    let phases: Vec<String> = last
+        .phases
+        .iter()
+        .map(|p| {
+            format!(
+                "{} {:.0} s ({} samples)",
+                p.phase.as_str(),
+                p.seconds.unwrap_or(f64::NAN),
+                p.samples
+            )
+        })
+        .collect();
+    let range = l.learned_range_s.map_or(String::new(), |(lo, hi)| {
+        if lo < hi {
+            format!(", {lo:.0}..{hi:.0} s over the run")
+        } else {
+            String::new()
+        }
+    });
+    format!(
+        "learned {:.0} s = p{:.0} of {} (rounded up to the step){range}; LEAD_TIME_SECONDS {:.0} s for the {} decisions before t = {:.1} h",
+        last.seconds,
+        l.quantile * 100.0,
+        phases.join(" + "),
+        l.configured_s,
+        l.fallback_decisions,
+        l.learned_from_s.unwrap_or(0.0) / 3600.0
+    )
 }
