@@ -8,7 +8,10 @@
 //! What is learned when mirrors what the tick can see: a node's boot once it is Ready at a
 //! decision (the tick lists NodeClaims), a replica's phases when it turns Ready. A replica that
 //! found its image on the node pulled nothing and teaches no pull (the kubelet says "already
-//! present"): learning its zero would pull the pull's quantile down to a warm node's.
+//! present"): learning its zero would pull the pull's quantile down to a warm node's. Nor does
+//! one bound while its node's pull was under way: it saw only the rest of the pull, and enough
+//! of those (replicas the HPA adds on a node still pulling) would bring the quantile below the
+//! pull a new node takes.
 
 use serde::Serialize;
 use std::borrow::Cow;
@@ -71,13 +74,12 @@ impl Sim<'_> {
         }
     }
 
-    /// Learns a replica's pull and load as it turns Ready (now): its container started at
-    /// `started_at`, after it was bound at `bound_at` to a node Ready at `node_ready_at`.
+    /// Learns a replica's pull and load as it turns Ready (now): the whole pull it waited for,
+    /// if it saw one, and its container's start at `started_at` to now.
     pub(super) fn learn_replica_start(
         &mut self,
         pod: usize,
-        bound_at: f64,
-        node_ready_at: f64,
+        pulled_s: Option<f64>,
         started_at: f64,
     ) {
         let cfg = self.cfg;
@@ -89,12 +91,11 @@ impl Sim<'_> {
         let target = &target.name;
         let now = self.unix_now();
         let base = self.cfg.base_epoch;
-        let pulled = started_at - bound_at.max(node_ready_at);
-        if pulled > 1e-9 {
+        if let Some(seconds) = pulled_s {
             let sample = LeadSample {
                 id: format!("pod-{pod}"),
                 at: base + started_at,
-                seconds: pulled,
+                seconds,
             };
             self.lead_book.learn(Phase::ImagePull, target, sample, now);
         }

@@ -545,6 +545,8 @@ pub fn run(
 }
 
 #[cfg(test)]
+mod lead_tests;
+#[cfg(test)]
 mod tests;
 
 /// Balloons for `percent` % of `replicas`, rounded up.
