@@ -55,13 +55,14 @@ impl Sim<'_> {
     }
 
     /// Learns the boot of every node Ready by now and not learned yet: launch to Ready. Nodes
-    /// Ready from the start (the warm start) booted before the trace and teach nothing.
+    /// Ready from the start (the warm start) booted before the trace and teach nothing (they
+    /// are made learned: `Sim::launch_node`).
     fn learn_node_boots(&mut self, pool: &str) {
         let now = self.unix_now();
         let base = self.cfg.base_epoch;
         for &i in &self.live_nodes {
             let n = &mut self.nodes[i];
-            if n.lead_learned || n.ready_at > self.now || n.ready_at <= n.launched {
+            if n.lead_learned || n.ready_at > self.now {
                 continue;
             }
             n.lead_learned = true;
