@@ -42,8 +42,9 @@ pub struct LeadReport {
     pub last: Option<Horizon>,
     /// When (trace seconds) the first decision on a learned horizon was made.
     pub learned_from_s: Option<f64>,
-    /// Decisions made on the fallback.
+    /// Decisions made on the fallback, and why the last of them was.
     pub fallback_decisions: u64,
+    pub last_fallback: Option<String>,
     /// The shortest and longest learned horizon a decision used.
     pub learned_range_s: Option<(f64, f64)>,
 }
@@ -134,6 +135,7 @@ impl Sim<'_> {
             last: None,
             learned_from_s: None,
             fallback_decisions: 0,
+            last_fallback: None,
             learned_range_s: None,
         });
         if horizon.learned() {
@@ -146,6 +148,7 @@ impl Sim<'_> {
             );
         } else {
             report.fallback_decisions += 1;
+            report.last_fallback.clone_from(&horizon.fallback);
         }
         let seconds = horizon.seconds;
         report.last = Some(horizon);

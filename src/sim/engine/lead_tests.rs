@@ -138,6 +138,14 @@ fn the_engine_learns_node_boot_pull_and_load_as_configured() {
     assert_eq!(report.learned_from_s, Some(200.0));
     assert_eq!(report.learned_range_s, Some((180.0, 180.0)));
     assert_eq!(report.configured_s, 60.0);
+    // The last decision on the fallback (t = 60) lacked the pull and the load.
+    assert_eq!(
+        report.last_fallback.as_deref(),
+        Some(
+            "LEAD_TIME_SECONDS (60 s) until every phase is learned: image-pull in llm has 0 of \
+             3 samples; model-load in llm has 0 of 3 samples"
+        )
+    );
 }
 
 #[test]

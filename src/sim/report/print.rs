@@ -387,6 +387,7 @@ mod tests {
             }),
             learned_from_s: Some(5400.0),
             fallback_decisions: 90,
+            last_fallback: None,
             learned_range_s: Some((195.0, 210.0)),
         };
         assert_eq!(
