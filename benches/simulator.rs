@@ -6,7 +6,9 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::hint::black_box;
 
 use prewarm::core::{HeadroomKind, PolicySpec, TargetSpec};
-use prewarm::sim::engine::{self, Headroom, LaunchModel, Replicas, Request, RunConfig, WarmStart};
+use prewarm::sim::engine::{
+    self, Headroom, LaunchModel, LeadTime, Replicas, Request, RunConfig, WarmStart,
+};
 use prewarm::sim::model::{instance_type, Hpa, Model, Provisioner};
 use prewarm::sim::scenario::{transform, Scenario, ScenarioKind};
 
@@ -59,6 +61,7 @@ fn config(headroom: Headroom) -> RunConfig {
         score_from_s: 0.0,
         prelaunch: None,
         classes: None,
+        lead_time: LeadTime::Configured,
     }
 }
 

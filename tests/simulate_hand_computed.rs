@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use prewarm::sim::classes::{Class, Classifier, Thresholds};
-use prewarm::sim::engine::{self, Headroom, LaunchModel, Replicas, Request, RunConfig, WarmStart};
+use prewarm::sim::engine::{
+    self, Headroom, LaunchModel, LeadTime, Replicas, Request, RunConfig, WarmStart,
+};
 use prewarm::sim::model::{instance_type, Hpa, Model, Provisioner};
 use prewarm::sim::report::{PolicyReport, RunContext};
 use prewarm::sim::trace::TraceRecord;
@@ -53,6 +55,7 @@ fn exact() -> RunConfig {
         score_from_s: 0.0,
         prelaunch: None,
         classes: None,
+        lead_time: LeadTime::Configured,
     }
 }
 

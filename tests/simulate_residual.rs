@@ -8,7 +8,9 @@
 
 use prewarm::core::policy::residual::Kind;
 use prewarm::core::{HeadroomKind, PolicySpec, TargetSpec};
-use prewarm::sim::engine::{self, Headroom, LaunchModel, Replicas, Request, RunConfig, WarmStart};
+use prewarm::sim::engine::{
+    self, Headroom, LaunchModel, LeadTime, Replicas, Request, RunConfig, WarmStart,
+};
 use prewarm::sim::model::{instance_type, Hpa, Model, Provisioner};
 
 const LEAD_S: f64 = 120.0;
@@ -53,6 +55,7 @@ fn config(replicas: u32, service_s: f64) -> RunConfig {
         score_from_s: 600.0,
         prelaunch: None,
         classes: None,
+        lead_time: LeadTime::Configured,
     }
 }
 

@@ -337,6 +337,19 @@ pub struct PrewarmArgs {
     /// instead of in the replicas the (simulated) HPA will want.
     #[arg(long)]
     pub queue_sizing: bool,
+    /// LEAD_TIME_SECONDS as prewarm is told it (default: the true lead time, --node-launch +
+    /// --image-pull + --model-load). While learning, only the fallback until every phase is
+    /// learned; give a wrong value to see learning correct it.
+    #[arg(long)]
+    pub lead_time_hint: Option<f64>,
+    /// prewarm does not learn its lead time from the simulated node boots, pulls and loads:
+    /// LEAD_TIME_SECONDS (--lead-time-hint) stands for the whole run.
+    #[arg(long)]
+    pub no_lead_learning: bool,
+    /// The quantile of each learned phase (node boot, image pull, model load) whose sum is the
+    /// learned lead time.
+    #[arg(long, default_value_t = 0.9)]
+    pub lead_quantile: f64,
 }
 
 impl CommonArgs {
@@ -424,6 +437,9 @@ impl CommonArgs {
                 freeze_consolidation: p.freeze_consolidation,
                 band_by_hour: p.band_by_hour,
                 queue_sizing: p.queue_sizing,
+                lead_time_hint: p.lead_time_hint,
+                learn_lead_time: !p.no_lead_learning,
+                lead_quantile: p.lead_quantile,
             },
             bench: BenchValues {
                 train_days: b.train_days,

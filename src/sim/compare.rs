@@ -338,6 +338,7 @@ pub fn compare(
         score_from_s,
         prelaunch: None,
         classes: classes.as_ref().map(|c| Arc::new(c.of_client())),
+        lead_time: setup.prewarm_lead,
     };
 
     // Reactive first (the node hints read its node demand), the node hints last.

@@ -11,7 +11,7 @@ use crate::core::{PolicySpec, TargetSpec};
 use crate::core::{HeadroomKind, ServerKind};
 
 use super::checks::{config_error, non_negative, positive};
-use super::engine::LaunchModel;
+use super::engine::{LaunchModel, LeadTime};
 use super::model::{self, Hpa, Model, Provisioner};
 
 /// The policies a comparison can run.
@@ -110,9 +110,15 @@ pub struct Setup {
     pub classes: super::classes::Thresholds,
     /// Worker threads (runs are independent).
     pub threads: usize,
+    /// Where prewarm's lead time comes from: `prewarm_policy.lead_time_s` (LEAD_TIME_SECONDS,
+    /// `--lead-time-hint`) as configured, or learned from each run's own events with it as
+    /// the fallback.
+    pub prewarm_lead: LeadTime,
 }
 
 impl Setup {
+    /// The true lead time of a cold start on a fresh node: the median launch, the pull and the
+    /// load (what the simulated cluster takes, whatever prewarm is told).
     pub fn lead_time_s(&self) -> f64 {
         self.karpenter.node_launch_s + self.model.image_pull_s + self.model.model_load_s
     }
@@ -204,6 +210,12 @@ pub struct PrewarmValues {
     pub freeze_consolidation: bool,
     pub band_by_hour: bool,
     pub queue_sizing: bool,
+    /// LEAD_TIME_SECONDS as prewarm is told it (None: the true lead time).
+    pub lead_time_hint: Option<f64>,
+    /// Learn the lead time from the run's events (else LEAD_TIME_SECONDS stands).
+    pub learn_lead_time: bool,
+    /// The quantile of each learned phase the horizon sums.
+    pub lead_quantile: f64,
 }
 
 /// How a workload is scored and how the simulated Lambda and cluster differ from ideal ones.
@@ -364,8 +376,23 @@ pub fn build(v: &SetupValues, lead_time: Option<f64>) -> crate::Result<Setup> {
     // named as the flag.
     non_negative("--ingestion-lag", v.bench.ingestion_lag)?;
     let p = &v.prewarm;
+    if let Some(hint) = p.lead_time_hint {
+        positive("--lead-time-hint", hint)?;
+    }
+    if !(p.lead_quantile > 0.0 && p.lead_quantile <= 1.0) {
+        return Err(config_error("--lead-quantile", "must be in (0, 1]"));
+    }
+    let prewarm_lead = if p.learn_lead_time {
+        LeadTime::Learned {
+            quantile: p.lead_quantile,
+        }
+    } else {
+        LeadTime::Configured
+    };
     let prewarm_policy = PolicySpec {
-        lead_time_s: launch + pull + load,
+        // LEAD_TIME_SECONDS: the truth unless a hint says otherwise; with learning, only the
+        // fallback until the run has learned every phase.
+        lead_time_s: p.lead_time_hint.unwrap_or(launch + pull + load),
         tick_s: p.tick,
         window_s: p.window,
         step_s: p.step,
@@ -445,6 +472,7 @@ pub fn build(v: &SetupValues, lead_time: Option<f64>) -> crate::Result<Setup> {
             batch_clump: b.batch_clump,
         },
         threads,
+        prewarm_lead,
         model,
         karpenter,
         cluster_autoscaler,

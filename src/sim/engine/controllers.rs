@@ -270,8 +270,11 @@ impl Sim<'_> {
         }
     }
 
-    /// One call of the Lambda's `decide()` on what its eyes see now (counted).
+    /// One call of the Lambda's `decide()` on what its eyes see now (counted), with the lead
+    /// time learned so far when the run learns it (lead.rs).
     pub(super) fn prewarm_decision(&mut self, policy: &PolicySpec, target: &TargetSpec) -> Plan {
+        let policy = self.with_learned_lead(policy, target);
+        let policy = policy.as_ref();
         let obs = self.observation(policy, target);
         self.result.decisions += 1;
         let plan = decide(
@@ -282,7 +285,7 @@ impl Sim<'_> {
             self.cfg.base_epoch + self.now,
         );
         self.result.band.tick_s = policy.tick_s;
-        self.record_band(&plan.forecast);
+        self.record_band(&plan.forecast, policy.lead_time_s);
         self.residual_upper(plan.forecast.rate_at_horizon);
         plan
     }

@@ -286,15 +286,17 @@ impl Sim<'_> {
 
 impl Sim<'_> {
     /// Remembers, for a scored decision made with the lead-time band, the upper forecast it
-    /// was asked to cover (blended point plus band) from its newest visible scrape on.
-    pub(super) fn record_band(&mut self, f: &ForecastSummary) {
+    /// was asked to cover (blended point plus band) from its newest visible scrape on, over the
+    /// lead time it decided with (learned ones change from decision to decision).
+    pub(super) fn record_band(&mut self, f: &ForecastSummary, lead_time_s: f64) {
         if f.band_source != "lead_time" || self.now < self.cfg.score_from_s {
             return;
         }
         let seasonal = f.seasonal_peak.unwrap_or(f.trend_peak);
         let w = f.seasonal_weight;
         let upper = (1.0 - w) * f.trend_peak + w * seasonal + f.error_quantile;
-        self.band_checks.push((self.newest_visible_scrape(), upper));
+        self.band_checks
+            .push((self.newest_visible_scrape(), upper, lead_time_s));
         self.result.band.nominal = f.quantile;
     }
 
@@ -302,9 +304,9 @@ impl Sim<'_> {
     /// the next lead time (what `band::calibrate` calls the actual).
     pub(super) fn score_bands(&mut self, policy: &PolicySpec) {
         let step = self.cfg.step_s;
-        let lead = (policy.lead_time_s / step).ceil().max(1.0) as i64;
         let last = self.waiting_at_boundary.len() as i64 - 1;
-        for &(b, upper) in &std::mem::take(&mut self.band_checks) {
+        for &(b, upper, lead_time_s) in &std::mem::take(&mut self.band_checks) {
+            let lead = (lead_time_s / step).ceil().max(1.0) as i64;
             if b + lead > last {
                 continue;
             }

@@ -23,6 +23,7 @@
 use std::collections::{BinaryHeap, VecDeque};
 use std::sync::Arc;
 
+use crate::core::lead::LeadBook;
 use crate::core::{HeadroomState, PolicySpec, TargetSpec};
 
 use super::classes::Class;
@@ -31,6 +32,7 @@ use super::stats::{DayStats, GpuSplit, LogHistogram};
 
 pub use eyes::BandCoverage;
 pub use launch::LaunchModel;
+pub use lead::{LeadReport, LeadTime};
 pub use residual::ResidualSeries;
 
 /// One request as the engine sees it.
@@ -132,6 +134,9 @@ pub struct RunConfig {
     /// The class of each client (by `Request::client`; a client past the end is interactive):
     /// the scored figures are also kept per class (`Scored::classes`). None: one class.
     pub classes: Option<Arc<Vec<Class>>>,
+    /// Where prewarm's lead time comes from: LEAD_TIME_SECONDS as configured, or learned from
+    /// the run's own node boots, pulls and loads (lead.rs).
+    pub lead_time: LeadTime,
 }
 
 /// One point of the recorded series, every `step_s`.
@@ -208,6 +213,8 @@ pub struct RunResult {
     pub band: BandCoverage,
     /// What the residual decomposition reads (core::policy::residual).
     pub residual: ResidualSeries,
+    /// Prewarm learning its lead time only: what it learned and when.
+    pub lead: Option<LeadReport>,
 }
 
 mod controllers;
@@ -215,6 +222,7 @@ mod disruption;
 mod events;
 mod eyes;
 mod launch;
+mod lead;
 mod metrics;
 mod nodes;
 mod pods;
@@ -280,8 +288,11 @@ struct Sim<'a> {
     /// until when its lease holds (a failing-static tick gives it back once expired).
     raised_min: Option<u32>,
     raised_min_lease_until: f64,
-    /// Prewarm: (newest visible scrape, upper forecast) of each scored decision with a band.
-    band_checks: Vec<(i64, f64)>,
+    /// Prewarm: (newest visible scrape, upper forecast, lead time it was asked for) of each
+    /// scored decision with a band.
+    band_checks: Vec<(i64, f64, f64)>,
+    /// The lead times learned so far (`LeadTime::Learned`).
+    lead_book: LeadBook,
     result: RunResult,
 }
 
@@ -324,6 +335,7 @@ impl<'a> Sim<'a> {
             raised_min: None,
             raised_min_lease_until: 0.0,
             band_checks: Vec::new(),
+            lead_book: Default::default(),
             result: RunResult {
                 scored: Scored {
                     classes: match cfg.classes {
@@ -532,6 +544,8 @@ pub fn run(
     sim.finish()
 }
 
+#[cfg(test)]
+mod lead_tests;
 #[cfg(test)]
 mod tests;
 

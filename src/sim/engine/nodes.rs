@@ -21,6 +21,8 @@ pub(super) struct Node {
     /// Karpenter is deleting it: nothing more is placed on it, it goes when its pods are gone.
     pub(super) deleting: bool,
     pub(super) alive: bool,
+    /// Its boot has been learned, or has nothing to teach (lead.rs).
+    pub(super) lead_learned: bool,
 }
 
 impl Sim<'_> {
@@ -47,6 +49,8 @@ impl Sim<'_> {
             last_pod_event: ready_at,
             deleting: false,
             alive: true,
+            // A node Ready from the start booted before the trace: nothing to learn from it.
+            lead_learned: ready_now,
         });
         self.result.nodes_launched += 1;
         if !ready_now {

@@ -22,6 +22,11 @@ pub(super) struct Pod {
     pub(super) cold: bool,
     /// When it became Ready (the warm start's replicas: t = 0).
     pub(super) serving_since: f64,
+    /// The whole image pull it waited for (None: the image was there, or it came while a pull
+    /// was under way) and when its container starts: what its pull and load are learned from
+    /// (lead.rs).
+    pub(super) pulled_s: Option<f64>,
+    pub(super) started_at: f64,
 }
 
 impl Pod {
@@ -34,6 +39,8 @@ impl Pod {
             busy_since: 0.0,
             cold: false,
             serving_since: 0.0,
+            pulled_s: None,
+            started_at: 0.0,
         }
     }
 }
@@ -56,11 +63,19 @@ impl Sim<'_> {
         let n = &mut self.nodes[node];
         n.empty_since = None;
         n.last_pod_event = now;
+        let starts_the_pull = n.image_ready_at.is_none();
         let image_ready = *n
             .image_ready_at
             .get_or_insert_with(|| now.max(n.ready_at) + pull);
+        // The pull it waits for from the later of its binding and the node's Ready, when it saw
+        // the node's whole pull (it started it, or it was bound before the node was Ready, when
+        // a pre-pull starts); one bound while a pull was under way saw only its rest.
+        let from = now.max(n.ready_at);
+        let whole_pull = (image_ready > from + 1e-9 && (starts_the_pull || now <= n.ready_at))
+            .then_some(image_ready - from);
         let waits_for_node = image_ready > now + 1e-9;
-        let serving_at = now.max(image_ready) + load;
+        let started_at = now.max(image_ready);
+        let serving_at = started_at + load;
         self.pending_inference -= 1;
         if waits_for_node {
             self.cold_starting += 1;
@@ -71,6 +86,8 @@ impl Sim<'_> {
         }
         let p = &mut self.pods[pod];
         p.cold = waits_for_node;
+        p.pulled_s = whole_pull;
+        p.started_at = started_at;
         p.phase = Phase::Starting { node, serving_at };
         self.push(serving_at, Kind::PodServing { pod });
     }
@@ -136,6 +153,8 @@ impl Sim<'_> {
         }
         self.pods[pod].phase = Phase::Serving { node };
         self.pods[pod].serving_since = self.now;
+        let (pulled_s, started_at) = (self.pods[pod].pulled_s, self.pods[pod].started_at);
+        self.learn_replica_start(pod, pulled_s, started_at);
         if !self.queue.is_empty() && self.now >= self.cfg.score_from_s {
             // Requests queued while this replica loaded its model: a cold start in their path.
             self.result.scored.replica_cold_starts += 1;

@@ -45,6 +45,7 @@ pub(super) fn config() -> RunConfig {
         score_from_s: 0.0,
         prelaunch: None,
         classes: None,
+        lead_time: LeadTime::Configured,
     }
 }
 

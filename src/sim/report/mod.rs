@@ -7,7 +7,7 @@ pub mod print;
 use serde::Serialize;
 
 use super::classes::Class;
-use super::engine::{ClassScored, RunResult};
+use super::engine::{ClassScored, LeadReport, RunResult};
 use super::oracle::OracleResult;
 use super::stats::{block_bootstrap95, interval95, GpuSplit, DAY_S};
 use crate::core::policy::residual::{Decomposition, KindCounts};
@@ -76,6 +76,11 @@ pub struct PolicyReport {
     /// totals above).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub classes: Vec<ClassReport>,
+    /// prewarm learning its lead time: the horizon of its last decision (each phase's learned
+    /// quantile and samples, or why LEAD_TIME_SECONDS stood), when it was first learned, and how
+    /// many decisions used the fallback.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lead_time: Option<LeadReport>,
 }
 
 /// A policy's scored figures for the requests of one client class.
@@ -251,6 +256,7 @@ impl PolicyReport {
                 })
                 .collect(),
             residual: Some(residual),
+            lead_time: run.lead.clone(),
         }
         .with_band(run)
     }
@@ -342,6 +348,7 @@ impl PolicyReport {
             band_coverage_ci95: None,
             residual: None,
             classes: Vec::new(),
+            lead_time: None,
         }
     }
 }

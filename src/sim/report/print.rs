@@ -7,14 +7,22 @@ use super::PolicyReport;
 use crate::core::policy::residual::Decomposition;
 use crate::sim::classes::{Class, ClientClasses};
 use crate::sim::compare::Comparison;
+use crate::sim::engine::LeadReport;
 use crate::sim::judge::{attribution, verdict};
 use crate::sim::setup::Setup;
 
 /// The table of one comparison, its frontiers, daily intervals, verdict and attribution.
 pub fn print_comparison(cmp: &Comparison, setup: &Setup, elapsed: f64) {
     let requests = cmp.rows.first().map(|r| r.requests).unwrap_or(0);
+    // prewarm told another lead time than the cluster's (--lead-time-hint): say so up front.
+    let told = setup.prewarm_policy.lead_time_s;
+    let hint = if (told - cmp.lead_time_s).abs() > 1e-9 {
+        format!(", prewarm told {told:.0} s")
+    } else {
+        String::new()
+    };
     println!(
-        "== {} - {:.1} h simulated, {} requests scored from t = {:.1} h; lead time {:.0} s (launch {:.0} + pull {:.0} + load {:.0}); SLO: wait <= {:.0} s for >= {:.2}% ==",
+        "== {} - {:.1} h simulated, {} requests scored from t = {:.1} h; lead time {:.0} s (launch {:.0} + pull {:.0} + load {:.0}{hint}); SLO: wait <= {:.0} s for >= {:.2}% ==",
         cmp.workload,
         cmp.duration_s / 3600.0,
         requests,
@@ -37,6 +45,9 @@ pub fn print_comparison(cmp: &Comparison, setup: &Setup, elapsed: f64) {
         ),
     }
     print!("{}", table(&cmp.rows));
+    for line in lead_lines(&cmp.rows) {
+        println!("{line}");
+    }
     if let Some(classes) = &cmp.classes {
         println!("{}", classes_line(classes));
         print!("{}", class_table(&cmp.rows));
@@ -292,4 +303,112 @@ pub fn residual_table(rows: &[(String, &Decomposition)]) -> String {
         })
         .collect();
     aligned(&header, &cells, 1)
+}
+
+/// One line per row that learned its lead time: the learned horizon of its last decision and
+/// its phases, or the fallback and why.
+pub fn lead_lines(rows: &[PolicyReport]) -> Vec<String> {
+    rows.iter()
+        .filter_map(|r| {
+            Some(format!(
+                "{} lead time: {}",
+                r.policy,
+                lead_text(r.lead_time.as_ref()?)
+            ))
+        })
+        .collect()
+}
+
+fn lead_text(l: &LeadReport) -> String {
+    let Some(last) = &l.last else {
+        return format!("no decision (LEAD_TIME_SECONDS {:.0} s)", l.configured_s);
+    };
+    if let Some(why) = &last.fallback {
+        return format!("never learned: {why}");
+    }
+    let phases: Vec<String> = last
+        .phases
+        .iter()
+        .map(|p| {
+            format!(
+                "{} {:.0} s ({} samples)",
+                p.phase.as_str(),
+                p.seconds.unwrap_or(f64::NAN),
+                p.samples
+            )
+        })
+        .collect();
+    let range = l.learned_range_s.map_or(String::new(), |(lo, hi)| {
+        if lo < hi {
+            format!(", {lo:.0}..{hi:.0} s over the run")
+        } else {
+            String::new()
+        }
+    });
+    format!(
+        "learned {:.0} s = p{:.0} of {} (rounded up to the step){range}; LEAD_TIME_SECONDS {:.0} s for the {} decisions before t = {:.1} h",
+        last.seconds,
+        l.quantile * 100.0,
+        phases.join(" + "),
+        l.configured_s,
+        l.fallback_decisions,
+        l.learned_from_s.unwrap_or(0.0) / 3600.0
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lead_text;
+    use crate::core::lead::{Horizon, Phase, PhaseLead};
+    use crate::sim::engine::LeadReport;
+
+    fn phase(phase: Phase, scope: &str, samples: usize, seconds: Option<f64>) -> PhaseLead {
+        PhaseLead {
+            phase,
+            scope: scope.into(),
+            samples,
+            seconds,
+        }
+    }
+
+    #[test]
+    fn the_lead_line_says_what_was_learned_or_why_not() {
+        let learned = LeadReport {
+            quantile: 0.9,
+            configured_s: 60.0,
+            last: Some(Horizon {
+                seconds: 210.0,
+                phases: vec![
+                    phase(Phase::NodeBoot, "gpu", 12, Some(61.5)),
+                    phase(Phase::ImagePull, "llm", 9, Some(109.0)),
+                    phase(Phase::ModelLoad, "llm", 20, Some(30.0)),
+                ],
+                fallback: None,
+            }),
+            learned_from_s: Some(5400.0),
+            fallback_decisions: 90,
+            last_fallback: None,
+            learned_range_s: Some((195.0, 210.0)),
+        };
+        assert_eq!(
+            lead_text(&learned),
+            "learned 210 s = p90 of node-boot 62 s (12 samples) + image-pull 109 s (9 samples) + \
+             model-load 30 s (20 samples) (rounded up to the step), 195..210 s over the run; \
+             LEAD_TIME_SECONDS 60 s for the 90 decisions before t = 1.5 h"
+        );
+        let never = LeadReport {
+            last: Some(Horizon {
+                seconds: 60.0,
+                phases: Vec::new(),
+                fallback: Some("LEAD_TIME_SECONDS (60 s) until ...".into()),
+            }),
+            learned_from_s: None,
+            learned_range_s: None,
+            ..learned
+        };
+        assert_eq!(
+            lead_text(&never),
+            "never learned: LEAD_TIME_SECONDS (60 s) until ..."
+        );
+    }
 }
