@@ -347,8 +347,8 @@ pub struct PrewarmArgs {
     #[arg(long)]
     pub no_lead_learning: bool,
     /// The quantile of each learned phase (node boot, image pull, model load) whose sum is the
-    /// learned lead time.
-    #[arg(long, default_value_t = 0.9)]
+    /// learned lead time (the Lambda's: core::lead::HORIZON_QUANTILE).
+    #[arg(long, default_value_t = crate::core::lead::HORIZON_QUANTILE)]
     pub lead_quantile: f64,
 }
 

@@ -167,7 +167,9 @@ pub fn horizon(
     let sum: f64 = phases.iter().filter_map(|p| p.seconds).sum();
     let step = if step_s > 0.0 { step_s } else { 1.0 };
     Horizon {
-        seconds: ((sum / step).ceil() * step).max(step),
+        // Less a millionth of a step first: parts that add up to a whole number of steps in
+        // exact arithmetic (30.3 + 117.9 + 31.8) must not round up a whole step on float noise.
+        seconds: ((sum / step - 1e-6).ceil() * step).max(step),
         phases,
         fallback: None,
     }

@@ -183,6 +183,20 @@ fn horizon_table() {
 }
 
 #[test]
+fn parts_that_fill_whole_steps_do_not_round_up_a_step_on_float_noise() {
+    // 30.3 + 117.9 + 31.8 is 180 exactly, but 180.00000000000003 in floating point.
+    let b = book(&[
+        (Phase::NodeBoot, "gpu", &[30.3; 3]),
+        (Phase::ImagePull, "llm", &[117.9; 3]),
+        (Phase::ModelLoad, "llm", &[31.8; 3]),
+    ]);
+    assert_eq!(
+        horizon(&b, "gpu", "llm", 0.9, 60.0, 15.0, NOW).seconds,
+        180.0
+    );
+}
+
+#[test]
 fn the_fallback_names_each_phase_short_of_samples() {
     let b = book(&[
         (Phase::NodeBoot, "gpu", &[30.0, 31.0, 32.0]),
