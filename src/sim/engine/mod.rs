@@ -31,6 +31,7 @@ use super::stats::{DayStats, GpuSplit, LogHistogram};
 
 pub use eyes::BandCoverage;
 pub use launch::LaunchModel;
+pub use pool::{run_pool, PoolHeadroom, PoolResult};
 pub use residual::ResidualSeries;
 
 /// One request as the engine sees it.
@@ -218,6 +219,7 @@ mod launch;
 mod metrics;
 mod nodes;
 mod pods;
+mod pool;
 mod requests;
 mod residual;
 
