@@ -146,3 +146,87 @@ fn a_balloon_of_the_pool_serves_whichever_model_bursts() {
     assert_eq!(cold(Headroom::None), (0, 7));
     assert_eq!(cold(Headroom::Fixed(3)), (0, 4));
 }
+
+#[test]
+fn a_node_karpenter_deletes_has_every_models_pods_evicted() {
+    // Two models, one static replica each, on 4-GPU nodes with consolidation of underutilised
+    // nodes (budget 1). By hand: model 1's replica on node 0, model 0's on node 1. The first
+    // deployment's disruption pass at 600 s (consolidateAfter past both nodes' Ready at 0)
+    // picks node 0 (one pod each: the lower index), validated at 615: model 1's replica is
+    // evicted, node 0 terminates, and the replacement lands on node 1's free GPUs. Without
+    // the eviction node 0 would wait for a pod that never leaves.
+    use super::super::pods::Phase;
+    use crate::sim::model::Disruption;
+    let mut cfg = config();
+    cfg.provisioner.instance = instance_type("g5.12xlarge").unwrap().clone();
+    cfg.provisioner.disruption = Some(Disruption {
+        underutilized: true,
+        budget_nodes: 1,
+    });
+    cfg.replicas = Replicas::Static(1);
+    let cfgs = [cfg.clone(), cfg];
+    let mut pool = Pool {
+        sims: cfgs.iter().map(Sim::new).collect(),
+        shared: Shared::default(),
+        result: PoolResult::default(),
+    };
+    for m in 0..2 {
+        pool.with(m, 0.0, |s| {
+            s.warm_start();
+            s.start_controllers();
+        });
+    }
+    pool.with(0, 0.0, |s| {
+        let b = s.launch_node(None);
+        s.pods[0].phase = Phase::Serving { node: b };
+        s.nodes[0].used -= 1;
+        s.nodes[b].used += 1;
+    });
+    while let Some((m, t)) = pool.next_event() {
+        if t > 700.0 {
+            break;
+        }
+        pool.handle(m, &PoolHeadroom::PerModel);
+    }
+    assert!(!pool.shared.nodes[0].alive);
+    assert!(pool.shared.nodes[1].alive);
+    assert_eq!(pool.shared.nodes[1].used, 2);
+    let on = |m: usize| -> Vec<Phase> {
+        let s = &pool.sims[m];
+        s.live_pods
+            .iter()
+            .map(|&p| s.pods[p].phase)
+            .filter(|p| *p != Phase::Gone)
+            .collect()
+    };
+    assert_eq!(on(0), vec![Phase::Serving { node: 1 }]);
+    assert_eq!(on(1), vec![Phase::Serving { node: 1 }]);
+}
+
+#[test]
+fn room_one_model_frees_takes_another_models_pending_pod_at_once() {
+    // One 4-GPU node: model 0's three idle warm replicas and model 1's one. Model 1 gets 16
+    // requests of 10 000 s at 0 (8 slots: 8 wait), so its HPA adds a pod that finds no room;
+    // Karpenter's batch is held open 1000 s. Model 0's HPA drops to its minReplicas 1 once its
+    // 300 s scale-down window has passed, freeing 2 GPUs: the pending pod takes one at once
+    // (no node launched, no node cold start) instead of a node launched after the batch.
+    let mut cfg = config();
+    cfg.provisioner.instance = instance_type("g5.12xlarge").unwrap().clone();
+    cfg.provisioner.batch_s = 1000.0;
+    cfg.provisioner.batch_max_s = 1000.0;
+    cfg.replicas = Replicas::Hpa;
+    let mut first = cfg.clone();
+    first.warm.replicas = 3;
+    cfg.warm.replicas = 1;
+    let reqs = vec![req(0.0, 10_000.0, 1); 16];
+    let pool = run_pool(
+        &[first, cfg],
+        &PoolHeadroom::PerModel,
+        &[0, 1],
+        reqs.into_iter(),
+        || {},
+    );
+    let launched: u64 = pool.models.iter().map(|r| r.scored.nodes_launched).sum();
+    assert_eq!((pool.models[1].scored.cold_starts, launched), (0, 0));
+    assert!(pool.models[1].peak_replicas >= 2);
+}
