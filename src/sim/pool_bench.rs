@@ -404,12 +404,22 @@ pub fn print(c: &PoolComparison, workload: &str, setup: &Setup) {
         setup.seed
     );
     let header = format!(
-        "{:<14} {:>8} {:>10} {:>10} {:>8} {:>9} {:>7} {:>6}",
-        "policy", "knob", "delayed %", "GPU-h", "node cs", "replica cs", "split", "warm"
+        "{:<14} {:>6} {:>9} {:>9} {:>8} {:>10} {:>6} {:>5} {:>9} {:>9}",
+        "policy",
+        "knob",
+        "delayed %",
+        "GPU-h",
+        "node cs",
+        "replica cs",
+        "split",
+        "warm",
+        "train d %",
+        "train GPU-h"
     );
     let line = |p: &PoolPoint| {
+        let train = knobs::training_totals(&p.days, setup.train_days);
         println!(
-            "{:<14} {:>8} {:>10.4} {:>10.1} {:>8} {:>9} {:>7.2} {:>6.2}",
+            "{:<14} {:>6} {:>9.4} {:>9.1} {:>8} {:>10} {:>6.2} {:>5.2} {:>9.4} {:>9.1}",
             p.policy,
             p.knob,
             100.0 * p.delayed_fraction(),
@@ -417,7 +427,9 @@ pub fn print(c: &PoolComparison, workload: &str, setup: &Setup) {
             p.cold_starts,
             p.replica_cold_starts,
             p.split_share,
-            p.mean_warm_nodes
+            p.mean_warm_nodes,
+            100.0 * train.delayed_fraction(),
+            train.gpu_seconds / 3600.0
         )
     };
     println!("chosen on the training days (scored days only):\n{header}");
