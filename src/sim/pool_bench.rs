@@ -109,11 +109,12 @@ pub struct PoolPoint {
 
 impl PoolPoint {
     pub fn delayed_fraction(&self) -> f64 {
-        if self.requests == 0 {
-            0.0
-        } else {
-            self.delayed as f64 / self.requests as f64
+        DayStats {
+            requests: self.requests,
+            delayed: self.delayed,
+            ..DayStats::default()
         }
+        .delayed_fraction()
     }
 }
 
