@@ -154,6 +154,15 @@ fn first_pass(workload: &Workload, setup: &Setup, models: usize) -> Result<First
     for r in requests.iter().filter(|r| r.arrival < until_s) {
         load[r.client as usize] += 1;
     }
+    if load.len() < models {
+        return Err(TraceError::Format {
+            path: workload.name.clone(),
+            message: format!(
+                "--models {models} needs at least as many clients; this input has {} (a ServeGen directory knows its clients)",
+                load.len()
+            ),
+        });
+    }
     let model_of = assign_clients(&load, models);
     let mut model_load = vec![0u64; models];
     for (c, &l) in load.iter().enumerate() {
