@@ -53,6 +53,11 @@ pub struct SimulateArgs {
     /// Generated tokens of every scenario request.
     #[arg(long, default_value_t = 200)]
     pub scenario_output_tokens: u32,
+    /// Split the workload's clients into this many models that share one NodePool (each its
+    /// own deployment and HPA) and compare the policies that can use a pool (docs/simulator.md,
+    /// "Several models on one NodePool"). Needs an input that knows its clients (ServeGen).
+    #[arg(long)]
+    pub models: Option<usize>,
     /// Workloads: --superpose, --rate-scale, --tokens-from, --days.
     #[command(flatten)]
     pub workload: WorkloadArgs,
@@ -515,6 +520,9 @@ pub fn workloads(args: &SimulateArgs, setup: &Setup) -> crate::Result<Vec<Worklo
 }
 
 pub fn run(args: SimulateArgs) -> crate::Result<()> {
+    if let Some(models) = args.models {
+        return run_pools(&args, models);
+    }
     let mut jobs = Vec::new();
     for setup in setups(&args)? {
         for workload in workloads(&args, &setup)? {
@@ -522,6 +530,32 @@ pub fn run(args: SimulateArgs) -> crate::Result<()> {
         }
     }
     run_jobs(&args.common, jobs)
+}
+
+/// `--models K`: every workload split into K models on one NodePool, compared and printed.
+fn run_pools(args: &SimulateArgs, models: usize) -> crate::Result<()> {
+    use crate::sim::checks::config_error;
+    use crate::sim::pool_bench;
+    if models == 0 {
+        return Err(config_error("--models", "at least 1"));
+    }
+    for setup in setups(args)? {
+        for workload in workloads(args, &setup)? {
+            let started = std::time::Instant::now();
+            let done = std::sync::atomic::AtomicU64::new(0);
+            let cmp = pool_bench::compare_pool(&workload, &setup, models, &|n| {
+                done.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+            })
+            .map_err(|e| config_error("--trace", e.to_string()))?;
+            pool_bench::print(&cmp, &workload.name, &setup);
+            println!(
+                "({} requests simulated in {:.0} s)\n",
+                done.into_inner(),
+                started.elapsed().as_secs_f64()
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Runs the comparisons with the output the flags ask for.

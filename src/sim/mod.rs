@@ -14,6 +14,7 @@ pub mod model;
 pub mod oracle;
 pub mod parallel;
 pub mod plot;
+pub mod pool_bench;
 pub mod report;
 pub mod run;
 pub mod scenario;

@@ -33,6 +33,7 @@ use super::stats::{DayStats, GpuSplit, LogHistogram};
 pub use eyes::BandCoverage;
 pub use launch::LaunchModel;
 pub use lead::{LeadReport, LeadTime};
+pub use pool::{run_pool, PoolHeadroom, PoolResult};
 pub use residual::ResidualSeries;
 
 /// One request as the engine sees it.
@@ -226,6 +227,7 @@ mod lead;
 mod metrics;
 mod nodes;
 mod pods;
+mod pool;
 mod requests;
 mod residual;
 

@@ -409,7 +409,7 @@ fn a_scheduled_floor_changes_at_the_hour_boundary_and_the_hpa_holds_it_from_that
 
 /// A prewarm-floor run's config (Kubernetes HPA min 1 max 10; SCALE_DOWN_DELAY_SECONDS 300, so
 /// the floor's lease is 300 s) with a tick far away: the test drives the floor by hand.
-fn prewarm_floor_config() -> RunConfig {
+pub(super) fn prewarm_floor_config() -> RunConfig {
     use crate::core::{HeadroomKind, PolicySpec, TargetSpec};
     let mut cfg = config();
     cfg.replicas = Replicas::Hpa;

@@ -1,0 +1,469 @@
+//! `prewarm simulate --models K`: the workload's clients split into K models (deployments) that
+//! share one NodePool, and the policies that can use the pool compared on it. Changes when the
+//! split of the clients, the policies of a pool or their knobs do.
+//!
+//! The clients go to the models by their request volume on the training days (the largest first,
+//! each to the model with the fewest requests so far: every model gets a share of the load, and
+//! the same workload always splits the same way). Each model is one deployment of the setup's
+//! model with its own HPA; every policy runs on the same requests and launch draws, its knob
+//! chosen on the training days (knobs::choose on the pool's days) and reported on the scored days:
+//! - `karpenter`: the HPAs and Karpenter alone;
+//! - `static-peak`: a fixed fleet per model, each model's training peak times the knob;
+//! - `hpa-target`: every model's HPA at a lower target utilisation;
+//! - `buffer`: N warm balloons for the pool (N from the pool's training peak, as the buffer's);
+//! - `prewarm-floor`: prewarm's HPA floor per model, each on its own forecast;
+//! - `prewarm-split`: the same decisions, the pool's spare split by core tier_split between the
+//!   floors (central forecasts) and warm nodes (the pooled band).
+
+use std::sync::Arc;
+
+use crate::core::PolicySpec;
+
+use super::engine::{self, Headroom, PoolHeadroom, Replicas, Request, RunConfig, WarmStart};
+use super::knobs;
+use super::oracle;
+use super::parallel;
+use super::setup::{PolicyName, Setup};
+use super::stats::{DayStats, DAY_S};
+use super::trace::TraceError;
+use super::workload::{requests::check, Workload};
+
+/// The model each client goes to: clients by `load` (requests on the training days), the
+/// largest first (the lower index on a tie), each to the model with the least load so far
+/// (the lower index on a tie).
+pub fn assign_clients(load: &[u64], models: usize) -> Vec<usize> {
+    let models = models.max(1);
+    let mut order: Vec<usize> = (0..load.len()).collect();
+    order.sort_by_key(|&c| (std::cmp::Reverse(load[c]), c));
+    let mut total = vec![0u64; models];
+    let mut model_of = vec![0; load.len()];
+    for c in order {
+        let m = (0..models)
+            .min_by_key(|&m| (total[m], m))
+            .expect("one model");
+        model_of[c] = m;
+        total[m] += load[c];
+    }
+    model_of
+}
+
+/// A policy of the pool comparison.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum PoolPolicy {
+    Karpenter,
+    StaticPeak,
+    HpaTarget,
+    Buffer,
+    PrewarmFloor,
+    PrewarmSplit,
+}
+
+impl PoolPolicy {
+    pub fn label(self) -> &'static str {
+        match self {
+            PoolPolicy::Karpenter => "karpenter",
+            PoolPolicy::StaticPeak => "static-peak",
+            PoolPolicy::HpaTarget => "hpa-target",
+            PoolPolicy::Buffer => "buffer",
+            PoolPolicy::PrewarmFloor => "prewarm-floor",
+            PoolPolicy::PrewarmSplit => "prewarm-split",
+        }
+    }
+
+    /// The pool policies `--policies` asks for (prewarm-floor brings prewarm-split with it).
+    pub fn from_setup(policies: &[PolicyName]) -> Vec<PoolPolicy> {
+        let mut out = vec![PoolPolicy::Karpenter];
+        for (name, pool) in [
+            (PolicyName::StaticPeak, PoolPolicy::StaticPeak),
+            (PolicyName::HpaTarget, PoolPolicy::HpaTarget),
+            (PolicyName::Buffer, PoolPolicy::Buffer),
+            (PolicyName::PrewarmFloor, PoolPolicy::PrewarmFloor),
+            (PolicyName::PrewarmFloor, PoolPolicy::PrewarmSplit),
+        ] {
+            if policies.contains(&name) {
+                out.push(pool);
+            }
+        }
+        out
+    }
+}
+
+/// One run's figures, the pool's (every model added up).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PoolPoint {
+    pub policy: &'static str,
+    pub knob: f64,
+    pub requests: u64,
+    pub delayed: u64,
+    pub gpu_hours: f64,
+    /// Inference pods that waited for a node; replicas that loaded while requests queued.
+    pub cold_starts: u64,
+    pub replica_cold_starts: u64,
+    /// prewarm-split: the share of its decisions that chose the split tier, and the mean warm
+    /// nodes they asked for.
+    pub split_share: f64,
+    pub mean_warm_nodes: f64,
+    /// The pool's days (for the choice of the knob on the training days).
+    pub days: Vec<DayStats>,
+}
+
+impl PoolPoint {
+    pub fn delayed_fraction(&self) -> f64 {
+        DayStats {
+            requests: self.requests,
+            delayed: self.delayed,
+            ..DayStats::default()
+        }
+        .delayed_fraction()
+    }
+}
+
+/// What one pool comparison found: every point, and per policy the one chosen on the training
+/// days.
+#[derive(Clone, Debug)]
+pub struct PoolComparison {
+    pub models: usize,
+    /// Requests of each model on the training days.
+    pub model_load: Vec<u64>,
+    pub points: Vec<PoolPoint>,
+    pub chosen: Vec<PoolPoint>,
+}
+
+/// What the first pass over the requests learns.
+struct FirstPass {
+    requests: Arc<Vec<Request>>,
+    model_of: Vec<usize>,
+    model_load: Vec<u64>,
+    warm: Vec<WarmStart>,
+    /// Each model's ideal-packing peak replicas on the training days.
+    peaks: Vec<u32>,
+}
+
+fn first_pass(workload: &Workload, setup: &Setup, models: usize) -> Result<FirstPass, TraceError> {
+    const WARM_WINDOW_S: f64 = 300.0;
+    let (reqs, slot) = workload.requests(&setup.model)?;
+    let requests: Vec<Request> = reqs.collect();
+    check(&slot)?;
+    let until_s = setup.train_days.map_or(f64::INFINITY, |d| d as f64 * DAY_S);
+    let clients = requests
+        .iter()
+        .map(|r| r.client as usize + 1)
+        .max()
+        .unwrap_or(0);
+    let mut load = vec![0u64; clients];
+    for r in requests.iter().filter(|r| r.arrival < until_s) {
+        load[r.client as usize] += 1;
+    }
+    if load.len() < models {
+        return Err(TraceError::Format {
+            path: workload.name.clone(),
+            message: format!(
+                "--models {models} needs at least as many clients; this input has {} (a ServeGen directory knows its clients)",
+                load.len()
+            ),
+        });
+    }
+    let model_of = assign_clients(&load, models);
+    let mut model_load = vec![0u64; models];
+    for (c, &l) in load.iter().enumerate() {
+        model_load[model_of[c]] += l;
+    }
+    let m = &setup.model;
+    let mut warm = Vec::with_capacity(models);
+    let mut peaks = Vec::with_capacity(models);
+    let train = setup.train_days.map(|d| d as usize);
+    for model in 0..models {
+        let model_of = &model_of;
+        let mine = || {
+            requests
+                .iter()
+                .copied()
+                .filter(move |r| model_of[r.client as usize] == model)
+        };
+        // The steady state before t = 0, as the one-model comparison takes it (compare.rs).
+        let (count, service_sum) = mine()
+            .take_while(|r| r.arrival < WARM_WINDOW_S)
+            .fold((0u64, 0.0), |(n, s), r| (n + 1, s + r.service_s));
+        let running = service_sum / WARM_WINDOW_S;
+        warm.push(WarmStart {
+            replicas: m
+                .hpa
+                .raw_desired(running.ceil() as u64, m.slots_per_replica),
+            rate: count as f64 / WARM_WINDOW_S,
+            service_s: if count > 0 {
+                service_sum / count as f64
+            } else {
+                1.0
+            },
+            running,
+        });
+        let ideal = oracle::run(
+            mine(),
+            0.0,
+            m.slots_per_replica,
+            m.gpus_per_replica,
+            setup.karpenter.instance.gpus,
+            setup.prewarm_policy.step_s,
+            setup.bound_setups(),
+        );
+        let days = &ideal.peak_replicas_by_day;
+        let until = train.unwrap_or(days.len()).min(days.len());
+        peaks.push(days[..until].iter().copied().max().unwrap_or(1).max(1));
+    }
+    Ok(FirstPass {
+        requests: Arc::new(requests),
+        model_of,
+        model_load,
+        warm,
+        peaks,
+    })
+}
+
+/// One run of the comparison: a policy at a knob.
+#[derive(Clone, Copy, Debug)]
+struct Job {
+    policy: PoolPolicy,
+    knob: f64,
+}
+
+fn jobs(policies: &[PoolPolicy], setup: &Setup, pool_peak: u32) -> Vec<Job> {
+    let mut out = Vec::new();
+    for &policy in policies {
+        let grid = match policy {
+            PoolPolicy::Karpenter => vec![0.0],
+            // The factors of the one-model static fleet's grid, on each model's own peak.
+            PoolPolicy::StaticPeak => knobs::grid(PolicyName::ScheduledFloor, 0, None, 0.0),
+            PoolPolicy::HpaTarget => knobs::grid(
+                PolicyName::HpaTarget,
+                0,
+                None,
+                setup.model.hpa.target_utilization,
+            ),
+            PoolPolicy::Buffer => knobs::grid(PolicyName::Buffer, pool_peak, setup.buffer_max, 0.0),
+            PoolPolicy::PrewarmFloor | PoolPolicy::PrewarmSplit => {
+                knobs::grid(PolicyName::PrewarmFloor, 0, None, 0.0)
+            }
+        };
+        out.extend(grid.into_iter().map(|knob| Job { policy, knob }));
+    }
+    out
+}
+
+/// The deployments' configurations and the pool's headroom of one job.
+fn configs(job: Job, setup: &Setup, pass: &FirstPass) -> (Vec<RunConfig>, PoolHeadroom) {
+    let models = pass.warm.len();
+    let base = |m: usize| RunConfig {
+        model: setup.model.clone(),
+        provisioner: setup.karpenter.clone(),
+        replicas: Replicas::Hpa,
+        headroom: Headroom::None,
+        warm: pass.warm[m],
+        slo_wait_s: setup.slo_wait_s,
+        step_s: setup.prewarm_policy.step_s,
+        base_epoch: setup.base_epoch,
+        launch: setup.launch,
+        seed: setup.seed,
+        ingestion_lag_s: setup.prewarm_policy.ingestion_lag_s,
+        burn_in_s: setup.burn_in_s,
+        score_from_s: knobs::score_from(setup.burn_in_s, setup.train_days),
+        prelaunch: None,
+        classes: None,
+    };
+    let prewarm = |m: usize| {
+        let release = knobs::releases(PolicyName::PrewarmFloor)[0];
+        let (policy, mut target) = release.apply(
+            PolicySpec {
+                error_quantile: job.knob,
+                ..setup.prewarm_policy.clone()
+            },
+            setup.prewarm_target.clone(),
+        );
+        target.name = format!("model-{m}");
+        // The tick refuses a consolidation freeze on a NodePool several targets share.
+        target.freeze_consolidation = false;
+        if let Some(hpa) = &mut target.hpa {
+            hpa.raise_min_replicas = true;
+        }
+        (policy, target)
+    };
+    let mut cfgs: Vec<RunConfig> = (0..models).map(base).collect();
+    let mut headroom = PoolHeadroom::PerModel;
+    match job.policy {
+        PoolPolicy::Karpenter => {}
+        PoolPolicy::StaticPeak => {
+            for (m, cfg) in cfgs.iter_mut().enumerate() {
+                let n = (job.knob * pass.peaks[m] as f64 - 1e-9).ceil().max(1.0) as u32;
+                cfg.replicas = Replicas::Static(n);
+            }
+        }
+        PoolPolicy::HpaTarget => {
+            for cfg in &mut cfgs {
+                cfg.model.hpa.target_utilization = job.knob;
+                cfg.warm.replicas = cfg
+                    .model
+                    .hpa
+                    .raw_desired(cfg.warm.running.ceil() as u64, cfg.model.slots_per_replica);
+            }
+        }
+        // The pool's balloons, on the first deployment.
+        PoolPolicy::Buffer => cfgs[0].headroom = Headroom::Fixed(job.knob as u32),
+        PoolPolicy::PrewarmFloor | PoolPolicy::PrewarmSplit => {
+            let mut targets = Vec::with_capacity(models);
+            let mut policy = None;
+            for (m, cfg) in cfgs.iter_mut().enumerate() {
+                let (p, target) = prewarm(m);
+                cfg.headroom = Headroom::PrewarmFloor {
+                    policy: p.clone(),
+                    target: Box::new(target.clone()),
+                };
+                targets.push(target);
+                policy = Some(p);
+            }
+            if job.policy == PoolPolicy::PrewarmSplit {
+                headroom = PoolHeadroom::Split {
+                    policy: policy.expect("one model at least"),
+                    targets,
+                    // Independent errors: the clients of different models are different users.
+                    correlation: 0.0,
+                };
+            }
+        }
+    }
+    (cfgs, headroom)
+}
+
+/// The pool's days: every model's, added up day by day.
+fn pool_days(runs: &[engine::RunResult]) -> Vec<DayStats> {
+    let len = runs.iter().map(|r| r.days.len()).max().unwrap_or(0);
+    let mut days = vec![DayStats::default(); len];
+    for r in runs {
+        for (d, s) in days.iter_mut().zip(&r.days) {
+            d.requests += s.requests;
+            d.delayed += s.delayed;
+            d.gpu_seconds += s.gpu_seconds;
+            d.cold_starts += s.cold_starts;
+        }
+    }
+    days
+}
+
+/// Runs the pool comparison of `workload` split into `models` models.
+pub fn compare_pool(
+    workload: &Workload,
+    setup: &Setup,
+    models: usize,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<PoolComparison, TraceError> {
+    let pass = first_pass(workload, setup, models)?;
+    let pool_peak: u32 = pass.peaks.iter().sum();
+    let policies = PoolPolicy::from_setup(&setup.policies);
+    let jobs = jobs(&policies, setup, pool_peak);
+    let points = parallel::map(&jobs, setup.threads, |&job| {
+        let (cfgs, headroom) = configs(job, setup, &pass);
+        let mut pending = 0u64;
+        let r = engine::run_pool(
+            &cfgs,
+            &headroom,
+            &pass.model_of,
+            pass.requests.iter().copied(),
+            || {
+                pending += 1;
+                if pending == 8192 {
+                    progress(pending);
+                    pending = 0;
+                }
+            },
+        );
+        let sum = |f: fn(&engine::RunResult) -> u64| r.models.iter().map(f).sum::<u64>();
+        PoolPoint {
+            policy: job.policy.label(),
+            knob: job.knob,
+            requests: sum(|m| m.scored.requests),
+            delayed: sum(|m| m.scored.delayed),
+            gpu_hours: r.gpu_seconds() / 3600.0,
+            cold_starts: sum(|m| m.scored.cold_starts),
+            replica_cold_starts: sum(|m| m.scored.replica_cold_starts),
+            split_share: r.split_chosen as f64 / r.split_ticks.max(1) as f64,
+            mean_warm_nodes: r.warm_nodes_sum as f64 / r.split_ticks.max(1) as f64,
+            days: pool_days(&r.models),
+        }
+    });
+    let chosen = policies
+        .iter()
+        .map(|p| {
+            let of: Vec<&PoolPoint> = points.iter().filter(|x| x.policy == p.label()).collect();
+            let days: Vec<&[DayStats]> = of.iter().map(|x| x.days.as_slice()).collect();
+            of[knobs::choose(&days, setup.train_days, setup.slo_fraction)].clone()
+        })
+        .collect();
+    Ok(PoolComparison {
+        models,
+        model_load: pass.model_load,
+        points,
+        chosen,
+    })
+}
+
+/// The comparison as text: the chosen point of each policy, then every point.
+pub fn print(c: &PoolComparison, workload: &str, setup: &Setup) {
+    println!(
+        "{workload}: {} models on one NodePool (training requests per model {:?}), lead time {:.0} s, seed {}",
+        c.models,
+        c.model_load,
+        setup.lead_time_s(),
+        setup.seed
+    );
+    let header = format!(
+        "{:<14} {:>6} {:>9} {:>9} {:>8} {:>10} {:>6} {:>5} {:>9} {:>9}",
+        "policy",
+        "knob",
+        "delayed %",
+        "GPU-h",
+        "node cs",
+        "replica cs",
+        "split",
+        "warm",
+        "train d %",
+        "train GPU-h"
+    );
+    let line = |p: &PoolPoint| {
+        let train = knobs::training_totals(&p.days, setup.train_days);
+        println!(
+            "{:<14} {:>6} {:>9.4} {:>9.1} {:>8} {:>10} {:>6.2} {:>5.2} {:>9.4} {:>9.1}",
+            p.policy,
+            p.knob,
+            100.0 * p.delayed_fraction(),
+            p.gpu_hours,
+            p.cold_starts,
+            p.replica_cold_starts,
+            p.split_share,
+            p.mean_warm_nodes,
+            100.0 * train.delayed_fraction(),
+            train.gpu_seconds / 3600.0
+        )
+    };
+    println!("chosen on the training days (scored days only):\n{header}");
+    c.chosen.iter().for_each(line);
+    println!("every point:\n{header}");
+    c.points.iter().for_each(line);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clients_go_to_the_least_loaded_model_the_largest_first() {
+        // Loads 5, 9, 1, 7, 3, 0 into 2 models, the largest first: 9 -> m0 (tie: lower index),
+        // 7 -> m1, 5 -> m1 (7 < 9), 3 -> m0 (9 < 12), 1 -> m0 (12 = 12: lower index),
+        // 0 -> m1 (12 < 13).
+        assert_eq!(
+            assign_clients(&[5, 9, 1, 7, 3, 0], 2),
+            vec![1, 0, 0, 1, 0, 1]
+        );
+        // One model: everything on it; more models than clients: one client each.
+        assert_eq!(assign_clients(&[4, 2], 1), vec![0, 0]);
+        assert_eq!(assign_clients(&[4, 2], 3), vec![0, 1]);
+        assert_eq!(assign_clients(&[], 3), Vec::<usize>::new());
+    }
+}
