@@ -268,7 +268,7 @@ fn configs(job: Job, setup: &Setup, pass: &FirstPass) -> (Vec<RunConfig>, PoolHe
         score_from_s: knobs::score_from(setup.burn_in_s, setup.train_days),
         prelaunch: None,
         classes: None,
-        lead_time: setup.prewarm_lead.clone(),
+        lead_time: setup.prewarm_lead,
     };
     let prewarm = |m: usize| {
         let release = knobs::releases(PolicyName::PrewarmFloor)[0];
