@@ -102,6 +102,11 @@ def mean_ci95(xs):
     return m, m - half, m + half
 
 
+def less(cut):
+    """A cut in percent as words: "33 % less" or, negative, "12 % more"."""
+    return f"{cut:.0f} % less" if cut >= 0 else f"{-cut:.0f} % more"
+
+
 def averaged(comparisons, policy, field):
     return mean([rows(c)[policy][field] for c in comparisons])
 
@@ -133,7 +138,7 @@ def frontier_check(c):
         for d in checks:
             b, p = cheapest_at(theirs, d), cheapest_at(mine, d)
             if b is not None and (p is None or p > b * (1 + 1e-9)):
-                why.append(f"above {label}'s frontier at {pct(d)} "
+                why.append(f"above the {label} frontier at {pct(d)} "
                            f"({'no point' if p is None else f'{p:.0f}'} vs {b:.0f} GPU-h)")
                 break
         half = hi / 2
@@ -141,7 +146,7 @@ def frontier_check(c):
         if b is None:
             continue
         if p is None:
-            why.append(f"no point at half Karpenter alone's delay ({pct(half)}), {label} has one")
+            why.append(f"no point at half Karpenter alone's delay ({pct(half)}), the {label} has one")
             worst = float("-inf")
             continue
         eb, ep = b - r["gpu_hours"], p - r["gpu_hours"]
@@ -149,7 +154,7 @@ def frontier_check(c):
         ok = ep <= 0.8 * eb if eb > 0 else ep <= eb
         worst = cut if worst is None else min(worst, cut)
         if not ok:
-            why.append(f"at {pct(half)} extra {ep:.0f} vs {label}'s {eb:.0f} GPU-h ({cut:+.0f} %)")
+            why.append(f"at {pct(half)} extra {ep:.0f} GPU-h vs {eb:.0f} for the {label} ({less(cut)})")
     return not why, worst, "; ".join(why)
 
 
@@ -228,8 +233,8 @@ def g2(runs):
         if eb > 0:
             c_mean = 100 * (1 - ep / eb)
             ok = p_d <= SLO and c_mean >= 30
-            why = (f"prewarm {pct(p_d)} delayed, extra GPU-time {ep:.0f} vs {BASELINES[b]}'s "
-                   f"{eb:.0f} GPU-h ({c_mean:+.0f} % less; needs 30 %)")
+            why = (f"prewarm {pct(p_d)} delayed, extra GPU-time {ep:.0f} GPU-h vs {eb:.0f} for "
+                   f"the {BASELINES[b]} ({less(c_mean)}; needs 30 % less)")
         else:
             ok = p_d <= SLO and g[PREWARM] <= g[b]
             why = (f"{BASELINES[b]} meets the SLO for no more than Karpenter alone "
@@ -276,7 +281,8 @@ def g4(runs):
         f"{rows(c)[PREWARM]['replica_cold_starts']} vs {rows(c)['reactive']['replica_cold_starts']}, "
         f"{100 * (rows(c)[PREWARM]['gpu_hours'] / rows(c)['reactive']['gpu_hours'] - 1):+.1f} % GPU-h"))
     ok = c_mean >= 80 and more <= 10
-    why = f"{c_mean:.0f} % fewer replica cold starts for {more:+.1f} % GPU-h (needs 80 %, +10 %)"
+    why = (f"{c_mean:.0f} % fewer replica cold starts for {more:+.1f} % GPU-h over the seeds' "
+           "totals (needs 80 % fewer for at most +10 %)")
     return fig, text, ok, why
 
 

@@ -127,8 +127,13 @@ class G2AgainstTheCheapestBaselineMeetingIt(unittest.TestCase):
         # prewarm 145: extra 45 vs 60, 25 % less.
         l = g2([(11, comparison((0.01, 100.0), (0.0001, 145.0), self.base))])
         self.assertFalse(l["ok"])
-        self.assertIn("extra GPU-time 45 vs lower HPA target's 60 GPU-h (+25 % less", l["verdict"])
-        self.assertIn("needs 30 %", l["verdict"])
+        self.assertIn("extra GPU-time 45 GPU-h vs 60 for the lower HPA target (25 % less; "
+                      "needs 30 % less)", l["verdict"])
+
+    def test_more_extra_than_the_baseline_is_said_as_more(self):
+        # prewarm 172: extra 72 vs 60, 20 % more.
+        l = g2([(11, comparison((0.01, 100.0), (0.0001, 172.0), self.base))])
+        self.assertIn("(20 % more; needs 30 % less)", l["verdict"])
 
     def test_cheap_but_over_the_slo_is_missed(self):
         l = g2([(11, comparison((0.01, 100.0), (0.002, 110.0), self.base))])
@@ -160,7 +165,7 @@ class G2OnTheFrontiers(unittest.TestCase):
         # Without (0.75, 108): at 0.8 % prewarm's cheapest is 112, over the HPA target's 110.
         l = g2([(11, self.cell(self.mine[:1] + self.mine[2:]))])
         self.assertFalse(l["ok"])
-        self.assertIn("s11: above lower HPA target's frontier at 0.800 % (112 vs 110 GPU-h)",
+        self.assertIn("s11: above the lower HPA target frontier at 0.800 % (112 vs 110 GPU-h)",
                       l["verdict"])
 
     def test_too_little_saved_at_half_the_delay_is_missed_on_the_seed_that_misses(self):
@@ -170,7 +175,7 @@ class G2OnTheFrontiers(unittest.TestCase):
                                  self.mine[4]]
         l = g2([(11, self.cell(self.mine)), (12, self.cell(worse))])
         self.assertFalse(l["ok"])
-        self.assertIn("s12: at 0.500 % extra 26 vs lower HPA target's 30 GPU-h (+13 %)",
+        self.assertIn("s12: at 0.500 % extra 26 GPU-h vs 30 for the lower HPA target (13 % less)",
                       l["verdict"])
         self.assertNotIn("s11:", l["verdict"].split("MISSED: ")[1])
 
