@@ -237,8 +237,8 @@ def g2(runs):
                    f"the {BASELINES[b]} ({less(c_mean)}; needs 30 % less)")
         else:
             ok = p_d <= SLO and g[PREWARM] <= g[b]
-            why = (f"{BASELINES[b]} meets the SLO for no more than Karpenter alone "
-                   f"({g[b]:.0f} vs {g['reactive']:.0f} GPU-h); prewarm {g[PREWARM]:.0f} at {pct(p_d)}")
+            why = (f"{BASELINES[b]}: meets the SLO for no more GPU-h than Karpenter alone "
+                   f"({g[b]:.0f} vs {g['reactive']:.0f}); prewarm {g[PREWARM]:.0f} at {pct(p_d)}")
         return f"vs {BASELINES[b]} ({pct(d[b])}): % less extra GPU-time", fig, text, ok, why
     checks = [(seed, frontier_check(c)) for seed, c in runs]
     fig = [w for _, (_, w, _) in checks]

@@ -135,6 +135,15 @@ class G2AgainstTheCheapestBaselineMeetingIt(unittest.TestCase):
         l = g2([(11, comparison((0.01, 100.0), (0.0001, 172.0), self.base))])
         self.assertIn("(20 % more; needs 30 % less)", l["verdict"])
 
+    def test_a_baseline_cheaper_than_karpenter_alone_must_be_matched(self):
+        # Static replicas meet the SLO at 95 GPU-h, under Karpenter alone's 100: there is no
+        # extra GPU-time to cut, so prewarm must spend no more than 95.
+        base = {"static-peak": (0.0, 95.0)}
+        self.assertTrue(g2([(11, comparison((0.01, 100.0), (0.0, 94.0), base))])["ok"])
+        l = g2([(11, comparison((0.01, 100.0), (0.0, 96.0), base))])
+        self.assertEqual(l["verdict"], "MISSED: static replicas: meets the SLO for no more GPU-h "
+                                       "than Karpenter alone (95 vs 100); prewarm 96 at 0.000 %")
+
     def test_cheap_but_over_the_slo_is_missed(self):
         l = g2([(11, comparison((0.01, 100.0), (0.002, 110.0), self.base))])
         self.assertFalse(l["ok"])
