@@ -116,10 +116,13 @@ demo:
 	$(CARGO_TARGET_DIR)/release/prewarm simulate --scenario burst-180 --burn-in 900 \
 	  --policies $(DEMO_POLICIES) --plot-dir "$(OUT)"
 
-## The policy's goals measured (NOT part of `make test`: about half an hour on 2 cores): every
-## goal on 14-day ServeGen, multi-day diurnal and cron-bursts (knobs chosen on training days),
-## bursty and burst-180, seeds 11-15 (never tuned on), lead times 90 and 180 s; prints the table (goal, number per
-## seed, verdict) and keeps the JSON in $(OUT)/goals/ (`scripts/goals.py --from-json` re-renders).
+## The policy's goals measured (NOT part of `make test`: hours on 2 cores): prewarm's warm replicas
+## against Karpenter alone, the baselines and the lower bound on 14-day ServeGen, multi-day
+## diurnal and cron-bursts (knobs chosen on training days), bursty and burst-180, seeds 11-15
+## (never tuned on), at the default lead time and at both startup profiles; prints the table
+## (goal, number per seed, mean and 95 % interval, verdict and why) and keeps the JSON in
+## $(OUT)/goals/ (`scripts/goals.py --from-json` re-renders; `--only`, `--profiles` and
+## `--profile-workloads` run a subset).
 goals:
 	cargo build --release --bin prewarm
 	python3 scripts/goals.py --bin $(CARGO_TARGET_DIR)/release/prewarm --traces "$(TRACES)" \
