@@ -39,9 +39,15 @@ def test_pending_gpu_pod_gets_a_karpenter_node_and_runs(k8s, wait_until):
     k8s.apply(gpu_pod(name))
     node_name = None
     try:
+        # Running and Ready: a pod bound in the seconds after its node turned Ready can be
+        # marked NotReady by the node lifecycle controller's next pass (MarkPodsNotReady) and
+        # Ready again a status sync later (manifests/kwok-pod-ready-again.yaml), so Ready is
+        # waited for, not read at the instant Running is seen.
         pod = wait_until(lambda: (p := k8s.get("pod", name, "inference"))
-                         and p["status"].get("phase") == "Running" and p,
-                         timeout=300, what=f"pod {name} Running")
+                         and p["status"].get("phase") == "Running"
+                         and any(c["type"] == "Ready" and c["status"] == "True"
+                                 for c in p["status"].get("conditions", [])) and p,
+                         timeout=300, what=f"pod {name} Running and Ready")
         t_running = time.monotonic() - t0
         node_name = pod["spec"]["nodeName"]
         node = k8s.get("node", node_name)
