@@ -175,5 +175,36 @@ pub fn horizon(
     }
 }
 
+/// The horizon `book` gives `target` (its NodePool's boots, its own pulls and loads) with
+/// `policy`'s LEAD_TIME_SECONDS as the fallback and its step: what the tick and the simulator
+/// both decide with.
+pub fn target_horizon(
+    book: &LeadBook,
+    target: &crate::spec::TargetSpec,
+    policy: &crate::spec::PolicySpec,
+    quantile: f64,
+    now: f64,
+) -> Horizon {
+    horizon(
+        book,
+        &target.node_pool,
+        &target.name,
+        quantile,
+        policy.lead_time_s,
+        policy.step_s,
+        now,
+    )
+}
+
+impl Horizon {
+    /// `policy` with this horizon as its lead time.
+    pub fn applied_to(&self, policy: &crate::spec::PolicySpec) -> crate::spec::PolicySpec {
+        crate::spec::PolicySpec {
+            lead_time_s: self.seconds,
+            ..policy.clone()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -166,23 +166,7 @@ pub fn book_horizon(
     policy: &PolicySpec,
     now: f64,
 ) -> Horizon {
-    lead::horizon(
-        book,
-        &target.node_pool,
-        &target.name,
-        HORIZON_QUANTILE,
-        policy.lead_time_s,
-        policy.step_s,
-        now,
-    )
-}
-
-/// The tick's policy with the horizon as its lead time.
-pub fn with_horizon(policy: &PolicySpec, horizon: &Horizon) -> PolicySpec {
-    PolicySpec {
-        lead_time_s: horizon.seconds,
-        ..policy.clone()
-    }
+    lead::target_horizon(book, target, policy, HORIZON_QUANTILE, now)
 }
 
 /// Step 2, after the observation: the pulls and loads of `pods` not in `book` yet. The
@@ -342,7 +326,7 @@ mod tests {
                     h.fallback
                 ),
             }
-            assert_eq!(with_horizon(&policy, &h).lead_time_s, seconds, "{name}");
+            assert_eq!(h.applied_to(&policy).lead_time_s, seconds, "{name}");
         }
     }
 

@@ -35,7 +35,7 @@ pub async fn tick_target(
     dry_run: bool,
 ) -> TargetReport {
     let horizon = lead::horizon_for(leads, target, &deps.config.policy, now);
-    let policy = &lead::with_horizon(&deps.config.policy, &horizon);
+    let policy = &horizon.applied_to(&deps.config.policy);
     let report = TargetReport {
         at: Some(annotations::format_time(now)),
         lead: Some(horizon),

@@ -120,15 +120,8 @@ impl Sim<'_> {
             return Cow::Borrowed(policy);
         };
         self.learn_node_boots(&target.node_pool);
-        let horizon = lead::horizon(
-            &self.lead_book,
-            &target.node_pool,
-            &target.name,
-            quantile,
-            policy.lead_time_s,
-            policy.step_s,
-            self.unix_now(),
-        );
+        let horizon =
+            lead::target_horizon(&self.lead_book, target, policy, quantile, self.unix_now());
         let report = self.result.lead.get_or_insert(LeadReport {
             quantile,
             configured_s: policy.lead_time_s,
@@ -150,12 +143,9 @@ impl Sim<'_> {
             report.fallback_decisions += 1;
             report.last_fallback.clone_from(&horizon.fallback);
         }
-        let seconds = horizon.seconds;
+        let decided = horizon.applied_to(policy);
         report.last = Some(horizon);
-        Cow::Owned(PolicySpec {
-            lead_time_s: seconds,
-            ..policy.clone()
-        })
+        Cow::Owned(decided)
     }
 }
 
