@@ -12,7 +12,7 @@
 //! - `hpa-target`: every model's HPA at a lower target utilisation;
 //! - `buffer`: N warm balloons for the pool (N from the pool's training peak, as the buffer's);
 //! - `prewarm-floor`: prewarm's HPA floor per model, each on its own forecast;
-//! - `prewarm-split`: the same decisions, the pool's spare split by core tier_split between the
+//! - `prewarm-split`: the same decisions, the pool's spare split by tier_split between the
 //!   floors (central forecasts) and warm nodes (the pooled band).
 
 use std::sync::Arc;

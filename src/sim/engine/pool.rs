@@ -20,8 +20,8 @@
 //! repack counts the pending pods of the first deployment only. Every model has the same
 //! replica size (`Model::gpus_per_replica`), so a balloon fits any of them.
 
-use crate::core::policy::tier_split::{self, TargetDemand, Tier};
 use crate::core::{PolicySpec, TargetSpec};
+use crate::sim::tier_split::{self, TargetDemand, Tier};
 
 use super::events::Kind;
 use super::nodes::Node;
