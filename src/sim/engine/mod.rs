@@ -510,40 +510,16 @@ impl<'a> Sim<'a> {
     }
 }
 
-/// Runs one policy over `requests` (in arrival order). `on_request` is called once per request
-/// simulated (progress reporting).
+/// Runs one policy over `requests` (in arrival order): a pool of one deployment. `on_request` is
+/// called once per request simulated (progress reporting).
 pub fn run(
     cfg: &RunConfig,
     requests: impl Iterator<Item = Request>,
-    mut on_request: impl FnMut(),
+    on_request: impl FnMut(),
 ) -> RunResult {
-    let mut sim = Sim::new(cfg);
-    sim.warm_start();
-    sim.start_controllers();
-    let mut requests = requests.peekable();
-    loop {
-        let next_arrival = requests.peek().map(|r| r.arrival);
-        if next_arrival.is_none() && sim.idle() {
-            break;
-        }
-        let event_first = match (sim.events.peek(), next_arrival) {
-            (Some(e), Some(a)) => e.t <= a,
-            (Some(_), None) => true,
-            (None, Some(_)) => false,
-            (None, None) => break,
-        };
-        if event_first {
-            let e = sim.events.pop().expect("peeked");
-            sim.now = e.t;
-            sim.handle(e.kind);
-        } else {
-            let r = requests.next().expect("peeked");
-            sim.now = sim.now.max(r.arrival);
-            sim.on_arrival(r);
-            on_request();
-        }
-    }
-    sim.finish()
+    let one = std::slice::from_ref(cfg);
+    let mut result = run_pool(one, &PoolHeadroom::PerModel, &[], requests, on_request);
+    result.models.pop().expect("one deployment")
 }
 
 #[cfg(test)]

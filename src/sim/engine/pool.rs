@@ -1,7 +1,8 @@
 //! Several deployments (models) on one NodePool: each its own HPA, queue, replicas and model
 //! load, every node shared. A node holds replicas of any model, a balloon on it is preempted by
 //! whichever model's pod is pending first, and Karpenter's batching, launches and consolidation
-//! see every model's pods. Changes when how the deployments share the pool does.
+//! see every model's pods. The engine's one loop: a single model is a pool of one (`run`).
+//! Changes when how the deployments share the pool does.
 //!
 //! Each deployment is one `Sim` with its own events; the pool's state (nodes, balloons, the
 //! disruption controller's command, the launch draws, the consolidation freeze) is moved into
