@@ -181,9 +181,9 @@ fn first_pass(
     })
 }
 
-/// One simulation a comparison needs.
+/// One simulation a comparison needs (in a pool, of each of its models).
 #[derive(Clone, Copy, Debug)]
-enum Job {
+pub(super) enum Job {
     Reactive,
     ClusterAutoscaler,
     /// Needs the reactive run's node demand times.
@@ -197,7 +197,12 @@ enum Job {
 
 /// The run configuration of `job` (the node hints' foresight passed separately); `floor_peaks`
 /// is the scheduled floor's table before its knob (knobs.rs `scheduled_peaks`).
-fn job_config(job: Job, base: &RunConfig, setup: &Setup, floor_peaks: &[u32]) -> RunConfig {
+pub(super) fn job_config(
+    job: Job,
+    base: &RunConfig,
+    setup: &Setup,
+    floor_peaks: &[u32],
+) -> RunConfig {
     let with_headroom = |headroom| RunConfig {
         headroom,
         ..base.clone()
@@ -254,7 +259,8 @@ fn job_config(job: Job, base: &RunConfig, setup: &Setup, floor_peaks: &[u32]) ->
                     ..base.clone()
                 }
             }
-            PolicyName::PrewarmFloor => {
+            // One model's split is its own floor (the pool splits: pool_bench.rs).
+            PolicyName::PrewarmFloor | PolicyName::PrewarmSplit => {
                 let (policy, mut target) = release.apply(
                     PolicySpec {
                         error_quantile: knob,
@@ -272,6 +278,33 @@ fn job_config(job: Job, base: &RunConfig, setup: &Setup, floor_peaks: &[u32]) ->
             }
             _ => unreachable!("only policies with a knob have points"),
         },
+    }
+}
+
+/// Every run's configuration before its policy: the HPA and Karpenter alone, from `warm`.
+pub(super) fn base_config(
+    setup: &Setup,
+    warm: WarmStart,
+    classes: Option<Arc<Vec<super::classes::Class>>>,
+) -> RunConfig {
+    RunConfig {
+        model: setup.model.clone(),
+        provisioner: setup.karpenter.clone(),
+        replicas: Replicas::Hpa,
+        headroom: Headroom::None,
+        warm,
+        slo_wait_s: setup.slo_wait_s,
+        step_s: setup.prewarm_policy.step_s,
+        base_epoch: setup.base_epoch,
+        launch: setup.launch,
+        seed: setup.seed,
+        // The simulated store's lag is the prewarm policy's INGESTION_LAG_SECONDS (one value).
+        ingestion_lag_s: setup.prewarm_policy.ingestion_lag_s,
+        burn_in_s: setup.burn_in_s,
+        score_from_s: knobs::score_from(setup.burn_in_s, setup.train_days),
+        prelaunch: None,
+        classes,
+        lead_time: setup.prewarm_lead,
     }
 }
 
@@ -321,25 +354,8 @@ pub fn compare(
         .max(1);
     let floor_peaks =
         knobs::scheduled_peaks(&ideal.peak_replicas_by_hour, setup.train_days, ideal.end_s);
-    let base = RunConfig {
-        model: setup.model.clone(),
-        provisioner: setup.karpenter.clone(),
-        replicas: Replicas::Hpa,
-        headroom: Headroom::None,
-        warm,
-        slo_wait_s: setup.slo_wait_s,
-        step_s,
-        base_epoch: setup.base_epoch,
-        launch: setup.launch,
-        seed: setup.seed,
-        // The simulated store's lag is the prewarm policy's INGESTION_LAG_SECONDS (one value).
-        ingestion_lag_s: setup.prewarm_policy.ingestion_lag_s,
-        burn_in_s: setup.burn_in_s,
-        score_from_s,
-        prelaunch: None,
-        classes: classes.as_ref().map(|c| Arc::new(c.of_client())),
-        lead_time: setup.prewarm_lead,
-    };
+    let classes_of = classes.as_ref().map(|c| Arc::new(c.of_client()));
+    let base = base_config(setup, warm, classes_of);
 
     // Reactive first (the node hints read its node demand), the node hints last.
     let mut jobs = vec![Job::Reactive];
