@@ -14,6 +14,7 @@ use crate::core::PolicySpec;
 use super::classes::{Classifier, ClientClasses};
 use super::engine::{self, Headroom, Point, Replicas, Request, RunConfig, RunResult, WarmStart};
 use super::knobs;
+use super::model::Model;
 use super::oracle::{self, OracleResult};
 use super::parallel;
 use super::report::{ClassReport, PolicyReport, RunContext, TrainingTotals};
@@ -150,21 +151,7 @@ fn first_pass(
     } else {
         WARM_WINDOW_S
     };
-    let rate = count as f64 / span;
-    let service_s = if count > 0 {
-        service_sum / count as f64
-    } else {
-        1.0
-    };
-    let running = service_sum / span;
-    let warm = WarmStart {
-        replicas: m
-            .hpa
-            .raw_desired(running.ceil() as u64, m.slots_per_replica),
-        rate,
-        service_s,
-        running,
-    };
+    let warm = warm_start(m, count, service_sum, span);
     let classes = classifier.map(|c| ClientClasses {
         thresholds: setup.classes,
         on: match setup.train_days {
@@ -281,6 +268,24 @@ pub(super) fn job_config(
     }
 }
 
+/// The steady state before t = 0 from the `count` requests of the first `span` seconds (their
+/// service times add up to `service_sum`): the HPA's replicas for the work then running.
+pub(super) fn warm_start(m: &Model, count: u64, service_sum: f64, span: f64) -> WarmStart {
+    let running = service_sum / span;
+    WarmStart {
+        replicas: m
+            .hpa
+            .raw_desired(running.ceil() as u64, m.slots_per_replica),
+        rate: count as f64 / span,
+        service_s: if count > 0 {
+            service_sum / count as f64
+        } else {
+            1.0
+        },
+        running,
+    }
+}
+
 /// Every run's configuration before its policy: the HPA and Karpenter alone, from `warm`.
 pub(super) fn base_config(
     setup: &Setup,
@@ -343,15 +348,7 @@ pub fn compare(
             ),
         });
     }
-    let training_days = setup
-        .train_days
-        .map_or(ideal.peak_replicas_by_day.len(), |d| d as usize);
-    let peak = ideal.peak_replicas_by_day[..training_days.min(ideal.peak_replicas_by_day.len())]
-        .iter()
-        .copied()
-        .max()
-        .unwrap_or(ideal.peak_replicas)
-        .max(1);
+    let peak = ideal.training_peak(setup.train_days);
     let floor_peaks =
         knobs::scheduled_peaks(&ideal.peak_replicas_by_hour, setup.train_days, ideal.end_s);
     let classes_of = classes.as_ref().map(|c| Arc::new(c.of_client()));

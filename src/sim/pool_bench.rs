@@ -142,7 +142,6 @@ fn first_pass(workload: &Workload, setup: &Setup, models: usize) -> Result<First
     let m = &setup.model;
     let mut warm = Vec::with_capacity(models);
     let mut peaks = Vec::with_capacity(models);
-    let train = setup.train_days.map(|d| d as usize);
     for model in 0..models {
         let model_of = &model_of;
         let mine = || {
@@ -151,23 +150,11 @@ fn first_pass(workload: &Workload, setup: &Setup, models: usize) -> Result<First
                 .copied()
                 .filter(move |r| model_of[r.client as usize] == model)
         };
-        // The steady state before t = 0, as the one-model comparison takes it (compare.rs).
+        // The steady state before t = 0, as the one-model comparison takes it.
         let (count, service_sum) = mine()
             .take_while(|r| r.arrival < WARM_WINDOW_S)
             .fold((0u64, 0.0), |(n, s), r| (n + 1, s + r.service_s));
-        let running = service_sum / WARM_WINDOW_S;
-        warm.push(WarmStart {
-            replicas: m
-                .hpa
-                .raw_desired(running.ceil() as u64, m.slots_per_replica),
-            rate: count as f64 / WARM_WINDOW_S,
-            service_s: if count > 0 {
-                service_sum / count as f64
-            } else {
-                1.0
-            },
-            running,
-        });
+        warm.push(compare::warm_start(m, count, service_sum, WARM_WINDOW_S));
         let ideal = oracle::run(
             mine(),
             0.0,
@@ -177,9 +164,7 @@ fn first_pass(workload: &Workload, setup: &Setup, models: usize) -> Result<First
             setup.prewarm_policy.step_s,
             setup.bound_setups(),
         );
-        let days = &ideal.peak_replicas_by_day;
-        let until = train.unwrap_or(days.len()).min(days.len());
-        peaks.push(days[..until].iter().copied().max().unwrap_or(1).max(1));
+        peaks.push(ideal.training_peak(setup.train_days));
     }
     Ok(FirstPass {
         requests: Arc::new(requests),
