@@ -152,7 +152,7 @@ fn a_node_karpenter_deletes_has_every_models_pods_evicted() {
     let cfgs = [cfg.clone(), cfg];
     let mut pool = Pool {
         sims: cfgs.iter().map(Sim::new).collect(),
-        shared: Shared::default(),
+        cluster: Cluster::default(),
         result: PoolResult::default(),
     };
     for m in 0..2 {
@@ -164,8 +164,8 @@ fn a_node_karpenter_deletes_has_every_models_pods_evicted() {
     pool.with(0, 0.0, |s| {
         let b = s.launch_node(None);
         s.pods[0].phase = Phase::Serving { node: b };
-        s.nodes[0].used -= 1;
-        s.nodes[b].used += 1;
+        s.cluster.nodes[0].used -= 1;
+        s.cluster.nodes[b].used += 1;
     });
     while let Some((m, t)) = pool.next_event() {
         if t > 700.0 {
@@ -173,9 +173,9 @@ fn a_node_karpenter_deletes_has_every_models_pods_evicted() {
         }
         pool.handle(m, &PoolHeadroom::PerModel);
     }
-    assert!(!pool.shared.nodes[0].alive);
-    assert!(pool.shared.nodes[1].alive);
-    assert_eq!(pool.shared.nodes[1].used, 2);
+    assert!(!pool.cluster.nodes[0].alive);
+    assert!(pool.cluster.nodes[1].alive);
+    assert_eq!(pool.cluster.nodes[1].used, 2);
     let on = |m: usize| -> Vec<Phase> {
         let s = &pool.sims[m];
         s.live_pods
