@@ -400,14 +400,7 @@ pub fn compare(
                 }
             },
         };
-        let mut pending = 0u64;
-        let result = engine::run(&cfg, reqs, || {
-            pending += 1;
-            if pending == 8192 {
-                progress(pending);
-                pending = 0;
-            }
-        });
+        let result = engine::run(&cfg, reqs, parallel::batched(progress));
         let checked = check(&slot);
         if let Job::Reactive = job {
             let _ = demand.set(

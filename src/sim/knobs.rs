@@ -174,14 +174,9 @@ pub fn scheduled_floor(peaks: &[u32], factor: f64) -> Vec<u32> {
 /// `train_days` (all days when None), i.e. what a knob may be chosen on.
 pub fn training_totals(days: &[DayStats], train_days: Option<u32>) -> DayStats {
     let until = train_days.map_or(days.len(), |d| (d as usize).min(days.len()));
-    days[..until]
-        .iter()
-        .fold(DayStats::default(), |acc, d| DayStats {
-            requests: acc.requests + d.requests,
-            delayed: acc.delayed + d.delayed,
-            gpu_seconds: acc.gpu_seconds + d.gpu_seconds,
-            cold_starts: acc.cold_starts + d.cold_starts,
-        })
+    let mut total = DayStats::default();
+    days[..until].iter().for_each(|d| total.add(d));
+    total
 }
 
 /// The index of the point to report: the fewest training GPU-seconds among the points whose

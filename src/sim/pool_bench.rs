@@ -259,10 +259,7 @@ fn pool_days(runs: &[engine::RunResult]) -> Vec<DayStats> {
     let mut days = vec![DayStats::default(); len];
     for r in runs {
         for (d, s) in days.iter_mut().zip(&r.days) {
-            d.requests += s.requests;
-            d.delayed += s.delayed;
-            d.gpu_seconds += s.gpu_seconds;
-            d.cold_starts += s.cold_starts;
+            d.add(s);
         }
     }
     days
@@ -281,19 +278,12 @@ pub fn compare_pool(
     let jobs = jobs(&policies, setup, pool_peak);
     let points = parallel::map(&jobs, setup.threads, |&job| {
         let (cfgs, headroom) = configs(job, setup, &pass);
-        let mut pending = 0u64;
         let r = engine::run_pool(
             &cfgs,
             &headroom,
             &pass.model_of,
             pass.requests.iter().copied(),
-            || {
-                pending += 1;
-                if pending == 8192 {
-                    progress(pending);
-                    pending = 0;
-                }
-            },
+            parallel::batched(progress),
         );
         let sum = |f: fn(&engine::RunResult) -> u64| r.models.iter().map(f).sum::<u64>();
         PoolPoint {
