@@ -47,6 +47,11 @@ const CRON_ARGS: [&str; 13] = [
     "2",
 ];
 
+/// The third run, `--models 2`: the pool engine and its comparison (every pool policy, the split
+/// included). A request trace written by the test (one hour: 2 requests/s with a 10-minute burst
+/// at 8/s) superposed three times, so that it has three clients to split between two models.
+const POOL_POLICIES: &str = "static-peak,hpa-target,buffer,prewarm-floor";
+
 fn simulate(extra: &[&str]) -> String {
     run(&ARGS, extra)
 }
@@ -112,4 +117,62 @@ fn cron_bursts_table_is_pinned() {
 #[test]
 fn cron_bursts_json_is_pinned() {
     pinned("simulate_cron_bursts.json", &run(&CRON_ARGS, &["--json"]));
+}
+
+/// The pool run's trace: Azure's CSV format, a fixed sequence of arrivals and token lengths.
+fn pool_trace() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("prewarm-pinned-pool-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("pool.csv");
+    let mut csv = String::from("TIMESTAMP,ContextTokens,GeneratedTokens\n");
+    let (mut t, mut i) = (0.0f64, 0u64);
+    while t < 3600.0 {
+        let (h, m, sec) = ((t / 3600.0) as u64, (t / 60.0) as u64 % 60, t % 60.0);
+        csv.push_str(&format!(
+            "2023-11-16 {h:02}:{m:02}:{sec:06.3},{},{}\n",
+            200 + i * 37 % 1500,
+            100 + i * 53 % 400
+        ));
+        t += if (1800.0..2400.0).contains(&t) {
+            0.125
+        } else {
+            0.5
+        };
+        i += 1;
+    }
+    std::fs::write(&path, csv).expect("write the trace");
+    path
+}
+
+#[test]
+fn pool_table_is_pinned() {
+    let trace = pool_trace();
+    let out = run(
+        &[
+            "simulate",
+            "--trace",
+            trace.to_str().expect("UTF-8 path"),
+            "--superpose",
+            "3",
+            "--models",
+            "2",
+            "--burn-in",
+            "900",
+            "--policies",
+            POOL_POLICIES,
+            "--threads",
+            "2",
+        ],
+        &[],
+    );
+    let _ = std::fs::remove_dir_all(trace.parent().expect("dir"));
+    // The pool's closing line counts requests and wall-clock seconds: only its count is kept.
+    let table: String = out
+        .lines()
+        .map(|l| match l.split_once(" simulated in ") {
+            Some((count, _)) => format!("{count}\n"),
+            None => format!("{l}\n"),
+        })
+        .collect();
+    pinned("simulate_pool.txt", &table);
 }

@@ -520,8 +520,8 @@ pub fn workloads(args: &SimulateArgs, setup: &Setup) -> crate::Result<Vec<Worklo
 }
 
 pub fn run(args: SimulateArgs) -> crate::Result<()> {
-    if let Some(models) = args.models {
-        return run_pools(&args, models);
+    if args.models == Some(0) {
+        return Err(crate::sim::checks::config_error("--models", "at least 1"));
     }
     let mut jobs = Vec::new();
     for setup in setups(&args)? {
@@ -529,31 +529,29 @@ pub fn run(args: SimulateArgs) -> crate::Result<()> {
             jobs.push((workload, setup.clone()));
         }
     }
-    run_jobs(&args.common, jobs)
+    match args.models {
+        Some(models) => run_pools(jobs, models),
+        None => run_jobs(&args.common, jobs),
+    }
 }
 
 /// `--models K`: every workload split into K models on one NodePool, compared and printed.
-fn run_pools(args: &SimulateArgs, models: usize) -> crate::Result<()> {
+fn run_pools(jobs: Vec<(Workload, Setup)>, models: usize) -> crate::Result<()> {
     use crate::sim::checks::config_error;
     use crate::sim::pool_bench;
-    if models == 0 {
-        return Err(config_error("--models", "at least 1"));
-    }
-    for setup in setups(args)? {
-        for workload in workloads(args, &setup)? {
-            let started = std::time::Instant::now();
-            let done = std::sync::atomic::AtomicU64::new(0);
-            let cmp = pool_bench::compare_pool(&workload, &setup, models, &|n| {
-                done.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
-            })
-            .map_err(|e| config_error("--trace", e.to_string()))?;
-            pool_bench::print(&cmp, &workload.name, &setup);
-            println!(
-                "({} requests simulated in {:.0} s)\n",
-                done.into_inner(),
-                started.elapsed().as_secs_f64()
-            );
-        }
+    for (workload, setup) in jobs {
+        let started = std::time::Instant::now();
+        let done = std::sync::atomic::AtomicU64::new(0);
+        let cmp = pool_bench::compare_pool(&workload, &setup, models, &|n| {
+            done.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+        })
+        .map_err(|e| config_error("--trace", e.to_string()))?;
+        pool_bench::print(&cmp, &workload.name, &setup);
+        println!(
+            "({} requests simulated in {:.0} s)\n",
+            done.into_inner(),
+            started.elapsed().as_secs_f64()
+        );
     }
     Ok(())
 }

@@ -14,6 +14,7 @@ use crate::core::PolicySpec;
 use super::classes::{Classifier, ClientClasses};
 use super::engine::{self, Headroom, Point, Replicas, Request, RunConfig, RunResult, WarmStart};
 use super::knobs;
+use super::model::Model;
 use super::oracle::{self, OracleResult};
 use super::parallel;
 use super::report::{ClassReport, PolicyReport, RunContext, TrainingTotals};
@@ -150,21 +151,7 @@ fn first_pass(
     } else {
         WARM_WINDOW_S
     };
-    let rate = count as f64 / span;
-    let service_s = if count > 0 {
-        service_sum / count as f64
-    } else {
-        1.0
-    };
-    let running = service_sum / span;
-    let warm = WarmStart {
-        replicas: m
-            .hpa
-            .raw_desired(running.ceil() as u64, m.slots_per_replica),
-        rate,
-        service_s,
-        running,
-    };
+    let warm = warm_start(m, count, service_sum, span);
     let classes = classifier.map(|c| ClientClasses {
         thresholds: setup.classes,
         on: match setup.train_days {
@@ -181,9 +168,9 @@ fn first_pass(
     })
 }
 
-/// One simulation a comparison needs.
+/// One simulation a comparison needs (in a pool, of each of its models).
 #[derive(Clone, Copy, Debug)]
-enum Job {
+pub(super) enum Job {
     Reactive,
     ClusterAutoscaler,
     /// Needs the reactive run's node demand times.
@@ -197,7 +184,12 @@ enum Job {
 
 /// The run configuration of `job` (the node hints' foresight passed separately); `floor_peaks`
 /// is the scheduled floor's table before its knob (knobs.rs `scheduled_peaks`).
-fn job_config(job: Job, base: &RunConfig, setup: &Setup, floor_peaks: &[u32]) -> RunConfig {
+pub(super) fn job_config(
+    job: Job,
+    base: &RunConfig,
+    setup: &Setup,
+    floor_peaks: &[u32],
+) -> RunConfig {
     let with_headroom = |headroom| RunConfig {
         headroom,
         ..base.clone()
@@ -254,7 +246,8 @@ fn job_config(job: Job, base: &RunConfig, setup: &Setup, floor_peaks: &[u32]) ->
                     ..base.clone()
                 }
             }
-            PolicyName::PrewarmFloor => {
+            // One model's split is its own floor (the pool splits: pool_bench.rs).
+            PolicyName::PrewarmFloor | PolicyName::PrewarmSplit => {
                 let (policy, mut target) = release.apply(
                     PolicySpec {
                         error_quantile: knob,
@@ -272,6 +265,51 @@ fn job_config(job: Job, base: &RunConfig, setup: &Setup, floor_peaks: &[u32]) ->
             }
             _ => unreachable!("only policies with a knob have points"),
         },
+    }
+}
+
+/// The steady state before t = 0 from the `count` requests of the first `span` seconds (their
+/// service times add up to `service_sum`): the HPA's replicas for the work then running.
+pub(super) fn warm_start(m: &Model, count: u64, service_sum: f64, span: f64) -> WarmStart {
+    let running = service_sum / span;
+    WarmStart {
+        replicas: m
+            .hpa
+            .raw_desired(running.ceil() as u64, m.slots_per_replica),
+        rate: count as f64 / span,
+        service_s: if count > 0 {
+            service_sum / count as f64
+        } else {
+            1.0
+        },
+        running,
+    }
+}
+
+/// Every run's configuration before its policy: the HPA and Karpenter alone, from `warm`.
+pub(super) fn base_config(
+    setup: &Setup,
+    warm: WarmStart,
+    classes: Option<Arc<Vec<super::classes::Class>>>,
+) -> RunConfig {
+    RunConfig {
+        model: setup.model.clone(),
+        provisioner: setup.karpenter.clone(),
+        replicas: Replicas::Hpa,
+        headroom: Headroom::None,
+        warm,
+        slo_wait_s: setup.slo_wait_s,
+        step_s: setup.prewarm_policy.step_s,
+        base_epoch: setup.base_epoch,
+        launch: setup.launch,
+        seed: setup.seed,
+        // The simulated store's lag is the prewarm policy's INGESTION_LAG_SECONDS (one value).
+        ingestion_lag_s: setup.prewarm_policy.ingestion_lag_s,
+        burn_in_s: setup.burn_in_s,
+        score_from_s: knobs::score_from(setup.burn_in_s, setup.train_days),
+        prelaunch: None,
+        classes,
+        lead_time: setup.prewarm_lead,
     }
 }
 
@@ -310,36 +348,11 @@ pub fn compare(
             ),
         });
     }
-    let training_days = setup
-        .train_days
-        .map_or(ideal.peak_replicas_by_day.len(), |d| d as usize);
-    let peak = ideal.peak_replicas_by_day[..training_days.min(ideal.peak_replicas_by_day.len())]
-        .iter()
-        .copied()
-        .max()
-        .unwrap_or(ideal.peak_replicas)
-        .max(1);
+    let peak = ideal.training_peak(setup.train_days);
     let floor_peaks =
         knobs::scheduled_peaks(&ideal.peak_replicas_by_hour, setup.train_days, ideal.end_s);
-    let base = RunConfig {
-        model: setup.model.clone(),
-        provisioner: setup.karpenter.clone(),
-        replicas: Replicas::Hpa,
-        headroom: Headroom::None,
-        warm,
-        slo_wait_s: setup.slo_wait_s,
-        step_s,
-        base_epoch: setup.base_epoch,
-        launch: setup.launch,
-        seed: setup.seed,
-        // The simulated store's lag is the prewarm policy's INGESTION_LAG_SECONDS (one value).
-        ingestion_lag_s: setup.prewarm_policy.ingestion_lag_s,
-        burn_in_s: setup.burn_in_s,
-        score_from_s,
-        prelaunch: None,
-        classes: classes.as_ref().map(|c| Arc::new(c.of_client())),
-        lead_time: setup.prewarm_lead,
-    };
+    let classes_of = classes.as_ref().map(|c| Arc::new(c.of_client()));
+    let base = base_config(setup, warm, classes_of);
 
     // Reactive first (the node hints read its node demand), the node hints last.
     let mut jobs = vec![Job::Reactive];
@@ -387,14 +400,7 @@ pub fn compare(
                 }
             },
         };
-        let mut pending = 0u64;
-        let result = engine::run(&cfg, reqs, || {
-            pending += 1;
-            if pending == 8192 {
-                progress(pending);
-                pending = 0;
-            }
-        });
+        let result = engine::run(&cfg, reqs, parallel::batched(progress));
         let checked = check(&slot);
         if let Job::Reactive = job {
             let _ = demand.set(

@@ -82,7 +82,7 @@ impl Release {
 /// The release variants swept with `policy`'s knob (one, `Slow`, for every other policy).
 pub fn releases(policy: PolicyName) -> &'static [Release] {
     match policy {
-        PolicyName::Prewarm | PolicyName::PrewarmFloor => &Release::ALL,
+        PolicyName::Prewarm | PolicyName::PrewarmFloor | PolicyName::PrewarmSplit => &Release::ALL,
         _ => &Release::ALL[..1],
     }
 }
@@ -93,7 +93,9 @@ pub fn knob_name(policy: PolicyName) -> Option<&'static str> {
         PolicyName::StaticPeak => Some("replicas"),
         PolicyName::Buffer => Some("spare replicas"),
         PolicyName::BufferPct => Some("spare % of serving replicas"),
-        PolicyName::Prewarm | PolicyName::PrewarmFloor => Some("ERROR_QUANTILE"),
+        PolicyName::Prewarm | PolicyName::PrewarmFloor | PolicyName::PrewarmSplit => {
+            Some("ERROR_QUANTILE")
+        }
         PolicyName::ScheduledFloor => Some("factor on each hour's training peak"),
         PolicyName::HpaTarget => Some("HPA target utilisation"),
         _ => None,
@@ -124,7 +126,9 @@ pub fn grid(policy: PolicyName, peak: u32, buffer_max: Option<u32>, hpa_target: 
             v
         }
         PolicyName::BufferPct => BUFFER_PERCENTS.to_vec(),
-        PolicyName::Prewarm | PolicyName::PrewarmFloor => PREWARM_QUANTILES.to_vec(),
+        PolicyName::Prewarm | PolicyName::PrewarmFloor | PolicyName::PrewarmSplit => {
+            PREWARM_QUANTILES.to_vec()
+        }
         PolicyName::ScheduledFloor => STATIC_FACTORS.to_vec(),
         PolicyName::HpaTarget => std::iter::once(hpa_target)
             .chain(HPA_TARGETS.into_iter().filter(|&t| t < hpa_target - 1e-9))
@@ -170,14 +174,9 @@ pub fn scheduled_floor(peaks: &[u32], factor: f64) -> Vec<u32> {
 /// `train_days` (all days when None), i.e. what a knob may be chosen on.
 pub fn training_totals(days: &[DayStats], train_days: Option<u32>) -> DayStats {
     let until = train_days.map_or(days.len(), |d| (d as usize).min(days.len()));
-    days[..until]
-        .iter()
-        .fold(DayStats::default(), |acc, d| DayStats {
-            requests: acc.requests + d.requests,
-            delayed: acc.delayed + d.delayed,
-            gpu_seconds: acc.gpu_seconds + d.gpu_seconds,
-            cold_starts: acc.cold_starts + d.cold_starts,
-        })
+    let mut total = DayStats::default();
+    days[..until].iter().for_each(|d| total.add(d));
+    total
 }
 
 /// The index of the point to report: the fewest training GPU-seconds among the points whose

@@ -21,5 +21,6 @@ pub mod scenario;
 pub mod setup;
 pub mod startup_profile;
 pub mod stats;
+pub mod tier_split;
 pub mod trace;
 pub mod workload;

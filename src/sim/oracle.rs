@@ -45,6 +45,18 @@ pub struct OracleResult {
     pub end_s: f64,
 }
 
+impl OracleResult {
+    /// The most replicas needed at once on the training days (every day without them), at
+    /// least 1: the scale of the knob grids.
+    pub fn training_peak(&self, train_days: Option<u32>) -> u32 {
+        let days = &self.peak_replicas_by_day;
+        let until = train_days
+            .map_or(days.len(), |d| d as usize)
+            .min(days.len());
+        days[..until].iter().copied().max().unwrap_or(0).max(1)
+    }
+}
+
 const HOUR_S: f64 = 3600.0;
 
 /// Integer-nanosecond key so end times can live in a heap.

@@ -26,6 +26,19 @@ pub fn map<J: Sync, R: Send>(jobs: &[J], threads: usize, f: impl Fn(&J) -> R + S
         .collect()
 }
 
+/// The per-request callback of a run: reports to `progress` in batches of 8192 requests, so
+/// the workers do not contend for the progress bar on every request.
+pub fn batched(progress: &(dyn Fn(u64) + Sync)) -> impl FnMut() + '_ {
+    let mut pending = 0u64;
+    move || {
+        pending += 1;
+        if pending == 8192 {
+            progress(pending);
+            pending = 0;
+        }
+    }
+}
+
 /// Waits until another job has set `cell`.
 pub fn wait_for<T: Clone>(cell: &OnceLock<T>) -> T {
     loop {

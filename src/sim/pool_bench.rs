@@ -7,19 +7,18 @@
 //! the same workload always splits the same way). Each model is one deployment of the setup's
 //! model with its own HPA; every policy runs on the same requests and launch draws, its knob
 //! chosen on the training days (knobs::choose on the pool's days) and reported on the scored days:
-//! - `karpenter`: the HPAs and Karpenter alone;
+//! - `reactive`: the HPAs and Karpenter alone;
 //! - `static-peak`: a fixed fleet per model, each model's training peak times the knob;
 //! - `hpa-target`: every model's HPA at a lower target utilisation;
 //! - `buffer`: N warm balloons for the pool (N from the pool's training peak, as the buffer's);
 //! - `prewarm-floor`: prewarm's HPA floor per model, each on its own forecast;
-//! - `prewarm-split`: the same decisions, the pool's spare split by core tier_split between the
+//! - `prewarm-split`: the same decisions, the pool's spare split by tier_split between the
 //!   floors (central forecasts) and warm nodes (the pooled band).
 
 use std::sync::Arc;
 
-use crate::core::PolicySpec;
-
-use super::engine::{self, Headroom, PoolHeadroom, Replicas, Request, RunConfig, WarmStart};
+use super::compare;
+use super::engine::{self, Headroom, PoolHeadroom, Request, RunConfig, WarmStart};
 use super::knobs;
 use super::oracle;
 use super::parallel;
@@ -47,45 +46,17 @@ pub fn assign_clients(load: &[u64], models: usize) -> Vec<usize> {
     model_of
 }
 
-/// A policy of the pool comparison.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum PoolPolicy {
-    Karpenter,
-    StaticPeak,
-    HpaTarget,
-    Buffer,
-    PrewarmFloor,
-    PrewarmSplit,
-}
-
-impl PoolPolicy {
-    pub fn label(self) -> &'static str {
-        match self {
-            PoolPolicy::Karpenter => "karpenter",
-            PoolPolicy::StaticPeak => "static-peak",
-            PoolPolicy::HpaTarget => "hpa-target",
-            PoolPolicy::Buffer => "buffer",
-            PoolPolicy::PrewarmFloor => "prewarm-floor",
-            PoolPolicy::PrewarmSplit => "prewarm-split",
+/// The policies of `asked` a pool can run, Karpenter alone first (prewarm-floor brings
+/// prewarm-split with it).
+fn pool_policies(asked: &[PolicyName]) -> Vec<PolicyName> {
+    use PolicyName::*;
+    let mut out = vec![Reactive];
+    for p in [StaticPeak, HpaTarget, Buffer, PrewarmFloor, PrewarmSplit] {
+        if asked.contains(&p) || (p == PrewarmSplit && asked.contains(&PrewarmFloor)) {
+            out.push(p);
         }
     }
-
-    /// The pool policies `--policies` asks for (prewarm-floor brings prewarm-split with it).
-    pub fn from_setup(policies: &[PolicyName]) -> Vec<PoolPolicy> {
-        let mut out = vec![PoolPolicy::Karpenter];
-        for (name, pool) in [
-            (PolicyName::StaticPeak, PoolPolicy::StaticPeak),
-            (PolicyName::HpaTarget, PoolPolicy::HpaTarget),
-            (PolicyName::Buffer, PoolPolicy::Buffer),
-            (PolicyName::PrewarmFloor, PoolPolicy::PrewarmFloor),
-            (PolicyName::PrewarmFloor, PoolPolicy::PrewarmSplit),
-        ] {
-            if policies.contains(&name) {
-                out.push(pool);
-            }
-        }
-        out
-    }
+    out
 }
 
 /// One run's figures, the pool's (every model added up).
@@ -171,7 +142,6 @@ fn first_pass(workload: &Workload, setup: &Setup, models: usize) -> Result<First
     let m = &setup.model;
     let mut warm = Vec::with_capacity(models);
     let mut peaks = Vec::with_capacity(models);
-    let train = setup.train_days.map(|d| d as usize);
     for model in 0..models {
         let model_of = &model_of;
         let mine = || {
@@ -180,23 +150,11 @@ fn first_pass(workload: &Workload, setup: &Setup, models: usize) -> Result<First
                 .copied()
                 .filter(move |r| model_of[r.client as usize] == model)
         };
-        // The steady state before t = 0, as the one-model comparison takes it (compare.rs).
+        // The steady state before t = 0, as the one-model comparison takes it.
         let (count, service_sum) = mine()
             .take_while(|r| r.arrival < WARM_WINDOW_S)
             .fold((0u64, 0.0), |(n, s), r| (n + 1, s + r.service_s));
-        let running = service_sum / WARM_WINDOW_S;
-        warm.push(WarmStart {
-            replicas: m
-                .hpa
-                .raw_desired(running.ceil() as u64, m.slots_per_replica),
-            rate: count as f64 / WARM_WINDOW_S,
-            service_s: if count > 0 {
-                service_sum / count as f64
-            } else {
-                1.0
-            },
-            running,
-        });
+        warm.push(compare::warm_start(m, count, service_sum, WARM_WINDOW_S));
         let ideal = oracle::run(
             mine(),
             0.0,
@@ -206,9 +164,7 @@ fn first_pass(workload: &Workload, setup: &Setup, models: usize) -> Result<First
             setup.prewarm_policy.step_s,
             setup.bound_setups(),
         );
-        let days = &ideal.peak_replicas_by_day;
-        let until = train.unwrap_or(days.len()).min(days.len());
-        peaks.push(days[..until].iter().copied().max().unwrap_or(1).max(1));
+        peaks.push(ideal.training_peak(setup.train_days));
     }
     Ok(FirstPass {
         requests: Arc::new(requests),
@@ -219,117 +175,81 @@ fn first_pass(workload: &Workload, setup: &Setup, models: usize) -> Result<First
     })
 }
 
-/// One run of the comparison: a policy at a knob.
+/// One run of the comparison: a policy at a knob (static-peak's: a factor on each model's
+/// training peak).
 #[derive(Clone, Copy, Debug)]
 struct Job {
-    policy: PoolPolicy,
+    policy: PolicyName,
     knob: f64,
 }
 
-fn jobs(policies: &[PoolPolicy], setup: &Setup, pool_peak: u32) -> Vec<Job> {
+fn jobs(policies: &[PolicyName], setup: &Setup, pool_peak: u32) -> Vec<Job> {
     let mut out = Vec::new();
     for &policy in policies {
         let grid = match policy {
-            PoolPolicy::Karpenter => vec![0.0],
+            PolicyName::Reactive => vec![0.0],
             // The factors of the one-model static fleet's grid, on each model's own peak.
-            PoolPolicy::StaticPeak => knobs::grid(PolicyName::ScheduledFloor, 0, None, 0.0),
-            PoolPolicy::HpaTarget => knobs::grid(
-                PolicyName::HpaTarget,
-                0,
-                None,
+            PolicyName::StaticPeak => knobs::grid(PolicyName::ScheduledFloor, 0, None, 0.0),
+            _ => knobs::grid(
+                policy,
+                pool_peak,
+                setup.buffer_max,
                 setup.model.hpa.target_utilization,
             ),
-            PoolPolicy::Buffer => knobs::grid(PolicyName::Buffer, pool_peak, setup.buffer_max, 0.0),
-            PoolPolicy::PrewarmFloor | PoolPolicy::PrewarmSplit => {
-                knobs::grid(PolicyName::PrewarmFloor, 0, None, 0.0)
-            }
         };
         out.extend(grid.into_iter().map(|knob| Job { policy, knob }));
     }
     out
 }
 
-/// The deployments' configurations and the pool's headroom of one job.
+/// The deployments' configurations (compare's job of each model) and the pool's headroom.
 fn configs(job: Job, setup: &Setup, pass: &FirstPass) -> (Vec<RunConfig>, PoolHeadroom) {
-    let models = pass.warm.len();
-    let base = |m: usize| RunConfig {
-        model: setup.model.clone(),
-        provisioner: setup.karpenter.clone(),
-        replicas: Replicas::Hpa,
-        headroom: Headroom::None,
-        warm: pass.warm[m],
-        slo_wait_s: setup.slo_wait_s,
-        step_s: setup.prewarm_policy.step_s,
-        base_epoch: setup.base_epoch,
-        launch: setup.launch,
-        seed: setup.seed,
-        ingestion_lag_s: setup.prewarm_policy.ingestion_lag_s,
-        burn_in_s: setup.burn_in_s,
-        score_from_s: knobs::score_from(setup.burn_in_s, setup.train_days),
-        prelaunch: None,
-        classes: None,
-        lead_time: setup.prewarm_lead,
+    let Job { policy, knob } = job;
+    let release = knobs::releases(policy)[0];
+    let cfgs: Vec<RunConfig> = (0..pass.warm.len())
+        .map(|m| {
+            let knob = match policy {
+                PolicyName::StaticPeak => (knob * pass.peaks[m] as f64 - 1e-9).ceil().max(1.0),
+                _ => knob,
+            };
+            let one = match policy {
+                PolicyName::Reactive => compare::Job::Reactive,
+                _ => compare::Job::Point {
+                    policy,
+                    knob,
+                    release,
+                },
+            };
+            let base = compare::base_config(setup, pass.warm[m], None);
+            let mut cfg = compare::job_config(one, &base, setup, &[]);
+            match &mut cfg.headroom {
+                // The pool's balloons, on the first deployment.
+                Headroom::Fixed(_) if m > 0 => cfg.headroom = Headroom::None,
+                Headroom::PrewarmFloor { target, .. } => {
+                    target.name = format!("model-{m}");
+                    // The tick refuses a consolidation freeze on a NodePool several targets share.
+                    target.freeze_consolidation = false;
+                }
+                _ => {}
+            }
+            cfg
+        })
+        .collect();
+    let headroom = match (policy, &cfgs[0].headroom) {
+        (PolicyName::PrewarmSplit, Headroom::PrewarmFloor { policy, .. }) => PoolHeadroom::Split {
+            policy: policy.clone(),
+            targets: cfgs
+                .iter()
+                .map(|c| match &c.headroom {
+                    Headroom::PrewarmFloor { target, .. } => (**target).clone(),
+                    _ => unreachable!("every model's headroom is prewarm's floor"),
+                })
+                .collect(),
+            // Independent errors: the clients of different models are different users.
+            correlation: 0.0,
+        },
+        _ => PoolHeadroom::PerModel,
     };
-    let prewarm = |m: usize| {
-        let release = knobs::releases(PolicyName::PrewarmFloor)[0];
-        let (policy, mut target) = release.apply(
-            PolicySpec {
-                error_quantile: job.knob,
-                ..setup.prewarm_policy.clone()
-            },
-            setup.prewarm_target.clone(),
-        );
-        target.name = format!("model-{m}");
-        // The tick refuses a consolidation freeze on a NodePool several targets share.
-        target.freeze_consolidation = false;
-        if let Some(hpa) = &mut target.hpa {
-            hpa.raise_min_replicas = true;
-        }
-        (policy, target)
-    };
-    let mut cfgs: Vec<RunConfig> = (0..models).map(base).collect();
-    let mut headroom = PoolHeadroom::PerModel;
-    match job.policy {
-        PoolPolicy::Karpenter => {}
-        PoolPolicy::StaticPeak => {
-            for (m, cfg) in cfgs.iter_mut().enumerate() {
-                let n = (job.knob * pass.peaks[m] as f64 - 1e-9).ceil().max(1.0) as u32;
-                cfg.replicas = Replicas::Static(n);
-            }
-        }
-        PoolPolicy::HpaTarget => {
-            for cfg in &mut cfgs {
-                cfg.model.hpa.target_utilization = job.knob;
-                cfg.warm.replicas = cfg
-                    .model
-                    .hpa
-                    .raw_desired(cfg.warm.running.ceil() as u64, cfg.model.slots_per_replica);
-            }
-        }
-        // The pool's balloons, on the first deployment.
-        PoolPolicy::Buffer => cfgs[0].headroom = Headroom::Fixed(job.knob as u32),
-        PoolPolicy::PrewarmFloor | PoolPolicy::PrewarmSplit => {
-            let mut targets = Vec::with_capacity(models);
-            let mut policy = None;
-            for (m, cfg) in cfgs.iter_mut().enumerate() {
-                let (p, target) = prewarm(m);
-                cfg.headroom = Headroom::PrewarmFloor {
-                    policy: p.clone(),
-                    target: Box::new(target.clone()),
-                };
-                targets.push(target);
-                policy = Some(p);
-            }
-            if job.policy == PoolPolicy::PrewarmSplit {
-                headroom = PoolHeadroom::Split {
-                    policy: policy.expect("one model at least"),
-                    targets,
-                    // Independent errors: the clients of different models are different users.
-                    correlation: 0.0,
-                };
-            }
-        }
-    }
     (cfgs, headroom)
 }
 
@@ -339,10 +259,7 @@ fn pool_days(runs: &[engine::RunResult]) -> Vec<DayStats> {
     let mut days = vec![DayStats::default(); len];
     for r in runs {
         for (d, s) in days.iter_mut().zip(&r.days) {
-            d.requests += s.requests;
-            d.delayed += s.delayed;
-            d.gpu_seconds += s.gpu_seconds;
-            d.cold_starts += s.cold_starts;
+            d.add(s);
         }
     }
     days
@@ -357,23 +274,16 @@ pub fn compare_pool(
 ) -> Result<PoolComparison, TraceError> {
     let pass = first_pass(workload, setup, models)?;
     let pool_peak: u32 = pass.peaks.iter().sum();
-    let policies = PoolPolicy::from_setup(&setup.policies);
+    let policies = pool_policies(&setup.policies);
     let jobs = jobs(&policies, setup, pool_peak);
     let points = parallel::map(&jobs, setup.threads, |&job| {
         let (cfgs, headroom) = configs(job, setup, &pass);
-        let mut pending = 0u64;
         let r = engine::run_pool(
             &cfgs,
             &headroom,
             &pass.model_of,
             pass.requests.iter().copied(),
-            || {
-                pending += 1;
-                if pending == 8192 {
-                    progress(pending);
-                    pending = 0;
-                }
-            },
+            parallel::batched(progress),
         );
         let sum = |f: fn(&engine::RunResult) -> u64| r.models.iter().map(f).sum::<u64>();
         PoolPoint {

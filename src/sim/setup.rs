@@ -38,10 +38,13 @@ pub enum PolicyName {
     HpaTarget,
     /// prewarm's decision applied as the HPA's floor (`hpa.raiseMinReplicas`), no balloons.
     PrewarmFloor,
+    /// prewarm-floor's decisions with a pool's spare split between the floors and warm nodes
+    /// (`--models`, sim/tier_split.rs); with one model it is prewarm-floor.
+    PrewarmSplit,
 }
 
 impl PolicyName {
-    /// Every policy.
+    /// Every policy but prewarm-split (a pool's: with one model it is prewarm-floor).
     pub const ALL: [PolicyName; 12] = [
         PolicyName::Reactive,
         PolicyName::ClusterAutoscaler,
@@ -75,6 +78,7 @@ impl PolicyName {
             PolicyName::ScheduledFloor => "scheduled-floor",
             PolicyName::HpaTarget => "hpa-target",
             PolicyName::PrewarmFloor => "prewarm-floor",
+            PolicyName::PrewarmSplit => "prewarm-split",
         }
     }
 }

@@ -147,6 +147,14 @@ pub struct DayStats {
 }
 
 impl DayStats {
+    /// Adds `other`'s counts and GPU-seconds to these.
+    pub fn add(&mut self, other: &DayStats) {
+        self.requests += other.requests;
+        self.delayed += other.delayed;
+        self.gpu_seconds += other.gpu_seconds;
+        self.cold_starts += other.cold_starts;
+    }
+
     pub fn delayed_fraction(&self) -> f64 {
         if self.requests == 0 {
             0.0

@@ -7,8 +7,7 @@
 //! schedule (cron windows), rails (floors, caps, steps, cooldowns, holds) and plan (the
 //! decision and its log line). `decide` joins them. Beside the tick, residual decomposes the
 //! requests that still waited (forecastable, lead miss, unforecastable) for the simulator,
-//! `prewarm backtest` and `prewarm explain --target`; tier_split divides a NodePool's spare between
-//! loaded replicas per target and warm nodes shared by the pool.
+//! `prewarm backtest` and `prewarm explain --target`.
 
 pub mod assess;
 pub mod band;
@@ -28,6 +27,5 @@ pub mod schedule;
 pub mod season_cache;
 pub mod seasonal;
 pub mod sizing;
-pub mod tier_split;
 
 pub use decide::decide;

@@ -219,11 +219,12 @@ impl Sim<'_> {
     }
 
     pub(super) fn balloon_count(&self) -> u32 {
-        self.pending_balloons
+        self.cluster.pending_balloons
             + self
+                .cluster
                 .live_nodes
                 .iter()
-                .map(|&i| &self.nodes[i])
+                .map(|&i| &self.cluster.nodes[i])
                 .filter(|n| n.alive)
                 .map(|n| n.balloons)
                 .sum::<u32>()
@@ -233,13 +234,13 @@ impl Sim<'_> {
     pub(super) fn set_balloons(&mut self, target: u32) {
         let current = self.balloon_count();
         if target > current {
-            self.pending_balloons += target - current;
+            self.cluster.pending_balloons += target - current;
             self.schedule();
             return;
         }
         let mut remove = current - target;
-        let from_pending = remove.min(self.pending_balloons);
-        self.pending_balloons -= from_pending;
+        let from_pending = remove.min(self.cluster.pending_balloons);
+        self.cluster.pending_balloons -= from_pending;
         remove -= from_pending;
         if remove == 0 {
             return;
@@ -247,13 +248,14 @@ impl Sim<'_> {
         // Take balloons from the emptiest nodes first so whole nodes can be consolidated;
         // launching nodes before Ready ones.
         let mut order: Vec<usize> = self
+            .cluster
             .live_nodes
             .iter()
             .copied()
-            .filter(|&i| self.nodes[i].alive && self.nodes[i].balloons > 0)
+            .filter(|&i| self.cluster.nodes[i].alive && self.cluster.nodes[i].balloons > 0)
             .collect();
         order.sort_by_key(|&i| {
-            let n = &self.nodes[i];
+            let n = &self.cluster.nodes[i];
             (n.ready_at <= self.now, n.used - n.balloons * self.gpr())
         });
         let gpr = self.gpr();
@@ -261,10 +263,10 @@ impl Sim<'_> {
             if remove == 0 {
                 break;
             }
-            let take = remove.min(self.nodes[i].balloons);
-            self.nodes[i].balloons -= take;
-            self.nodes[i].used -= take * gpr;
-            self.nodes[i].last_pod_event = self.now;
+            let take = remove.min(self.cluster.nodes[i].balloons);
+            self.cluster.nodes[i].balloons -= take;
+            self.cluster.nodes[i].used -= take * gpr;
+            self.cluster.nodes[i].last_pod_event = self.now;
             remove -= take;
             self.check_empty(i);
         }
@@ -318,7 +320,7 @@ impl Sim<'_> {
         }
         if let Some(freeze) = plan.freeze_consolidation {
             if target.freeze_consolidation {
-                self.consolidation_frozen = freeze;
+                self.cluster.consolidation_frozen = freeze;
             }
         }
         self.headroom_state = plan.next_state;

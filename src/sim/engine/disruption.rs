@@ -50,7 +50,7 @@ impl Sim<'_> {
             self.push(next, Kind::Disruption);
             return;
         }
-        self.disruption_pending = command;
+        self.cluster.disruption_pending = command;
         let at = self.now + VALIDATION_S;
         self.push(at, Kind::DisruptionValidate);
     }
@@ -58,11 +58,12 @@ impl Sim<'_> {
     /// The validation: every node of the command must still qualify, then they are deleted and
     /// the next pass follows at once.
     pub(super) fn on_disruption_validate(&mut self) {
-        let command = std::mem::take(&mut self.disruption_pending);
+        let command = std::mem::take(&mut self.cluster.disruption_pending);
         let still = self.budget_left() >= command.len() as u32
             && command.iter().all(|&n| {
                 self.consolidatable(n)
-                    && (self.nodes[n].used == 0 || self.room_elsewhere(n) >= self.to_repack(n))
+                    && (self.cluster.nodes[n].used == 0
+                        || self.room_elsewhere(n) >= self.to_repack(n))
             });
         if still {
             for node in command {
@@ -78,20 +79,21 @@ impl Sim<'_> {
         let Some(d) = &self.cfg.provisioner.disruption else {
             return 0;
         };
-        if self.consolidation_frozen {
+        if self.cluster.consolidation_frozen {
             return 0;
         }
         let disrupting = self
+            .cluster
             .live_nodes
             .iter()
-            .filter(|&&i| self.nodes[i].alive && self.nodes[i].deleting)
+            .filter(|&&i| self.cluster.nodes[i].alive && self.cluster.nodes[i].deleting)
             .count() as u32;
         d.budget_nodes.saturating_sub(disrupting)
     }
 
     /// Initialised (Ready), not already going, and `consolidateAfter` past its last pod event.
     fn consolidatable(&self, node: usize) -> bool {
-        let n = &self.nodes[node];
+        let n = &self.cluster.nodes[node];
         n.alive
             && !n.deleting
             && n.ready_at <= self.now
@@ -105,9 +107,12 @@ impl Sim<'_> {
 
     /// Replica-sized places free on the nodes other than `node` that are not going.
     fn room_elsewhere(&self, node: usize) -> u32 {
-        self.live_nodes
+        self.cluster
+            .live_nodes
             .iter()
-            .filter(|&&i| i != node && self.nodes[i].alive && !self.nodes[i].deleting)
+            .filter(|&&i| {
+                i != node && self.cluster.nodes[i].alive && !self.cluster.nodes[i].deleting
+            })
             .map(|&i| self.free_places(i))
             .sum()
     }
@@ -115,7 +120,9 @@ impl Sim<'_> {
     /// Pods that would need a place if `node` went: its own (replicas and balloons) and the
     /// pods already pending, which the scheduling simulation places too.
     fn to_repack(&self, node: usize) -> u32 {
-        self.nodes[node].used / self.gpr() + self.pending_inference + self.pending_balloons
+        self.cluster.nodes[node].used / self.gpr()
+            + self.pending_inference
+            + self.cluster.pending_balloons
     }
 
     /// Empty consolidatable nodes up to the budget, else the cheapest-to-disrupt node whose
@@ -129,27 +136,29 @@ impl Sim<'_> {
             return Vec::new();
         };
         let candidates = self
+            .cluster
             .live_nodes
             .iter()
             .copied()
             .filter(|&i| self.consolidatable(i));
         let empty: Vec<usize> = candidates
             .clone()
-            .filter(|&i| self.nodes[i].used == 0)
+            .filter(|&i| self.cluster.nodes[i].used == 0)
             .take(budget as usize)
             .collect();
         if !empty.is_empty() || !d.underutilized {
             return empty;
         }
         let total_room: u32 = self
+            .cluster
             .live_nodes
             .iter()
-            .filter(|&&i| self.nodes[i].alive && !self.nodes[i].deleting)
+            .filter(|&&i| self.cluster.nodes[i].alive && !self.cluster.nodes[i].deleting)
             .map(|&i| self.free_places(i))
             .sum();
         candidates
             .filter(|&i| total_room - self.free_places(i) >= self.to_repack(i))
-            .min_by_key(|&i| (self.nodes[i].used, i))
+            .min_by_key(|&i| (self.cluster.nodes[i].used, i))
             .into_iter()
             .collect()
     }
@@ -158,12 +167,12 @@ impl Sim<'_> {
     /// evicted and replaced; it terminates once its last evicted pod has finished.
     fn delete_node(&mut self, node: usize) {
         let gpr = self.gpr();
-        let n = &mut self.nodes[node];
+        let n = &mut self.cluster.nodes[node];
         n.deleting = true;
         let balloons = n.balloons;
         n.balloons = 0;
         n.used -= balloons * gpr;
-        self.pending_balloons += balloons;
+        self.cluster.pending_balloons += balloons;
         let on_node: Vec<usize> = self
             .live_pods
             .iter()

@@ -55,7 +55,7 @@ impl Sim<'_> {
             .live_pods
             .iter()
             .filter(|&&p| match self.pods[p].phase {
-                Phase::Starting { node, .. } => self.nodes[node].ready_at > self.now,
+                Phase::Starting { node, .. } => self.cluster.nodes[node].ready_at > self.now,
                 _ => false,
             })
             .count() as u32;
@@ -219,7 +219,7 @@ impl Sim<'_> {
             .iter()
             .filter(|&&p| match self.pods[p].phase {
                 Phase::Starting { node, .. } => {
-                    self.nodes[node].ready_at <= self.now && !self.pods[p].draining
+                    self.cluster.nodes[node].ready_at <= self.now && !self.pods[p].draining
                 }
                 _ => false,
             })

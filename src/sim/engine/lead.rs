@@ -61,8 +61,8 @@ impl Sim<'_> {
     fn learn_node_boots(&mut self, pool: &str) {
         let now = self.unix_now();
         let base = self.cfg.base_epoch;
-        for &i in &self.live_nodes {
-            let n = &mut self.nodes[i];
+        for &i in &self.cluster.live_nodes {
+            let n = &mut self.cluster.nodes[i];
             if n.lead_learned || n.ready_at > self.now {
                 continue;
             }

@@ -21,8 +21,8 @@ impl Sim<'_> {
         self.running_at_boundary[boundary] = running;
         self.serving_at_boundary[boundary] = serving;
         self.result.peak_replicas = self.result.peak_replicas.max(self.replica_count());
-        let nodes = &self.nodes;
-        self.live_nodes.retain(|&i| nodes[i].alive);
+        let nodes = &self.cluster.nodes;
+        self.cluster.live_nodes.retain(|&i| nodes[i].alive);
         if self.now >= self.cfg.score_from_s {
             self.sample_gpu_split();
         }
@@ -46,8 +46,8 @@ impl Sim<'_> {
         let gpr = self.gpr();
         let step = self.cfg.step_s;
         let gpu = &mut self.result.scored.gpu;
-        for &i in &self.live_nodes {
-            let n = &self.nodes[i];
+        for &i in &self.cluster.live_nodes {
+            let n = &self.cluster.nodes[i];
             if n.ready_at > self.now {
                 gpu.launching += n.gpus as f64 * step;
                 continue;

@@ -236,7 +236,24 @@ use nodes::Node;
 use pods::{Phase, Pod};
 use requests::Waiting;
 
-/// The simulator state of one run.
+/// The node set of a NodePool: the nodes, the balloons still to place, Karpenter's disruption
+/// command and consolidation freeze, and the launch draws. One per pool, whatever deployments
+/// share it.
+#[derive(Default)]
+struct Cluster {
+    nodes: Vec<Node>,
+    /// Indices of nodes that may be alive, in launch order (dead ones dropped at each sample).
+    live_nodes: Vec<usize>,
+    pending_balloons: u32,
+    consolidation_frozen: bool,
+    /// Provisioner launches drawn so far: the n-th launch of every run draws from the same
+    /// stream (common random numbers, see `launch::draw_stream`).
+    launches_drawn: u64,
+    /// Karpenter's command waiting for its validation (nodes to delete).
+    disruption_pending: Vec<usize>,
+}
+
+/// The simulator state of one deployment.
 struct Sim<'a> {
     cfg: &'a RunConfig,
     now: f64,
@@ -249,13 +266,8 @@ struct Sim<'a> {
     cold_starting: u32,
     /// Node cold starts from t = 0 (the series' running count).
     cold_starts_so_far: u64,
-    pending_balloons: u32,
-    nodes: Vec<Node>,
-    /// Indices of nodes that may be alive, in launch order (dead ones dropped at each sample).
-    live_nodes: Vec<usize>,
-    /// Provisioner launches drawn so far: the n-th launch of every run draws from the same
-    /// stream (common random numbers, see `launch::draw_stream`).
-    launches_drawn: u64,
+    /// The nodes and what holds them: the pool's, shared by every deployment on it.
+    cluster: Cluster,
     /// Launch durations drawn for the node hints' early launches, by `Kind::Prelaunch` index.
     prelaunch_s: Vec<f64>,
     provision_scheduled: bool,
@@ -264,8 +276,6 @@ struct Sim<'a> {
     batch_start: f64,
     batch_last: f64,
     batch_pending: u32,
-    /// Karpenter's command waiting for its validation (nodes to delete).
-    disruption_pending: Vec<usize>,
     free: Vec<usize>,
     queue: VecDeque<Waiting>,
     /// Requests of each class in `queue` (for the per-class replica cold starts).
@@ -285,7 +295,6 @@ struct Sim<'a> {
     completions_at: Vec<u32>,
     latency_sum_at: Vec<f64>,
     headroom_state: HeadroomState,
-    consolidation_frozen: bool,
     /// prewarm-floor: the HPA's minReplicas as prewarm raised it (None: the user's value), and
     /// until when its lease holds (a failing-static tick gives it back once expired).
     raised_min: Option<u32>,
@@ -311,16 +320,12 @@ impl<'a> Sim<'a> {
             pending_inference: 0,
             cold_starting: 0,
             cold_starts_so_far: 0,
-            pending_balloons: 0,
-            nodes: Vec::new(),
-            live_nodes: Vec::new(),
-            launches_drawn: 0,
+            cluster: Cluster::default(),
             prelaunch_s: Vec::new(),
             provision_scheduled: false,
             batch_start: 0.0,
             batch_last: 0.0,
             batch_pending: 0,
-            disruption_pending: Vec::new(),
             free: Vec::new(),
             queue: VecDeque::new(),
             queued_by_class: [0; Class::ALL.len()],
@@ -333,7 +338,6 @@ impl<'a> Sim<'a> {
             completions_at: Vec::new(),
             latency_sum_at: Vec::new(),
             headroom_state: HeadroomState::default(),
-            consolidation_frozen: false,
             raised_min: None,
             raised_min_lease_until: 0.0,
             band_checks: Vec::new(),
@@ -402,8 +406,8 @@ impl<'a> Sim<'a> {
         {
             self.score_bands(policy);
         }
-        for i in self.live_nodes.clone() {
-            if self.nodes[i].alive {
+        for i in self.cluster.live_nodes.clone() {
+            if self.cluster.nodes[i].alive {
                 self.terminate_node(i);
             }
         }
@@ -438,10 +442,11 @@ impl<'a> Sim<'a> {
     /// A Ready node with a free replica-sized slot, launching one (Ready at once) if none.
     fn warm_node(&mut self) -> usize {
         let gpr = self.gpr();
-        let found =
-            self.live_nodes.iter().copied().find(|&i| {
-                self.nodes[i].alive && !self.nodes[i].deleting && self.free_gpus(i) >= gpr
-            });
+        let found = self.cluster.live_nodes.iter().copied().find(|&i| {
+            self.cluster.nodes[i].alive
+                && !self.cluster.nodes[i].deleting
+                && self.free_gpus(i) >= gpr
+        });
         match found {
             Some(node) => node,
             None => self.launch_node(None),
@@ -487,8 +492,8 @@ impl<'a> Sim<'a> {
         let gpr = self.gpr();
         for _ in 0..balloons {
             let node = self.warm_node();
-            self.nodes[node].used += gpr;
-            self.nodes[node].balloons += 1;
+            self.cluster.nodes[node].used += gpr;
+            self.cluster.nodes[node].balloons += 1;
         }
         self.headroom_state.spare = balloons;
         // The replica controller has been running too: its scale-down window remembers wanting
@@ -501,7 +506,7 @@ impl<'a> Sim<'a> {
         let gpr = self.gpr();
         for _ in 0..count {
             let node = self.warm_node();
-            self.nodes[node].used += gpr;
+            self.cluster.nodes[node].used += gpr;
             self.pods.push(Pod::new(Phase::Serving { node }));
             let pod = self.pods.len() - 1;
             self.live_pods.push(pod);
@@ -510,40 +515,16 @@ impl<'a> Sim<'a> {
     }
 }
 
-/// Runs one policy over `requests` (in arrival order). `on_request` is called once per request
-/// simulated (progress reporting).
+/// Runs one policy over `requests` (in arrival order): a pool of one deployment. `on_request` is
+/// called once per request simulated (progress reporting).
 pub fn run(
     cfg: &RunConfig,
     requests: impl Iterator<Item = Request>,
-    mut on_request: impl FnMut(),
+    on_request: impl FnMut(),
 ) -> RunResult {
-    let mut sim = Sim::new(cfg);
-    sim.warm_start();
-    sim.start_controllers();
-    let mut requests = requests.peekable();
-    loop {
-        let next_arrival = requests.peek().map(|r| r.arrival);
-        if next_arrival.is_none() && sim.idle() {
-            break;
-        }
-        let event_first = match (sim.events.peek(), next_arrival) {
-            (Some(e), Some(a)) => e.t <= a,
-            (Some(_), None) => true,
-            (None, Some(_)) => false,
-            (None, None) => break,
-        };
-        if event_first {
-            let e = sim.events.pop().expect("peeked");
-            sim.now = e.t;
-            sim.handle(e.kind);
-        } else {
-            let r = requests.next().expect("peeked");
-            sim.now = sim.now.max(r.arrival);
-            sim.on_arrival(r);
-            on_request();
-        }
-    }
-    sim.finish()
+    let one = std::slice::from_ref(cfg);
+    let mut result = run_pool(one, &PoolHeadroom::PerModel, &[], requests, on_request);
+    result.models.pop().expect("one deployment")
 }
 
 #[cfg(test)]

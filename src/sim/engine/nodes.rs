@@ -38,7 +38,7 @@ impl Sim<'_> {
         } else {
             None
         };
-        self.nodes.push(Node {
+        self.cluster.nodes.push(Node {
             gpus: p.instance.gpus,
             used: 0,
             balloons: 0,
@@ -59,17 +59,20 @@ impl Sim<'_> {
                 self.result.scored.nodes_launched += 1;
             }
         }
-        let id = self.nodes.len() - 1;
-        self.live_nodes.push(id);
+        let id = self.cluster.nodes.len() - 1;
+        self.cluster.live_nodes.push(id);
         id
     }
 
     /// A launch by the provisioner: its duration drawn from the launch model.
     fn launch_drawn(&mut self) -> usize {
         let median = self.cfg.provisioner.node_launch_s;
-        let mut rng =
-            super::launch::draw_stream(self.cfg.seed, Stream::Provisioner, self.launches_drawn);
-        self.launches_drawn += 1;
+        let mut rng = super::launch::draw_stream(
+            self.cfg.seed,
+            Stream::Provisioner,
+            self.cluster.launches_drawn,
+        );
+        self.cluster.launches_drawn += 1;
         let launch_s = self.cfg.launch.sample(median, &mut rng);
         self.launch_node(Some(launch_s))
     }
@@ -97,7 +100,7 @@ impl Sim<'_> {
     }
 
     pub(super) fn free_gpus(&self, node: usize) -> u32 {
-        let n = &self.nodes[node];
+        let n = &self.cluster.nodes[node];
         n.gpus - n.used
     }
 
@@ -105,13 +108,13 @@ impl Sim<'_> {
     /// Karpenter's disruption controller, only terminates a node it is deleting once empty.
     pub(super) fn check_empty(&mut self, node: usize) {
         if self.cfg.provisioner.disruption.is_some() {
-            let n = &self.nodes[node];
+            let n = &self.cluster.nodes[node];
             if n.alive && n.deleting && n.used == 0 {
                 self.terminate_node(node);
             }
             return;
         }
-        let n = &mut self.nodes[node];
+        let n = &mut self.cluster.nodes[node];
         if !n.alive || n.used > 0 || n.empty_since.is_some() {
             return;
         }
@@ -122,19 +125,19 @@ impl Sim<'_> {
     }
 
     pub(super) fn terminate_node(&mut self, node: usize) {
-        let n = &mut self.nodes[node];
+        let n = &mut self.cluster.nodes[node];
         n.alive = false;
         let (launched, gpus) = (n.launched, n.gpus as f64);
         self.charge_gpus(launched, gpus);
     }
 
     pub(super) fn on_empty_check(&mut self, node: usize) {
-        let n = &self.nodes[node];
+        let n = &self.cluster.nodes[node];
         let Some(since) = n.empty_since else { return };
         if !n.alive || n.used > 0 || since + self.cfg.provisioner.empty_after_s > self.now + 1e-9 {
             return;
         }
-        if self.consolidation_frozen {
+        if self.cluster.consolidation_frozen {
             // Budgets "0" for Empty: look again once prewarm may have released the freeze.
             let retry = self.now + self.cfg.step_s;
             self.push(retry, Kind::EmptyCheck { node });
@@ -144,9 +147,10 @@ impl Sim<'_> {
     }
 
     pub(super) fn ready_gpus(&self) -> u32 {
-        self.live_nodes
+        self.cluster
+            .live_nodes
             .iter()
-            .map(|&i| &self.nodes[i])
+            .map(|&i| &self.cluster.nodes[i])
             .filter(|n| n.alive && n.ready_at <= self.now)
             .map(|n| n.gpus)
             .sum()
@@ -158,8 +162,8 @@ impl Sim<'_> {
     pub(super) fn pick_node_for_inference(&self) -> Option<(usize, bool)> {
         let gpr = self.gpr();
         let mut best: Option<(u8, usize)> = None;
-        for &i in &self.live_nodes {
-            let n = &self.nodes[i];
+        for &i in &self.cluster.live_nodes {
+            let n = &self.cluster.nodes[i];
             if !n.alive || n.deleting {
                 continue;
             }
@@ -191,10 +195,11 @@ impl Sim<'_> {
 
     pub(super) fn pick_node_for_balloon(&self) -> Option<usize> {
         let gpr = self.gpr();
-        self.live_nodes
-            .iter()
-            .copied()
-            .find(|&i| self.nodes[i].alive && !self.nodes[i].deleting && self.free_gpus(i) >= gpr)
+        self.cluster.live_nodes.iter().copied().find(|&i| {
+            self.cluster.nodes[i].alive
+                && !self.cluster.nodes[i].deleting
+                && self.free_gpus(i) >= gpr
+        })
     }
 
     pub(super) fn on_provision(&mut self) {
@@ -207,7 +212,7 @@ impl Sim<'_> {
         }
         self.provision_scheduled = false;
         let gpr = self.gpr();
-        let need = (self.pending_inference + self.pending_balloons) * gpr;
+        let need = (self.pending_inference + self.cluster.pending_balloons) * gpr;
         let per_node = self.cfg.provisioner.instance.gpus;
         if per_node < gpr {
             // A replica that fits no node stays pending forever; the CLI rejects this setup.

@@ -60,7 +60,7 @@ impl Sim<'_> {
         let load = self.cfg.model.model_load_s;
         let pull = self.cfg.model.image_pull_s;
         let now = self.now;
-        let n = &mut self.nodes[node];
+        let n = &mut self.cluster.nodes[node];
         n.empty_since = None;
         n.last_pod_event = now;
         let starts_the_pull = n.image_ready_at.is_none();
@@ -103,11 +103,11 @@ impl Sim<'_> {
             match self.pick_node_for_inference() {
                 Some((node, preempt)) => {
                     if preempt {
-                        self.nodes[node].balloons -= 1;
-                        self.nodes[node].last_pod_event = self.now;
-                        self.pending_balloons += 1;
+                        self.cluster.nodes[node].balloons -= 1;
+                        self.cluster.nodes[node].last_pod_event = self.now;
+                        self.cluster.pending_balloons += 1;
                     } else {
-                        self.nodes[node].used += gpr;
+                        self.cluster.nodes[node].used += gpr;
                     }
                     self.bind(pod, node);
                 }
@@ -115,20 +115,20 @@ impl Sim<'_> {
             }
         }
         self.pending_pods = still_pending;
-        while self.pending_balloons > 0 {
+        while self.cluster.pending_balloons > 0 {
             let Some(node) = self.pick_node_for_balloon() else {
                 break;
             };
-            let n = &mut self.nodes[node];
+            let n = &mut self.cluster.nodes[node];
             n.used += gpr;
             n.balloons += 1;
             n.empty_since = None;
             n.last_pod_event = self.now;
-            self.pending_balloons -= 1;
+            self.cluster.pending_balloons -= 1;
         }
         // Karpenter's batcher: the first pending pod opens a batch, each new one keeps it open
         // for the idle time, up to its maximum length (on_provision).
-        let pending = self.pending_inference + self.pending_balloons;
+        let pending = self.pending_inference + self.cluster.pending_balloons;
         if pending > 0 && !self.provision_scheduled {
             self.provision_scheduled = true;
             self.batch_start = self.now;
@@ -196,8 +196,8 @@ impl Sim<'_> {
 
     pub(super) fn release(&mut self, node: usize) {
         let gpr = self.gpr();
-        self.nodes[node].used -= gpr;
-        self.nodes[node].last_pod_event = self.now;
+        self.cluster.nodes[node].used -= gpr;
+        self.cluster.nodes[node].last_pod_event = self.now;
         self.check_empty(node);
     }
 

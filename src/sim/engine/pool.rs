@@ -1,12 +1,13 @@
 //! Several deployments (models) on one NodePool: each its own HPA, queue, replicas and model
 //! load, every node shared. A node holds replicas of any model, a balloon on it is preempted by
 //! whichever model's pod is pending first, and Karpenter's batching, launches and consolidation
-//! see every model's pods. Changes when how the deployments share the pool does.
+//! see every model's pods. The engine's one loop: a single model is a pool of one (`run`).
+//! Changes when how the deployments share the pool does.
 //!
-//! Each deployment is one `Sim` with its own events; the pool's state (nodes, balloons, the
-//! disruption controller's command, the launch draws, the consolidation freeze) is moved into
-//! the deployment whose event runs, and out again after it, so every line of the one-model
-//! engine runs unchanged on the shared nodes. What the one-model engine does by itself only
+//! Each deployment is one `Sim` with its own events; the pool's node set (`Cluster`: nodes,
+//! balloons, the disruption controller's command, the launch draws, the consolidation freeze)
+//! is moved into the deployment whose event runs, and out again after it, so every line of the
+//! one-model engine runs unchanged on the shared nodes. What the one-model engine does by itself only
 //! for its own pods is done here for all:
 //! - after any event, the other deployments' pending pods are placed (room freed by one
 //!   model's scale-down, or a balloon, takes another's pending pod at once, as the scheduler
@@ -20,13 +21,12 @@
 //! repack counts the pending pods of the first deployment only. Every model has the same
 //! replica size (`Model::gpus_per_replica`), so a balloon fits any of them.
 
-use crate::core::policy::tier_split::{self, TargetDemand, Tier};
 use crate::core::{PolicySpec, TargetSpec};
+use crate::sim::tier_split::{self, TargetDemand, Tier};
 
 use super::events::Kind;
-use super::nodes::Node;
 use super::pods::Phase;
-use super::{Headroom, Request, RunConfig, RunResult, Sim};
+use super::{Cluster, Headroom, Request, RunConfig, RunResult, Sim};
 
 /// Who sets the pool's spare.
 #[derive(Clone, Debug)]
@@ -67,35 +67,10 @@ impl PoolResult {
     }
 }
 
-/// The pool's state, held here while no deployment's event runs.
-#[derive(Default)]
-struct Shared {
-    nodes: Vec<Node>,
-    live_nodes: Vec<usize>,
-    pending_balloons: u32,
-    consolidation_frozen: bool,
-    launches_drawn: u64,
-    disruption_pending: Vec<usize>,
-}
-
-impl Shared {
-    /// Exchanges the pool's state with the deployment's (in, then out again).
-    fn swap(&mut self, sim: &mut Sim) {
-        std::mem::swap(&mut self.nodes, &mut sim.nodes);
-        std::mem::swap(&mut self.live_nodes, &mut sim.live_nodes);
-        std::mem::swap(&mut self.pending_balloons, &mut sim.pending_balloons);
-        std::mem::swap(
-            &mut self.consolidation_frozen,
-            &mut sim.consolidation_frozen,
-        );
-        std::mem::swap(&mut self.launches_drawn, &mut sim.launches_drawn);
-        std::mem::swap(&mut self.disruption_pending, &mut sim.disruption_pending);
-    }
-}
-
 struct Pool<'a> {
     sims: Vec<Sim<'a>>,
-    shared: Shared,
+    /// The pool's node set while no deployment's event runs.
+    cluster: Cluster,
     result: PoolResult,
 }
 
@@ -104,9 +79,9 @@ impl<'a> Pool<'a> {
     fn with<T>(&mut self, m: usize, now: f64, f: impl FnOnce(&mut Sim<'a>) -> T) -> T {
         let sim = &mut self.sims[m];
         sim.now = sim.now.max(now);
-        self.shared.swap(sim);
+        std::mem::swap(&mut self.cluster, &mut sim.cluster);
         let out = f(sim);
-        self.shared.swap(sim);
+        std::mem::swap(&mut self.cluster, &mut sim.cluster);
         out
     }
 
@@ -250,7 +225,7 @@ impl Sim<'_> {
                     Phase::Starting { node, .. } | Phase::Serving { node } => node,
                     Phase::Pending | Phase::Gone => return false,
                 };
-                !pod.draining && self.nodes[node].alive && self.nodes[node].deleting
+                !pod.draining && self.cluster.nodes[node].alive && self.cluster.nodes[node].deleting
             })
             .collect();
         if on_deleting.is_empty() {
@@ -284,7 +259,7 @@ pub fn run_pool(
     }
     let mut pool = Pool {
         sims: cfgs.iter().map(Sim::new).collect(),
-        shared: Shared::default(),
+        cluster: Cluster::default(),
         result: PoolResult::default(),
     };
     for m in 0..cfgs.len() {
@@ -325,11 +300,11 @@ pub fn run_pool(
     }
     let end = pool.sims.iter().map(|s| s.now).fold(0.0, f64::max);
     let sims = std::mem::take(&mut pool.sims);
-    let mut shared = pool.shared;
+    let mut cluster = pool.cluster;
     let mut result = pool.result;
     for mut sim in sims {
         sim.now = end;
-        shared.swap(&mut sim);
+        std::mem::swap(&mut cluster, &mut sim.cluster);
         result.models.push(sim.finish());
     }
     result

@@ -1,5 +1,5 @@
-//! Pool tests: one deployment in a pool is the one-model engine exactly; several share nodes
-//! and balloons. Expected values are worked out in the comments.
+//! Pool tests: several deployments share nodes and balloons; the split with one target is
+//! prewarm's own floor. Expected values are worked out in the comments.
 
 use super::super::tests::{config, prewarm_floor_config};
 use super::super::*;
@@ -38,21 +38,6 @@ fn figures(r: &RunResult) -> (u64, u64, u64, u64, u64, f64, f64) {
         s.gpu.total,
         s.waits.max(),
     )
-}
-
-#[test]
-fn one_deployment_in_a_pool_is_the_one_model_engine() {
-    let (cfg, reqs) = single_step(0);
-    let alone = run(&cfg, reqs.iter().copied(), || {});
-    let pool = run_pool(
-        std::slice::from_ref(&cfg),
-        &PoolHeadroom::PerModel,
-        &[0],
-        reqs.iter().copied(),
-        || {},
-    );
-    assert_eq!(figures(&pool.models[0]), figures(&alone));
-    assert_eq!(pool.models[0].node_demand_times, alone.node_demand_times);
 }
 
 #[test]
@@ -167,7 +152,7 @@ fn a_node_karpenter_deletes_has_every_models_pods_evicted() {
     let cfgs = [cfg.clone(), cfg];
     let mut pool = Pool {
         sims: cfgs.iter().map(Sim::new).collect(),
-        shared: Shared::default(),
+        cluster: Cluster::default(),
         result: PoolResult::default(),
     };
     for m in 0..2 {
@@ -179,8 +164,8 @@ fn a_node_karpenter_deletes_has_every_models_pods_evicted() {
     pool.with(0, 0.0, |s| {
         let b = s.launch_node(None);
         s.pods[0].phase = Phase::Serving { node: b };
-        s.nodes[0].used -= 1;
-        s.nodes[b].used += 1;
+        s.cluster.nodes[0].used -= 1;
+        s.cluster.nodes[b].used += 1;
     });
     while let Some((m, t)) = pool.next_event() {
         if t > 700.0 {
@@ -188,9 +173,9 @@ fn a_node_karpenter_deletes_has_every_models_pods_evicted() {
         }
         pool.handle(m, &PoolHeadroom::PerModel);
     }
-    assert!(!pool.shared.nodes[0].alive);
-    assert!(pool.shared.nodes[1].alive);
-    assert_eq!(pool.shared.nodes[1].used, 2);
+    assert!(!pool.cluster.nodes[0].alive);
+    assert!(pool.cluster.nodes[1].alive);
+    assert_eq!(pool.cluster.nodes[1].used, 2);
     let on = |m: usize| -> Vec<Phase> {
         let s = &pool.sims[m];
         s.live_pods

@@ -293,8 +293,8 @@ fn split_two_and_one(sim: &mut Sim<'_>) {
     // The warm start packs all three on node 0; move the third to a second warm node.
     let b = sim.launch_node(None);
     sim.pods[2].phase = Phase::Serving { node: b };
-    sim.nodes[0].used -= 1;
-    sim.nodes[b].used += 1;
+    sim.cluster.nodes[0].used -= 1;
+    sim.cluster.nodes[b].used += 1;
 }
 
 #[test]
@@ -306,12 +306,12 @@ fn an_underutilised_node_is_repacked_after_consolidate_after_and_the_validation(
     // (consolidateAfter 600 s); node 1's one pod fits in node 0's 2 free GPUs and node 0's two
     // in node 1's 3, and node 1 has fewer pods: the command is node 1. Validated 15 s later.
     step_to(&mut sim, &[], 614.0);
-    assert!(sim.nodes[1].alive);
+    assert!(sim.cluster.nodes[1].alive);
     step_to(&mut sim, &[], 615.0);
     // At 615 node 1 is deleted: its idle replica goes at once (node terminated), its
     // replacement binds to node 0 (image there since 0) and loads its model until 645.
-    assert!(!sim.nodes[1].alive);
-    assert_eq!(sim.nodes[0].used, 3);
+    assert!(!sim.cluster.nodes[1].alive);
+    assert_eq!(sim.cluster.nodes[0].used, 3);
     assert_eq!((sim.replica_count(), sim.serving_count()), (3, 2));
     step_to(&mut sim, &[], 645.0);
     assert_eq!(sim.serving_count(), 3);
@@ -326,7 +326,7 @@ fn when_empty_leaves_an_underutilised_node_alone() {
     let mut sim = Sim::new(&cfg);
     split_two_and_one(&mut sim);
     step_to(&mut sim, &[], 1300.0);
-    assert!(sim.nodes[0].alive && sim.nodes[1].alive);
+    assert!(sim.cluster.nodes[0].alive && sim.cluster.nodes[1].alive);
 }
 
 #[test]

@@ -16,8 +16,8 @@
 //! (each floor at its own upper band): at equal GPUs the replicas win, as they leave no model
 //! load. With one target, or errors that move together (`correlation` 1), pooling saves
 //! nothing and the floors sit at the upper bands, as without a pool.
-
-use serde::{Deserialize, Serialize};
+//!
+//! Only the simulator's pool engine uses it (`--models K`): it lives here until the tick does.
 
 /// One target of the pool at the lead time.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -31,8 +31,7 @@ pub struct TargetDemand {
 }
 
 /// Which tier holds the band.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Tier {
     /// Every band in loaded replicas: floors at the upper bands, no warm node.
     Replicas,
