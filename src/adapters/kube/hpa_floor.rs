@@ -172,6 +172,21 @@ pub fn surge_floor(view: &FloorView) -> Option<u32> {
         .map(|r| r.want(Some(view.max_replicas)))
 }
 
+/// The floor plan of the tick (and of `prewarm restore`'s floor step) on an object a drain's
+/// surge may also hold (`surge_floor`): the forecast's floor never lowers the surge.
+pub fn plan_beside_surge(
+    view: &FloorView,
+    intent: FloorIntent,
+    now: f64,
+    lease_s: f64,
+) -> std::result::Result<FloorPatch, String> {
+    let intent = match (intent, surge_floor(view)) {
+        (FloorIntent::AtLeast(want), Some(surge)) => FloorIntent::AtLeast(want.max(surge)),
+        (other, _) => other,
+    };
+    plan_floor(view, intent, now, lease_s)
+}
+
 /// The JSON merge patch of a floor change, conditional on `resource_version`; the floor is
 /// `spec.<field>` (`minReplicas` on an HPA, `minReplicaCount` on a KEDA ScaledObject).
 pub fn floor_patch_body(patch: &FloorPatch, resource_version: &str, field: &str) -> Value {
@@ -223,13 +238,8 @@ pub async fn plan_and_apply(
     dry_run: bool,
 ) -> Result<FloorChange> {
     let on = read_floor_object(client, &r.namespace, &r.name).await?;
-    // A drain's surge (`drain::surge`) holds this floor too, its record on the same object: the
-    // forecast's floor never lowers it.
-    let intent = match (intent, surge_floor(&on.view)) {
-        (FloorIntent::AtLeast(want), Some(surge)) => FloorIntent::AtLeast(want.max(surge)),
-        (other, _) => other,
-    };
-    let patch = on.plan(intent, now, lease_s)?;
+    // A drain's surge (`drain::surge`) holds this floor too, its record on the same object.
+    let patch = plan_beside_surge(&on.view, intent, now, lease_s).map_err(|m| on.refused(m))?;
     if !dry_run && (patch.min_replicas.is_some() || !patch.annotations.is_empty()) {
         on.write(&on.patch_body(&patch)).await?;
     }
@@ -321,12 +331,17 @@ pub async fn floor_object_of(
 impl FloorObject {
     /// `plan_floor` on the object read; malformed annotations are a non-retryable error.
     pub fn plan(&self, intent: FloorIntent, now: f64, lease_s: f64) -> Result<FloorPatch> {
-        plan_floor(&self.view, intent, now, lease_s).map_err(|message| Error::Kube {
+        plan_floor(&self.view, intent, now, lease_s).map_err(|m| self.refused(m))
+    }
+
+    /// A plan refused for malformed annotations on this object: not retryable.
+    fn refused(&self, message: String) -> Error {
+        Error::Kube {
             operation: "plan the replica floor".into(),
             object: format!("{} {}", self.kind, self.display),
             message,
             retryable: false,
-        })
+        }
     }
 
     /// The merge patch of `patch` on this object, conditional on the version read.
