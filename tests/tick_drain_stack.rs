@@ -23,7 +23,7 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::Node;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, PostParams};
 use prewarm::adapters::kube::drain::surge::{release, surge_workload};
 use prewarm::config::Config;
 use prewarm::core::interruption::surge::SurgeIntent;
@@ -35,7 +35,9 @@ mod common;
 use common::{as_user, env, now};
 #[path = "common/drain_fixtures.rs"]
 mod drain_fixtures;
-use drain_fixtures::{ago, annotate, ensure_balloon, make_node, unique, BALLOON, BALLOON_NS};
+use drain_fixtures::{
+    ago, annotate, ensure_balloon, false_alarm_node, make_node, unique, BALLOON, BALLOON_NS,
+};
 
 /// Both tests list every node of the cluster through the tick: one at a time.
 static CLUSTER_WIDE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -230,52 +232,7 @@ async fn a_dry_run_tick_still_hands_a_false_alarm_to_the_interruption_function()
     let _alone = CLUSTER_WIDE.lock().await;
     let admin = as_user("KUBECONFIG").await;
     ensure_balloon(&admin).await;
-    // A `drain` of a rebalance that moved everything 41 minutes ago, on a node still Ready and
-    // cordoned: a false alarm, to un-drain 10 min after the end of its 30-min wait.
-    let (node, instance) = (unique("tick-dry-"), unique("i-0abcd"));
-    make_node(&admin, &node, &instance).await;
-    annotate(
-        &admin,
-        &node,
-        &[
-            (
-                "prewarm.io/drain-event-id",
-                "ev-dry-false-alarm".to_string(),
-            ),
-            ("prewarm.io/drain-kind", "rebalance".into()),
-            ("prewarm.io/drain-phase", "drained".into()),
-            ("prewarm.io/drain-notice-time", ago(2_460)),
-            ("prewarm.io/drain-started-at", ago(2_460)),
-            ("prewarm.io/drain-finished-at", ago(2_160)),
-        ],
-    )
-    .await;
-    let nodes = Api::<Node>::all(admin.clone());
-    nodes
-        .patch(
-            &node,
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"unschedulable": true, "taints": [
-                {"key": "prewarm.io/draining", "value": "rebalance", "effect": "NoSchedule"}]}})),
-        )
-        .await
-        .unwrap();
-    // kwok makes the node Ready after its delay: a survivor only once it is.
-    for _ in 0..60 {
-        let ready = nodes
-            .get(&node)
-            .await
-            .unwrap()
-            .status
-            .and_then(|s| s.conditions)
-            .unwrap_or_default()
-            .iter()
-            .any(|c| c.type_ == "Ready" && c.status == "True");
-        if ready {
-            break;
-        }
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    }
+    let (node, _) = false_alarm_node(&admin, "tick-dry-").await;
     let sqs = drain_fixtures::sqs().await;
     let queue = drain_fixtures::queue(&sqs, "tick-dry-").await;
     let deps = tick_deps(target("tick-dry", None), &queue, true).await;
@@ -287,7 +244,9 @@ async fn a_dry_run_tick_still_hands_a_false_alarm_to_the_interruption_function()
         .filter_map(|(record, _)| record.body)
         .filter(|body| body.contains(&node))
         .collect();
-    let _ = nodes.delete(&node, &DeleteParams::default()).await;
+    let _ = Api::<Node>::all(admin.clone())
+        .delete(&node, &DeleteParams::default())
+        .await;
     assert_eq!(
         handed.len(),
         1,
