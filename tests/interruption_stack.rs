@@ -375,34 +375,7 @@ async fn the_tick_hands_orphaned_and_expired_drains_to_the_interruption_function
     }
     // 4. A `drain` (the default) of a rebalance that moved everything 41 minutes ago, on a node
     //    still Ready: a false alarm, un-drained 10 min after the end of the 30-min wait.
-    let (false_alarm, false_alarm_i) = (unique("h6-falsealarm-"), unique("i-0abcd"));
-    make_node(&admin, &false_alarm, &false_alarm_i).await;
-    annotate(
-        &admin,
-        &false_alarm,
-        &[
-            (
-                "prewarm.io/drain-event-id",
-                "ev-rebalance-drained".to_string(),
-            ),
-            ("prewarm.io/drain-kind", "rebalance".into()),
-            ("prewarm.io/drain-phase", "drained".into()),
-            ("prewarm.io/drain-notice-time", ago(2_460)),
-            ("prewarm.io/drain-started-at", ago(2_460)),
-            ("prewarm.io/drain-finished-at", ago(2_160)),
-        ],
-    )
-    .await;
-    Api::<Node>::all(admin.clone())
-        .patch(
-            &false_alarm,
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"unschedulable": true, "taints": [
-                {"key": "prewarm.io/draining", "value": "rebalance", "effect": "NoSchedule"}]}})),
-        )
-        .await
-        .unwrap();
-    wait_ready(&admin, &false_alarm).await;
+    let (false_alarm, false_alarm_i) = false_alarm_node(&admin, "h6-falsealarm-").await;
     let sqs = sqs().await;
     let queue = sqs
         .create_queue()
@@ -757,17 +730,4 @@ fn rebalance_record(instance: &str, event_id: &str) -> SqsMessage {
         "detail": {"instance-id": instance}
     });
     sqs_record(body.to_string())
-}
-
-/// Waits (up to 20 s) until kwok reports `node` Ready: the survivor rule needs it.
-async fn wait_ready(admin: &kube::Client, node: &str) {
-    let nodes = Api::<Node>::all(admin.clone());
-    for _ in 0..40 {
-        let n = nodes.get(node).await.unwrap();
-        if prewarm::adapters::kube::drain::is_ready(&n) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-    panic!("{node} never became Ready");
 }

@@ -216,6 +216,47 @@ pub fn ago(seconds: i64) -> String {
     now_rfc3339(-seconds)
 }
 
+/// A `drain` (the default) of a rebalance that moved everything 41 minutes ago, on a kwok node
+/// still cordoned and tainted, returned once kwok has made it Ready: a false alarm, to un-drain
+/// 10 min after the end of the 30-min wait. Returns (node, instance).
+pub async fn false_alarm_node(client: &kube::Client, prefix: &str) -> (String, String) {
+    let (node, instance) = (unique(prefix), unique("i-0abcd"));
+    make_node(client, &node, &instance).await;
+    annotate(
+        client,
+        &node,
+        &[
+            (
+                "prewarm.io/drain-event-id",
+                "ev-rebalance-drained".to_string(),
+            ),
+            ("prewarm.io/drain-kind", "rebalance".into()),
+            ("prewarm.io/drain-phase", "drained".into()),
+            ("prewarm.io/drain-notice-time", ago(2_460)),
+            ("prewarm.io/drain-started-at", ago(2_460)),
+            ("prewarm.io/drain-finished-at", ago(2_160)),
+        ],
+    )
+    .await;
+    let nodes = Api::<Node>::all(client.clone());
+    nodes
+        .patch(
+            &node,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"unschedulable": true, "taints": [
+                {"key": "prewarm.io/draining", "value": "rebalance", "effect": "NoSchedule"}]}})),
+        )
+        .await
+        .unwrap();
+    for _ in 0..40 {
+        if prewarm::adapters::kube::drain::is_ready(&nodes.get(&node).await.unwrap()) {
+            return (node, instance);
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    panic!("{node} never became Ready");
+}
+
 pub const POOL: &str = "h6-faults";
 pub const BALLOON_NS: &str = "prewarm";
 pub const BALLOON: &str = "balloon-gpu";

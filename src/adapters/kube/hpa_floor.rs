@@ -21,7 +21,8 @@
 //!   same lease and annotations on the ScaledObject: KEDA rewrites the HPA from it, so a raise
 //!   written on the HPA would be undone.
 //! - a drain's surge (`drain::surge`) raises the same floor through the same object
-//!   (`FloorObject`), its record beside the lease; the forecast's floor never lowers it.
+//!   (`FloorObject`), its record beside the lease; no intent of the tick lowers it
+//!   (`plan_beside_surge`): only the drain's release does.
 //!
 //! Writes are JSON merge patches with the `resourceVersion` read (409 on a concurrent change)
 //! under the field manager `prewarm-hpa-floor`. GitOps: Argo CD needs an `ignoreDifferences`
@@ -172,6 +173,26 @@ pub fn surge_floor(view: &FloorView) -> Option<u32> {
         .map(|r| r.want(Some(view.max_replicas)))
 }
 
+/// The floor plan of the tick (and of `prewarm restore`'s floor step) on an object a drain's
+/// surge may also hold (`surge_floor`). The surge is the drain's, and only the drain's release
+/// lowers it: a plan that would write a floor below it (a lower forecast, a restore, a lease
+/// that ran out while metrics are missing) holds it instead, so the tick gives back only the
+/// part of a raise above the surge, the part that is its own.
+pub fn plan_beside_surge(
+    view: &FloorView,
+    intent: FloorIntent,
+    now: f64,
+    lease_s: f64,
+) -> std::result::Result<FloorPatch, String> {
+    let patch = plan_floor(view, intent, now, lease_s)?;
+    match (surge_floor(view), patch.min_replicas) {
+        (Some(surge), Some(min)) if min < surge => {
+            plan_floor(view, FloorIntent::AtLeast(surge), now, lease_s)
+        }
+        _ => Ok(patch),
+    }
+}
+
 /// The JSON merge patch of a floor change, conditional on `resource_version`; the floor is
 /// `spec.<field>` (`minReplicas` on an HPA, `minReplicaCount` on a KEDA ScaledObject).
 pub fn floor_patch_body(patch: &FloorPatch, resource_version: &str, field: &str) -> Value {
@@ -223,13 +244,8 @@ pub async fn plan_and_apply(
     dry_run: bool,
 ) -> Result<FloorChange> {
     let on = read_floor_object(client, &r.namespace, &r.name).await?;
-    // A drain's surge (`drain::surge`) holds this floor too, its record on the same object: the
-    // forecast's floor never lowers it.
-    let intent = match (intent, surge_floor(&on.view)) {
-        (FloorIntent::AtLeast(want), Some(surge)) => FloorIntent::AtLeast(want.max(surge)),
-        (other, _) => other,
-    };
-    let patch = on.plan(intent, now, lease_s)?;
+    // A drain's surge (`drain::surge`) holds this floor too, its record on the same object.
+    let patch = plan_beside_surge(&on.view, intent, now, lease_s).map_err(|m| on.refused(m))?;
     if !dry_run && (patch.min_replicas.is_some() || !patch.annotations.is_empty()) {
         on.write(&on.patch_body(&patch)).await?;
     }
@@ -321,12 +337,17 @@ pub async fn floor_object_of(
 impl FloorObject {
     /// `plan_floor` on the object read; malformed annotations are a non-retryable error.
     pub fn plan(&self, intent: FloorIntent, now: f64, lease_s: f64) -> Result<FloorPatch> {
-        plan_floor(&self.view, intent, now, lease_s).map_err(|message| Error::Kube {
+        plan_floor(&self.view, intent, now, lease_s).map_err(|m| self.refused(m))
+    }
+
+    /// A plan refused for malformed annotations on this object: not retryable.
+    fn refused(&self, message: String) -> Error {
+        Error::Kube {
             operation: "plan the replica floor".into(),
             object: format!("{} {}", self.kind, self.display),
             message,
             retryable: false,
-        })
+        }
     }
 
     /// The merge patch of `patch` on this object, conditional on the version read.
@@ -551,6 +572,99 @@ mod tests {
             surge_floor(&view(3, 10, &[(SURGE_DRAINS, "{}"), (SURGE_BASE, "3")])),
             None
         );
+    }
+
+    /// The tick's floor beside a drain's surge, whatever its intent: the user's 2, a drain moving
+    /// 2 pods of a workload of 2 (surge record base 2 + 2 = 4, under maxReplicas 10), written
+    /// through the floor lease as the drain does (user 2, raised 4, its lease live or past).
+    #[test]
+    fn a_drain_surge_holds_against_every_tick_intent() {
+        use crate::core::interruption::surge::{SURGE_BASE, SURGE_DRAINS};
+        let future = "2026-11-29T12:03:00.000Z";
+        let past = "2026-11-29T11:59:00.000Z";
+        let surged = |min: &str, raised: &str, until: &'static str| {
+            vec![
+                (USER_MIN, min.to_string()),
+                (RAISED_MIN, raised.to_string()),
+                (LEASE_UNTIL, until.to_string()),
+                (SURGE_DRAINS, r#"{"i-a":2}"#.to_string()),
+                (SURGE_BASE, "2".to_string()),
+            ]
+        };
+        let v = |min: u32, ann: Vec<(&str, String)>| {
+            let refs: Vec<(&str, &str)> = ann.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            view(min, 10, &refs)
+        };
+        // (situation, view, intent, minReplicas written, outcome) - by hand.
+        let rows = [
+            (
+                // raiseMinReplicas false (the default): nothing of the tick's to give back.
+                "a restore keeps the drain's 4",
+                v(4, surged("2", "4", future)),
+                FloorIntent::Restore,
+                None,
+                "renewed",
+            ),
+            (
+                // Fail static with the lease run out: the 4 is still the drain's.
+                "an expired lease under missing metrics keeps the drain's 4",
+                v(4, surged("2", "4", past)),
+                FloorIntent::Hold,
+                None,
+                "renewed",
+            ),
+            (
+                "a live lease under missing metrics is renewed",
+                v(4, surged("2", "4", future)),
+                FloorIntent::Hold,
+                None,
+                "renewed",
+            ),
+            (
+                "a forecast of 3 keeps the drain's 4",
+                v(4, surged("2", "4", future)),
+                FloorIntent::AtLeast(3),
+                None,
+                "renewed",
+            ),
+            (
+                "a forecast of 6 raises over the drain's 4",
+                v(4, surged("2", "4", future)),
+                FloorIntent::AtLeast(6),
+                Some(6),
+                "raised",
+            ),
+            (
+                // The tick had raised to 6 before the option was turned off: its part (6 - 4)
+                // goes back, the drain's 4 stays.
+                "a restore of the tick's 6 comes down to the drain's 4",
+                v(6, surged("2", "6", future)),
+                FloorIntent::Restore,
+                Some(4),
+                "raised",
+            ),
+            (
+                "no drain left in the record: a restore gives the user's 2 back",
+                v(
+                    4,
+                    vec![
+                        (USER_MIN, "2".into()),
+                        (RAISED_MIN, "4".into()),
+                        (LEASE_UNTIL, future.into()),
+                        (SURGE_DRAINS, "{}".into()),
+                        (SURGE_BASE, "2".into()),
+                    ],
+                ),
+                FloorIntent::Restore,
+                Some(2),
+                "restored",
+            ),
+        ];
+        for (name, hpa, intent, min, outcome) in rows {
+            let got = plan_beside_surge(&hpa, intent, NOW, LEASE).unwrap();
+            assert_eq!(got.min_replicas, min, "{name}: minReplicas");
+            assert_eq!(got.outcome.to_string(), outcome, "{name}: outcome");
+        }
     }
 
     #[test]

@@ -394,6 +394,14 @@ fn floor_outcome(target: &TargetSpec, object: &str, patch: &hpa_floor::FloorPatc
             "the floor was edited while raised: the edit stays; prewarm.io/ annotations removed"
                 .into(),
         ),
+        // A restore plans no raise: held (or lowered to it) for a drain's surge that is still
+        // there (`hpa_floor::plan_beside_surge`; a dry run has not released it).
+        (LeaseOutcome::Renewed | LeaseOutcome::Raised, _) => outcome(
+            target,
+            object,
+            RestoreOutcome::Kept,
+            "a drain's surge holds the floor: the drain surge's release gives it back".into(),
+        ),
         _ if !patch.annotations.is_empty() => outcome(
             target,
             object,
@@ -549,6 +557,12 @@ mod tests {
                 patch(None, &BTreeMap::new(), LeaseOutcome::Unchanged),
                 "unchanged",
                 "nothing",
+            ),
+            (
+                // A drain's surge still on the floor (a dry run has not released it).
+                patch(None, &removed, LeaseOutcome::Renewed),
+                "kept",
+                "surge",
             ),
         ];
         for (p, want, piece) in cases {

@@ -1,5 +1,7 @@
 //! The scheduled tick: every TICK_SECONDS, for every target at once, observe demand, read the
 //! headroom object and NodePool, decide (pure core), and carry out the plan unless DRY_RUN.
+//! The drains' safety net (`leases`) runs whatever the mode: DRY_RUN and PAUSED hold the tick's
+//! own scaling, while the interruption function, which follows neither, keeps draining.
 //!
 //! EventBridge fires at most once a minute, so one invocation runs several ticks, stopping
 //! shortly before the minute ends (or the Lambda deadline). Each target runs in its own task,
@@ -106,9 +108,9 @@ pub async fn tick_once(deps: &Arc<TickDeps>, now: f64, dry_run: bool) -> Vec<Tar
     let targets = targets::without_pool_conflicts(targets, &deps.config.emf_namespace);
     let targets =
         targets::without_policy_gaps(targets, &deps.config.policy, &deps.config.emf_namespace);
-    if !dry_run {
-        leases::collect_drain_leases(deps, &client, &targets, now).await;
-    }
+    // Not held by DRY_RUN or PAUSED: it cleans up after the interruption function's drains,
+    // which run in either mode, and hands it the drains only it can finish.
+    leases::collect_drain_leases(deps, &client, &targets, now).await;
     let leads = lead::start(deps, &client, &targets, now)
         .await
         .map(Arc::new);

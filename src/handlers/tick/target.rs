@@ -153,6 +153,7 @@ pub async fn tick_target(
     if let Some(r) = target.hpa.as_ref() {
         // A target whose raiseMinReplicas was turned off gets a raise still on its HPA given
         // back (nothing is written when there is none): no lease is left to outlive the option.
+        // A drain's surge on the same floor stays, whatever the intent (`plan_beside_surge`).
         let intent = if r.raise_min_replicas {
             floor_intent(&plan)
         } else {
