@@ -148,6 +148,11 @@ fn a_ready_replacement_hands_over_at_the_second_check() {
         lines[0]["applied"]["placeholder"],
         "placeholder prewarm/prewarm-replacement-i-0abc1111111111111 made, Running on gpu-node-b"
     );
+    // By hand: llama-0 and llama-slow, 8 cpu, 64Gi (68719476736 bytes) and 2 GPUs each.
+    assert_eq!(
+        lines[0]["applied"]["placeholder_requests"],
+        serde_json::json!({"cpu": "16000m", "memory": "137438953472", "nvidia.com/gpu": "4"})
+    );
 }
 
 /// No Ready node of the pool besides the draining one (gpu-node-b NotReady): the placeholder stays

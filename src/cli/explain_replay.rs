@@ -211,6 +211,7 @@ fn applied_json(a: &Applied) -> Value {
         "blocked": a.blocked,
         "deleted_past_pdb": a.deleted_past_pdb,
         "placeholder": a.placeholder,
+        "placeholder_requests": a.placeholder_requests,
         "released": a.released,
     })
 }
