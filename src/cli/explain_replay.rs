@@ -105,7 +105,7 @@ pub fn command_text(c: &Command) -> String {
         Command::RecordState { state } => format!("record-state {}", state.phase.as_str()),
         Command::Cordon => "cordon".into(),
         Command::Taint { kind } => format!("taint prewarm.io/draining={kind}:NoSchedule"),
-        Command::RequestReplacement { gpus } => format!("request-replacement gpus={gpus}"),
+        Command::RequestReplacement { gpus, .. } => format!("request-replacement gpus={gpus}"),
         Command::Evict {
             pod,
             tier,

@@ -181,8 +181,11 @@ impl ClusterState {
             self.patch_node(node, &patch);
         }
         for command in &step.commands {
-            if let (Command::RequestReplacement { .. }, Some(s)) = (command, step.state.as_ref()) {
-                if let Some((made, requests)) = self.request(observed, ctx, lease_expiry(s)) {
+            if let (Command::RequestReplacement { pods, .. }, Some(s)) =
+                (command, step.state.as_ref())
+            {
+                if let Some((made, requests)) = self.request(observed, pods, ctx, lease_expiry(s))
+                {
                     applied.placeholder = Some(made);
                     applied.placeholder_requests = Some(requests);
                 }
@@ -241,6 +244,7 @@ impl ClusterState {
     fn request(
         &mut self,
         observed: &Observation,
+        stands_for: &[PodRef],
         ctx: &DrainContext,
         expires_at: f64,
     ) -> Option<(String, BTreeMap<String, String>)> {
@@ -251,6 +255,7 @@ impl ClusterState {
             ctx.targets,
             &observed.node,
             &observed.pods,
+            stands_for,
             ctx.drain_id,
             ctx.event_id,
             expires_at,

@@ -158,13 +158,16 @@ pub async fn execute(
     // After the node write: the claim is on the node before its placeholder exists (see
     // `replacement::collect_placeholders`).
     for command in &step.commands {
-        if let (Command::RequestReplacement { gpus }, Some(s)) = (command, step.state.as_ref()) {
+        if let (Command::RequestReplacement { gpus, pods }, Some(s)) =
+            (command, step.state.as_ref())
+        {
             let expires_at = lease_expiry(s);
             match replacement::request(
                 client,
                 targets,
                 node,
                 &observed.pods,
+                pods,
                 drain_id,
                 event_id,
                 expires_at,
