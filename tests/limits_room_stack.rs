@@ -14,6 +14,10 @@
 //! - `a_write_that_conflicts_with_a_drains_claim_keeps_its_room`: the tick (or another drain)
 //!   read the pool and its nodes, then a drain claimed one of them and made room; the first
 //!   write conflicts, and the retry must count the new drain instead of erasing its room.
+//! - `at_the_cap_a_long_grace_deployment_pod_leaves_the_placeholder_to_the_others`: two
+//!   Deployments' pods on the one node of a pool at its cap, one with a grace period longer than
+//!   the warning (evicted at the claim): the placeholder stands for the other alone, so it and
+//!   the evicted pod's successor both fit the room, and the drain sees its replacement.
 //!
 //! The handler runs as the `prewarm-lambda` user (both functions' groups plus the stack-tests
 //! grant for objects of any name, as these NodePools are the test's own); the admin makes the
@@ -23,6 +27,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use aws_lambda_events::event::sqs::SqsMessage;
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use prewarm::adapters::events::{parse_record_with, InstanceIdRule, ParsedRecord};
@@ -468,4 +473,155 @@ async fn a_write_that_conflicts_with_a_drains_claim_keeps_its_room() {
     // By hand: the room counts the draining node (4 + 4). With the nodes listed before the
     // claim, the retry wrote the user's 4 back over the room.
     assert_eq!(after, at_claim, "the write took the drain's room away");
+}
+
+/// A Deployment `name` of `pool`: one replica asking for `gpus`, with `grace_s`.
+async fn make_deployment(client: &kube::Client, name: &str, pool: &str, gpus: u32, grace_s: u32) {
+    let deployment: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "nodeSelector": {"karpenter.sh/nodepool": pool},
+                    "terminationGracePeriodSeconds": grace_s,
+                    "tolerations": [{"key": "prewarm.io/room-test", "operator": "Exists", "effect": "NoSchedule"}],
+                    "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
+                        "resources": {"requests": {"nvidia.com/gpu": gpus.to_string()},
+                                      "limits": {"nvidia.com/gpu": gpus.to_string()}}}]
+                }
+            }
+        }
+    }))
+    .unwrap();
+    Api::<Deployment>::namespaced(client.clone(), NS)
+        .create(&PostParams::default(), &deployment)
+        .await
+        .unwrap();
+}
+
+/// The Running pods of Deployment `app` (label `app`): (name, node).
+async fn running_pods_of(client: &kube::Client, app: &str) -> Vec<(String, String)> {
+    Api::<Pod>::namespaced(client.clone(), NS)
+        .list(&ListParams::default().labels(&format!("app={app}")))
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+        .filter_map(|p| Some((p.metadata.name?, p.spec?.node_name?)))
+        .collect()
+}
+
+/// A NodePool at its cap (4 GPUs, one node) running two Deployments' pods of 2 GPUs each, one
+/// with a 300 s grace period (more than the spot warning's 120 s: due, and evicted, at the
+/// claim). The claim's placeholder stands for the other pod only (2 GPUs): the due pod's
+/// successor asks for its own 2, and the room (the node's 4) holds both, so the placeholder runs
+/// and the drain sees its replacement before the deadline.
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn at_the_cap_a_long_grace_deployment_pod_leaves_the_placeholder_to_the_others() {
+    let admin = as_user("KUBECONFIG").await;
+    ensure_namespace(&admin).await;
+    let pool = unique_hex("rg-");
+    make_pool(&admin, &pool, json!({"nvidia.com/gpu": 4})).await;
+    let (slow, quick) = (format!("{pool}-slow"), format!("{pool}-quick"));
+    // Together, within Karpenter's batch: one NodeClaim for both (a g5.12xlarge holds 4 GPUs).
+    make_deployment(&admin, &slow, &pool, 2, 300).await;
+    make_deployment(&admin, &quick, &pool, 2, 0).await;
+    let node = wait_for(
+        "both Deployments' pods Running on one node",
+        Duration::from_secs(180),
+        || async {
+            let (s, q) = (
+                running_pods_of(&admin, &slow).await,
+                running_pods_of(&admin, &quick).await,
+            );
+            match (s.as_slice(), q.as_slice()) {
+                ([(_, a)], [(_, b)]) => {
+                    assert_eq!(a, b, "Karpenter put the two pods on two nodes");
+                    Some(a.clone())
+                }
+                _ => None,
+            }
+        },
+    )
+    .await;
+    let nodes = Api::<Node>::all(admin.clone());
+    let instance = instance_of_node(&nodes.get(&node).await.unwrap()).unwrap_or_default();
+
+    let h = handler(&targets(&pool, None)).await;
+    let record = spot_warning(&instance);
+    let claim_at = now();
+    let mut outcomes = vec![h.handle_record(&record, &Continuation::default()).await];
+    let requested: Option<Value> = placeholders(&admin, &instance)
+        .await
+        .first()
+        .and_then(|p| p.spec.as_ref()?.containers.first()?.resources.clone())
+        .and_then(|r| serde_json::to_value(r.requests?).ok());
+    for _ in 0..80 {
+        if matches!(outcomes.last(), Some(RecordOutcome::Delete { .. })) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(1_200)).await;
+        outcomes.push(h.handle_record(&record, &Continuation::default()).await);
+    }
+    let annotations = nodes
+        .get(&node)
+        .await
+        .unwrap()
+        .metadata
+        .annotations
+        .unwrap_or_default();
+    let time = |key: &str| {
+        annotations
+            .get(key)
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+            .map(|t| t.timestamp_millis() as f64 / 1000.0)
+    };
+    let ready_at = time("prewarm.io/drain-replacement-ready-at");
+    let deadline = time("prewarm.io/drain-deadline");
+    let successor = running_pods_of(&admin, &slow).await;
+    let report = node_report(&admin, &node).await;
+
+    let deployments = Api::<Deployment>::namespaced(admin.clone(), NS);
+    for d in [&slow, &quick] {
+        let _ = deployments.delete(d, &DeleteParams::default()).await;
+    }
+    for p in placeholders(&admin, &instance).await {
+        let _ = Api::<Pod>::namespaced(admin.clone(), "prewarm")
+            .delete(
+                p.metadata.name.as_deref().unwrap(),
+                &DeleteParams::default(),
+            )
+            .await;
+    }
+    let _ = pools(&admin).delete(&pool, &DeleteParams::default()).await;
+
+    // By hand: the quick pod's 2 GPUs, not the 4 of both pods.
+    assert_eq!(
+        requested,
+        Some(json!({"nvidia.com/gpu": "2"})),
+        "the claim's placeholder; {report}"
+    );
+    eprintln!(
+        "replacement ready {:?} s after the claim, deadline {:?} s after it",
+        ready_at.map(|t| t - claim_at),
+        deadline.map(|t| t - claim_at)
+    );
+    assert!(
+        ready_at.zip(deadline).is_some_and(|(r, d)| r < d),
+        "the drain never saw its replacement before the deadline: {outcomes:?}; {report}"
+    );
+    assert!(
+        successor.iter().any(|(_, n)| *n != node),
+        "the due pod's successor found no room: {successor:?}"
+    );
+    assert!(
+        matches!(outcomes.last(), Some(RecordOutcome::Delete { .. })),
+        "the drain did not finish: {outcomes:?}; {report}"
+    );
 }
