@@ -291,32 +291,46 @@ fn the_surge_is_given_back_when_the_drain_ends_not_at_the_hand_over() {
 /// due at min(deadline, end − its grace), by hand in the row.
 #[test]
 fn a_pod_due_in_the_step_is_not_in_that_steps_placeholder() {
-    type Row = (&'static str, Vec<PodView>, f64, Option<u32>, Vec<&'static str>);
+    type Row = (
+        &'static str,
+        Vec<PodView>,
+        f64,
+        Option<u32>,
+        Vec<&'static str>,
+    );
     let rows: Vec<Row> = vec![
         (
-            "300 s grace, due at T0-180: evicted at once; the placeholder for the others, 3 + 3",
+            "300 s grace, due at T0-180: evicted; the placeholder for the others, 3 + 3",
             vllm_node_pods(),
             T0 + 1.0,
             Some(6),
             vec!["vllm-slow"],
         ),
         (
-            "the due pod alone: evicted, and no placeholder (nothing else to stand for)",
+            "the due pod alone: evicted, no placeholder (nothing else to stand for)",
             vec![pod("vllm-slow", 2, 300.0)],
             T0 + 1.0,
             None,
             vec!["vllm-slow"],
         ),
         (
-            "100 s grace, due at T0+20, not yet at T0+1: in the placeholder, 2 + 3 + 3",
-            vec![pod("vllm-100", 2, 100.0), pod("llama-0", 3, 0.0), pod("llama-1", 3, 0.0)],
+            "100 s grace, due at T0+20, not at T0+1: in the placeholder, 2 + 3 + 3",
+            vec![
+                pod("vllm-100", 2, 100.0),
+                pod("llama-0", 3, 0.0),
+                pod("llama-1", 3, 0.0),
+            ],
             T0 + 1.0,
             Some(8),
             vec![],
         ),
         (
-            "the same pods claimed late, at T0+21: the 100 s pod is due and left out, 3 + 3",
-            vec![pod("vllm-100", 2, 100.0), pod("llama-0", 3, 0.0), pod("llama-1", 3, 0.0)],
+            "claimed late, at T0+21: the 100 s pod is due and left out, 3 + 3",
+            vec![
+                pod("vllm-100", 2, 100.0),
+                pod("llama-0", 3, 0.0),
+                pod("llama-1", 3, 0.0),
+            ],
             T0 + 21.0,
             Some(6),
             vec!["vllm-100"],
@@ -324,7 +338,12 @@ fn a_pod_due_in_the_step_is_not_in_that_steps_placeholder() {
     ];
     for (situation, pods, now, placeholder_gpus, evicts) in rows {
         let step = plan_drain(&node(Absent), &pods, &spot_warning(), now, &settings());
-        assert_eq!(requested(&step), placeholder_gpus, "{situation}: {:?}", step.commands);
+        assert_eq!(
+            requested(&step),
+            placeholder_gpus,
+            "{situation}: {:?}",
+            step.commands
+        );
         assert_eq!(evicted(&step), evicts, "{situation}");
     }
 }

@@ -14,6 +14,11 @@
 //! - `a_write_that_conflicts_with_a_drains_claim_keeps_its_room`: the tick (or another drain)
 //!   read the pool and its nodes, then a drain claimed one of them and made room; the first
 //!   write conflicts, and the retry must count the new drain instead of erasing its room.
+//! - `a_room_write_refused_at_the_claim_is_made_by_the_drains_next_step` and
+//!   `a_tick_whose_headroom_read_fails_still_makes_a_drains_room`: the apiserver refuses the
+//!   claim's room write (a ValidatingAdmissionPolicy for the lambda user on that NodePool, lifted
+//!   after the claim); the drain's next step, or a tick whose headroom object cannot be read,
+//!   writes it.
 //! - `at_the_cap_a_long_grace_deployment_pod_leaves_the_placeholder_to_the_others`: two
 //!   Deployments' pods on the one node of a pool at its cap, one with a grace period longer than
 //!   the warning (evicted at the claim): the placeholder stands for the other alone, so it and
@@ -38,6 +43,7 @@ use prewarm::adapters::kube::nodepool_limits::LimitsIntent;
 use prewarm::adapters::kube::restore::restore_all;
 use prewarm::config::Config;
 use prewarm::handlers::interruption::{Continuation, Interruption, RecordOutcome};
+use prewarm::handlers::tick::{tick_once, TickDeps};
 use serde_json::{json, Value};
 
 mod common;
@@ -473,6 +479,210 @@ async fn a_write_that_conflicts_with_a_drains_claim_keeps_its_room() {
     // By hand: the room counts the draining node (4 + 4). With the nodes listed before the
     // claim, the retry wrote the user's 4 back over the room.
     assert_eq!(after, at_claim, "the write took the drain's room away");
+}
+
+/// The `ValidatingAdmissionPolicy` (and its binding) that refuses the lambda user's writes to
+/// NodePool `pool`: the apiserver's own admission (CEL), not a fault of the test's making.
+fn refusal(pool: &str) -> (DynamicObject, DynamicObject) {
+    let name = format!("prewarm-test-refuse-{pool}");
+    let policy = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": name},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": [{"apiGroups": ["karpenter.sh"],
+                "apiVersions": ["*"], "operations": ["UPDATE"], "resources": ["nodepools"]}]},
+            "matchConditions": [{"name": "the-lambda-on-this-pool", "expression":
+                format!("request.userInfo.username == 'prewarm-lambda' && object.metadata.name == '{pool}'")}],
+            "validations": [{"expression": "false", "message": "refused by the test"}]
+        }
+    });
+    let binding = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": name},
+        "spec": {"policyName": name, "validationActions": ["Deny"]}
+    });
+    (
+        serde_json::from_value(policy).unwrap(),
+        serde_json::from_value(binding).unwrap(),
+    )
+}
+
+fn admission_api(client: &kube::Client, kind: &str, plural: &str) -> Api<DynamicObject> {
+    Api::all_with(
+        client.clone(),
+        &kube::api::ApiResource::from_gvk_with_plural(
+            &kube::api::GroupVersionKind::gvk("admissionregistration.k8s.io", "v1", kind),
+            plural,
+        ),
+    )
+}
+
+/// Refuses (`on`) or allows again the lambda's writes to `pool`, and waits until the apiserver
+/// does so (a dry-run write by the lambda refused, or accepted: policies apply asynchronously).
+async fn refuse_pool_writes(admin: &kube::Client, lambda: &kube::Client, pool: &str, on: bool) {
+    let (policy, binding) = refusal(pool);
+    let policies = admission_api(
+        admin,
+        "ValidatingAdmissionPolicy",
+        "validatingadmissionpolicies",
+    );
+    let bindings = admission_api(
+        admin,
+        "ValidatingAdmissionPolicyBinding",
+        "validatingadmissionpolicybindings",
+    );
+    let name = policy.metadata.name.clone().unwrap();
+    if on {
+        let apply = PatchParams::apply("prewarm-room-tests").force();
+        policies
+            .patch(&name, &apply, &Patch::Apply(&policy))
+            .await
+            .unwrap();
+        bindings
+            .patch(&name, &apply, &Patch::Apply(&binding))
+            .await
+            .unwrap();
+    } else {
+        let _ = bindings.delete(&name, &DeleteParams::default()).await;
+        let _ = policies.delete(&name, &DeleteParams::default()).await;
+    }
+    let probe = Patch::Merge(json!({"metadata": {"annotations": {"prewarm.io/room-probe": "1"}}}));
+    let dry_run = PatchParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    wait_for(
+        if on {
+            "the refusal in force"
+        } else {
+            "the refusal lifted"
+        },
+        Duration::from_secs(30),
+        || async {
+            let refused = pools(lambda).patch(pool, &dry_run, &probe).await.is_err();
+            (refused == on).then_some(())
+        },
+    )
+    .await;
+}
+
+/// A claim at the cap whose room write the apiserver refused: the drain's next step (the
+/// placeholder Pending, since Karpenter cannot launch past the cap) writes the room.
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn a_room_write_refused_at_the_claim_is_made_by_the_drains_next_step() {
+    let admin = as_user("KUBECONFIG").await;
+    let lambda = as_user("PREWARM_LAMBDA_KUBECONFIG").await;
+    ensure_namespace(&admin).await;
+    let (pool, users, workload, node) = pool_at_its_cap(&admin, "rr-").await;
+    let instance = instance_of_node(&Api::<Node>::all(admin.clone()).get(&node).await.unwrap())
+        .unwrap_or_default();
+    let h = handler(&targets(&pool, None)).await;
+    let record = spot_warning(&instance);
+
+    refuse_pool_writes(&admin, &lambda, &pool, true).await;
+    let first = h.handle_record(&record, &Continuation::default()).await;
+    let (at_claim, _) = limits_of(&admin, &pool).await;
+    refuse_pool_writes(&admin, &lambda, &pool, false).await;
+    // The next check (RECHECK_SECONDS 2 after the claim; an earlier delivery is a duplicate).
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let pending = placeholders(&admin, &instance).await;
+    let second = h.handle_record(&record, &Continuation::default()).await;
+    let (after, _) = limits_of(&admin, &pool).await;
+    let report = node_report(&admin, &node).await;
+
+    for p in placeholders(&admin, &instance).await {
+        let _ = Api::<Pod>::namespaced(admin.clone(), "prewarm")
+            .delete(
+                p.metadata.name.as_deref().unwrap(),
+                &DeleteParams::default(),
+            )
+            .await;
+    }
+    let _ = Api::<Pod>::namespaced(admin.clone(), NS)
+        .delete(&workload, &DeleteParams::default())
+        .await;
+    let _ = pools(&admin).delete(&pool, &DeleteParams::default()).await;
+
+    assert_eq!(
+        at_claim, users,
+        "the refusal did not hold at the claim: {first:?}"
+    );
+    assert_eq!(
+        pending.len(),
+        1,
+        "no placeholder waiting at the cap; {report}"
+    );
+    // By hand, as in the first test: the user's 4 GPUs + the node's 4 (kwok: no cpu capacity).
+    assert_eq!(
+        after,
+        json!({"cpu": "48", "nvidia.com/gpu": "8"}),
+        "the drain did not make its room again: {second:?}; {report}"
+    );
+}
+
+/// A tick whose target's headroom object cannot be read (here: there is none) still writes the
+/// room of its NodePool's draining node, whose own write at the claim the apiserver refused.
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn a_tick_whose_headroom_read_fails_still_makes_a_drains_room() {
+    let admin = as_user("KUBECONFIG").await;
+    let lambda = as_user("PREWARM_LAMBDA_KUBECONFIG").await;
+    ensure_namespace(&admin).await;
+    let (pool, users, workload, node) = pool_at_its_cap(&admin, "rt-").await;
+    let instance = instance_of_node(&Api::<Node>::all(admin.clone()).get(&node).await.unwrap())
+        .unwrap_or_default();
+    let targets_json = targets(&pool, None);
+    let h = handler(&targets_json).await;
+    refuse_pool_writes(&admin, &lambda, &pool, true).await;
+    h.handle_record(&spot_warning(&instance), &Continuation::default())
+        .await;
+    let (at_claim, _) = limits_of(&admin, &pool).await;
+    refuse_pool_writes(&admin, &lambda, &pool, false).await;
+
+    // The tick, as the lambda user: its balloon `<pool>-balloon` was never made.
+    let vars: HashMap<&str, String> = [
+        ("PREWARM_TARGETS", targets_json),
+        ("METRIC_SOURCE", "prometheus".to_string()),
+        ("PROMETHEUS_URL", env("PROMETHEUS_URL")),
+        ("KUBECONFIG", env("PREWARM_LAMBDA_KUBECONFIG")),
+        ("INTERRUPTION_QUEUE_URL", env("INTERRUPTION_QUEUE_URL")),
+    ]
+    .into();
+    let config = Config::from_lookup(|k| vars.get(k).cloned()).unwrap();
+    let deps = std::sync::Arc::new(TickDeps::build(config).await.unwrap());
+    let reports = tick_once(&deps, now(), false).await;
+    let (after, _) = limits_of(&admin, &pool).await;
+    let report = node_report(&admin, &node).await;
+
+    for p in placeholders(&admin, &instance).await {
+        let _ = Api::<Pod>::namespaced(admin.clone(), "prewarm")
+            .delete(
+                p.metadata.name.as_deref().unwrap(),
+                &DeleteParams::default(),
+            )
+            .await;
+    }
+    let _ = Api::<Pod>::namespaced(admin.clone(), NS)
+        .delete(&workload, &DeleteParams::default())
+        .await;
+    let _ = pools(&admin).delete(&pool, &DeleteParams::default()).await;
+
+    assert_eq!(at_claim, users, "the refusal did not hold at the claim");
+    let target = reports.iter().find(|r| r.target == pool).expect("a report");
+    assert!(
+        target
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("balloon")),
+        "the headroom read did not fail: {target:?}"
+    );
+    assert_eq!(
+        after,
+        json!({"cpu": "48", "nvidia.com/gpu": "8"}),
+        "the tick did not make the drain's room: {target:?}; {report}"
+    );
 }
 
 /// A Deployment `name` of `pool`: one replica asking for `gpus`, with `grace_s`.

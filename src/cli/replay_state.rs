@@ -184,8 +184,7 @@ impl ClusterState {
             if let (Command::RequestReplacement { pods, .. }, Some(s)) =
                 (command, step.state.as_ref())
             {
-                if let Some((made, requests)) = self.request(observed, pods, ctx, lease_expiry(s))
-                {
+                if let Some((made, requests)) = self.request(observed, pods, ctx, lease_expiry(s)) {
                     applied.placeholder = Some(made);
                     applied.placeholder_requests = Some(requests);
                 }
