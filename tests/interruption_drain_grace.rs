@@ -298,6 +298,13 @@ fn a_pod_due_in_the_step_is_not_in_that_steps_placeholder() {
         Option<u32>,
         Vec<&'static str>,
     );
+    let grace_100 = || {
+        vec![
+            pod("vllm-100", 2, 100.0),
+            pod("llama-0", 3, 0.0),
+            pod("llama-1", 3, 0.0),
+        ]
+    };
     let rows: Vec<Row> = vec![
         (
             "300 s grace, due at T0-180: evicted; the placeholder for the others, 3 + 3",
@@ -315,22 +322,14 @@ fn a_pod_due_in_the_step_is_not_in_that_steps_placeholder() {
         ),
         (
             "100 s grace, due at T0+20, not at T0+1: in the placeholder, 2 + 3 + 3",
-            vec![
-                pod("vllm-100", 2, 100.0),
-                pod("llama-0", 3, 0.0),
-                pod("llama-1", 3, 0.0),
-            ],
+            grace_100(),
             T0 + 1.0,
             Some(8),
             vec![],
         ),
         (
             "claimed late, at T0+21: the 100 s pod is due and left out, 3 + 3",
-            vec![
-                pod("vllm-100", 2, 100.0),
-                pod("llama-0", 3, 0.0),
-                pod("llama-1", 3, 0.0),
-            ],
+            grace_100(),
             T0 + 21.0,
             Some(6),
             vec!["vllm-100"],

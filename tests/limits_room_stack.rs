@@ -161,6 +161,25 @@ async fn placeholders(client: &kube::Client, instance: &str) -> Vec<Pod> {
         .items
 }
 
+/// Deletes what a test made: the drain's placeholders (a drain not driven to its end leaves one,
+/// which other tests' restores would find), the workload pods `pods` and the NodePool.
+async fn clean_up(admin: &kube::Client, instance: &str, pods: &[&str], pool: &str) {
+    for p in placeholders(admin, instance).await {
+        let _ = Api::<Pod>::namespaced(admin.clone(), "prewarm")
+            .delete(
+                p.metadata.name.as_deref().unwrap(),
+                &DeleteParams::default(),
+            )
+            .await;
+    }
+    for pod in pods {
+        let _ = Api::<Pod>::namespaced(admin.clone(), NS)
+            .delete(pod, &DeleteParams::default())
+            .await;
+    }
+    let _ = pools(admin).delete(pool, &DeleteParams::default()).await;
+}
+
 /// What the drain left on the node, for a failure message.
 async fn node_report(client: &kube::Client, node: &str) -> String {
     match Api::<Node>::all(client.clone()).get_opt(node).await {
@@ -385,19 +404,8 @@ async fn a_targets_cap_grows_for_the_lease_only_and_restore_gives_the_users_valu
     let restored = restore_all(&lambda, &config.targets, now(), false).await;
     let (after_restore, saved_after) = limits_of(&admin, &pool).await;
 
-    for p in placeholders(&admin, &instance).await {
-        let _ = Api::<Pod>::namespaced(admin.clone(), "prewarm")
-            .delete(
-                p.metadata.name.as_deref().unwrap(),
-                &DeleteParams::default(),
-            )
-            .await;
-    }
-    let _ = Api::<Pod>::namespaced(admin.clone(), NS)
-        .delete(&pod, &DeleteParams::default())
-        .await;
     let _ = nodes.delete(&node, &DeleteParams::default()).await;
-    let _ = pools(&admin).delete(&pool, &DeleteParams::default()).await;
+    clean_up(&admin, &instance, &[&pod], &pool).await;
 
     // By hand: the cap 64 GPUs / 1Ti; the node adds 4 GPUs and 128Gi (1Ti + 128Gi = 1152Gi);
     // cpu is not in the cap and stays the user's.
@@ -450,20 +458,7 @@ async fn a_write_that_conflicts_with_a_drains_claim_keeps_its_room() {
     let outcome = apply_node_pool(&lambda, &stale_view, &intent, Some(true), false).await;
     let (after, _) = limits_of(&admin, &pool).await;
 
-    let _ = Api::<Pod>::namespaced(admin.clone(), NS)
-        .delete(&workload, &DeleteParams::default())
-        .await;
-    // The claim's placeholder too: the drain is never driven on, and a placeholder left behind
-    // would be found by other tests' restores.
-    for p in placeholders(&admin, &instance).await {
-        let _ = Api::<Pod>::namespaced(admin.clone(), "prewarm")
-            .delete(
-                p.metadata.name.as_deref().unwrap(),
-                &DeleteParams::default(),
-            )
-            .await;
-    }
-    let _ = pools(&admin).delete(&pool, &DeleteParams::default()).await;
+    clean_up(&admin, &instance, &[&workload], &pool).await;
 
     assert_eq!(
         at_claim,
@@ -567,47 +562,72 @@ async fn refuse_pool_writes(admin: &kube::Client, lambda: &kube::Client, pool: &
     .await;
 }
 
+/// A pool at its cap whose node a drain claimed while the apiserver refused the lambda's
+/// NodePool writes (the refusal lifted since): the claim made no room.
+struct RefusedClaim {
+    pool: String,
+    users: Value,
+    workload: String,
+    node: String,
+    instance: String,
+    handler: Interruption,
+    record: ParsedRecord,
+    first: RecordOutcome,
+    /// The limits right after the claim.
+    at_claim: Value,
+}
+
+async fn refused_claim(admin: &kube::Client, prefix: &str) -> RefusedClaim {
+    let lambda = as_user("PREWARM_LAMBDA_KUBECONFIG").await;
+    ensure_namespace(admin).await;
+    let (pool, users, workload, node) = pool_at_its_cap(admin, prefix).await;
+    let instance = instance_of_node(&Api::<Node>::all(admin.clone()).get(&node).await.unwrap())
+        .unwrap_or_default();
+    let handler = handler(&targets(&pool, None)).await;
+    let record = spot_warning(&instance);
+    refuse_pool_writes(admin, &lambda, &pool, true).await;
+    let first = handler
+        .handle_record(&record, &Continuation::default())
+        .await;
+    let (at_claim, _) = limits_of(admin, &pool).await;
+    refuse_pool_writes(admin, &lambda, &pool, false).await;
+    RefusedClaim {
+        pool,
+        users,
+        workload,
+        node,
+        instance,
+        handler,
+        record,
+        first,
+        at_claim,
+    }
+}
+
 /// A claim at the cap whose room write the apiserver refused: the drain's next step (the
 /// placeholder Pending, since Karpenter cannot launch past the cap) writes the room.
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
 async fn a_room_write_refused_at_the_claim_is_made_by_the_drains_next_step() {
     let admin = as_user("KUBECONFIG").await;
-    let lambda = as_user("PREWARM_LAMBDA_KUBECONFIG").await;
-    ensure_namespace(&admin).await;
-    let (pool, users, workload, node) = pool_at_its_cap(&admin, "rr-").await;
-    let instance = instance_of_node(&Api::<Node>::all(admin.clone()).get(&node).await.unwrap())
-        .unwrap_or_default();
-    let h = handler(&targets(&pool, None)).await;
-    let record = spot_warning(&instance);
-
-    refuse_pool_writes(&admin, &lambda, &pool, true).await;
-    let first = h.handle_record(&record, &Continuation::default()).await;
-    let (at_claim, _) = limits_of(&admin, &pool).await;
-    refuse_pool_writes(&admin, &lambda, &pool, false).await;
+    let c = refused_claim(&admin, "rr-").await;
+    let (pool, node, instance) = (&c.pool, &c.node, &c.instance);
     // The next check (RECHECK_SECONDS 2 after the claim; an earlier delivery is a duplicate).
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let pending = placeholders(&admin, &instance).await;
-    let second = h.handle_record(&record, &Continuation::default()).await;
-    let (after, _) = limits_of(&admin, &pool).await;
-    let report = node_report(&admin, &node).await;
-
-    for p in placeholders(&admin, &instance).await {
-        let _ = Api::<Pod>::namespaced(admin.clone(), "prewarm")
-            .delete(
-                p.metadata.name.as_deref().unwrap(),
-                &DeleteParams::default(),
-            )
-            .await;
-    }
-    let _ = Api::<Pod>::namespaced(admin.clone(), NS)
-        .delete(&workload, &DeleteParams::default())
+    let pending = placeholders(&admin, instance).await;
+    let second = c
+        .handler
+        .handle_record(&c.record, &Continuation::default())
         .await;
-    let _ = pools(&admin).delete(&pool, &DeleteParams::default()).await;
+    let (after, _) = limits_of(&admin, pool).await;
+    let report = node_report(&admin, node).await;
+
+    clean_up(&admin, instance, &[&c.workload], pool).await;
 
     assert_eq!(
-        at_claim, users,
-        "the refusal did not hold at the claim: {first:?}"
+        c.at_claim, c.users,
+        "the refusal did not hold at the claim: {:?}",
+        c.first
     );
     assert_eq!(
         pending.len(),
@@ -628,22 +648,11 @@ async fn a_room_write_refused_at_the_claim_is_made_by_the_drains_next_step() {
 #[ignore = "needs the local stack (make e2e)"]
 async fn a_tick_whose_headroom_read_fails_still_makes_a_drains_room() {
     let admin = as_user("KUBECONFIG").await;
-    let lambda = as_user("PREWARM_LAMBDA_KUBECONFIG").await;
-    ensure_namespace(&admin).await;
-    let (pool, users, workload, node) = pool_at_its_cap(&admin, "rt-").await;
-    let instance = instance_of_node(&Api::<Node>::all(admin.clone()).get(&node).await.unwrap())
-        .unwrap_or_default();
-    let targets_json = targets(&pool, None);
-    let h = handler(&targets_json).await;
-    refuse_pool_writes(&admin, &lambda, &pool, true).await;
-    h.handle_record(&spot_warning(&instance), &Continuation::default())
-        .await;
-    let (at_claim, _) = limits_of(&admin, &pool).await;
-    refuse_pool_writes(&admin, &lambda, &pool, false).await;
-
+    let c = refused_claim(&admin, "rt-").await;
+    let (pool, node, instance) = (&c.pool, &c.node, &c.instance);
     // The tick, as the lambda user: its balloon `<pool>-balloon` was never made.
     let vars: HashMap<&str, String> = [
-        ("PREWARM_TARGETS", targets_json),
+        ("PREWARM_TARGETS", targets(pool, None)),
         ("METRIC_SOURCE", "prometheus".to_string()),
         ("PROMETHEUS_URL", env("PROMETHEUS_URL")),
         ("KUBECONFIG", env("PREWARM_LAMBDA_KUBECONFIG")),
@@ -653,24 +662,16 @@ async fn a_tick_whose_headroom_read_fails_still_makes_a_drains_room() {
     let config = Config::from_lookup(|k| vars.get(k).cloned()).unwrap();
     let deps = std::sync::Arc::new(TickDeps::build(config).await.unwrap());
     let reports = tick_once(&deps, now(), false).await;
-    let (after, _) = limits_of(&admin, &pool).await;
-    let report = node_report(&admin, &node).await;
+    let (after, _) = limits_of(&admin, pool).await;
+    let report = node_report(&admin, node).await;
 
-    for p in placeholders(&admin, &instance).await {
-        let _ = Api::<Pod>::namespaced(admin.clone(), "prewarm")
-            .delete(
-                p.metadata.name.as_deref().unwrap(),
-                &DeleteParams::default(),
-            )
-            .await;
-    }
-    let _ = Api::<Pod>::namespaced(admin.clone(), NS)
-        .delete(&workload, &DeleteParams::default())
-        .await;
-    let _ = pools(&admin).delete(&pool, &DeleteParams::default()).await;
+    clean_up(&admin, instance, &[&c.workload], pool).await;
 
-    assert_eq!(at_claim, users, "the refusal did not hold at the claim");
-    let target = reports.iter().find(|r| r.target == pool).expect("a report");
+    assert_eq!(c.at_claim, c.users, "the refusal did not hold at the claim");
+    let target = reports
+        .iter()
+        .find(|r| &r.target == pool)
+        .expect("a report");
     assert!(
         target
             .error
@@ -801,15 +802,7 @@ async fn at_the_cap_a_long_grace_deployment_pod_leaves_the_placeholder_to_the_ot
     for d in [&slow, &quick] {
         let _ = deployments.delete(d, &DeleteParams::default()).await;
     }
-    for p in placeholders(&admin, &instance).await {
-        let _ = Api::<Pod>::namespaced(admin.clone(), "prewarm")
-            .delete(
-                p.metadata.name.as_deref().unwrap(),
-                &DeleteParams::default(),
-            )
-            .await;
-    }
-    let _ = pools(&admin).delete(&pool, &DeleteParams::default()).await;
+    clean_up(&admin, &instance, &[], &pool).await;
 
     // By hand: the quick pod's 2 GPUs, not the 4 of both pods.
     assert_eq!(
