@@ -105,7 +105,7 @@ fn drained(at: &str) -> (String, String, Vec<String>, String) {
 
 const TAINT: &str = "taint prewarm.io/draining=spot-interruption:NoSchedule";
 
-/// Step 1 claims: cordon, taint, a placeholder for the 4 GPUs to move, and llama-slow goes at
+/// Step 1 claims: cordon, taint, a placeholder for llama-0's 2 GPUs, and llama-slow goes at
 /// once (due at end − 300 s = 11:57:00, before now; grace cut to the 120 s left). The placeholder
 /// runs on gpu-node-b (Ready, pool gpu). Step 2 (15 s later) sees it running: hand-over, llama-0
 /// evicted (its own 30 s grace fits the 105 s left: not cut). Step 3: only the DaemonSet pod is
@@ -123,7 +123,7 @@ fn a_ready_replacement_hands_over_at_the_second_check() {
                     "record-state evicting",
                     "cordon",
                     TAINT,
-                    "request-replacement gpus=4",
+                    "request-replacement gpus=2",
                     "evict inference/llama-slow tier=1 grace=120s",
                     "wait-until 2026-11-29T12:00:15.000Z",
                 ],
@@ -147,6 +147,27 @@ fn a_ready_replacement_hands_over_at_the_second_check() {
     assert_eq!(
         lines[0]["applied"]["placeholder"],
         "placeholder prewarm/prewarm-replacement-i-0abc1111111111111 made, Running on gpu-node-b"
+    );
+}
+
+/// llama-slow (a ReplicaSet's pod, grace 300 s) is due at the claim and evicted in that step:
+/// its successor asks for its own room, so the placeholder made in the same step stands for
+/// llama-0 alone (2 GPUs, 8 cpu, 64Gi = 68719476736 bytes), not for both.
+#[test]
+fn a_pod_evicted_at_the_claim_is_not_in_the_claims_placeholder() {
+    let lines = replay(&state_fixture(), 0);
+    let commands = &summary(&lines)[0].2;
+    assert!(
+        commands.contains(&"request-replacement gpus=2".to_string()),
+        "{commands:?}"
+    );
+    assert!(
+        commands.contains(&"evict inference/llama-slow tier=1 grace=120s".to_string()),
+        "{commands:?}"
+    );
+    assert_eq!(
+        lines[0]["applied"]["placeholder_requests"],
+        serde_json::json!({"cpu": "8000m", "memory": "68719476736", "nvidia.com/gpu": "2"})
     );
 }
 

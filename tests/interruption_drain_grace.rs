@@ -1,5 +1,6 @@
 //! Drains that never strand capacity, with a fixed clock: a pod whose grace period outlasts the
-//! warning starts eviction at once, yet the node's other pods keep their replacement placeholder
+//! warning starts eviction at once (and is not in the placeholder of that step: its successor
+//! asks for its own room), yet the node's other pods keep their replacement placeholder
 //! (asked for whenever it is missing, never deleted) until it runs or the deadline passes; and
 //! the drain's surges are given back when the drain ends, not in the hand-over step. Expected
 //! values are worked out by hand from the rules in `core::interruption::drain`.
@@ -71,7 +72,7 @@ fn evicted(step: &DrainStep) -> Vec<String> {
 
 fn requested(step: &DrainStep) -> Option<u32> {
     step.commands.iter().find_map(|c| match c {
-        Command::RequestReplacement { gpus } => Some(*gpus),
+        Command::RequestReplacement { gpus, .. } => Some(*gpus),
         _ => None,
     })
 }
@@ -149,11 +150,11 @@ fn a_300_s_grace_pod_keeps_the_placeholder_asked_for_until_it_runs() {
     assert_eq!(times, [1.0, 16.0, 31.0, 46.0, 61.0, 76.0]);
 
     // T0+1: the slow pod is due (its 300 s grace outlasts the 120 s warning) and goes at once,
-    // with its grace cut to the 119 s the instance has left; the placeholder is asked for every
-    // pod still serving (2 + 3 + 3 GPUs: the slow pod's successor needs room too).
+    // with its grace cut to the 119 s the instance has left; the placeholder is asked for the
+    // other pods (3 + 3 GPUs: the slow pod's successor asks for its own room).
     let (_, first) = &steps[0];
     assert_eq!(evicted(first), ["vllm-slow"]);
-    assert_eq!(requested(first), Some(8));
+    assert_eq!(requested(first), Some(6));
     assert!(!deletes_placeholder(first));
     let s = first.state.as_ref().unwrap();
     assert_eq!(s.evicting_since, Some(T0 + 1.0));
@@ -199,13 +200,7 @@ fn a_300_s_grace_pod_keeps_the_placeholder_until_the_deadline_when_it_never_runs
     assert_eq!(times, [1.0, 16.0, 31.0, 46.0, 61.0, 76.0]);
     for (now, step) in &steps {
         let at = now - T0;
-        let expected = if at == 1.0 {
-            Some(8)
-        } else if at == 46.0 {
-            Some(6)
-        } else {
-            None
-        };
+        let expected = (at == 1.0 || at == 46.0).then_some(6);
         assert_eq!(requested(step), expected, "T0+{at}: {:?}", step.commands);
         assert!(!deletes_placeholder(step), "T0+{at}: {:?}", step.commands);
         let others: Vec<String> = evicted(step)
@@ -286,4 +281,68 @@ fn the_surge_is_given_back_when_the_drain_ends_not_at_the_hand_over() {
     );
     assert_eq!(undone.last(), &Command::Done(Finish::Undrained));
     assert!(undone.commands.contains(&Command::ReleaseReplacement));
+}
+
+/// A pod due in a step (its grace period outlasts the time left) is evicted in that step, and its
+/// controller's successor is a pending pod that asks for its own room: the placeholder made in
+/// that step stands for the node's other pods only, or a second pending pod would ask for the
+/// same room (at a NodePool's cap it may then never run). Each row is a first step (no drain
+/// yet, no placeholder) of the 120 s spot warning at T0 (end T0+120, deadline T0+90); a pod is
+/// due at min(deadline, end − its grace), by hand in the row.
+#[test]
+fn a_pod_due_in_the_step_is_not_in_that_steps_placeholder() {
+    type Row = (
+        &'static str,
+        Vec<PodView>,
+        f64,
+        Option<u32>,
+        Vec<&'static str>,
+    );
+    let grace_100 = || {
+        vec![
+            pod("vllm-100", 2, 100.0),
+            pod("llama-0", 3, 0.0),
+            pod("llama-1", 3, 0.0),
+        ]
+    };
+    let rows: Vec<Row> = vec![
+        (
+            "300 s grace, due at T0-180: evicted; the placeholder for the others, 3 + 3",
+            vllm_node_pods(),
+            T0 + 1.0,
+            Some(6),
+            vec!["vllm-slow"],
+        ),
+        (
+            "the due pod alone: evicted, no placeholder (nothing else to stand for)",
+            vec![pod("vllm-slow", 2, 300.0)],
+            T0 + 1.0,
+            None,
+            vec!["vllm-slow"],
+        ),
+        (
+            "100 s grace, due at T0+20, not at T0+1: in the placeholder, 2 + 3 + 3",
+            grace_100(),
+            T0 + 1.0,
+            Some(8),
+            vec![],
+        ),
+        (
+            "claimed late, at T0+21: the 100 s pod is due and left out, 3 + 3",
+            grace_100(),
+            T0 + 21.0,
+            Some(6),
+            vec!["vllm-100"],
+        ),
+    ];
+    for (situation, pods, now, placeholder_gpus, evicts) in rows {
+        let step = plan_drain(&node(Absent), &pods, &spot_warning(), now, &settings());
+        assert_eq!(
+            requested(&step),
+            placeholder_gpus,
+            "{situation}: {:?}",
+            step.commands
+        );
+        assert_eq!(evicted(&step), evicts, "{situation}");
+    }
 }

@@ -113,7 +113,7 @@ fn first_step_of_a_spot_warning_cordons_taints_requests_and_waits() {
             Command::RecordState { .. } => "record",
             Command::Cordon => "cordon",
             Command::Taint { .. } => "taint",
-            Command::RequestReplacement { gpus: 8 } => "request-8",
+            Command::RequestReplacement { gpus: 8, .. } => "request-8",
             Command::WaitUntil { .. } => "wait",
             other => panic!("unexpected {other:?}"),
         })
@@ -754,7 +754,7 @@ fn kinds(step: &prewarm::core::interruption::DrainStep) -> Vec<String> {
             Command::RecordState { .. } => "record".to_string(),
             Command::Cordon => "cordon".into(),
             Command::Taint { .. } => "taint".into(),
-            Command::RequestReplacement { gpus } => format!("request-{gpus}"),
+            Command::RequestReplacement { gpus, .. } => format!("request-{gpus}"),
             Command::HandOver => "hand-over".into(),
             Command::ReleaseReplacement => "release".into(),
             Command::Evict { pod, .. } => format!("evict-{}", pod.name),
@@ -1096,12 +1096,12 @@ fn a_pod_due_early_by_its_grace_does_not_stop_the_others_replacement() {
     let quick = pod("llama-quick", 4); // due at the deadline, T0+90
     let requested = |step: &prewarm::core::interruption::DrainStep| -> Option<u32> {
         step.commands.iter().find_map(|c| match c {
-            Command::RequestReplacement { gpus } => Some(*gpus),
+            Command::RequestReplacement { gpus, .. } => Some(*gpus),
             _ => None,
         })
     };
-    // First step, T0+1: the slow pod goes; the placeholder is asked for both pods' 4 + 4 GPUs
-    // (the slow pod's successor needs room too).
+    // First step, T0+1: the slow pod goes; the placeholder is asked for the quick pod's 4 GPUs
+    // only (the slow pod's successor asks for its own room).
     let first = plan_drain(
         &node(Absent),
         &[slow.clone(), quick.clone()],
@@ -1110,7 +1110,7 @@ fn a_pod_due_early_by_its_grace_does_not_stop_the_others_replacement() {
         &settings(),
     );
     assert_eq!(evicted(&first), ["llama-slow"]);
-    assert_eq!(requested(&first), Some(8));
+    assert_eq!(requested(&first), Some(4));
     let evicting = NodeView {
         unschedulable: true,
         tainted: true,

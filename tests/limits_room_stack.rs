@@ -14,6 +14,15 @@
 //! - `a_write_that_conflicts_with_a_drains_claim_keeps_its_room`: the tick (or another drain)
 //!   read the pool and its nodes, then a drain claimed one of them and made room; the first
 //!   write conflicts, and the retry must count the new drain instead of erasing its room.
+//! - `a_room_write_refused_at_the_claim_is_made_by_the_drains_next_step` and
+//!   `a_tick_whose_headroom_read_fails_still_makes_a_drains_room`: the apiserver refuses the
+//!   claim's room write (a ValidatingAdmissionPolicy for the lambda user on that NodePool, lifted
+//!   after the claim); the drain's next step, or a tick whose headroom object cannot be read,
+//!   writes it.
+//! - `at_the_cap_a_long_grace_deployment_pod_leaves_the_placeholder_to_the_others`: two
+//!   Deployments' pods on the one node of a pool at its cap, one with a grace period longer than
+//!   the warning (evicted at the claim): the placeholder stands for the other alone, so it and
+//!   the evicted pod's successor both fit the room, and the drain sees its replacement.
 //!
 //! The handler runs as the `prewarm-lambda` user (both functions' groups plus the stack-tests
 //! grant for objects of any name, as these NodePools are the test's own); the admin makes the
@@ -23,6 +32,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use aws_lambda_events::event::sqs::SqsMessage;
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use prewarm::adapters::events::{parse_record_with, InstanceIdRule, ParsedRecord};
@@ -33,6 +43,7 @@ use prewarm::adapters::kube::nodepool_limits::LimitsIntent;
 use prewarm::adapters::kube::restore::restore_all;
 use prewarm::config::Config;
 use prewarm::handlers::interruption::{Continuation, Interruption, RecordOutcome};
+use prewarm::handlers::tick::{tick_once, TickDeps};
 use serde_json::{json, Value};
 
 mod common;
@@ -148,6 +159,25 @@ async fn placeholders(client: &kube::Client, instance: &str) -> Vec<Pod> {
         .await
         .unwrap()
         .items
+}
+
+/// Deletes what a test made: the drain's placeholders (a drain not driven to its end leaves one,
+/// which other tests' restores would find), the workload pods `pods` and the NodePool.
+async fn clean_up(admin: &kube::Client, instance: &str, pods: &[&str], pool: &str) {
+    for p in placeholders(admin, instance).await {
+        let _ = Api::<Pod>::namespaced(admin.clone(), "prewarm")
+            .delete(
+                p.metadata.name.as_deref().unwrap(),
+                &DeleteParams::default(),
+            )
+            .await;
+    }
+    for pod in pods {
+        let _ = Api::<Pod>::namespaced(admin.clone(), NS)
+            .delete(pod, &DeleteParams::default())
+            .await;
+    }
+    let _ = pools(admin).delete(pool, &DeleteParams::default()).await;
 }
 
 /// What the drain left on the node, for a failure message.
@@ -374,19 +404,8 @@ async fn a_targets_cap_grows_for_the_lease_only_and_restore_gives_the_users_valu
     let restored = restore_all(&lambda, &config.targets, now(), false).await;
     let (after_restore, saved_after) = limits_of(&admin, &pool).await;
 
-    for p in placeholders(&admin, &instance).await {
-        let _ = Api::<Pod>::namespaced(admin.clone(), "prewarm")
-            .delete(
-                p.metadata.name.as_deref().unwrap(),
-                &DeleteParams::default(),
-            )
-            .await;
-    }
-    let _ = Api::<Pod>::namespaced(admin.clone(), NS)
-        .delete(&pod, &DeleteParams::default())
-        .await;
     let _ = nodes.delete(&node, &DeleteParams::default()).await;
-    let _ = pools(&admin).delete(&pool, &DeleteParams::default()).await;
+    clean_up(&admin, &instance, &[&pod], &pool).await;
 
     // By hand: the cap 64 GPUs / 1Ti; the node adds 4 GPUs and 128Gi (1Ti + 128Gi = 1152Gi);
     // cpu is not in the cap and stays the user's.
@@ -439,20 +458,7 @@ async fn a_write_that_conflicts_with_a_drains_claim_keeps_its_room() {
     let outcome = apply_node_pool(&lambda, &stale_view, &intent, Some(true), false).await;
     let (after, _) = limits_of(&admin, &pool).await;
 
-    let _ = Api::<Pod>::namespaced(admin.clone(), NS)
-        .delete(&workload, &DeleteParams::default())
-        .await;
-    // The claim's placeholder too: the drain is never driven on, and a placeholder left behind
-    // would be found by other tests' restores.
-    for p in placeholders(&admin, &instance).await {
-        let _ = Api::<Pod>::namespaced(admin.clone(), "prewarm")
-            .delete(
-                p.metadata.name.as_deref().unwrap(),
-                &DeleteParams::default(),
-            )
-            .await;
-    }
-    let _ = pools(&admin).delete(&pool, &DeleteParams::default()).await;
+    clean_up(&admin, &instance, &[&workload], &pool).await;
 
     assert_eq!(
         at_claim,
@@ -468,4 +474,357 @@ async fn a_write_that_conflicts_with_a_drains_claim_keeps_its_room() {
     // By hand: the room counts the draining node (4 + 4). With the nodes listed before the
     // claim, the retry wrote the user's 4 back over the room.
     assert_eq!(after, at_claim, "the write took the drain's room away");
+}
+
+/// The `ValidatingAdmissionPolicy` (and its binding) that refuses the lambda user's writes to
+/// NodePool `pool`: the apiserver's own admission (CEL), not a fault of the test's making.
+fn refusal(pool: &str) -> (DynamicObject, DynamicObject) {
+    let name = format!("prewarm-test-refuse-{pool}");
+    let policy = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": name},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": [{"apiGroups": ["karpenter.sh"],
+                "apiVersions": ["*"], "operations": ["UPDATE"], "resources": ["nodepools"]}]},
+            "matchConditions": [{"name": "the-lambda-on-this-pool", "expression":
+                format!("request.userInfo.username == 'prewarm-lambda' && object.metadata.name == '{pool}'")}],
+            "validations": [{"expression": "false", "message": "refused by the test"}]
+        }
+    });
+    let binding = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": name},
+        "spec": {"policyName": name, "validationActions": ["Deny"]}
+    });
+    (
+        serde_json::from_value(policy).unwrap(),
+        serde_json::from_value(binding).unwrap(),
+    )
+}
+
+fn admission_api(client: &kube::Client, kind: &str, plural: &str) -> Api<DynamicObject> {
+    Api::all_with(
+        client.clone(),
+        &kube::api::ApiResource::from_gvk_with_plural(
+            &kube::api::GroupVersionKind::gvk("admissionregistration.k8s.io", "v1", kind),
+            plural,
+        ),
+    )
+}
+
+/// Refuses (`on`) or allows again the lambda's writes to `pool`, and waits until the apiserver
+/// does so (a dry-run write by the lambda refused, or accepted: policies apply asynchronously).
+async fn refuse_pool_writes(admin: &kube::Client, lambda: &kube::Client, pool: &str, on: bool) {
+    let (policy, binding) = refusal(pool);
+    let policies = admission_api(
+        admin,
+        "ValidatingAdmissionPolicy",
+        "validatingadmissionpolicies",
+    );
+    let bindings = admission_api(
+        admin,
+        "ValidatingAdmissionPolicyBinding",
+        "validatingadmissionpolicybindings",
+    );
+    let name = policy.metadata.name.clone().unwrap();
+    if on {
+        let apply = PatchParams::apply("prewarm-room-tests").force();
+        policies
+            .patch(&name, &apply, &Patch::Apply(&policy))
+            .await
+            .unwrap();
+        bindings
+            .patch(&name, &apply, &Patch::Apply(&binding))
+            .await
+            .unwrap();
+    } else {
+        let _ = bindings.delete(&name, &DeleteParams::default()).await;
+        let _ = policies.delete(&name, &DeleteParams::default()).await;
+    }
+    let probe = Patch::Merge(json!({"metadata": {"annotations": {"prewarm.io/room-probe": "1"}}}));
+    let dry_run = PatchParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    wait_for(
+        if on {
+            "the refusal in force"
+        } else {
+            "the refusal lifted"
+        },
+        Duration::from_secs(30),
+        || async {
+            let refused = pools(lambda).patch(pool, &dry_run, &probe).await.is_err();
+            (refused == on).then_some(())
+        },
+    )
+    .await;
+}
+
+/// A pool at its cap whose node a drain claimed while the apiserver refused the lambda's
+/// NodePool writes (the refusal lifted since): the claim made no room.
+struct RefusedClaim {
+    pool: String,
+    users: Value,
+    workload: String,
+    node: String,
+    instance: String,
+    handler: Interruption,
+    record: ParsedRecord,
+    first: RecordOutcome,
+    /// The limits right after the claim.
+    at_claim: Value,
+}
+
+async fn refused_claim(admin: &kube::Client, prefix: &str) -> RefusedClaim {
+    let lambda = as_user("PREWARM_LAMBDA_KUBECONFIG").await;
+    ensure_namespace(admin).await;
+    let (pool, users, workload, node) = pool_at_its_cap(admin, prefix).await;
+    let instance = instance_of_node(&Api::<Node>::all(admin.clone()).get(&node).await.unwrap())
+        .unwrap_or_default();
+    let handler = handler(&targets(&pool, None)).await;
+    let record = spot_warning(&instance);
+    refuse_pool_writes(admin, &lambda, &pool, true).await;
+    let first = handler
+        .handle_record(&record, &Continuation::default())
+        .await;
+    let (at_claim, _) = limits_of(admin, &pool).await;
+    refuse_pool_writes(admin, &lambda, &pool, false).await;
+    RefusedClaim {
+        pool,
+        users,
+        workload,
+        node,
+        instance,
+        handler,
+        record,
+        first,
+        at_claim,
+    }
+}
+
+/// A claim at the cap whose room write the apiserver refused: the drain's next step (the
+/// placeholder Pending, since Karpenter cannot launch past the cap) writes the room.
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn a_room_write_refused_at_the_claim_is_made_by_the_drains_next_step() {
+    let admin = as_user("KUBECONFIG").await;
+    let c = refused_claim(&admin, "rr-").await;
+    let (pool, node, instance) = (&c.pool, &c.node, &c.instance);
+    // The next check (RECHECK_SECONDS 2 after the claim; an earlier delivery is a duplicate).
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let pending = placeholders(&admin, instance).await;
+    let second = c
+        .handler
+        .handle_record(&c.record, &Continuation::default())
+        .await;
+    let (after, _) = limits_of(&admin, pool).await;
+    let report = node_report(&admin, node).await;
+
+    clean_up(&admin, instance, &[&c.workload], pool).await;
+
+    assert_eq!(
+        c.at_claim, c.users,
+        "the refusal did not hold at the claim: {:?}",
+        c.first
+    );
+    assert_eq!(
+        pending.len(),
+        1,
+        "no placeholder waiting at the cap; {report}"
+    );
+    // By hand, as in the first test: the user's 4 GPUs + the node's 4 (kwok: no cpu capacity).
+    assert_eq!(
+        after,
+        json!({"cpu": "48", "nvidia.com/gpu": "8"}),
+        "the drain did not make its room again: {second:?}; {report}"
+    );
+}
+
+/// A tick whose target's headroom object cannot be read (here: there is none) still writes the
+/// room of its NodePool's draining node, whose own write at the claim the apiserver refused.
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn a_tick_whose_headroom_read_fails_still_makes_a_drains_room() {
+    let admin = as_user("KUBECONFIG").await;
+    let c = refused_claim(&admin, "rt-").await;
+    let (pool, node, instance) = (&c.pool, &c.node, &c.instance);
+    // The tick, as the lambda user: its balloon `<pool>-balloon` was never made.
+    let vars: HashMap<&str, String> = [
+        ("PREWARM_TARGETS", targets(pool, None)),
+        ("METRIC_SOURCE", "prometheus".to_string()),
+        ("PROMETHEUS_URL", env("PROMETHEUS_URL")),
+        ("KUBECONFIG", env("PREWARM_LAMBDA_KUBECONFIG")),
+        ("INTERRUPTION_QUEUE_URL", env("INTERRUPTION_QUEUE_URL")),
+    ]
+    .into();
+    let config = Config::from_lookup(|k| vars.get(k).cloned()).unwrap();
+    let deps = std::sync::Arc::new(TickDeps::build(config).await.unwrap());
+    let reports = tick_once(&deps, now(), false).await;
+    let (after, _) = limits_of(&admin, pool).await;
+    let report = node_report(&admin, node).await;
+
+    clean_up(&admin, instance, &[&c.workload], pool).await;
+
+    assert_eq!(c.at_claim, c.users, "the refusal did not hold at the claim");
+    let target = reports
+        .iter()
+        .find(|r| &r.target == pool)
+        .expect("a report");
+    assert!(
+        target
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("balloon")),
+        "the headroom read did not fail: {target:?}"
+    );
+    assert_eq!(
+        after,
+        json!({"cpu": "48", "nvidia.com/gpu": "8"}),
+        "the tick did not make the drain's room: {target:?}; {report}"
+    );
+}
+
+/// A Deployment `name` of `pool`: one replica asking for `gpus`, with `grace_s`.
+async fn make_deployment(client: &kube::Client, name: &str, pool: &str, gpus: u32, grace_s: u32) {
+    let deployment: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "nodeSelector": {"karpenter.sh/nodepool": pool},
+                    "terminationGracePeriodSeconds": grace_s,
+                    "tolerations": [{"key": "prewarm.io/room-test", "operator": "Exists", "effect": "NoSchedule"}],
+                    "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
+                        "resources": {"requests": {"nvidia.com/gpu": gpus.to_string()},
+                                      "limits": {"nvidia.com/gpu": gpus.to_string()}}}]
+                }
+            }
+        }
+    }))
+    .unwrap();
+    Api::<Deployment>::namespaced(client.clone(), NS)
+        .create(&PostParams::default(), &deployment)
+        .await
+        .unwrap();
+}
+
+/// The Running pods of Deployment `app` (label `app`): (name, node).
+async fn running_pods_of(client: &kube::Client, app: &str) -> Vec<(String, String)> {
+    Api::<Pod>::namespaced(client.clone(), NS)
+        .list(&ListParams::default().labels(&format!("app={app}")))
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+        .filter_map(|p| Some((p.metadata.name?, p.spec?.node_name?)))
+        .collect()
+}
+
+/// A NodePool at its cap (4 GPUs, one node) running two Deployments' pods of 2 GPUs each, one
+/// with a 300 s grace period (more than the spot warning's 120 s: due, and evicted, at the
+/// claim). The claim's placeholder stands for the other pod only (2 GPUs): the due pod's
+/// successor asks for its own 2, and the room (the node's 4) holds both, so the placeholder runs
+/// and the drain sees its replacement before the deadline.
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn at_the_cap_a_long_grace_deployment_pod_leaves_the_placeholder_to_the_others() {
+    let admin = as_user("KUBECONFIG").await;
+    ensure_namespace(&admin).await;
+    let pool = unique_hex("rg-");
+    make_pool(&admin, &pool, json!({"nvidia.com/gpu": 4})).await;
+    let (slow, quick) = (format!("{pool}-slow"), format!("{pool}-quick"));
+    // Together, within Karpenter's batch: one NodeClaim for both (a g5.12xlarge holds 4 GPUs).
+    make_deployment(&admin, &slow, &pool, 2, 300).await;
+    make_deployment(&admin, &quick, &pool, 2, 0).await;
+    let node = wait_for(
+        "both Deployments' pods Running on one node",
+        Duration::from_secs(180),
+        || async {
+            let (s, q) = (
+                running_pods_of(&admin, &slow).await,
+                running_pods_of(&admin, &quick).await,
+            );
+            match (s.as_slice(), q.as_slice()) {
+                ([(_, a)], [(_, b)]) => {
+                    assert_eq!(a, b, "Karpenter put the two pods on two nodes");
+                    Some(a.clone())
+                }
+                _ => None,
+            }
+        },
+    )
+    .await;
+    let nodes = Api::<Node>::all(admin.clone());
+    let instance = instance_of_node(&nodes.get(&node).await.unwrap()).unwrap_or_default();
+
+    let h = handler(&targets(&pool, None)).await;
+    let record = spot_warning(&instance);
+    let claim_at = now();
+    let mut outcomes = vec![h.handle_record(&record, &Continuation::default()).await];
+    let requested: Option<Value> = placeholders(&admin, &instance)
+        .await
+        .first()
+        .and_then(|p| p.spec.as_ref()?.containers.first()?.resources.clone())
+        .and_then(|r| serde_json::to_value(r.requests?).ok());
+    for _ in 0..80 {
+        if matches!(outcomes.last(), Some(RecordOutcome::Delete { .. })) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(1_200)).await;
+        outcomes.push(h.handle_record(&record, &Continuation::default()).await);
+    }
+    let annotations = nodes
+        .get(&node)
+        .await
+        .unwrap()
+        .metadata
+        .annotations
+        .unwrap_or_default();
+    let time = |key: &str| {
+        annotations
+            .get(key)
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+            .map(|t| t.timestamp_millis() as f64 / 1000.0)
+    };
+    let ready_at = time("prewarm.io/drain-replacement-ready-at");
+    let deadline = time("prewarm.io/drain-deadline");
+    let successor = running_pods_of(&admin, &slow).await;
+    let report = node_report(&admin, &node).await;
+
+    let deployments = Api::<Deployment>::namespaced(admin.clone(), NS);
+    for d in [&slow, &quick] {
+        let _ = deployments.delete(d, &DeleteParams::default()).await;
+    }
+    clean_up(&admin, &instance, &[], &pool).await;
+
+    // By hand: the quick pod's 2 GPUs, not the 4 of both pods.
+    assert_eq!(
+        requested,
+        Some(json!({"nvidia.com/gpu": "2"})),
+        "the claim's placeholder; {report}"
+    );
+    eprintln!(
+        "replacement ready {:?} s after the claim, deadline {:?} s after it",
+        ready_at.map(|t| t - claim_at),
+        deadline.map(|t| t - claim_at)
+    );
+    assert!(
+        ready_at.zip(deadline).is_some_and(|(r, d)| r < d),
+        "the drain never saw its replacement before the deadline: {outcomes:?}; {report}"
+    );
+    assert!(
+        successor.iter().any(|(_, n)| *n != node),
+        "the due pod's successor found no room: {successor:?}"
+    );
+    assert!(
+        matches!(outcomes.last(), Some(RecordOutcome::Delete { .. })),
+        "the drain did not finish: {outcomes:?}; {report}"
+    );
 }

@@ -17,6 +17,7 @@ use aws_lambda_events::event::sqs::SqsMessage;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use prewarm::adapters::events::parse_record;
+use prewarm::adapters::kube::drain::pod_view;
 use prewarm::adapters::kube::drain::replacement::{release, request, Requested};
 use prewarm::adapters::kube::shape::placeholder::{placeholder_name, PlaceholderSettings};
 use prewarm::config::Config;
@@ -85,6 +86,7 @@ async fn karpenter_launches_a_node_every_moved_pod_may_use() {
         &targets,
         &draining,
         &pods,
+        &pods.iter().map(|p| pod_view(p).pod).collect::<Vec<_>>(),
         &drain_id,
         "ev-shape",
         now() + 600.0,

@@ -105,7 +105,7 @@ pub fn command_text(c: &Command) -> String {
         Command::RecordState { state } => format!("record-state {}", state.phase.as_str()),
         Command::Cordon => "cordon".into(),
         Command::Taint { kind } => format!("taint prewarm.io/draining={kind}:NoSchedule"),
-        Command::RequestReplacement { gpus } => format!("request-replacement gpus={gpus}"),
+        Command::RequestReplacement { gpus, .. } => format!("request-replacement gpus={gpus}"),
         Command::Evict {
             pod,
             tier,
@@ -211,6 +211,7 @@ fn applied_json(a: &Applied) -> Value {
         "blocked": a.blocked,
         "deleted_past_pdb": a.deleted_past_pdb,
         "placeholder": a.placeholder,
+        "placeholder_requests": a.placeholder_requests,
         "released": a.released,
     })
 }

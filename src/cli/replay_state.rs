@@ -16,6 +16,8 @@
 //! - the hand-over and the release delete the drain's placeholder. Nothing else changes: no pod
 //!   comes back, no node appears or goes, no surge is raised.
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use serde_json::{Map, Value};
@@ -53,6 +55,8 @@ pub struct Applied {
     pub deleted_past_pdb: Vec<String>,
     /// The placeholder made: `namespace/name` and where it runs (or that it is Pending).
     pub placeholder: Option<String>,
+    /// What that placeholder requests (resource -> quantity as written on the pod).
+    pub placeholder_requests: Option<BTreeMap<String, String>>,
     /// Placeholders deleted (hand-over, release).
     pub released: Vec<String>,
 }
@@ -177,8 +181,13 @@ impl ClusterState {
             self.patch_node(node, &patch);
         }
         for command in &step.commands {
-            if let (Command::RequestReplacement { .. }, Some(s)) = (command, step.state.as_ref()) {
-                applied.placeholder = self.request(observed, ctx, lease_expiry(s));
+            if let (Command::RequestReplacement { pods, .. }, Some(s)) =
+                (command, step.state.as_ref())
+            {
+                if let Some((made, requests)) = self.request(observed, pods, ctx, lease_expiry(s)) {
+                    applied.placeholder = Some(made);
+                    applied.placeholder_requests = Some(requests);
+                }
             }
         }
         for command in &step.commands {
@@ -229,13 +238,15 @@ impl ClusterState {
     }
 
     /// Makes the drain's placeholder (a no-op when one exists, as the create's 409 is), Running
-    /// on the first Ready node of the draining node's pool other than it, or Pending.
+    /// on the first Ready node of the draining node's pool other than it, or Pending. Returns
+    /// what was made and what it requests.
     fn request(
         &mut self,
         observed: &Observation,
+        stands_for: &[PodRef],
         ctx: &DrainContext,
         expires_at: f64,
-    ) -> Option<String> {
+    ) -> Option<(String, BTreeMap<String, String>)> {
         if self.placeholders_of(ctx.drain_id).next().is_some() {
             return None;
         }
@@ -243,6 +254,7 @@ impl ClusterState {
             ctx.targets,
             &observed.node,
             &observed.pods,
+            stands_for,
             ctx.drain_id,
             ctx.event_id,
             expires_at,
@@ -275,8 +287,16 @@ impl ClusterState {
             pod.spec.get_or_insert_with(Default::default).node_name = Some(host);
             pod.status.get_or_insert_with(Default::default).phase = Some("Running".into());
         }
+        let requests = pod
+            .spec
+            .iter()
+            .flat_map(|s| &s.containers)
+            .filter_map(|c| c.resources.as_ref()?.requests.as_ref())
+            .flatten()
+            .map(|(k, q)| (k.clone(), q.0.clone()))
+            .collect();
         self.pods.push(pod);
-        Some(status)
+        Some((status, requests))
     }
 
     fn evict(&mut self, pod: &PodRef, delete_if_blocked: bool, applied: &mut Applied) {

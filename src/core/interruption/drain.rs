@@ -9,7 +9,7 @@
 //! 2. request a replacement: a placeholder pod of this drain's own, shaped like the pods to move
 //!    (`replacement`), made again if a real pod preempted it while the drain waits, and asked
 //!    for until everyone goes (a pod whose long grace period makes it due early does not stop
-//!    the others' replacement);
+//!    the others' replacement, and is not in the placeholder of the step that evicts it);
 //! 3. wait until that placeholder runs on a Ready node other than this one, or until the
 //!    eviction deadline, whichever is first;
 //! 4. evict in tiers: ordinary pods first, then critical pods (system priority classes) once the
@@ -226,6 +226,15 @@ pub fn plan_drain(
     // A pod whose grace period would outlast the instance must start going earlier than the
     // others: the instance's end minus its grace period.
     let any_due = holding.iter().any(|p| pod_due(p, deadline, end, now));
+    // The placeholder stands for the pods still to move that this step does not evict by their
+    // own due time: an evicted pod's successor (its controller's) is a pending pod that asks for
+    // its own room, and a placeholder counting it too would be a second pending pod for the same
+    // room (at a NodePool's cap it might never run, and the others would go without a surge).
+    let stands_for: Vec<&PodView> = to_move
+        .clone()
+        .filter(|p| !pod_due(p, deadline, end, now))
+        .copied()
+        .collect();
 
     let start_evicting = match action {
         Action::EvictNow => true,
@@ -257,10 +266,15 @@ pub fn plan_drain(
             ReplacementSeen::Absent | ReplacementSeen::NoTarget
         )
         && !everyone
+        && stands_for.iter().any(|p| p.requests_room)
     {
-        commands.push(Command::RequestReplacement { gpus: gpus_to_move });
+        let gpus = stands_for.iter().map(|p| p.gpus).sum();
+        commands.push(Command::RequestReplacement {
+            gpus,
+            pods: stands_for.iter().map(|p| p.pod.clone()).collect(),
+        });
         state.replacement_requested_at.get_or_insert(now);
-        state.replacement_gpus = gpus_to_move;
+        state.replacement_gpus = gpus;
     }
 
     // The next check: after `recheck_s` (longer for a drain stalled for a while), or earlier at

@@ -200,10 +200,12 @@ pub enum Command {
     Taint {
         kind: NoticeKind,
     },
-    /// Make sure this drain's replacement placeholder exists, shaped like the pods still to
-    /// move (`gpus`: their GPUs, for the record); a no-op when it is there.
+    /// Make sure this drain's replacement placeholder exists, shaped like `pods` (the pods
+    /// still to move that this step does not evict; `gpus`: their GPUs, for the record); a
+    /// no-op when it is there.
     RequestReplacement {
         gpus: u32,
+        pods: Vec<PodRef>,
     },
     /// Evict through the Eviction API (PodDisruptionBudgets hold). `grace_s`: the grace period
     /// cut to the seconds the instance has left, when the pod's own is longer; `uid`: the

@@ -65,7 +65,7 @@ pub async fn tick_target(
     };
     let read: HeadroomRead = match read {
         Ok(r) => r,
-        Err(e) => return report.failed(&e),
+        Err(e) => return keep_room(client, target, &pool, now, dry_run, report.failed(&e)).await,
     };
     report.size_before = Some(read.parsed.size);
     if annotations::acted_recently(read.state().last_tick, now, policy.tick_s) {
@@ -118,7 +118,7 @@ pub async fn tick_target(
 
     let outcome = match headroom::apply_plan(client, &read, &plan, now, dry_run).await {
         Ok(o) => o,
-        Err(e) => return report.failed(&e),
+        Err(e) => return keep_room(client, target, &pool, now, dry_run, report.failed(&e)).await,
     };
     report.size_after = Some(match outcome {
         ApplyOutcome::Written { after, .. } | ApplyOutcome::DryRun { after, .. } => after,
@@ -189,6 +189,28 @@ async fn limits_intent(client: &kube::Client, target: &TargetSpec, now: f64) -> 
             LimitsIntent::Leave
         }
     }
+}
+
+/// The NodePool's room for its draining nodes on a tick whose headroom could not be read or
+/// written: the room does not depend on the headroom, and a drain whose own write failed may be
+/// waiting for it. The limits only (no plan decided consolidation); the pool as read at the
+/// tick's start, its nodes listed now (after it, as `limits_room::sync_room` explains).
+async fn keep_room(
+    client: &kube::Client,
+    target: &TargetSpec,
+    pool: &NodePoolView,
+    now: f64,
+    dry_run: bool,
+    mut report: TargetReport,
+) -> TargetReport {
+    let limits = limits_intent(client, target, now).await;
+    report.node_pool = Some(
+        match nodepool::apply_node_pool(client, pool, &limits, None, dry_run).await {
+            Ok(o) => o.as_str().into(),
+            Err(e) => format!("error: {e}"),
+        },
+    );
+    report
 }
 
 /// The HPA floor this tick: the replicas forecast for the horizon within the rails (the plan's

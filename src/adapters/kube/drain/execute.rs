@@ -19,7 +19,9 @@ use super::{
 use crate::adapters::kube::limits_room::sync_room;
 use crate::adapters::kube::shape::placeholder::PlaceholderSettings;
 use crate::core::interruption::state::format_time;
-use crate::core::interruption::{lease_expiry, Command, DrainStep, Finish, PodRef};
+use crate::core::interruption::{
+    lease_expiry, Command, DrainStep, Finish, PodRef, ReplacementSeen,
+};
 use crate::core::TargetSpec;
 use crate::error::Result;
 
@@ -52,8 +54,9 @@ pub struct StepReport {
     /// Releases that failed: the drain is not finished until the reservation is given back.
     pub release_errors: Vec<String>,
     pub undrained: bool,
-    /// The room made in the NodePool's limits at a replacement request (`written`,
-    /// `unchanged`, or the error; the tick tries again). None: no request this step.
+    /// The room made in the NodePool's limits at a replacement request or while the placeholder
+    /// is pending (`written`, `unchanged`, `conflict_skipped`, or the error; the next step and
+    /// the tick try again). None: neither this step.
     pub room: Option<String>,
 }
 
@@ -158,13 +161,16 @@ pub async fn execute(
     // After the node write: the claim is on the node before its placeholder exists (see
     // `replacement::collect_placeholders`).
     for command in &step.commands {
-        if let (Command::RequestReplacement { gpus }, Some(s)) = (command, step.state.as_ref()) {
+        if let (Command::RequestReplacement { gpus, pods }, Some(s)) =
+            (command, step.state.as_ref())
+        {
             let expires_at = lease_expiry(s);
             match replacement::request(
                 client,
                 targets,
                 node,
                 &observed.pods,
+                pods,
                 drain_id,
                 event_id,
                 expires_at,
@@ -182,12 +188,17 @@ pub async fn execute(
 
     // Room in the NodePool's limits for the replacement, now: the draining node still counts
     // against them, and at the cap Karpenter would not launch the placeholder's node. The tick
-    // keeps the same room (same function of the same cluster state) and gives it back.
+    // keeps the same room (same function of the same cluster state) and gives it back. Made at
+    // the request and again at every step that waits for the placeholder: a write refused or
+    // given up after conflicts is retried until the placeholder runs (an unchanged room costs a
+    // read of the NodePool and a list of its nodes).
     let requests = step
         .commands
         .iter()
         .any(|c| matches!(c, Command::RequestReplacement { .. }));
-    if let (true, Some(pool)) = (requests, pool) {
+    let waits = observed.view.replacement == ReplacementSeen::Pending
+        && !step.commands.contains(&Command::HandOver);
+    if let (true, Some(pool)) = (requests || waits, pool) {
         if let Some(target) = replacement::target_for_pool(targets, pool) {
             report.room = Some(
                 match sync_room(client, pool, target.limits.as_ref(), now).await {

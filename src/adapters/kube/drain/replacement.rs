@@ -29,7 +29,7 @@ use crate::adapters::kube::shape::placeholder::{
 };
 use crate::core::interruption::state::parse_time;
 use crate::core::interruption::{
-    placeholder_verdict, DrainState, LeaseVerdict, NodeSeen, PlaceholderVerdict, PodOwner,
+    placeholder_verdict, DrainState, LeaseVerdict, NodeSeen, PlaceholderVerdict, PodRef,
     ReplacementSeen,
 };
 use crate::core::{HeadroomKind, TargetSpec};
@@ -78,11 +78,14 @@ pub enum Requested {
 
 /// The drain's placeholder as it would be created, and its namespace (pure: `request` and
 /// `prewarm explain --cluster-state` both build it with this), shaped like the pods of `pods`
-/// the drain will move; None when no target with a balloon namespace manages the node's pool.
+/// the planner names in `stands_for` (balloon pods left out: they are room, not workload); None
+/// when no target with a balloon namespace manages the node's pool.
+#[allow(clippy::too_many_arguments)]
 pub fn placeholder_object(
     targets: &[TargetSpec],
     node: &Node,
     pods: &[Pod],
+    stands_for: &[PodRef],
     drain_id: &str,
     owner_event: &str,
     expires_at: f64,
@@ -91,13 +94,8 @@ pub fn placeholder_object(
     let (pool, namespace) = placeholder_home(targets, node)?;
     let moving: Vec<&Pod> = pods
         .iter()
-        .filter(|p| {
-            p.metadata.deletion_timestamp.is_none() && !is_balloon(p, &settings.priority_class)
-        })
-        .filter(|p| {
-            let v = pod_view(p);
-            v.owner == PodOwner::Other && !v.finished
-        })
+        .filter(|p| stands_for.contains(&pod_view(p).pod))
+        .filter(|p| !is_balloon(p, &settings.priority_class))
         .collect();
     let placeholder = placeholder_for(
         node,
@@ -114,13 +112,15 @@ pub fn placeholder_object(
     Some((namespace.to_string(), object))
 }
 
-/// Makes the drain's placeholder, shaped like `pods` (the node's pods it will move).
+/// Makes the drain's placeholder, shaped like the pods of `pods` (the node's) named in
+/// `stands_for`.
 #[allow(clippy::too_many_arguments)]
 pub async fn request(
     client: &kube::Client,
     targets: &[TargetSpec],
     node: &Node,
     pods: &[Pod],
+    stands_for: &[PodRef],
     drain_id: &str,
     owner_event: &str,
     expires_at: f64,
@@ -131,6 +131,7 @@ pub async fn request(
         targets,
         node,
         pods,
+        stands_for,
         drain_id,
         owner_event,
         expires_at,
