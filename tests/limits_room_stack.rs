@@ -828,3 +828,44 @@ async fn at_the_cap_a_long_grace_deployment_pod_leaves_the_placeholder_to_the_ot
         "the drain did not finish: {outcomes:?}; {report}"
     );
 }
+
+/// Room a drain left in a NodePool's limits (here written as a drain's claim writes it, over the
+/// user's 4 GPUs, on a pool with no draining node left) is given back by a tick under DRY_RUN:
+/// the tick writes none of its own plan, but the room is the drains' safety net's to give back,
+/// and nothing else ever would (the interruption function only makes room).
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn a_dry_run_tick_gives_back_the_room_a_drain_left() {
+    let admin = as_user("KUBECONFIG").await;
+    let lambda = as_user("PREWARM_LAMBDA_KUBECONFIG").await;
+    let pool = unique_hex("dr-");
+    let users = json!({"cpu": "48", "nvidia.com/gpu": 4});
+    make_pool(&admin, &pool, users.clone()).await;
+    let raised = [("nvidia.com/gpu".to_string(), "8".to_string())].into();
+    let view = read_node_pool(&lambda, &pool).await.unwrap();
+    apply_node_pool(&lambda, &view, &LimitsIntent::Write(raised), None, false)
+        .await
+        .unwrap();
+    let (left_by_drain, _) = limits_of(&admin, &pool).await;
+    let vars: HashMap<&str, String> = [
+        ("PREWARM_TARGETS", targets(&pool, None)),
+        ("METRIC_SOURCE", "prometheus".to_string()),
+        ("PROMETHEUS_URL", env("PROMETHEUS_URL")),
+        ("KUBECONFIG", env("PREWARM_LAMBDA_KUBECONFIG")),
+        ("INTERRUPTION_QUEUE_URL", env("INTERRUPTION_QUEUE_URL")),
+        ("DRY_RUN", "true".to_string()),
+    ]
+    .into();
+    let config = Config::from_lookup(|k| vars.get(k).cloned()).unwrap();
+    let deps = std::sync::Arc::new(TickDeps::build(config).await.unwrap());
+    let reports = tick_once(&deps, now(), true).await;
+    let (after, saved_after) = limits_of(&admin, &pool).await;
+    let _ = pools(&admin).delete(&pool, &DeleteParams::default()).await;
+
+    assert_eq!(left_by_drain, json!({"cpu": "48", "nvidia.com/gpu": "8"}));
+    assert_eq!(
+        after, users,
+        "the dry-run tick left the drain's room: {reports:?}"
+    );
+    assert_eq!(saved_after, None, "prewarm.io/saved-limits stayed");
+}
