@@ -513,7 +513,7 @@ async fn limits_patch_changes_only_the_named_limit() {
 #[ignore = "needs the local stack (make e2e)"]
 async fn restore_puts_back_the_users_limits_exactly_and_keeps_their_edits() {
     use prewarm::adapters::kube::nodepool_limits::SAVED_LIMITS;
-    use prewarm::adapters::kube::restore::restore_all;
+    use prewarm::adapters::kube::restore::{restore_all, Drains};
     let (admin, lambda) = (
         as_user("KUBECONFIG").await,
         as_user("PREWARM_LAMBDA_KUBECONFIG").await,
@@ -608,7 +608,15 @@ async fn restore_puts_back_the_users_limits_exactly_and_keeps_their_edits() {
                 .unwrap();
         }
 
-        for step in restore_all(&lambda, std::slice::from_ref(&t), now(), false).await {
+        for step in restore_all(
+            &lambda,
+            std::slice::from_ref(&t),
+            now(),
+            false,
+            Drains::GiveBack,
+        )
+        .await
+        {
             step.unwrap_or_else(|e| panic!("{situation}: {e}"));
         }
         let after = pools.get(&name).await.unwrap();
@@ -634,7 +642,15 @@ async fn restore_puts_back_the_users_limits_exactly_and_keeps_their_edits() {
             .collect();
         assert!(ours.is_empty(), "{situation}: {ours:?}");
         // A second restore finds nothing to do.
-        for step in restore_all(&lambda, std::slice::from_ref(&t), now(), false).await {
+        for step in restore_all(
+            &lambda,
+            std::slice::from_ref(&t),
+            now(),
+            false,
+            Drains::GiveBack,
+        )
+        .await
+        {
             assert!(
                 step.unwrap()
                     .iter()

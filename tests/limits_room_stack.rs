@@ -40,7 +40,7 @@ use prewarm::adapters::kube::drain::instance_of_node;
 use prewarm::adapters::kube::limits_room::{pool_nodes, sync_room};
 use prewarm::adapters::kube::nodepool::{apply_node_pool, read_node_pool, PatchOutcome};
 use prewarm::adapters::kube::nodepool_limits::LimitsIntent;
-use prewarm::adapters::kube::restore::restore_all;
+use prewarm::adapters::kube::restore::{restore_all, Drains};
 use prewarm::config::Config;
 use prewarm::handlers::interruption::{Continuation, Interruption, RecordOutcome};
 use prewarm::handlers::tick::{tick_once, TickDeps};
@@ -401,7 +401,7 @@ async fn a_targets_cap_grows_for_the_lease_only_and_restore_gives_the_users_valu
     // `prewarm restore` as its own user would: the user's values exactly.
     let config =
         Config::from_lookup(|k| (k == "PREWARM_TARGETS").then(|| targets_json.clone())).unwrap();
-    let restored = restore_all(&lambda, &config.targets, now(), false).await;
+    let restored = restore_all(&lambda, &config.targets, now(), false, Drains::GiveBack).await;
     let (after_restore, saved_after) = limits_of(&admin, &pool).await;
 
     let _ = nodes.delete(&node, &DeleteParams::default()).await;

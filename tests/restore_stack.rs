@@ -10,7 +10,7 @@
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use prewarm::adapters::kube::resources;
-use prewarm::adapters::kube::restore::RestoreOutcome;
+use prewarm::adapters::kube::restore::{Drains, RestoreOutcome};
 use prewarm::adapters::kube::restore_found::restore_found;
 use prewarm::core::interruption::{DrainSettings, DrainState, NoticeKind, Phase};
 use serde_json::{json, Value};
@@ -147,7 +147,8 @@ async fn restore_finds_what_prewarm_left_and_spares_live_drains() {
     let settings = DrainSettings::default();
 
     let result = async {
-        for step in restore_found(&restorer, &settings, now(), true, false).await {
+        for step in restore_found(&restorer, &settings, now(), true, false, Drains::GiveBack).await
+        {
             step.unwrap();
         }
         let still = nodes.get(&orphan).await.unwrap();
@@ -158,7 +159,8 @@ async fn restore_finds_what_prewarm_left_and_spares_live_drains() {
         );
 
         let mut lines = Vec::new();
-        for step in restore_found(&restorer, &settings, now(), false, false).await {
+        for step in restore_found(&restorer, &settings, now(), false, false, Drains::GiveBack).await
+        {
             lines.extend(step.unwrap());
         }
         let orphaned = nodes.get(&orphan).await.unwrap();
@@ -205,7 +207,7 @@ async fn restore_finds_what_prewarm_left_and_spares_live_drains() {
         );
         // As a cluster admin the same restore gives the pool back: the budgets the annotation
         // saved, and no prewarm.io/ annotation left.
-        for step in restore_found(&admin, &settings, now(), false, false).await {
+        for step in restore_found(&admin, &settings, now(), false, false, Drains::GiveBack).await {
             step.unwrap();
         }
         let p = pools.get(&name).await.unwrap();
@@ -216,7 +218,8 @@ async fn restore_finds_what_prewarm_left_and_spares_live_drains() {
         assert!(prewarm_annotations(&p.metadata).is_empty());
 
         let mut again = Vec::new();
-        for step in restore_found(&restorer, &settings, now(), false, false).await {
+        for step in restore_found(&restorer, &settings, now(), false, false, Drains::GiveBack).await
+        {
             again.extend(step.unwrap());
         }
         assert!(

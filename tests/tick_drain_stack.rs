@@ -28,6 +28,7 @@ use prewarm::adapters::kube::drain::surge::{release, surge_workload};
 use prewarm::config::Config;
 use prewarm::core::interruption::surge::SurgeIntent;
 use prewarm::core::TargetSpec;
+use prewarm::handlers::restore::{restore_everything, Scope};
 use prewarm::handlers::tick::{tick_once, TickDeps};
 use serde_json::json;
 
@@ -101,19 +102,14 @@ fn evicting(notice: f64, t: f64) -> Vec<(&'static str, String)> {
     ]
 }
 
-#[tokio::test]
-#[ignore = "needs the local stack (make e2e)"]
-async fn the_tick_never_lowers_a_drains_surge_through_the_whole_drain() {
-    let _alone = CLUSTER_WIDE.lock().await;
-    let admin = as_user("KUBECONFIG").await;
-    let lambda = as_user("PREWARM_LAMBDA_KUBECONFIG").await;
-    ensure_balloon(&admin).await;
-    let name = unique("tick-surge-");
-    let (node, instance) = (format!("{name}-node"), unique("i-0abcd"));
+/// A Deployment `name` of 2 replicas whose pods select no node (nothing needs to run for the
+/// floor), under an HPA with the user's minReplicas 2.
+async fn hpa_workload(
+    admin: &kube::Client,
+    name: &str,
+) -> (Api<Deployment>, Api<HorizontalPodAutoscaler>) {
     let deployments: Api<Deployment> = Api::namespaced(admin.clone(), NS);
     let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(admin.clone(), NS);
-    // 2 replicas whose pods select no node (nothing needs to run for the floor), under an HPA
-    // with the user's minReplicas 2.
     let labels = json!({"app.kubernetes.io/name": name});
     let deployment: Deployment = serde_json::from_value(json!({
         "metadata": {"name": name, "namespace": NS},
@@ -136,6 +132,19 @@ async fn the_tick_never_lowers_a_drains_surge_through_the_whole_drain() {
     }))
     .unwrap();
     hpas.create(&PostParams::default(), &hpa).await.unwrap();
+    (deployments, hpas)
+}
+
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn the_tick_never_lowers_a_drains_surge_through_the_whole_drain() {
+    let _alone = CLUSTER_WIDE.lock().await;
+    let admin = as_user("KUBECONFIG").await;
+    let lambda = as_user("PREWARM_LAMBDA_KUBECONFIG").await;
+    ensure_balloon(&admin).await;
+    let name = unique("tick-surge-");
+    let (node, instance) = (format!("{name}-node"), unique("i-0abcd"));
+    let (deployments, hpas) = hpa_workload(&admin, &name).await;
     make_node(&admin, &node, &instance).await;
     let sqs = drain_fixtures::sqs().await;
     let queue = drain_fixtures::queue(&sqs, "tick-surge-").await;
@@ -253,4 +262,55 @@ async fn a_dry_run_tick_still_hands_a_false_alarm_to_the_interruption_function()
         "a dry-run tick hands the false alarm on {node} over to be un-drained: {handed:?}"
     );
     assert!(handed[0].contains("resume-drain"), "{handed:?}");
+}
+
+/// PAUSED's restore (once per execution environment) leaves a running drain's surge and its
+/// floor alone: drains keep running under PAUSED, and a surge given back mid-drain lets the HPA
+/// remove the new pods before the old ones are evicted. The control: the stack's delete
+/// (`Scope::ReportNodes`, prewarm going away) gives the same surge back.
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn a_paused_ticks_restore_leaves_a_running_drains_surge() {
+    let _alone = CLUSTER_WIDE.lock().await;
+    let admin = as_user("KUBECONFIG").await;
+    let lambda = as_user("PREWARM_LAMBDA_KUBECONFIG").await;
+    ensure_balloon(&admin).await;
+    let name = unique("pause-surge-");
+    let (node, instance) = (format!("{name}-node"), unique("i-0abcd"));
+    let (deployments, hpas) = hpa_workload(&admin, &name).await;
+    make_node(&admin, &node, &instance).await;
+    let sqs = drain_fixtures::sqs().await;
+    let queue = drain_fixtures::queue(&sqs, "pause-surge-").await;
+    let deps = tick_deps(target(&name, Some(&name)), &queue, true).await;
+    let min_of = |h: &HorizontalPodAutoscaler| h.spec.as_ref().unwrap().min_replicas.unwrap();
+
+    let notice = now();
+    annotate(&admin, &node, &evicting(notice, notice)).await;
+    let hold = SurgeIntent::Hold {
+        drain: instance.clone(),
+        k: 2,
+    };
+    let surged = surge_workload(&lambda, NS, &name, &hold, notice).await;
+    let paused = restore_everything(&lambda, &deps.config, now(), Scope::KeepDrains, false).await;
+    let after_pause = min_of(&hpas.get(&name).await.unwrap());
+    let deleted = restore_everything(&lambda, &deps.config, now(), Scope::ReportNodes, false).await;
+    let after_delete = min_of(&hpas.get(&name).await.unwrap());
+
+    let dp = DeleteParams::default();
+    let _ = hpas.delete(&name, &dp).await;
+    let _ = deployments.delete(&name, &dp).await;
+    let _ = Api::<Node>::all(admin.clone()).delete(&node, &dp).await;
+    assert_eq!(
+        surged.ok().and_then(|s| s.want),
+        Some(4),
+        "the drain's surge"
+    );
+    assert_eq!(
+        after_pause, 4,
+        "the paused tick's restore lowered a running drain's surge: {paused:?}"
+    );
+    assert_eq!(
+        after_delete, 2,
+        "the control: the stack's delete gives it back: {deleted:?}"
+    );
 }

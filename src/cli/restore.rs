@@ -9,7 +9,7 @@
 use crate::adapters::kube as kube_adapter;
 use crate::config::{Config, HandlerKind};
 use crate::error::{Error, Result};
-use crate::handlers::restore::{restore_everything, Nodes};
+use crate::handlers::restore::{restore_everything, Scope};
 
 #[derive(Debug, clap::Args)]
 pub struct RestoreArgs {
@@ -23,7 +23,7 @@ pub async fn run(args: RestoreArgs) -> Result<()> {
     let config = Config::for_handler_from_env(HandlerKind::Interruption)?;
     let client = kube_adapter::client(config.require_cluster()?).await?;
     let now = crate::clock::unix_now();
-    let summary = restore_everything(&client, &config, now, Nodes::Write, args.dry_run).await;
+    let summary = restore_everything(&client, &config, now, Scope::Everything, args.dry_run).await;
     for r in &summary.lines {
         println!("{}\t{}\t{}\t{}", r.target, r.object, r.outcome, r.detail);
     }

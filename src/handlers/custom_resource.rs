@@ -8,13 +8,13 @@
 //! hold the stack forever. What could not be restored is logged as an error and reported in the
 //! answer's `Reason` and `Data` (`Restored`, `Kept`, `Failed`): the stack's events show it, and
 //! `prewarm restore` finishes the job. Nodes are reported, not written: the tick never writes a
-//! node (`handlers::restore::Nodes::Report`).
+//! node (`handlers::restore::Scope::ReportNodes`).
 
 use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
-use super::restore::{log_summary, restore_everything, Nodes, RestoreSummary};
+use super::restore::{log_summary, restore_everything, RestoreSummary, Scope};
 use crate::adapters::cfn_response::{self, Echo, Request, RequestKind};
 use crate::adapters::kube::restore::RestoreOutcome;
 use crate::adapters::kube::ClientCache;
@@ -157,7 +157,7 @@ async fn restore_on_delete(clients: &ClientCache, config: &Config, now: f64) -> 
             }
         }
     };
-    let summary = restore_everything(&client, config, now, Nodes::Report, false).await;
+    let summary = restore_everything(&client, config, now, Scope::ReportNodes, false).await;
     log_summary(&summary, "stack deleted");
     summary
 }

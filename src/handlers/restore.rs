@@ -7,13 +7,18 @@ use crate::adapters::kube::restore::{self, RestoreOutcome, Restored};
 use crate::adapters::kube::{restore_found, targets};
 use crate::config::Config;
 
-/// Whether the restore may write nodes. The functions' own restore (the tick's identity) never
-/// does: only the interruption function writes nodes (infra/helm/prewarm/permissions.yaml); it
-/// reports the nodes it would give back instead.
+/// Who restores, which decides what it may touch. The functions' own restores (the tick's
+/// identity) never write nodes: only the interruption function does
+/// (infra/helm/prewarm/permissions.yaml); they report the nodes they would give back instead.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Nodes {
-    Write,
-    Report,
+pub enum Scope {
+    /// `prewarm restore`: everything, nodes included (where no live drain holds them).
+    Everything,
+    /// The stack's delete: everything, nodes reported.
+    ReportNodes,
+    /// PAUSED: nodes reported, and running drains' placeholders and surges left to them
+    /// (`restore::Drains::KeepRunning`).
+    KeepDrains,
 }
 
 /// What a restore did: every line, and every error (one per step or object that failed).
@@ -50,7 +55,7 @@ pub async fn restore_everything(
     client: &kube::Client,
     config: &Config,
     now: f64,
-    nodes: Nodes,
+    scope: Scope,
     dry_run: bool,
 ) -> RestoreSummary {
     let mut summary = RestoreSummary::default();
@@ -71,9 +76,14 @@ pub async fn restore_everything(
         ));
     }
     let settings = super::interruption::drain_settings(config);
-    let mut results = restore::restore_all(client, &read.targets, now, dry_run).await;
+    let drains = match scope {
+        Scope::KeepDrains => restore::Drains::KeepRunning,
+        Scope::Everything | Scope::ReportNodes => restore::Drains::GiveBack,
+    };
+    let report_nodes = scope != Scope::Everything;
+    let mut results = restore::restore_all(client, &read.targets, now, dry_run, drains).await;
     results.extend(
-        restore_found::restore_found(client, &settings, now, dry_run, nodes == Nodes::Report).await,
+        restore_found::restore_found(client, &settings, now, dry_run, report_nodes, drains).await,
     );
     for result in results {
         match result {

@@ -245,7 +245,7 @@ pub async fn plan_and_apply(
 ) -> Result<FloorChange> {
     let on = read_floor_object(client, &r.namespace, &r.name).await?;
     // A drain's surge (`drain::surge`) holds this floor too, its record on the same object.
-    let patch = plan_beside_surge(&on.view, intent, now, lease_s).map_err(|m| on.refused(m))?;
+    let patch = on.plan_beside_surge(intent, now, lease_s)?;
     if !dry_run && (patch.min_replicas.is_some() || !patch.annotations.is_empty()) {
         on.write(&on.patch_body(&patch)).await?;
     }
@@ -338,6 +338,17 @@ impl FloorObject {
     /// `plan_floor` on the object read; malformed annotations are a non-retryable error.
     pub fn plan(&self, intent: FloorIntent, now: f64, lease_s: f64) -> Result<FloorPatch> {
         plan_floor(&self.view, intent, now, lease_s).map_err(|m| self.refused(m))
+    }
+
+    /// `plan_beside_surge` on the object read: what the tick and a restore that leaves drains
+    /// running write (a drain's own surge plans with `plan`).
+    pub fn plan_beside_surge(
+        &self,
+        intent: FloorIntent,
+        now: f64,
+        lease_s: f64,
+    ) -> Result<FloorPatch> {
+        plan_beside_surge(&self.view, intent, now, lease_s).map_err(|m| self.refused(m))
     }
 
     /// A plan refused for malformed annotations on this object: not retryable.

@@ -156,6 +156,9 @@ type Step = for<'a> fn(
     bool,
 ) -> futures::future::BoxFuture<'a, Result<Vec<Restored>>>;
 
+/// Where `restore_drain_leases` stands in `RESTORE_STEPS`.
+const DRAIN_LEASES_STEP: usize = 3;
+
 /// The kinds of change `prewarm restore` undoes, in order. Add a step for a new kind of change.
 pub const RESTORE_STEPS: [Step; 5] = [
     |c, t, _, dry| Box::pin(restore_node_pool_limits(c, t, dry)),
@@ -165,17 +168,33 @@ pub const RESTORE_STEPS: [Step; 5] = [
     |c, t, now, dry| Box::pin(restore_hpa_floor(c, t, now, dry)),
 ];
 
+/// Whether a restore gives back what running drains hold (their placeholders and surges).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Drains {
+    /// `prewarm restore` and the stack's delete: prewarm is going away, so nothing would collect
+    /// them later.
+    GiveBack,
+    /// PAUSED: drains keep running and finish (or are collected by the tick's lease collection,
+    /// which runs under PAUSED too); a placeholder deleted or a surge given back mid-drain would
+    /// evict pods with nowhere to go.
+    KeepRunning,
+}
+
 /// Runs every step for every target at `now` (the caller's clock); an error on one target does
-/// not stop the others.
+/// not stop the others. `Drains::KeepRunning` skips the drain leases step.
 pub async fn restore_all(
     client: &kube::Client,
     targets: &[TargetSpec],
     now: f64,
     dry_run: bool,
+    drains: Drains,
 ) -> Vec<Result<Vec<Restored>>> {
     let mut out = Vec::new();
     for target in targets {
-        for step in RESTORE_STEPS {
+        for (i, step) in RESTORE_STEPS.iter().enumerate() {
+            if drains == Drains::KeepRunning && i == DRAIN_LEASES_STEP {
+                continue;
+            }
             out.push(step(client, target, now, dry_run).await);
         }
     }

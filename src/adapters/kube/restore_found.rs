@@ -173,14 +173,18 @@ pub async fn restore_found(
     now: f64,
     dry_run: bool,
     nodes_report_only: bool,
+    drains: restore::Drains,
 ) -> Vec<Result<Vec<Restored>>> {
-    vec![
+    let mut out = vec![
         restore_nodes(client, settings, now, dry_run, nodes_report_only).await,
         restore_node_pools(client, dry_run).await,
         restore_workloads(client, dry_run).await,
         restore_floors(client, now, dry_run).await,
-        restore_surges_and_placeholders(client, now, dry_run).await,
-    ]
+    ];
+    if drains == restore::Drains::GiveBack {
+        out.push(restore_surges_and_placeholders(client, now, dry_run).await);
+    }
+    out
 }
 
 /// Nodes: given back unless a live drain holds them (`node_restore`).
@@ -422,7 +426,9 @@ async fn restore_floors(client: &kube::Client, now: f64, dry_run: bool) -> Resul
         let on = hpa_floor::floor_object_of(client, hpa).await?;
         let body = match give_back(FoundKind::Floor, &on.view.annotations) {
             GiveBack::Floor => {
-                let patch = on.plan(FloorIntent::Restore, now, 0.0)?;
+                // A running drain's surge stays on the floor: it is given back by the surges
+                // step below, or, when drains keep running (PAUSED), by the drain itself.
+                let patch = on.plan_beside_surge(FloorIntent::Restore, now, 0.0)?;
                 if patch.min_replicas.is_none() && patch.annotations.is_empty() {
                     continue;
                 }

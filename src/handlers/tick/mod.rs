@@ -273,7 +273,7 @@ async fn pause(deps: &TickDeps, now: f64) {
         &client,
         &deps.config,
         now,
-        crate::handlers::restore::Nodes::Report,
+        crate::handlers::restore::Scope::KeepDrains,
         false,
     )
     .await;
