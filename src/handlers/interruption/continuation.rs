@@ -64,6 +64,12 @@ impl Continuation {
         }
     }
 
+    /// Whether the handler scheduled this message itself: a drain's continuation, or the retry
+    /// of a failed step. (A fanned-out instance's first message stands for AWS's notice.)
+    pub fn scheduled(&self) -> bool {
+        self.attempt > 0 || self.failures > 0
+    }
+
     /// The attributes of a continuation (name, data type, value).
     pub fn attributes(&self) -> Vec<(&'static str, &'static str, String)> {
         let mut out = vec![(ATTEMPT_ATTR, "Number", self.attempt.to_string())];

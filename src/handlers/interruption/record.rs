@@ -39,7 +39,10 @@ impl Interruption {
                 };
             }
             Parsed::Resume(r) => return self.handle_resume(record, r, came_with).await,
-            Parsed::Notice(n) => n,
+            Parsed::Notice(n) => &Notice {
+                scheduled: came_with.scheduled(),
+                ..n.clone()
+            },
         };
         // A Capacity Block warning names its reservation: its instances are found and fanned out
         // first (`super::reservation`); each continuation then names one of them.
@@ -282,9 +285,14 @@ impl Interruption {
         }
         if !report.release_errors.is_empty() {
             // Finished on the node, but the reservation is still held: not done until it is
-            // given back (the next step plans the release again).
+            // given back (the next step plans the release again). A step that still waits keeps
+            // its own check when that is sooner (a hand-over right before the deadline).
+            let retry = now + self.settings.recheck_s;
             return RecordOutcome::Continue {
-                at: now + self.settings.recheck_s,
+                at: match step.last() {
+                    Command::WaitUntil { at } => at.min(retry),
+                    _ => retry,
+                },
                 reason: format!("{instance}: replacement not released yet"),
             };
         }
