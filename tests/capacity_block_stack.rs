@@ -93,7 +93,7 @@ async fn a_capacity_block_warning_drains_the_reservations_nodes_and_only_those()
         first,
         RecordOutcome::FanOut {
             instances: in_reservation.clone(),
-            resume_from: None
+            resume_after: None
         }
     );
     assert_eq!(

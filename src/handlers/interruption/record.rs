@@ -75,14 +75,7 @@ impl Interruption {
                     reason: "the notice names no instance".into(),
                 }
             }
-            (None, ids) => {
-                let (instances, resume_from) =
-                    queue::fan_out(ids, came_with.fanout_from.unwrap_or(0));
-                return RecordOutcome::FanOut {
-                    instances,
-                    resume_from,
-                };
-            }
+            (None, ids) => return queue::fan_out_step(ids, came_with),
         };
         if *came_with == Continuation::default() && record.receive_count <= 1 {
             EmfRecord::new()
