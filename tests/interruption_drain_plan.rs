@@ -1117,7 +1117,12 @@ fn a_message_the_handler_scheduled_is_never_a_duplicate() {
     // deliveries are duplicates.
     let cases: [(&str, &Notice, f64, bool); 4] = [
         ("AWS's delivery again, 1 s after the step", &n, 21.0, true),
-        ("the retry of the step, 1 s after it", &scheduled, 21.0, false),
+        (
+            "the retry of the step, 1 s after it",
+            &scheduled,
+            21.0,
+            false,
+        ),
         ("a continuation 10 s early", &scheduled, 25.0, false),
         ("AWS's delivery at the planned check", &n, 35.0, false),
     ];

@@ -70,7 +70,11 @@ pub fn fan_out_step(instance_ids: &[String], came_with: &Continuation) -> Record
     let more = left.len() > FANOUT_CHUNK;
     let instances: Vec<String> = left.into_iter().take(FANOUT_CHUNK).cloned().collect();
     RecordOutcome::FanOut {
-        resume_after: if more { instances.last().cloned() } else { None },
+        resume_after: if more {
+            instances.last().cloned()
+        } else {
+            None
+        },
         instances,
     }
 }
@@ -496,7 +500,11 @@ mod tests {
             .collect();
         assert_eq!(
             described,
-            [(Some("i-a"), None), (Some("i-b"), None), (None, Some("i-b"))]
+            [
+                (Some("i-a"), None),
+                (Some("i-b"), None),
+                (None, Some("i-b"))
+            ]
         );
     }
 

@@ -7,6 +7,7 @@ use kube::runtime::events::Recorder;
 
 use super::queue::{self, Continuation, RecordOutcome};
 use super::step::{step, Planned, Stepped};
+use super::targets::DrainTargets;
 use super::Interruption;
 use crate::adapters::events::{instance_id, Parsed, ParsedRecord, ResumeDrain};
 use crate::adapters::kube::drain::execute::StepReport;
@@ -16,7 +17,6 @@ use crate::core::interruption::{
     notice_of_record, plan_drain, plan_resume, Command, DrainFigures, DrainStep, Finish, Notice,
     NoticeStatus,
 };
-use crate::core::TargetSpec;
 use crate::error::Result;
 use crate::telemetry::{EmfRecord, Unit};
 
@@ -83,7 +83,7 @@ impl Interruption {
                 .metric("NoticesReceived", 1.0, Unit::Count)
                 .emit(&self.emf_namespace);
         }
-        let (client, recorder, targets) = match self.cluster().await {
+        let (client, recorder) = match self.cluster().await {
             Ok(c) => c,
             Err(later) => return later,
         };
@@ -91,10 +91,11 @@ impl Interruption {
         let stepped = Box::pin(step(
             &client,
             recorder,
-            &targets,
+            &DrainTargets::new(self, &client),
             &self.nodes,
             &instance,
             notice.sent_time.unwrap_or_else(unix_now),
+            came_with.scheduled(),
             self.surge,
             &self.placeholder,
             |o, now| {
@@ -113,11 +114,11 @@ impl Interruption {
         self.outcome_of(stepped, &instance, Some(notice))
     }
 
-    /// The client, the one recorder and the current targets; `Err` is the outcome when the
-    /// cluster cannot be reached (tried again: `failure`).
+    /// The client and the one recorder; `Err` is the outcome when the cluster cannot be reached
+    /// (tried again: `failure`).
     pub(super) async fn cluster(
         &self,
-    ) -> std::result::Result<(kube::Client, &Recorder, Vec<TargetSpec>), RecordOutcome> {
+    ) -> std::result::Result<(kube::Client, &Recorder), RecordOutcome> {
         let client = self
             .kube
             .get(crate::clock::system_now())
@@ -130,16 +131,7 @@ impl Interruption {
             .recorder
             .get_or_init(|| async { event_recorder(&client) })
             .await;
-        // A missing or bad targets ConfigMap costs the replacement capacity, never the drain.
-        let targets = crate::adapters::kube::targets::current_or_report(
-            self.targets_configmap.as_ref(),
-            &self.targets,
-            &client,
-            &self.emf_namespace,
-        )
-        .await
-        .unwrap_or_default();
-        Ok((client, recorder, targets))
+        Ok((client, recorder))
     }
 
     /// A resume-drain message (the tick's): the node's own record is the notice. Its first
@@ -150,7 +142,7 @@ impl Interruption {
         resume: &ResumeDrain,
         came_with: &Continuation,
     ) -> RecordOutcome {
-        let (client, recorder, targets) = match self.cluster().await {
+        let (client, recorder) = match self.cluster().await {
             Ok(c) => c,
             Err(later) => return later,
         };
@@ -159,11 +151,13 @@ impl Interruption {
         let stepped = Box::pin(step(
             &client,
             recorder,
-            &targets,
+            &DrainTargets::new(self, &client),
             &self.nodes,
             &resume.instance,
             // The tick named a node it had just seen; its own list is not this container's.
             unix_now(),
+            // The tick named a drain: whatever it holds goes with a node gone.
+            true,
             self.surge,
             &self.placeholder,
             |o, now| {

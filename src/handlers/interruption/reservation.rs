@@ -31,7 +31,7 @@ impl Interruption {
                 reason: format!("capacity reservation {reservation}: ACTIONS says ignore"),
             };
         }
-        let (client, _, _) = match self.cluster().await {
+        let (client, _) = match self.cluster().await {
             Ok(c) => c,
             Err(later) => return later,
         };
