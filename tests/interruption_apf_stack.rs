@@ -42,6 +42,16 @@ fn apply() -> PatchParams {
     PatchParams::apply("prewarm-apf-test").force()
 }
 
+/// This test's turn, and the admin client, with the balloon and the targets ConfigMap in place.
+async fn with_targets() -> (tokio::sync::MutexGuard<'static, ()>, kube::Client) {
+    let turn = APF.lock().await;
+    let admin = admin().await;
+    ensure_namespace(&admin).await;
+    ensure_balloon(&admin).await;
+    put_targets(&admin, &fault_targets()).await;
+    (turn, admin)
+}
+
 /// A FlowSchema `name` sending what `rules` match to `level`.
 async fn flow(
     admin: &kube::Client,
@@ -96,11 +106,7 @@ fn sent_ago(mut r: SqsMessage, ago_ms: u128) -> SqsMessage {
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
 async fn a_storm_of_foreign_notices_costs_no_call_beyond_the_node_index() {
-    let _turn = APF.lock().await;
-    let admin = admin().await;
-    ensure_namespace(&admin).await;
-    ensure_balloon(&admin).await;
-    put_targets(&admin, &fault_targets()).await;
+    let (_turn, admin) = with_targets().await;
     let schema = unique("prewarm-test-count-");
     // Every request of the handler's user, to a level that never throttles at this rate.
     let everything = json!([{"subjects": [{"kind": "User", "user": {"name": "prewarm-lambda"}}],
@@ -205,11 +211,7 @@ async fn throttled(client: &kube::Client) -> bool {
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
 async fn a_throttled_targets_read_is_retried_until_it_succeeds_then_drains_with_its_targets() {
-    let _turn = APF.lock().await;
-    let admin = admin().await;
-    ensure_namespace(&admin).await;
-    ensure_balloon(&admin).await;
-    put_targets(&admin, &fault_targets()).await;
+    let (_turn, admin) = with_targets().await;
     let level = json!({"apiVersion": "flowcontrol.apiserver.k8s.io/v1",
         "kind": "PriorityLevelConfiguration", "metadata": {"name": "prewarm-test-jail"},
         "spec": {"type": "Limited", "limited": {"nominalConcurrencyShares": 0,
