@@ -93,7 +93,7 @@ async fn a_capacity_block_warning_drains_the_reservations_nodes_and_only_those()
         first,
         RecordOutcome::FanOut {
             instances: in_reservation.clone(),
-            resume_from: None
+            resume_after: None
         }
     );
     assert_eq!(
@@ -133,6 +133,63 @@ async fn a_capacity_block_warning_drains_the_reservations_nodes_and_only_those()
         RecordOutcome::Delete { reason } => {
             assert!(reason.contains("nothing to drain"), "{reason}")
         }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// A reservation with more nodes than one fan-out step sends (50): the resume lists the nodes
+/// afresh, and nodes of the reservation deleted in between (gone early) make it skip none of
+/// those not sent yet.
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn a_fan_out_resumed_after_nodes_left_the_reservation_skips_none() {
+    let admin = admin().await;
+    let reservation = unique("cr-0abcd");
+    let mut nodes: Vec<(String, String)> = Vec::new();
+    for i in 0..55 {
+        let (node, instance) = (unique(&format!("cb-many-{i:02}-")), unique("i-0abcd"));
+        make_node(&admin, &node, &instance).await;
+        label(&admin, &node, json!({ RESERVATION_LABEL: reservation })).await;
+        nodes.push((node, instance));
+    }
+    nodes.sort_by(|a, b| a.1.cmp(&b.1));
+    let h = handler(&[]).await;
+    let parsed = parse_record(&capacity_block_record(&reservation, 5));
+    let first = h.handle_record(&parsed, &Continuation::default()).await;
+    let resume = match prewarm::handlers::interruption::queue::settle(
+        &first,
+        &Continuation::default(),
+        0.0,
+        2.0,
+        Default::default(),
+    ) {
+        prewarm::handlers::interruption::Settlement::Send { continuations, .. } => {
+            continuations.last().unwrap().0.clone()
+        }
+        other => panic!("{other:?} after {first:?}"),
+    };
+    // Ten of the instances already sent leave the reservation before the resume.
+    for (node, _) in &nodes[10..20] {
+        cleanup(&admin, node, &[], None).await;
+    }
+    let second = h.handle_record(&parsed, &resume).await;
+    for (node, _) in nodes[..10].iter().chain(&nodes[20..]) {
+        cleanup(&admin, node, &[], None).await;
+    }
+
+    let ids = |range: std::ops::Range<usize>| -> Vec<String> {
+        nodes[range].iter().map(|(_, i)| i.clone()).collect()
+    };
+    // By hand: 55 in id order, the first 50 sent, then the five after them.
+    match &first {
+        RecordOutcome::FanOut { instances, .. } => assert_eq!(instances, &ids(0..50)),
+        other => panic!("{other:?}"),
+    }
+    match &second {
+        RecordOutcome::FanOut {
+            instances,
+            resume_after,
+        } => assert_eq!((instances, resume_after), (&ids(50..55), &None)),
         other => panic!("{other:?}"),
     }
 }

@@ -31,6 +31,7 @@ fn spot_warning() -> Notice {
         reservation_end: None,
         status: NoticeStatus::Active,
         sent_time: None,
+        scheduled: false,
     }
 }
 

@@ -25,6 +25,7 @@ fn notice(kind: NoticeKind) -> Notice {
         reservation_end: None,
         status: NoticeStatus::Active,
         sent_time: None,
+        scheduled: false,
     }
 }
 
@@ -1082,6 +1083,69 @@ fn the_drains_own_check_soon_after_its_last_step_is_not_a_duplicate() {
             step.commands
         );
         assert_eq!(evicted(&step), evicts, "T0+{after_notice}");
+    }
+}
+
+/// Messages the handler scheduled itself come before the check the node records: the retry of
+/// a step that failed after recording its next check (an eviction that timed out, a throttled
+/// placeholder create), the continuation after a failed release. Each is the only message left
+/// carrying the drain, so it steps; a delivery AWS (or SQS's redelivery) made at that moment is
+/// the duplicate it always was.
+#[test]
+fn a_message_the_handler_scheduled_is_never_a_duplicate() {
+    let n = notice(NoticeKind::SpotInterruption);
+    let pods = [pod("llama-0", 4)];
+    // Claimed at T0+1, asked for its replacement then; the step at T0+20 recorded its next
+    // check at T0+35 (20 + the 15 s recheck; the deadline T0+90 is later).
+    let at_20 = plan_drain(
+        &claimed(Pending, n.kind, None),
+        &pods,
+        &n,
+        T0 + 20.0,
+        &settings(),
+    );
+    assert_eq!(at_20.last(), &Command::WaitUntil { at: T0 + 35.0 });
+    let after = NodeView {
+        state: at_20.state.clone(),
+        ..claimed(Pending, n.kind, None)
+    };
+    let scheduled = Notice {
+        scheduled: true,
+        ..n.clone()
+    };
+    // (what, notice, now, duplicate?) — before T0+34 (35 less the 1 s leeway) only AWS's
+    // deliveries are duplicates.
+    let cases: [(&str, &Notice, f64, bool); 4] = [
+        ("AWS's delivery again, 1 s after the step", &n, 21.0, true),
+        (
+            "the retry of the step, 1 s after it",
+            &scheduled,
+            21.0,
+            false,
+        ),
+        ("a continuation 10 s early", &scheduled, 25.0, false),
+        ("AWS's delivery at the planned check", &n, 35.0, false),
+    ];
+    for (what, notice, after_notice, duplicate) in cases {
+        let step = plan_drain(&after, &pods, notice, T0 + after_notice, &settings());
+        assert_eq!(
+            step.last() == &Command::Done(Finish::Duplicate),
+            duplicate,
+            "{what}: {:?}",
+            step.commands
+        );
+        // A step that is not a duplicate records itself and plans on from now.
+        if !duplicate {
+            let s = step.state.as_ref().unwrap();
+            assert_eq!(s.last_step_at, Some(T0 + after_notice), "{what}");
+            assert_eq!(
+                step.last(),
+                &Command::WaitUntil {
+                    at: T0 + after_notice + 15.0
+                },
+                "{what}"
+            );
+        }
     }
 }
 

@@ -197,6 +197,7 @@ proptest! {
             reservation_end: None,
             status: NoticeStatus::Active,
             sent_time: Some(T0 + 1.0),
+            scheduled: false,
         };
         let mut model = Model {
             node: NodeView {

@@ -356,6 +356,7 @@ fn base(
         reservation_end: None,
         status: NoticeStatus::Active,
         sent_time: None,
+        scheduled: false,
     };
     Ok((notice, detail))
 }

@@ -4,7 +4,8 @@
 //!
 //! A ConfigMap that is missing, unreadable or not a JSON list stops the tick of every target
 //! (there is no target list to act on); one target the binary refuses stops only that target's
-//! tick. Either way the error is logged and counted, and the interruption path drains anyway.
+//! tick. Either way the error is logged and counted; what the interruption path makes of it is
+//! `handlers::interruption::targets`'s.
 
 use std::collections::BTreeSet;
 

@@ -114,6 +114,7 @@ mod tests {
             reservation_end: None,
             status: NoticeStatus::Active,
             sent_time: Some(SENT),
+            scheduled: false,
         }
     }
 

@@ -128,9 +128,12 @@ pub fn plan_drain(
         }
         // The same notice delivered again well before the check its last step planned: that
         // check carries the drain on, so this delivery ends. The planned check itself (however
-        // soon after the last step: a deadline 5 s later) is not a duplicate.
+        // soon after the last step: a deadline 5 s later) is not a duplicate, nor is any message
+        // the handler scheduled (the retry of a step that failed after recording its check, the
+        // continuation after a failed release): it is the one carrying the drain.
         Some(s)
             if s.event_id == notice.event_id
+                && !notice.scheduled
                 && !matches!(s.phase, Phase::Drained | Phase::Prewarmed)
                 && s.next_check_at.is_some_and(|t| now < t - CHECK_EARLY_S) =>
         {

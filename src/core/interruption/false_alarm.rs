@@ -83,6 +83,7 @@ mod tests {
             reservation_end: None,
             status: NoticeStatus::Active,
             sent_time: Some(time),
+            scheduled: false,
         }
     }
 

@@ -97,6 +97,7 @@ pub fn notice_of_record(state: &DrainState, instance: &str, status: NoticeStatus
             .map(|end| end + super::deadline::CAPACITY_BLOCK_TERMINATION_LEAD_S),
         status,
         sent_time: None,
+        scheduled: false,
     }
 }
 

@@ -103,4 +103,9 @@ pub struct Notice {
     pub status: NoticeStatus,
     /// When SQS received the message (`SentTimestamp`, seconds since the epoch); bounds `time`.
     pub sent_time: Option<f64>,
+    /// The handler itself scheduled this delivery (a drain's continuation, the retry of a failed
+    /// step), rather than AWS or a redelivery of AWS's message. It carries the drain on and is
+    /// never a duplicate, however early it comes. Not part of the notice's text.
+    #[serde(skip)]
+    pub scheduled: bool,
 }

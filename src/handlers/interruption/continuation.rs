@@ -11,8 +11,9 @@ use aws_lambda_events::event::sqs::SqsMessageAttribute;
 pub const ATTEMPT_ATTR: &str = "prewarm-attempt";
 /// The one instance a fanned-out continuation is about.
 pub const INSTANCE_ATTR: &str = "prewarm-instance";
-/// Where a fan-out resumes (index into the notice's instance list).
-pub const FANOUT_FROM_ATTR: &str = "prewarm-fanout-from";
+/// Where a fan-out resumes: after this instance id (not a position: a reservation's instances
+/// are listed afresh at each resume, and nodes may have left the list meanwhile).
+pub const FANOUT_AFTER_ATTR: &str = "prewarm-fanout-after";
 /// Consecutive failed steps this message stands for (`failure`: absent when the last step did
 /// not fail).
 pub const FAILURES_ATTR: &str = "prewarm-failures";
@@ -35,7 +36,7 @@ pub const MAX_ATTEMPTS: u32 = 5_760;
 pub struct Continuation {
     pub attempt: u32,
     pub instance: Option<String>,
-    pub fanout_from: Option<usize>,
+    pub fanout_after: Option<String>,
     /// Consecutive failed steps before this delivery (0: the last step did not fail).
     pub failures: u32,
     /// When those failures began.
@@ -56,12 +57,20 @@ impl Continuation {
             instance: get(INSTANCE_ATTR)
                 .filter(|v| !v.is_empty())
                 .map(str::to_string),
-            fanout_from: get(FANOUT_FROM_ATTR).and_then(|v| v.parse().ok()),
+            fanout_after: get(FANOUT_AFTER_ATTR)
+                .filter(|v| !v.is_empty())
+                .map(str::to_string),
             failures: get(FAILURES_ATTR).and_then(|v| v.parse().ok()).unwrap_or(0),
             failing_since: get(FAILING_SINCE_ATTR)
                 .and_then(|v| v.parse::<f64>().ok())
                 .filter(|t| t.is_finite()),
         }
+    }
+
+    /// Whether the handler scheduled this message itself: a drain's continuation, or the retry
+    /// of a failed step. (A fanned-out instance's first message stands for AWS's notice.)
+    pub fn scheduled(&self) -> bool {
+        self.attempt > 0 || self.failures > 0
     }
 
     /// The attributes of a continuation (name, data type, value).
@@ -70,8 +79,8 @@ impl Continuation {
         if let Some(i) = &self.instance {
             out.push((INSTANCE_ATTR, "String", i.clone()));
         }
-        if let Some(f) = self.fanout_from {
-            out.push((FANOUT_FROM_ATTR, "Number", f.to_string()));
+        if let Some(f) = &self.fanout_after {
+            out.push((FANOUT_AFTER_ATTR, "String", f.clone()));
         }
         if self.failures > 0 {
             out.push((FAILURES_ATTR, "Number", self.failures.to_string()));

@@ -117,7 +117,7 @@ mod tests {
         Continuation {
             attempt,
             instance: Some("i-1".into()),
-            fanout_from: None,
+            fanout_after: None,
             failures,
             failing_since,
         }

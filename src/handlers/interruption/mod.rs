@@ -18,6 +18,7 @@ pub mod queue;
 pub mod record;
 mod reservation;
 pub mod step;
+pub mod targets;
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};

@@ -12,8 +12,8 @@
 //!
 //! A Health event naming many instances fans out: one continuation per instance
 //! (`prewarm-instance`), at most `FANOUT_CHUNK` per invocation, plus one continuation carrying
-//! where to resume (`prewarm-fanout-from`), so the work of one invocation stays bounded and
-//! nothing restarts from the first instance.
+//! the last instance sent (`prewarm-fanout-after`), so the work of one invocation stays bounded
+//! and nothing restarts from the first instance.
 //!
 //! What to do with a record is pure (`settle` gives its `Settlement`); `Interruption::settle`
 //! carries it out through the queue adapter (`adapters::queue`: sends the continuations, changes
@@ -23,7 +23,7 @@ use aws_lambda_events::event::sqs::SqsMessage;
 
 pub use super::continuation::{
     delay_seconds, visibility_seconds, Continuation, Settlement, ATTEMPT_ATTR, FAILING_SINCE_ATTR,
-    FAILURES_ATTR, FANOUT_CHUNK, FANOUT_FROM_ATTR, INSTANCE_ATTR, MAX_ATTEMPTS, MAX_DELAY_S,
+    FAILURES_ATTR, FANOUT_AFTER_ATTR, FANOUT_CHUNK, INSTANCE_ATTR, MAX_ATTEMPTS, MAX_DELAY_S,
     MAX_VISIBILITY_S,
 };
 use super::failure::Due;
@@ -47,22 +47,36 @@ pub enum RecordOutcome {
     /// `failure::after_failure`'s.
     Failed { retryable: bool, reason: String },
     /// A notice about several instances: one continuation per instance of `instances`, and one
-    /// to resume the fan-out from `resume_from` if more remain; this message is deleted.
+    /// to resume the fan-out after `resume_after` if more remain; this message is deleted.
     FanOut {
         instances: Vec<String>,
-        resume_from: Option<usize>,
+        resume_after: Option<String>,
     },
     /// Can never be processed: to the DLQ after maxReceiveCount.
     Poison { cause: String },
 }
 
-/// The instances of a fan-out step: `FANOUT_CHUNK` of them from `from`, and where the next step
-/// resumes (None when this step reaches the end).
-pub fn fan_out(instance_ids: &[String], from: usize) -> (Vec<String>, Option<usize>) {
-    let start = from.min(instance_ids.len());
-    let end = (start + FANOUT_CHUNK).min(instance_ids.len());
-    let resume = (end < instance_ids.len()).then_some(end);
-    (instance_ids[start..end].to_vec(), resume)
+/// The fan-out step of a record that came with `came_with`: the next `FANOUT_CHUNK` instances
+/// of `instance_ids` in id order after the last one sent, and the one to resume after when more
+/// remain. By id, not position: instances that left the list meanwhile shift nothing.
+pub fn fan_out_step(instance_ids: &[String], came_with: &Continuation) -> RecordOutcome {
+    let after = came_with.fanout_after.as_ref();
+    let mut left: Vec<&String> = instance_ids
+        .iter()
+        .filter(|i| after.is_none_or(|a| *i > a))
+        .collect();
+    left.sort();
+    left.dedup();
+    let more = left.len() > FANOUT_CHUNK;
+    let instances: Vec<String> = left.into_iter().take(FANOUT_CHUNK).cloned().collect();
+    RecordOutcome::FanOut {
+        resume_after: if more {
+            instances.last().cloned()
+        } else {
+            None
+        },
+        instances,
+    }
 }
 
 /// How to settle a record given its outcome, the continuation it came with, the clock, the
@@ -102,7 +116,7 @@ pub fn settle(
         }
         RecordOutcome::FanOut {
             instances,
-            resume_from,
+            resume_after,
         } => {
             let mut continuations: Vec<(Continuation, i32)> = instances
                 .iter()
@@ -116,11 +130,11 @@ pub fn settle(
                     )
                 })
                 .collect();
-            if let Some(from) = resume_from {
+            if let Some(after) = resume_after {
                 continuations.push((
                     Continuation {
                         attempt: came_with.attempt,
-                        fanout_from: Some(*from),
+                        fanout_after: Some(after.clone()),
                         ..Continuation::default()
                     },
                     0,
@@ -193,11 +207,13 @@ impl Interruption {
             | RecordOutcome::Failed { reason, .. } => reason.clone(),
             RecordOutcome::FanOut {
                 instances,
-                resume_from,
+                resume_after,
             } => format!(
                 "fanned out {} instances{}",
                 instances.len(),
-                resume_from.map_or(String::new(), |f| format!(", resuming from #{f}"))
+                resume_after
+                    .as_ref()
+                    .map_or(String::new(), |a| format!(", resuming after {a}"))
             ),
             RecordOutcome::Poison { cause } => cause.clone(),
         };
@@ -287,7 +303,7 @@ mod tests {
         let c = Continuation {
             attempt: 7,
             instance: Some("i-0abc".into()),
-            fanout_from: Some(50),
+            fanout_after: Some("i-0abb".into()),
             failures: 3,
             failing_since: Some(1_700_000_000.5),
         };
@@ -435,21 +451,39 @@ mod tests {
 
     #[test]
     fn a_fan_out_sends_one_continuation_per_instance_and_one_to_resume() {
-        let ids: Vec<String> = (0..120).map(|i| format!("i-{i:03}")).collect();
-        let (first, resume) = fan_out(&ids, 0);
+        // Named out of order, one twice: sent in id order, each once.
+        let mut ids: Vec<String> = (0..120).rev().map(|i| format!("i-{i:03}")).collect();
+        ids.push("i-007".into());
+        let step = |after: Option<&str>| {
+            let came_with = Continuation {
+                fanout_after: after.map(str::to_string),
+                ..Continuation::default()
+            };
+            match fan_out_step(&ids, &came_with) {
+                RecordOutcome::FanOut {
+                    instances,
+                    resume_after,
+                } => (instances, resume_after),
+                other => panic!("{other:?}"),
+            }
+        };
+        let (first, resume) = step(None);
         assert_eq!(
-            (first.len(), first[0].as_str(), resume),
-            (50, "i-000", Some(50))
+            (first.len(), first[0].as_str(), resume.as_deref()),
+            (50, "i-000", Some("i-049"))
         );
-        let (second, resume) = fan_out(&ids, 50);
-        assert_eq!((second[0].as_str(), resume), ("i-050", Some(100)));
-        let (last, resume) = fan_out(&ids, 100);
+        let (second, resume) = step(Some("i-049"));
+        assert_eq!(
+            (second[0].as_str(), resume.as_deref()),
+            ("i-050", Some("i-099"))
+        );
+        let (last, resume) = step(Some("i-099"));
         assert_eq!((last.len(), last[19].as_str(), resume), (20, "i-119", None));
-        assert_eq!(fan_out(&ids, 500), (vec![], None));
+        assert_eq!(step(Some("i-119")), (vec![], None));
 
         let outcome = RecordOutcome::FanOut {
             instances: vec!["i-a".into(), "i-b".into()],
-            resume_from: Some(2),
+            resume_after: Some("i-b".into()),
         };
         let Settlement::Send { continuations, .. } = settle(
             &outcome,
@@ -460,13 +494,49 @@ mod tests {
         ) else {
             panic!("a fan-out sends")
         };
-        let described: Vec<(Option<&str>, Option<usize>)> = continuations
+        let described: Vec<(Option<&str>, Option<&str>)> = continuations
             .iter()
-            .map(|(c, _)| (c.instance.as_deref(), c.fanout_from))
+            .map(|(c, _)| (c.instance.as_deref(), c.fanout_after.as_deref()))
             .collect();
         assert_eq!(
             described,
-            [(Some("i-a"), None), (Some("i-b"), None), (None, Some(2))]
+            [
+                (Some("i-a"), None),
+                (Some("i-b"), None),
+                (None, Some("i-b"))
+            ]
+        );
+    }
+
+    /// A Capacity Block's instances are listed afresh at every resume: nodes of the reservation
+    /// deleted meanwhile (gone early, consolidated) must not make the fan-out skip any.
+    #[test]
+    fn a_fan_out_resumes_after_the_last_instance_it_sent_whatever_left_the_list() {
+        let ids = |range: std::ops::Range<usize>| -> Vec<String> {
+            range.map(|i| format!("i-{i:03}")).collect()
+        };
+        let listed = ids(0..60);
+        let first = fan_out_step(&listed, &Continuation::default());
+        // By hand: FANOUT_CHUNK = 50, so i-000..i-049 now, ten left.
+        let RecordOutcome::FanOut { instances, .. } = &first else {
+            panic!("{first:?}")
+        };
+        assert_eq!(instances, &ids(0..50));
+        let Settlement::Send { continuations, .. } =
+            settle(&first, &Continuation::default(), 0.0, 15.0, Due::default())
+        else {
+            panic!("a fan-out sends")
+        };
+        let resume = &continuations.last().unwrap().0;
+        // Before the resume, i-010..i-019 left the reservation's node list.
+        let relisted: Vec<String> = ids(0..10).into_iter().chain(ids(20..60)).collect();
+        // By hand: the ten not sent yet, i-050..i-059, and nothing more after them.
+        assert_eq!(
+            fan_out_step(&relisted, resume),
+            RecordOutcome::FanOut {
+                instances: ids(50..60),
+                resume_after: None,
+            }
         );
     }
 

@@ -7,6 +7,7 @@ use kube::runtime::events::Recorder;
 
 use super::queue::{self, Continuation, RecordOutcome};
 use super::step::{step, Planned, Stepped};
+use super::targets::DrainTargets;
 use super::Interruption;
 use crate::adapters::events::{instance_id, Parsed, ParsedRecord, ResumeDrain};
 use crate::adapters::kube::drain::execute::StepReport;
@@ -16,7 +17,6 @@ use crate::core::interruption::{
     notice_of_record, plan_drain, plan_resume, Command, DrainFigures, DrainStep, Finish, Notice,
     NoticeStatus,
 };
-use crate::core::TargetSpec;
 use crate::error::Result;
 use crate::telemetry::{EmfRecord, Unit};
 
@@ -39,7 +39,10 @@ impl Interruption {
                 };
             }
             Parsed::Resume(r) => return self.handle_resume(record, r, came_with).await,
-            Parsed::Notice(n) => n,
+            Parsed::Notice(n) => &Notice {
+                scheduled: came_with.scheduled(),
+                ..n.clone()
+            },
         };
         // A Capacity Block warning names its reservation: its instances are found and fanned out
         // first (`super::reservation`); each continuation then names one of them.
@@ -72,14 +75,7 @@ impl Interruption {
                     reason: "the notice names no instance".into(),
                 }
             }
-            (None, ids) => {
-                let (instances, resume_from) =
-                    queue::fan_out(ids, came_with.fanout_from.unwrap_or(0));
-                return RecordOutcome::FanOut {
-                    instances,
-                    resume_from,
-                };
-            }
+            (None, ids) => return queue::fan_out_step(ids, came_with),
         };
         if *came_with == Continuation::default() && record.receive_count <= 1 {
             EmfRecord::new()
@@ -87,7 +83,7 @@ impl Interruption {
                 .metric("NoticesReceived", 1.0, Unit::Count)
                 .emit(&self.emf_namespace);
         }
-        let (client, recorder, targets) = match self.cluster().await {
+        let (client, recorder) = match self.cluster().await {
             Ok(c) => c,
             Err(later) => return later,
         };
@@ -95,10 +91,11 @@ impl Interruption {
         let stepped = Box::pin(step(
             &client,
             recorder,
-            &targets,
+            &DrainTargets::new(self, &client),
             &self.nodes,
             &instance,
             notice.sent_time.unwrap_or_else(unix_now),
+            came_with.scheduled(),
             self.surge,
             &self.placeholder,
             |o, now| {
@@ -117,11 +114,11 @@ impl Interruption {
         self.outcome_of(stepped, &instance, Some(notice))
     }
 
-    /// The client, the one recorder and the current targets; `Err` is the outcome when the
-    /// cluster cannot be reached (tried again: `failure`).
+    /// The client and the one recorder; `Err` is the outcome when the cluster cannot be reached
+    /// (tried again: `failure`).
     pub(super) async fn cluster(
         &self,
-    ) -> std::result::Result<(kube::Client, &Recorder, Vec<TargetSpec>), RecordOutcome> {
+    ) -> std::result::Result<(kube::Client, &Recorder), RecordOutcome> {
         let client = self
             .kube
             .get(crate::clock::system_now())
@@ -134,16 +131,7 @@ impl Interruption {
             .recorder
             .get_or_init(|| async { event_recorder(&client) })
             .await;
-        // A missing or bad targets ConfigMap costs the replacement capacity, never the drain.
-        let targets = crate::adapters::kube::targets::current_or_report(
-            self.targets_configmap.as_ref(),
-            &self.targets,
-            &client,
-            &self.emf_namespace,
-        )
-        .await
-        .unwrap_or_default();
-        Ok((client, recorder, targets))
+        Ok((client, recorder))
     }
 
     /// A resume-drain message (the tick's): the node's own record is the notice. Its first
@@ -154,7 +142,7 @@ impl Interruption {
         resume: &ResumeDrain,
         came_with: &Continuation,
     ) -> RecordOutcome {
-        let (client, recorder, targets) = match self.cluster().await {
+        let (client, recorder) = match self.cluster().await {
             Ok(c) => c,
             Err(later) => return later,
         };
@@ -163,11 +151,13 @@ impl Interruption {
         let stepped = Box::pin(step(
             &client,
             recorder,
-            &targets,
+            &DrainTargets::new(self, &client),
             &self.nodes,
             &resume.instance,
             // The tick named a node it had just seen; its own list is not this container's.
             unix_now(),
+            // The tick named a drain: whatever it holds goes with a node gone.
+            true,
             self.surge,
             &self.placeholder,
             |o, now| {
@@ -282,9 +272,14 @@ impl Interruption {
         }
         if !report.release_errors.is_empty() {
             // Finished on the node, but the reservation is still held: not done until it is
-            // given back (the next step plans the release again).
+            // given back (the next step plans the release again). A step that still waits keeps
+            // its own check when that is sooner (a hand-over right before the deadline).
+            let retry = now + self.settings.recheck_s;
             return RecordOutcome::Continue {
-                at: now + self.settings.recheck_s,
+                at: match step.last() {
+                    Command::WaitUntil { at } => at.min(retry),
+                    _ => retry,
+                },
                 reason: format!("{instance}: replacement not released yet"),
             };
         }

@@ -31,7 +31,7 @@ impl Interruption {
                 reason: format!("capacity reservation {reservation}: ACTIONS says ignore"),
             };
         }
-        let (client, _, _) = match self.cluster().await {
+        let (client, _) = match self.cluster().await {
             Ok(c) => c,
             Err(later) => return later,
         };
@@ -57,11 +57,6 @@ impl Interruption {
         }
         tracing::info!(event_id = %notice.event_id, kind = notice.kind.as_str(), reservation,
             instances = ?instances, "capacity block: draining the reservation's nodes");
-        let (instances, resume_from) =
-            queue::fan_out(&instances, came_with.fanout_from.unwrap_or(0));
-        RecordOutcome::FanOut {
-            instances,
-            resume_from,
-        }
+        queue::fan_out_step(&instances, came_with)
     }
 }

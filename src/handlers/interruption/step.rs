@@ -1,10 +1,12 @@
 //! One step of one drain, the only way a drain moves: find the node of the instance (by
-//! `spec.providerID`), observe it and its pods, plan (`core::interruption`), gate the evictions
+//! `spec.providerID`; an instance not here costs nothing more, not even the targets' read),
+//! observe it and its pods, plan (`core::interruption`), gate the evictions
 //! (the surge), execute (`adapters::kube::drain::execute`). A node write
 //! that conflicts (the kubelet, the node controller or another delivery wrote the node since it
 //! was read) is observed and planned again, up to `PLAN_ATTEMPTS` times. Notices and the tick's
 //! resume-drain messages both come through here; they differ only in how they plan.
 
+use super::targets::DrainTargets;
 use crate::adapters::kube::conflict::retry_on_conflict;
 use crate::adapters::kube::drain::execute::{execute, StepContext, StepReport};
 use crate::adapters::kube::drain::find::NodeFinder;
@@ -12,7 +14,6 @@ use crate::adapters::kube::drain::surge::{self, SurgeReport};
 use crate::adapters::kube::drain::{observe, replacement, Observation};
 use crate::adapters::kube::shape::placeholder::PlaceholderSettings;
 use crate::core::interruption::DrainStep;
-use crate::core::TargetSpec;
 use crate::error::{Error, Result};
 use kube::runtime::events::Recorder;
 
@@ -29,7 +30,8 @@ pub struct Planned {
 #[allow(clippy::large_enum_variant)]
 pub enum Stepped {
     /// No node has this instance (foreign, or ours and already gone): nothing to drain. Any
-    /// replacement a drain of this instance reserved was handed back (targets that released).
+    /// replacement a drain of this instance reserved was handed back (targets that released)
+    /// when the message carries a drain (`release_if_gone`).
     NodeGone { released: Vec<String> },
     Done {
         observed: Observation,
@@ -46,15 +48,19 @@ pub enum Stepped {
 /// called again after a conflict, with what is then observed. With `surge` on, the planned
 /// evictions pass the surge gate (`drain::surge`) before they are executed, whoever planned them.
 /// The node is found through the container's index (`nodes`; `sent`: when the record was sent,
-/// which tells whether the index's last list can answer for it).
+/// which tells whether the index's last list can answer for it). An instance with no node gives
+/// back what a drain of it holds only when `release_if_gone`: the message carries a drain (a
+/// continuation, a retry, the tick's resume). A notice's first delivery has claimed nothing, and
+/// most name instances of other clusters: they cost no call beyond the index's.
 #[allow(clippy::too_many_arguments)]
 pub async fn step(
     client: &kube::Client,
     recorder: &Recorder,
-    targets: &[TargetSpec],
+    targets: &DrainTargets<'_>,
     nodes: &NodeFinder,
     instance: &str,
     sent: f64,
+    release_if_gone: bool,
     surge: bool,
     placeholder: &PlaceholderSettings,
     plan: impl Fn(&Observation, f64) -> Planned,
@@ -64,9 +70,13 @@ pub async fn step(
     let clock = &clock;
     retry_on_conflict(PLAN_ATTEMPTS, |_| async move {
         let Some(node) = nodes.find(client, instance, sent, clock).await? else {
+            if !release_if_gone {
+                return Ok(Stepped::NodeGone { released: vec![] });
+            }
             // The drain is over with its node (Karpenter's own interruption handling, or the
             // instance went): its surges end with it, as its placeholder does. A failed release
             // is left to the tick's collection (orphaned surges, placeholders of gone nodes).
+            let targets = targets.get().await?;
             let mut results: Vec<Result<String>> = Vec::new();
             if surge {
                 results.extend(
@@ -87,6 +97,7 @@ pub async fn step(
             }
             return Ok(Stepped::NodeGone { released });
         };
+        let targets = targets.get().await?;
         let mut observed = observe(client, node).await?;
         // Planning tells a placeholder not made yet from one that cannot be made.
         observed.view.replacement =

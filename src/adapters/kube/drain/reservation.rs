@@ -15,8 +15,7 @@ pub fn reservation_selector(reservation_id: &str) -> String {
     format!("{CAPACITY_RESERVATION_LABEL}={reservation_id}")
 }
 
-/// The instance ids of the nodes labelled with `reservation_id`, sorted and each once (a fan-out
-/// resumes by index, so the order must not depend on the apiserver's). Nodes without a
+/// The instance ids of the nodes labelled with `reservation_id`, sorted and each once. Nodes without a
 /// providerID (not registered yet) are left out: nothing can find them by instance either.
 pub async fn reservation_instances(
     client: &kube::Client,
