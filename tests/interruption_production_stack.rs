@@ -393,6 +393,37 @@ async fn evictions(client: &kube::Client, node: &str) -> BTreeMap<String, f64> {
     out
 }
 
+/// A node's drain annotations and its Events (time, reason, message), for a failed drain.
+async fn drain_report(client: &kube::Client, node: &str, seen: &NodeSeen) -> String {
+    let events = Api::<CoreEvent>::all(client.clone())
+        .list(&ListParams::default().fields(&format!("involvedObject.name={node}")))
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default();
+    let mut lines: Vec<String> = events
+        .iter()
+        .map(|e| {
+            let at = e
+                .event_time
+                .as_ref()
+                .map(|t| t.0.to_string())
+                .or_else(|| e.last_timestamp.as_ref().map(|t| t.0.to_string()));
+            format!(
+                "  {} {} {}",
+                at.unwrap_or_default(),
+                e.reason.clone().unwrap_or_default(),
+                e.message.clone().unwrap_or_default()
+            )
+        })
+        .collect();
+    lines.sort();
+    format!(
+        "annotations {:?}\nEvents:\n{}",
+        seen.annotations,
+        lines.join("\n")
+    )
+}
+
 /// What a node's drain recorded, and what is on it now.
 #[derive(Debug, Default)]
 struct NodeSeen {
@@ -593,6 +624,8 @@ struct DrainRecord {
     finished: Option<f64>,
     end: Option<f64>,
     evicted: BTreeMap<String, f64>,
+    /// The node's annotations, Events and pods left, printed when its drain failed.
+    report: String,
 }
 
 impl DrainRecord {
@@ -603,6 +636,8 @@ impl DrainRecord {
 }
 
 async fn production(case: Case) {
+    // The function's own log lines (one per drain step), for a failed round's log.
+    prewarm::telemetry::init_logging();
     let admin = common::as_user("KUBECONFIG").await;
     let lambda = common::as_user("PREWARM_LAMBDA_KUBECONFIG").await;
     let load_user = common::as_user("PREWARM_INTERRUPTION_KUBECONFIG").await;
@@ -670,8 +705,9 @@ async fn production(case: Case) {
         .send()
         .await
         .unwrap();
+    // podNamespace: the namespace drain surges may touch (the HPA-owned cases' Deployments).
     let targets = json!([{"name": pool, "nodePool": pool, "maxSpare": 8, "gpusPerReplica": 1,
-        "headroom": {"kind": "balloon", "namespace": "prewarm", "name": format!("{pool}-balloon")},
+        "podNamespace": NS, "headroom": {"kind": "balloon", "namespace": "prewarm", "name": format!("{pool}-balloon")},
         "selector": "model_name=\"production\""}])
     .to_string();
     // The HPA-owned cases read their targets from a ConfigMap at every invocation, as the Helm
@@ -900,6 +936,7 @@ async fn production(case: Case) {
             finished: at("prewarm.io/drain-finished-at"),
             end: at("prewarm.io/drain-instance-end"),
             evicted: evictions(&admin, n).await,
+            report: drain_report(&admin, n, &s).await,
         });
     }
 
@@ -1093,8 +1130,8 @@ async fn production(case: Case) {
         }
         if !r.deadline_met() {
             failures.push(format!(
-                "{}: the drain finished at {:?}, after the instance's end {:?}",
-                r.node, r.finished, r.end
+                "{}: the drain finished at {:?}, after the instance's end {:?}\n{}",
+                r.node, r.finished, r.end, r.report
             ));
         }
     }
