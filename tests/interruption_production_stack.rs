@@ -41,6 +41,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::{ConfigMap, Event as CoreEvent, Namespace, Node, Pod};
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use prewarm::adapters::kube::drain::instance_of_node;
@@ -180,33 +182,26 @@ async fn workload(
             .unwrap();
         return;
     }
-    let apply = |kind: &str, plural: &str, group: &str, version: &str, body: serde_json::Value| {
-        let ar = kube::api::ApiResource::from_gvk_with_plural(
-            &kube::api::GroupVersionKind::gvk(group, version, kind),
-            plural,
-        );
-        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), NS, &ar);
-        let object: DynamicObject = serde_json::from_value(body).unwrap();
-        let pp = pp.clone();
-        async move { api.patch(name, &pp, &Patch::Apply(&object)).await.unwrap() }
-    };
-    apply("Deployment", "deployments", "apps", "v1", json!({
+    let deployment: Deployment = serde_json::from_value(json!({
         "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": NS},
         "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": {
             "metadata": {"labels": labels,
                          "annotations": {"pod-ready.stage.kwok.x-k8s.io/delay": MODEL_LOAD}},
             "spec": spec}}
     }))
-    .await;
-    apply("HorizontalPodAutoscaler", "horizontalpodautoscalers", "autoscaling", "v2", json!({
-        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
-        "metadata": {"name": name, "namespace": NS},
-        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
-                 "minReplicas": 1, "maxReplicas": 2,
-                 "metrics": [{"type": "Resource", "resource": {"name": "cpu",
-                     "target": {"type": "Utilization", "averageUtilization": 80}}}]}
-    }))
-    .await;
+    .unwrap();
+    Api::<Deployment>::namespaced(client.clone(), NS)
+        .patch(name, &pp, &Patch::Apply(&deployment))
+        .await
+        .unwrap();
+    Api::<HorizontalPodAutoscaler>::namespaced(client.clone(), NS)
+        .patch(
+            name,
+            &pp,
+            &Patch::Apply(&common::cpu_hpa(NS, name, name, 1, 2)),
+        )
+        .await
+        .unwrap();
 }
 
 /// Ready to serve: Ready and not terminating (what a Service's endpoints take).
@@ -324,7 +319,7 @@ fn serving_gap_counts_the_shortfall_until_served_off_the_node_for_good() {
             .collect()
     };
     // (row, samples (t, serving, of them on the reclaimed node), expected (lost, back at)).
-    let rows: [(&str, Samples, (f64, Option<f64>)); 3] = [
+    let rows = [
         // Evicted at 12 with nothing ready elsewhere until 15: 1 replica × 3 s; the sample
         // before `from` (9) and the one after recovery (16) count nothing.
         (
@@ -683,8 +678,28 @@ async fn production(case: Case) {
         .iter()
         .map(|(suffix, ..)| format!("{pool}-{suffix}"))
         .collect();
-    for ((_, gpus, grace), name) in case.workloads().iter().zip(&names) {
+    // The first workload alone until Karpenter has a NodeClaim for it, so that the pod sharing
+    // its node lands in that claim's room: a Deployment's pods appear one by one, and in
+    // separate provisioning batches Karpenter gave the 1-GPU pod a node of its own, leaving a
+    // 4-GPU workload no room under the limits.
+    for (i, ((_, gpus, grace), name)) in case.workloads().iter().zip(&names).enumerate() {
         workload(&admin, name, &pool, *gpus, *grace, case.owned()).await;
+        if i == 0 {
+            wait_for(
+                "a NodeClaim for the first workload",
+                Duration::from_secs(60),
+                || async {
+                    let claims = node_claims(&admin)
+                        .list(
+                            &ListParams::default().labels(&format!("karpenter.sh/nodepool={pool}")),
+                        )
+                        .await
+                        .ok()?;
+                    (!claims.items.is_empty()).then_some(())
+                },
+            )
+            .await;
+        }
     }
     let long_grace = format!("{pool}-grace");
     let on_nodes = wait_for(
@@ -1038,15 +1053,12 @@ async fn production(case: Case) {
     // Clean up before judging (the pool's nodes go with it).
     throttle(&admin, false).await;
     for name in &names {
-        let _ = Api::<k8s_openapi::api::apps::v1::Deployment>::namespaced(admin.clone(), NS)
+        let _ = Api::<Deployment>::namespaced(admin.clone(), NS)
             .delete(name, &DeleteParams::default())
             .await;
-        let _ = Api::<k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler>::namespaced(
-            admin.clone(),
-            NS,
-        )
-        .delete(name, &DeleteParams::default())
-        .await;
+        let _ = Api::<HorizontalPodAutoscaler>::namespaced(admin.clone(), NS)
+            .delete(name, &DeleteParams::default())
+            .await;
     }
     let _ = Api::<Pod>::namespaced(admin.clone(), NS)
         .delete_collection(
