@@ -82,7 +82,8 @@ serving-gap:
 
 ## The interruption scenarios N times in a row on one stack (Rust fault matrix and surge tests,
 ## the pytest drain scenarios, the production-timing drain); a line per round and a summary. Not
-## part of `make test`. DRAIN_REPEAT_ONLY=production runs only the production-timing drain.
+## part of `make test`. DRAIN_REPEAT_ONLY=production runs only the production-timing drain
+## (production-hpa and apf-storm: the targets below).
 N ?= 10
 drain-repeat:
 	tests/stack/drain-repeat $(N)
