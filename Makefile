@@ -10,14 +10,14 @@ TRACES ?= $(abspath $(CURDIR)/../shared/traces)
 OUT ?= out
 ARCH ?= arm64
 
-.PHONY: help build test unit infra-test sam-build sam-artifact release lint e2e serving-gap drain-repeat soak stack-up stack-down demo goals bench fuzz invoke-local lambda-figures deploy
+.PHONY: help build test unit infra-test sam-build sam-artifact release lint e2e serving-gap drain-repeat soak stack-up stack-down demo goals bench fuzz invoke-local lambda-figures deploy drain-hpa drain-apf-storm
 
 help:
 	@echo "make demo    every policy and its frontier on 14 days of ServeGen, a superposed Azure trace and burst-180 (no cloud needed)"
 	@echo "make test    everything CI runs: lint, unit tests, infra tests, end-to-end on the local stack"
 	@echo "make goals   the policy's goals measured on the simulator (slow; not part of make test)"
 	@echo "make release VERSION=x.y.z [SOURCE_URL=https://...]   the release page's files in out/release/x.y.z (zip, template, chart, SHA256SUMS)"
-	@echo "make lint | unit | infra-test | sam-build | e2e | serving-gap | drain-repeat | soak | bench | fuzz | build | invoke-local | lambda-figures | deploy"
+	@echo "make lint | unit | infra-test | sam-build | e2e | serving-gap | drain-repeat | drain-hpa | drain-apf-storm | soak | bench | fuzz | build | invoke-local | lambda-figures | deploy"
 
 ## Lambda artifacts (cargo-lambda + zig from PyPI, installed on first use).
 LAMBDA_VENV := $(HOME)/.cache/prewarm/venv/lambda/bin
@@ -82,10 +82,19 @@ serving-gap:
 
 ## The interruption scenarios N times in a row on one stack (Rust fault matrix and surge tests,
 ## the pytest drain scenarios, the production-timing drain); a line per round and a summary. Not
-## part of `make test`. DRAIN_REPEAT_ONLY=production runs only the production-timing drain.
+## part of `make test`. DRAIN_REPEAT_ONLY=production runs only the production-timing drain
+## (production-hpa and apf-storm: the targets below).
 N ?= 10
 drain-repeat:
 	tests/stack/drain-repeat $(N)
+
+## One production-timing case N times (docs/testing.md): Deployment-owned pods under HPAs, and
+## two drains through a 429 storm from API Priority and Fairness. About 6 min a round; not in make test.
+drain-hpa:
+	DRAIN_REPEAT_ONLY=production-hpa tests/stack/drain-repeat $(N)
+
+drain-apf-storm:
+	DRAIN_REPEAT_ONLY=apf-storm tests/stack/drain-repeat $(N)
 
 ## The tick left running 25 minutes (SOAK_SECONDS) on a stack of its own: rise, hold, fall, a
 ## hanging metrics endpoint, two targets on one NodePool (tests/e2e/test_soak.py). Not in `make test`.

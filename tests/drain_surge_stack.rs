@@ -18,7 +18,7 @@ use prewarm::core::TargetSpec;
 use serde_json::json;
 
 mod common;
-use common::{as_user, now, unique};
+use common::{as_user, cpu_hpa, now, unique};
 
 const NS: &str = "prewarm";
 
@@ -79,15 +79,7 @@ async fn an_hpa_floor_surge_is_shared_by_drains_and_restored_exactly() {
         .create(&PostParams::default(), &deployment(&name, 2))
         .await
         .unwrap();
-    let hpa: HorizontalPodAutoscaler = serde_json::from_value(json!({
-        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
-        "metadata": {"name": name, "namespace": NS},
-        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
-                 "minReplicas": 1, "maxReplicas": 3,
-                 "metrics": [{"type": "Resource", "resource": {"name": "cpu",
-                     "target": {"type": "Utilization", "averageUtilization": 80}}}]}
-    }))
-    .unwrap();
+    let hpa = cpu_hpa(NS, &name, &name, 1, 3);
     hpas.create(&PostParams::default(), &hpa).await.unwrap();
 
     // Drain i-a moves 2 pods: floor = 2 replicas + 2, capped at maxReplicas 3.
@@ -224,18 +216,6 @@ fn in_namespace<T: serde::Serialize + serde::de::DeserializeOwned>(object: T, ns
     serde_json::from_value(v).unwrap()
 }
 
-fn cpu_hpa(name: &str, target: &str, min: i32, max: i32) -> HorizontalPodAutoscaler {
-    serde_json::from_value(json!({
-        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
-        "metadata": {"name": name, "namespace": INFERENCE_NS},
-        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target},
-                 "minReplicas": min, "maxReplicas": max,
-                 "metrics": [{"type": "Resource", "resource": {"name": "cpu",
-                     "target": {"type": "Utilization", "averageUtilization": 80}}}]}
-    }))
-    .unwrap()
-}
-
 /// A Deployment whose HPA a KEDA ScaledObject owns (KEDA's CRD v2.21.0 on the stack; no KEDA
 /// operator runs, so nothing rewrites the HPA here: the test checks where prewarm writes). The
 /// surge, as the interruption function's own user, goes to the ScaledObject's minReplicaCount
@@ -277,7 +257,7 @@ async fn a_keda_owned_hpa_is_surged_on_its_scaled_object() {
     .unwrap();
     let so = sos.create(&PostParams::default(), &so).await.unwrap();
     let hpa_name = format!("keda-hpa-{name}");
-    let mut hpa = cpu_hpa(&hpa_name, &name, 1, 5);
+    let mut hpa = cpu_hpa(INFERENCE_NS, &hpa_name, &name, 1, 5);
     hpa.metadata.owner_references = Some(vec![
         k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
             api_version: "keda.sh/v1alpha1".into(),
@@ -383,9 +363,12 @@ async fn restore_deletes_placeholders_and_gives_surges_back() {
             .await
             .unwrap();
     }
-    hpas.create(&PostParams::default(), &cpu_hpa(&floored, &floored, 1, 6))
-        .await
-        .unwrap();
+    hpas.create(
+        &PostParams::default(),
+        &cpu_hpa(INFERENCE_NS, &floored, &floored, 1, 6),
+    )
+    .await
+    .unwrap();
     let pod = |pod_name: &str, labels: serde_json::Value| -> Pod {
         serde_json::from_value(json!({
             "apiVersion": "v1", "kind": "Pod",

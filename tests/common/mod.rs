@@ -108,6 +108,26 @@ pub fn hpa_on_running_requests(
     .unwrap()
 }
 
+/// An autoscaling/v2 HPA `name` in `ns` scaling Deployment `target` between `min` and `max` on
+/// CPU (the stack has no metrics API, so it only ever enforces its bounds).
+pub fn cpu_hpa(
+    ns: &str,
+    name: &str,
+    target: &str,
+    min: i32,
+    max: i32,
+) -> k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler {
+    serde_json::from_value(json!({
+        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target},
+                 "minReplicas": min, "maxReplicas": max,
+                 "metrics": [{"type": "Resource", "resource": {"name": "cpu",
+                     "target": {"type": "Utilization", "averageUtilization": 80}}}]}
+    }))
+    .unwrap()
+}
+
 /// A name no earlier run used: the process id and the clock's nanoseconds.
 pub fn unique(prefix: &str) -> String {
     let nanos = std::time::SystemTime::now()
