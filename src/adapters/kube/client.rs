@@ -13,6 +13,7 @@ use serde_json::json;
 use tokio::sync::Mutex;
 
 use super::eks_token;
+use super::shed_retry::ShedRetry;
 use crate::clock::{system_now, unix_seconds};
 use crate::config::ClusterAccess;
 use crate::error::{Error, Result};
@@ -108,6 +109,10 @@ pub const READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// The read timeout counts from when a request is sent, not from when its pooled connection
 /// went idle (`reset_reader_on_write`): a connection idle between ticks must not time out the
 /// next tick's first call.
+/// Requests waiting for the client's one connection pool at once (the buffer's bound): more
+/// than a tick or a drain step ever has in flight.
+const REQUESTS_QUEUED: usize = 1024;
+
 fn with_timeouts(mut config: kube::Config) -> kube::Config {
     config.connect_timeout = Some(CONNECT_TIMEOUT);
     config.read_timeout = Some(READ_TIMEOUT);
@@ -148,9 +153,16 @@ async fn from_kubeconfig(kubeconfig: Kubeconfig) -> Result<kube::Client> {
     // kube retries 429/503/504 by default, for up to 15 attempts with backoff to 1000 s. A 429
     // from the Eviction API is a PodDisruptionBudget's answer, not throttling, and a Lambda must
     // not sleep on it: callers see every status at once and retry on their own schedule (the
-    // next tick, the message's next visibility).
+    // next tick, the message's next visibility). Only a request the apiserver shed for load
+    // (429 with Retry-After, not an eviction) is tried again, briefly (`shed_retry`); the
+    // buffer makes the service cloneable, as the retry needs.
     config.default_retry = false;
-    kube::Client::try_from(with_timeouts(config)).map_err(kube_build_error)
+    let builder =
+        kube::client::ClientBuilder::try_from(with_timeouts(config)).map_err(kube_build_error)?;
+    Ok(builder
+        .with_layer(&tower::buffer::BufferLayer::new(REQUESTS_QUEUED))
+        .with_layer(&tower::retry::RetryLayer::new(ShedRetry::default()))
+        .build())
 }
 
 async fn kubeconfig_client(path: &str) -> Result<kube::Client> {

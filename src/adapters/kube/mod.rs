@@ -27,6 +27,7 @@ pub mod restore;
 pub mod restore_found;
 pub mod scaled_object;
 pub mod shape;
+pub mod shed_retry;
 pub mod targets;
 
 pub use client::{client, ClientCache};
