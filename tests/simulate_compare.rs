@@ -242,11 +242,11 @@ fn on_a_steady_ramp_prewarm_keeps_nodes_warm_ahead_of_the_replicas() {
     let (reactive, prewarm) = (&cmp.rows[0], &cmp.rows[1]);
     assert_eq!(prewarm.policy, "prewarm");
     assert!(
-        prewarm.gpu_hours_split.spare > 0.0,
+        prewarm.waterfall.balloons > 0.0,
         "prewarm held no warm GPUs: {:?}",
         prewarm.gpu_hours_split
     );
-    assert_eq!(reactive.gpu_hours_split.spare, 0.0);
+    assert_eq!(reactive.waterfall.balloons, 0.0);
     assert!(
         prewarm.cold_starts <= reactive.cold_starts,
         "cold starts: prewarm {} reactive {}",

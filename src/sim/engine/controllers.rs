@@ -59,6 +59,7 @@ impl Sim<'_> {
             hpa::recommend(reading, current, target, hpa.tolerance)
         };
         let floored;
+        let user_hpa = hpa;
         let hpa = if min_replicas == hpa.min_replicas {
             hpa
         } else {
@@ -68,6 +69,18 @@ impl Sim<'_> {
             };
             &floored
         };
+        // What the HPA would set with the user's minReplicas, on a copy of its memory: above
+        // it the replicas are the floor's (the waterfall's warm excess).
+        let unfloored = (min_replicas != user_hpa.min_replicas).then(|| {
+            hpa::normalise(
+                user_hpa,
+                &mut self.hpa_window.clone(),
+                &mut self.hpa_events.clone(),
+                self.now,
+                current,
+                desired,
+            )
+        });
         let set = hpa::normalise(
             hpa,
             &mut self.hpa_window,
@@ -76,6 +89,7 @@ impl Sim<'_> {
             current,
             desired,
         );
+        self.hpa_wants = unfloored.unwrap_or(set);
         if set > current {
             for _ in current..set {
                 self.new_pod();

@@ -28,7 +28,7 @@ use crate::core::{HeadroomState, PolicySpec, TargetSpec};
 
 use super::classes::Class;
 use super::model::{Model, Provisioner};
-use super::stats::{DayStats, GpuSplit, LogHistogram};
+use super::stats::{DayStats, GpuSplit, LogHistogram, Waterfall};
 
 pub use eyes::BandCoverage;
 pub use launch::LaunchModel;
@@ -166,9 +166,11 @@ pub struct Scored {
     pub waits: LogHistogram,
     /// Wait plus prefill.
     pub ttft: LogHistogram,
-    /// Exact total and busy; the sampled parts are raw (see `GpuSplit::normalised`), with
-    /// `idle_replicas` holding all replica GPU-seconds until `finish`.
+    /// The nodes' GPU-seconds, and those with a request in flight.
     pub gpu: GpuSplit,
+    /// The same GPU-seconds by cause (waterfall.rs). In a pool, the nodes' parts (boot,
+    /// balloons, empty) are the first deployment's.
+    pub waterfall: Waterfall,
     /// Inference pods that waited for a node to launch or for its image pull.
     pub cold_starts: u64,
     /// Replicas that loaded their model while requests queued for them.
@@ -230,6 +232,7 @@ mod pods;
 mod pool;
 mod requests;
 mod residual;
+mod waterfall;
 
 use events::{Event, Kind};
 use nodes::Node;
@@ -286,6 +289,9 @@ struct Sim<'a> {
     hpa_window: VecDeque<(f64, u32)>,
     /// The HPA's scale events (time, signed change), for its rate policies.
     hpa_events: VecDeque<(f64, i64)>,
+    /// The replicas the HPA set at its latest sync, or would have set with the user's
+    /// minReplicas when a floor raised it (0 for a static fleet): above it is warm excess.
+    hpa_wants: u32,
     // What the servers export, per scrape (every step): gauges at the scrape, and the
     // completions and their end-to-end latency (queueing included) since the previous one.
     waiting_at_boundary: Vec<u32>,
@@ -332,6 +338,7 @@ impl<'a> Sim<'a> {
             active_total: 0,
             hpa_window: VecDeque::new(),
             hpa_events: VecDeque::new(),
+            hpa_wants: 0,
             waiting_at_boundary: Vec::new(),
             running_at_boundary: Vec::new(),
             serving_at_boundary: Vec::new(),
@@ -413,8 +420,6 @@ impl<'a> Sim<'a> {
         }
         self.result.end_s = self.now;
         self.residual_finish();
-        let gpu = &mut self.result.scored.gpu;
-        gpu.idle_replicas = (gpu.idle_replicas - gpu.busy).max(0.0);
         self.result
     }
 
@@ -461,6 +466,9 @@ impl<'a> Sim<'a> {
             Replicas::Hpa => self.cfg.warm.replicas,
             Replicas::Static(n) => n,
         };
+        if self.cfg.replicas == Replicas::Hpa {
+            self.hpa_wants = replicas;
+        }
         self.add_warm_replicas(replicas);
         let balloons = match &self.cfg.headroom {
             Headroom::None | Headroom::ScheduledFloor { .. } => 0,

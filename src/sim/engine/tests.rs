@@ -115,7 +115,7 @@ fn waits_delays_and_time_to_first_token_on_one_slot() {
     // One 1-GPU node from 0 to the last completion at 35, its replica busy all along.
     assert_eq!(r.end_s, 35.0);
     assert_eq!((s.gpu.total, s.gpu.busy), (35.0, 35.0));
-    assert_eq!(s.gpu.normalised().idle_replicas, 0.0);
+    assert_eq!(s.waterfall.serving, 35.0);
 }
 
 #[test]
@@ -543,4 +543,64 @@ fn halving_the_hpa_target_doubles_the_replicas_on_a_steady_load() {
     };
     assert_eq!(replicas(0.7), (5, 5));
     assert_eq!(replicas(0.35), (10, 10));
+}
+
+/// Two 1-slot replicas on one 4-GPU node (g5.12xlarge), nothing else.
+fn two_replicas_one_node() -> RunConfig {
+    let mut cfg = one_slot();
+    cfg.provisioner.instance = instance_type("g5.12xlarge").unwrap().clone();
+    cfg
+}
+
+#[test]
+fn waterfall_serving_headroom_loading_and_empty() {
+    // One replica warm (the HPA wants 1), model load 30 s. A (0, 100 s) takes its slot, B (1,
+    // 100 s) waits. The sample at 15 sees 2 in the system on 1 replica: the HPA at 15 sets 2
+    // (it wants 2 from then on: the 300 s scale-down window keeps 2 after A ends). The new
+    // replica binds to the node's free GPU at 15, loads until 45, serves B 45..145.
+    // Node: 4 GPUs x 145 s = 580.
+    // serving: A 100 + B 100 = 200. loading: 15..45 = 30. target headroom: the first replica
+    // idle 100..145 = 45 (both replicas wanted). empty: 3 GPUs x 15 + 2 GPUs x 130 = 305.
+    let mut cfg = two_replicas_one_node();
+    cfg.replicas = Replicas::Hpa;
+    cfg.model.model_load_s = 30.0;
+    let r = run(
+        &cfg,
+        [req(0.0, 100.0, 0.0), req(1.0, 100.0, 0.0)].into_iter(),
+        || {},
+    );
+    let w = r.scored.waterfall;
+    assert_eq!(r.scored.gpu.total, 580.0);
+    assert_eq!(
+        (w.serving, w.loading, w.target_headroom),
+        (200.0, 30.0, 45.0)
+    );
+    assert_eq!((w.empty, w.warm_excess, w.draining), (305.0, 0.0, 0.0));
+    assert_eq!((w.node_boot, w.balloons), (0.0, 0.0));
+    assert_eq!(w.sum(), r.scored.gpu.total);
+}
+
+#[test]
+fn waterfall_warm_excess_balloons_and_node_boot() {
+    // A static fleet of 2 (no HPA: it wants none of them) and one balloon on the warm 4-GPU
+    // node; A (0, 100 s) on one replica. The node hints launch a node for a demand at 60: at
+    // 60 - 41 (launch, no pull, no load) = 19, Ready at 60, nothing ever placed on it. The run
+    // ends at A's completion, 100.
+    // Nodes: 4 x 100 + 4 x (100 - 19) = 724.
+    // serving 100; warm excess: the other replica, 100; balloons 1 x 100; empty: warm node's
+    // fourth GPU 100 + the hinted node Ready 60..100, 4 x 40 = 260; node boot 4 x 41 = 164.
+    let mut cfg = two_replicas_one_node();
+    cfg.replicas = Replicas::Static(2);
+    cfg.headroom = Headroom::Fixed(1);
+    cfg.prelaunch = Some(Arc::new(vec![60.0]));
+    let r = run(&cfg, [req(0.0, 100.0, 0.0)].into_iter(), || {});
+    let w = r.scored.waterfall;
+    assert_eq!(r.scored.gpu.total, 724.0);
+    assert_eq!(
+        (w.serving, w.warm_excess, w.balloons),
+        (100.0, 100.0, 100.0)
+    );
+    assert_eq!((w.empty, w.node_boot), (260.0, 164.0));
+    assert_eq!((w.target_headroom, w.draining, w.loading), (0.0, 0.0, 0.0));
+    assert_eq!(w.sum(), r.scored.gpu.total);
 }
