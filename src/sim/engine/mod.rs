@@ -27,7 +27,7 @@ use crate::core::lead::LeadBook;
 use crate::core::{HeadroomState, PolicySpec, TargetSpec};
 
 use super::classes::Class;
-use super::model::{Model, Provisioner};
+use super::model::{Hpa, Model, Provisioner};
 use super::stats::{DayStats, GpuSplit, LogHistogram, Waterfall};
 
 pub use eyes::BandCoverage;
@@ -289,9 +289,10 @@ struct Sim<'a> {
     hpa_window: VecDeque<(f64, u32)>,
     /// The HPA's scale events (time, signed change), for its rate policies.
     hpa_events: VecDeque<(f64, i64)>,
-    /// The replicas the HPA set at its latest sync, or would have set with the user's
-    /// minReplicas when a floor raised it (0 for a static fleet): above it is warm excess.
+    /// What an HPA at the user's target and minReplicas would set at the latest sync
+    /// (`update_hpa_wants`), and its recommendations: above it is the waterfall's warm excess.
     hpa_wants: u32,
+    wants_window: VecDeque<(f64, u32)>,
     // What the servers export, per scrape (every step): gauges at the scrape, and the
     // completions and their end-to-end latency (queueing included) since the previous one.
     waiting_at_boundary: Vec<u32>,
@@ -339,6 +340,7 @@ impl<'a> Sim<'a> {
             hpa_window: VecDeque::new(),
             hpa_events: VecDeque::new(),
             hpa_wants: 0,
+            wants_window: VecDeque::new(),
             waiting_at_boundary: Vec::new(),
             running_at_boundary: Vec::new(),
             serving_at_boundary: Vec::new(),
@@ -428,9 +430,8 @@ impl<'a> Sim<'a> {
     fn start_controllers(&mut self) {
         let cfg = self.cfg;
         self.push(0.0, Kind::Sample);
-        if cfg.replicas == Replicas::Hpa {
-            self.push(0.0, Kind::Hpa);
-        }
+        // A static fleet's syncs only follow what an HPA would want (the waterfall).
+        self.push(0.0, Kind::Hpa);
         match &cfg.headroom {
             Headroom::Prewarm { policy, .. } | Headroom::PrewarmFloor { policy, .. } => {
                 self.push(policy.tick_s, Kind::Tick)
@@ -466,9 +467,17 @@ impl<'a> Sim<'a> {
             Replicas::Hpa => self.cfg.warm.replicas,
             Replicas::Static(n) => n,
         };
+        // The HPA at the user's target has been running too (for a static fleet or a lower
+        // target, as it would have).
+        let user = Hpa {
+            target_utilization: self.cfg.model.hpa.wanted_utilization,
+            ..self.cfg.model.hpa.clone()
+        };
+        self.hpa_wants = user.raw_desired(self.cfg.warm.running.ceil() as u64, self.slots());
         if self.cfg.replicas == Replicas::Hpa {
-            self.hpa_wants = replicas;
+            self.hpa_wants = self.hpa_wants.min(self.cfg.warm.replicas);
         }
+        self.wants_window.push_back((self.now, self.hpa_wants));
         self.add_warm_replicas(replicas);
         let balloons = match &self.cfg.headroom {
             Headroom::None | Headroom::ScheduledFloor { .. } => 0,
