@@ -68,3 +68,35 @@ fn waterfall_parts_add_up_to_every_rows_gpu_hours() {
         }
     }
 }
+
+#[test]
+fn plot_draws_a_stacked_bar_of_every_row() {
+    let dir = std::env::temp_dir().join(format!("prewarm-waterfall-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let plot = dir.join("bursty.svg");
+    prewarm_bin::run_prewarm(&[
+        "simulate",
+        "--scenario",
+        "bursty",
+        "--policies",
+        "reactive,buffer",
+        "--threads",
+        "2",
+        "--plot",
+        plot.to_str().unwrap(),
+    ]);
+    let svg = std::fs::read_to_string(dir.join("bursty-waterfall.svg")).unwrap();
+    for text in [
+        "reactive: ",
+        "buffer: ",
+        "% idle",
+        "target headroom",
+        "balloons",
+    ] {
+        assert!(svg.contains(text), "{text} missing from the waterfall plot");
+    }
+    // Eight parts per row (two rows), each a filled rectangle, besides the legend's eight.
+    let bars = svg.matches("<rect").count();
+    assert!(bars >= 8 * 2 + 8, "{bars} rectangles");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

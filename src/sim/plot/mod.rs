@@ -1,11 +1,12 @@
 //! The pictures of a comparison, one SVG each: [`frontier`] (the knob curves a user decides
-//! from), [`timeline`] (the time series of the reported points) and [`residual`] (the delayed
-//! requests by kind). This file holds only what
+//! from), [`timeline`] (the time series of the reported points), [`residual`] (the delayed
+//! requests by kind) and [`waterfall`] (the GPU-hours by cause). This file holds only what
 //! they share, the policies' colours, and changes when that palette does.
 
 pub mod frontier;
 pub mod residual;
 pub mod timeline;
+pub mod waterfall;
 
 use std::path::Path;
 
