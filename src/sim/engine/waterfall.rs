@@ -46,7 +46,8 @@ impl Rates {
     /// The rates of `cluster` and the deployments `sims` at `now`.
     pub(super) fn of(cluster: &Cluster, sims: &[Sim<'_>], now: f64) -> Rates {
         let mut rates = Rates::default();
-        let mut booting_index = vec![usize::MAX; cluster.nodes.len()];
+        // (node, its entry in `booting`): few nodes boot at once, so a list is searched.
+        let mut booting_index: Vec<(usize, usize)> = Vec::new();
         let gpr = sims.first().map_or(1, |s| s.gpr());
         for &i in &cluster.live_nodes {
             let n = &cluster.nodes[i];
@@ -55,7 +56,7 @@ impl Rates {
             }
             let balloons = f64::from(n.balloons * gpr);
             if n.ready_at > now {
-                booting_index[i] = rates.booting.len();
+                booting_index.push((i, rates.booting.len()));
                 rates.booting.push(Booting {
                     ready_at: n.ready_at,
                     gpus: f64::from(n.gpus),
@@ -78,10 +79,12 @@ impl Rates {
                         r.active_draining += u64::from(pod.active);
                     }
                     Phase::Serving { .. } => r.serving += 1,
-                    Phase::Starting { node, .. } => match booting_index[node] {
-                        usize::MAX => r.loading += gpus,
-                        b => rates.booting[b].replicas += gpus,
-                    },
+                    Phase::Starting { node, .. } => {
+                        match booting_index.iter().find(|&&(n, _)| n == node) {
+                            Some(&(_, b)) => rates.booting[b].replicas += gpus,
+                            None => r.loading += gpus,
+                        }
+                    }
                     Phase::Pending | Phase::Gone => {}
                 }
             }
