@@ -9,18 +9,6 @@ use plotters::prelude::*;
 use crate::sim::compare::Comparison;
 use crate::sim::stats::Waterfall;
 
-/// One colour per waterfall part, in `Waterfall::parts` order.
-const COLORS: [RGBColor; 8] = [
-    RGBColor(77, 175, 74),
-    RGBColor(55, 126, 184),
-    RGBColor(228, 26, 28),
-    RGBColor(247, 129, 191),
-    RGBColor(255, 127, 0),
-    RGBColor(166, 86, 40),
-    RGBColor(152, 78, 163),
-    RGBColor(170, 170, 170),
-];
-
 pub fn write_svg(cmp: &Comparison, path: &Path, attribution: &str) -> Result<(), String> {
     let height = 160 + 40 * cmp.rows.len() as u32;
     super::write_svg_with(path, (1000, height), |root| {
@@ -36,7 +24,7 @@ fn draw<DB: DrawingBackend>(
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     let body = super::page_with_footer(root, height - 30, attribution)?;
     let names = Waterfall::default().parts().map(|(name, _)| name);
-    let parts: Vec<(&str, RGBColor)> = names.into_iter().zip(COLORS).collect();
+    let parts: Vec<(&str, RGBColor)> = names.into_iter().zip(super::COLORS).collect();
     let bars = cmp
         .rows
         .iter()
