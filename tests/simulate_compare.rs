@@ -101,10 +101,10 @@ fn the_launch_seed_moves_the_launch_draws_and_not_the_requests() {
     assert_eq!(json(&default), json(&same));
     assert_eq!(default.rows[0].requests, other.rows[0].requests);
     assert!(default.rows[0].nodes_launched > 0);
-    // Nodes outlive this short run, so the total is the same; the hours spent launching are not.
+    // Nodes outlive this short run, so the total is the same; the hours spent booting are not.
     assert_ne!(
-        default.rows[0].gpu_hours_split.launching,
-        other.rows[0].gpu_hours_split.launching
+        default.rows[0].waterfall.node_boot,
+        other.rows[0].waterfall.node_boot
     );
 }
 
@@ -242,11 +242,11 @@ fn on_a_steady_ramp_prewarm_keeps_nodes_warm_ahead_of_the_replicas() {
     let (reactive, prewarm) = (&cmp.rows[0], &cmp.rows[1]);
     assert_eq!(prewarm.policy, "prewarm");
     assert!(
-        prewarm.gpu_hours_split.spare > 0.0,
+        prewarm.waterfall.balloons > 0.0,
         "prewarm held no warm GPUs: {:?}",
-        prewarm.gpu_hours_split
+        prewarm.waterfall
     );
-    assert_eq!(reactive.gpu_hours_split.spare, 0.0);
+    assert_eq!(reactive.waterfall.balloons, 0.0);
     assert!(
         prewarm.cold_starts <= reactive.cold_starts,
         "cold starts: prewarm {} reactive {}",

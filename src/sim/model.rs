@@ -122,6 +122,10 @@ impl Model {
 pub struct Hpa {
     /// Target fraction of slots in use: the metric's averageValue is slots x this.
     pub target_utilization: f64,
+    /// The user's target, which a policy lowering `target_utilization` (hpa-target) leaves as
+    /// is: the GPU-hour waterfall counts replicas above what an HPA at this target wants as warm
+    /// excess.
+    pub wanted_utilization: f64,
     /// Sync period (kube-controller-manager --horizontal-pod-autoscaler-sync-period, 15 s).
     pub sync_s: f64,
     /// No change while |ratio - 1| is at most this (--horizontal-pod-autoscaler-tolerance, 0.1).
@@ -160,6 +164,7 @@ impl Hpa {
     ) -> Hpa {
         Hpa {
             target_utilization,
+            wanted_utilization: target_utilization,
             sync_s: 15.0,
             tolerance: 0.1,
             metrics_lag_s: 0.0,

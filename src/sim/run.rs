@@ -85,13 +85,17 @@ pub fn run_jobs(common: &Output, jobs: Vec<(Workload, Setup)>) -> crate::Result<
             let residual = sibling(&path, "residual");
             plot::residual::write_svg(&cmp, &residual, attribution(&cmp.workload))
                 .map_err(|e| config_error("--plot", e))?;
+            let waterfall = sibling(&path, "waterfall");
+            plot::waterfall::write_svg(&cmp, &waterfall, attribution(&cmp.workload))
+                .map_err(|e| config_error("--plot", e))?;
             if !common.json {
                 bar.suspend(|| {
                     println!(
-                        "plots: {} (frontiers), {} (time series), {} (the residual)\n",
+                        "plots: {} (frontiers), {} (time series), {} (the residual), {} (the GPU-hours by cause)\n",
                         path.display(),
                         timeline.display(),
-                        residual.display()
+                        residual.display(),
+                        waterfall.display()
                     )
                 });
             }

@@ -336,6 +336,7 @@ pub fn build(v: &SetupValues, lead_time: Option<f64>) -> crate::Result<Setup> {
         prepull: !m.no_prepull,
         hpa: Hpa {
             target_utilization: m.hpa_target_utilization,
+            wanted_utilization: m.hpa_target_utilization,
             sync_s: m.hpa_sync,
             tolerance: m.hpa_tolerance,
             metrics_lag_s: m.hpa_metrics_lag,

@@ -90,47 +90,85 @@ impl LogHistogram {
     }
 }
 
-/// GPU-seconds by what the GPUs were doing. `total` is exact (node lifetimes); `busy` is exact
-/// (replicas with a request in flight); the other four are measured at every metric step and
-/// scaled so that all five add up to `total`.
+/// A run's GPU-seconds: `total` from the nodes' lifetimes, `busy` while a replica has a request
+/// in flight (whole replicas, as the idle figure has always counted them).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct GpuSplit {
     pub total: f64,
     pub busy: f64,
-    /// Replicas up (or loading their model) with no request in flight.
-    pub idle_replicas: f64,
-    /// Balloon pods holding warm capacity (buffer, buffer-pct, prewarm).
-    pub spare: f64,
-    /// Nodes launched but not yet Ready.
-    pub launching: f64,
-    /// Ready nodes' GPUs nothing is placed on (waiting for consolidation, or fragments).
-    pub empty: f64,
 }
 
 impl GpuSplit {
-    /// The split with the sampled parts scaled to `total - busy`.
-    pub fn normalised(self) -> GpuSplit {
-        let rest = (self.total - self.busy).max(0.0);
-        let sampled = self.idle_replicas + self.spare + self.launching + self.empty;
-        let k = if sampled > 0.0 { rest / sampled } else { 0.0 };
+    pub fn hours(self) -> GpuSplit {
         GpuSplit {
-            idle_replicas: self.idle_replicas * k,
-            spare: self.spare * k,
-            launching: self.launching * k,
-            empty: self.empty * k,
-            ..self
+            total: self.total / 3600.0,
+            busy: self.busy / 3600.0,
+        }
+    }
+}
+
+/// A run's GPU-seconds by cause, attributed at every instant (docs/simulator.md, "Where the
+/// GPU-hours go"): the parts add up to the nodes' GPU-seconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Waterfall {
+    /// Slots busy with requests: a replica's GPUs times the share of its slots in use.
+    pub serving: f64,
+    /// Idle slots of the serving replicas the HPA itself wants.
+    pub target_headroom: f64,
+    /// Idle slots of serving replicas above what the HPA wants (a raised floor, a static fleet).
+    pub warm_excess: f64,
+    /// Idle slots of replicas the HPA removed, still finishing their requests.
+    pub draining: f64,
+    /// Replicas on a Ready node pulling their image or loading their model.
+    pub loading: f64,
+    /// Nodes launched but not yet Ready, whatever is bound to them.
+    pub node_boot: f64,
+    /// Balloon pods holding warm capacity on Ready nodes.
+    pub balloons: f64,
+    /// Ready nodes' GPUs nothing is placed on (consolidation delay, fragments).
+    pub empty: f64,
+}
+
+impl Waterfall {
+    /// The parts, named, in the order the table and the plot show them.
+    pub fn parts(&self) -> [(&'static str, f64); 8] {
+        [
+            ("serving", self.serving),
+            ("target headroom", self.target_headroom),
+            ("warm excess", self.warm_excess),
+            ("draining", self.draining),
+            ("loading", self.loading),
+            ("node boot", self.node_boot),
+            ("balloons", self.balloons),
+            ("empty", self.empty),
+        ]
+    }
+
+    pub fn sum(&self) -> f64 {
+        self.parts().iter().map(|(_, v)| v).sum()
+    }
+
+    /// Every part but serving, as a share of the sum (0 for an empty run).
+    pub fn idle_share(&self) -> f64 {
+        let sum = self.sum();
+        if sum > 0.0 {
+            1.0 - self.serving / sum
+        } else {
+            0.0
         }
     }
 
-    pub fn hours(self) -> GpuSplit {
-        let h = |v: f64| v / 3600.0;
-        GpuSplit {
-            total: h(self.total),
-            busy: h(self.busy),
-            idle_replicas: h(self.idle_replicas),
-            spare: h(self.spare),
-            launching: h(self.launching),
-            empty: h(self.empty),
+    /// Each part times `k` (GPU-seconds to GPU-hours: 1 / 3600).
+    pub fn scaled(self, k: f64) -> Waterfall {
+        Waterfall {
+            serving: self.serving * k,
+            target_headroom: self.target_headroom * k,
+            warm_excess: self.warm_excess * k,
+            draining: self.draining * k,
+            loading: self.loading * k,
+            node_boot: self.node_boot * k,
+            balloons: self.balloons * k,
+            empty: self.empty * k,
         }
     }
 }
@@ -298,23 +336,5 @@ mod tests {
         let half = 4.303 / 3f64.sqrt();
         assert!((lo - (2.0 - half)).abs() < 1e-9 && (hi - (2.0 + half)).abs() < 1e-9);
         assert_eq!(interval95(&[1.0]), None);
-    }
-
-    #[test]
-    fn split_is_scaled_to_the_exact_total() {
-        let s = GpuSplit {
-            total: 100.0,
-            busy: 40.0,
-            idle_replicas: 10.0,
-            spare: 10.0,
-            launching: 5.0,
-            empty: 5.0,
-        }
-        .normalised();
-        // 60 non-busy GPU-seconds shared 2:2:1:1.
-        assert_eq!(
-            (s.idle_replicas, s.spare, s.launching, s.empty),
-            (20.0, 20.0, 10.0, 10.0)
-        );
     }
 }

@@ -31,6 +31,10 @@ impl Sim<'_> {
         let next = self.now + hpa.sync_s;
         self.push(next, Kind::Hpa);
         let current = self.replica_count();
+        self.update_hpa_wants(current);
+        if self.cfg.replicas != super::Replicas::Hpa {
+            return;
+        }
         if min_replicas > hpa.min_replicas {
             if current == 0 {
                 return;
@@ -85,6 +89,32 @@ impl Sim<'_> {
             self.scale_down(current - set);
         }
         self.compact_live_pods();
+    }
+
+    /// What an HPA at the user's target and minReplicas would set now, with its own
+    /// stabilisation memory (`wants_window`): the waterfall's line between target headroom and
+    /// warm excess, whatever raised the fleet above it (a floor, a lower target, a static
+    /// fleet). A sync without a readable metric leaves it as it was.
+    fn update_hpa_wants(&mut self, current: u32) {
+        let hpa = &self.cfg.model.hpa;
+        let target = f64::from(self.slots()) * hpa.wanted_utilization;
+        let desired = if current == 0 {
+            self.hpa_scrape()
+                .map(|s| hpa::recommend_from_zero(f64::from(self.in_system_at(s)), target))
+        } else {
+            self.hpa_reading()
+                .map(|r| hpa::recommend(r, current, target, hpa.tolerance))
+        };
+        if let Some(desired) = desired {
+            self.hpa_wants = hpa::normalise(
+                hpa,
+                &mut self.wants_window,
+                &mut Default::default(),
+                self.now,
+                current,
+                desired,
+            );
+        }
     }
 
     /// The HPA's minReplicas now: the user's (`Model::hpa`), raised by a scheduled floor or by

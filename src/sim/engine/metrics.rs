@@ -1,5 +1,5 @@
 //! What a run measures: the recorded series, wait and time-to-first-token histograms, per-day
-//! figures, and GPU-seconds by what they were spent on.
+//! figures, and the nodes' GPU-seconds (their causes: waterfall.rs).
 
 use super::events::Kind;
 use super::{Point, Sim};
@@ -23,9 +23,6 @@ impl Sim<'_> {
         self.result.peak_replicas = self.result.peak_replicas.max(self.replica_count());
         let nodes = &self.cluster.nodes;
         self.cluster.live_nodes.retain(|&i| nodes[i].alive);
-        if self.now >= self.cfg.score_from_s {
-            self.sample_gpu_split();
-        }
         let point = Point {
             t: self.now,
             ready_gpus: self.ready_gpus(),
@@ -39,24 +36,6 @@ impl Sim<'_> {
         self.result.series.push(point);
         let next = self.now + self.cfg.step_s;
         self.push(next, Kind::Sample);
-    }
-
-    /// What every live node's GPUs do now, counted for the step that starts now.
-    fn sample_gpu_split(&mut self) {
-        let gpr = self.gpr();
-        let step = self.cfg.step_s;
-        let gpu = &mut self.result.scored.gpu;
-        for &i in &self.cluster.live_nodes {
-            let n = &self.cluster.nodes[i];
-            if n.ready_at > self.now {
-                gpu.launching += n.gpus as f64 * step;
-                continue;
-            }
-            let spare = n.balloons * gpr;
-            gpu.spare += spare as f64 * step;
-            gpu.idle_replicas += (n.used - spare) as f64 * step;
-            gpu.empty += (n.gpus - n.used) as f64 * step;
-        }
     }
 
     /// Charges a node's GPU-seconds from `launched` to now: to the total from the scoring start,

@@ -27,8 +27,8 @@ use crate::core::lead::LeadBook;
 use crate::core::{HeadroomState, PolicySpec, TargetSpec};
 
 use super::classes::Class;
-use super::model::{Model, Provisioner};
-use super::stats::{DayStats, GpuSplit, LogHistogram};
+use super::model::{Hpa, Model, Provisioner};
+use super::stats::{DayStats, GpuSplit, LogHistogram, Waterfall};
 
 pub use eyes::BandCoverage;
 pub use launch::LaunchModel;
@@ -166,9 +166,11 @@ pub struct Scored {
     pub waits: LogHistogram,
     /// Wait plus prefill.
     pub ttft: LogHistogram,
-    /// Exact total and busy; the sampled parts are raw (see `GpuSplit::normalised`), with
-    /// `idle_replicas` holding all replica GPU-seconds until `finish`.
+    /// The nodes' GPU-seconds, and those with a request in flight.
     pub gpu: GpuSplit,
+    /// The same GPU-seconds by cause (waterfall.rs). In a pool, the nodes' parts (boot,
+    /// balloons, empty) are the first deployment's.
+    pub waterfall: Waterfall,
     /// Inference pods that waited for a node to launch or for its image pull.
     pub cold_starts: u64,
     /// Replicas that loaded their model while requests queued for them.
@@ -230,6 +232,7 @@ mod pods;
 mod pool;
 mod requests;
 mod residual;
+mod waterfall;
 
 use events::{Event, Kind};
 use nodes::Node;
@@ -286,6 +289,10 @@ struct Sim<'a> {
     hpa_window: VecDeque<(f64, u32)>,
     /// The HPA's scale events (time, signed change), for its rate policies.
     hpa_events: VecDeque<(f64, i64)>,
+    /// What an HPA at the user's target and minReplicas would set at the latest sync
+    /// (`update_hpa_wants`), and its recommendations: above it is the waterfall's warm excess.
+    hpa_wants: u32,
+    wants_window: VecDeque<(f64, u32)>,
     // What the servers export, per scrape (every step): gauges at the scrape, and the
     // completions and their end-to-end latency (queueing included) since the previous one.
     waiting_at_boundary: Vec<u32>,
@@ -332,6 +339,8 @@ impl<'a> Sim<'a> {
             active_total: 0,
             hpa_window: VecDeque::new(),
             hpa_events: VecDeque::new(),
+            hpa_wants: 0,
+            wants_window: VecDeque::new(),
             waiting_at_boundary: Vec::new(),
             running_at_boundary: Vec::new(),
             serving_at_boundary: Vec::new(),
@@ -413,8 +422,6 @@ impl<'a> Sim<'a> {
         }
         self.result.end_s = self.now;
         self.residual_finish();
-        let gpu = &mut self.result.scored.gpu;
-        gpu.idle_replicas = (gpu.idle_replicas - gpu.busy).max(0.0);
         self.result
     }
 
@@ -423,9 +430,8 @@ impl<'a> Sim<'a> {
     fn start_controllers(&mut self) {
         let cfg = self.cfg;
         self.push(0.0, Kind::Sample);
-        if cfg.replicas == Replicas::Hpa {
-            self.push(0.0, Kind::Hpa);
-        }
+        // A static fleet's syncs only follow what an HPA would want (the waterfall).
+        self.push(0.0, Kind::Hpa);
         match &cfg.headroom {
             Headroom::Prewarm { policy, .. } | Headroom::PrewarmFloor { policy, .. } => {
                 self.push(policy.tick_s, Kind::Tick)
@@ -461,6 +467,17 @@ impl<'a> Sim<'a> {
             Replicas::Hpa => self.cfg.warm.replicas,
             Replicas::Static(n) => n,
         };
+        // The HPA at the user's target has been running too (for a static fleet or a lower
+        // target, as it would have).
+        let user = Hpa {
+            target_utilization: self.cfg.model.hpa.wanted_utilization,
+            ..self.cfg.model.hpa.clone()
+        };
+        self.hpa_wants = user.raw_desired(self.cfg.warm.running.ceil() as u64, self.slots());
+        if self.cfg.replicas == Replicas::Hpa {
+            self.hpa_wants = self.hpa_wants.min(self.cfg.warm.replicas);
+        }
+        self.wants_window.push_back((self.now, self.hpa_wants));
         self.add_warm_replicas(replicas);
         let balloons = match &self.cfg.headroom {
             Headroom::None | Headroom::ScheduledFloor { .. } => 0,

@@ -26,6 +26,7 @@ use crate::sim::tier_split::{self, TargetDemand, Tier};
 
 use super::events::Kind;
 use super::pods::Phase;
+use super::waterfall::Rates;
 use super::{Cluster, Headroom, Request, RunConfig, RunResult, Sim};
 
 /// Who sets the pool's spare.
@@ -72,6 +73,9 @@ struct Pool<'a> {
     /// The pool's node set while no deployment's event runs.
     cluster: Cluster,
     result: PoolResult,
+    /// What the GPUs are doing since `accrued_to` (the waterfall).
+    rates: Rates,
+    accrued_to: f64,
 }
 
 impl<'a> Pool<'a> {
@@ -209,6 +213,27 @@ impl<'a> Pool<'a> {
     fn idle(&self) -> bool {
         self.sims.iter().all(|s| s.idle())
     }
+
+    /// The waterfall's GPU-seconds up to `t`.
+    fn accrue(&mut self, t: f64) {
+        self.rates.accrue(self.accrued_to, t, &mut self.sims);
+        self.accrued_to = t;
+    }
+
+    /// Takes the rates anew (after anything that can move a pod or a node).
+    fn retake_rates(&mut self) {
+        self.rates = Rates::of(&self.cluster, &self.sims, self.accrued_to);
+    }
+
+    /// Whether deployment `m`'s next event can move a pod or a node: all but a completion on a
+    /// replica that keeps serving.
+    fn moves_pods(&self, m: usize) -> bool {
+        let s = &self.sims[m];
+        match s.events.peek().map(|e| &e.kind) {
+            Some(Kind::Completion { pod }) => s.pods[*pod].draining,
+            _ => true,
+        }
+    }
 }
 
 impl Sim<'_> {
@@ -261,6 +286,8 @@ pub fn run_pool(
         sims: cfgs.iter().map(Sim::new).collect(),
         cluster: Cluster::default(),
         result: PoolResult::default(),
+        rates: Rates::default(),
+        accrued_to: 0.0,
     };
     for m in 0..cfgs.len() {
         pool.with(m, 0.0, |s| {
@@ -268,6 +295,7 @@ pub fn run_pool(
             s.start_controllers();
         });
     }
+    pool.retake_rates();
     let mut requests = requests.peekable();
     loop {
         let next_arrival = requests.peek().map(|r| r.arrival);
@@ -282,10 +310,16 @@ pub fn run_pool(
             (None, None) => break,
         };
         if event_first {
-            let (m, _) = event.expect("peeked");
+            let (m, t) = event.expect("peeked");
+            pool.accrue(t);
+            let moves = pool.moves_pods(m);
             pool.handle(m, headroom);
+            if moves {
+                pool.retake_rates();
+            }
         } else {
             let r = requests.next().expect("peeked");
+            pool.accrue(r.arrival);
             let m = model_of_client
                 .get(r.client as usize)
                 .copied()
@@ -299,6 +333,7 @@ pub fn run_pool(
         }
     }
     let end = pool.sims.iter().map(|s| s.now).fold(0.0, f64::max);
+    pool.accrue(end);
     let sims = std::mem::take(&mut pool.sims);
     let mut cluster = pool.cluster;
     let mut result = pool.result;

@@ -154,6 +154,8 @@ fn a_node_karpenter_deletes_has_every_models_pods_evicted() {
         sims: cfgs.iter().map(Sim::new).collect(),
         cluster: Cluster::default(),
         result: PoolResult::default(),
+        rates: Default::default(),
+        accrued_to: 0.0,
     };
     for m in 0..2 {
         pool.with(m, 0.0, |s| {

@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::classes::Class;
 use super::engine::{ClassScored, LeadReport, RunResult};
 use super::oracle::OracleResult;
-use super::stats::{block_bootstrap95, interval95, GpuSplit, DAY_S};
+use super::stats::{block_bootstrap95, interval95, GpuSplit, Waterfall, DAY_S};
 use crate::core::policy::residual::{Decomposition, KindCounts};
 
 /// Resamples of the band coverage's block bootstrap.
@@ -36,6 +36,10 @@ pub struct PolicyReport {
     /// GPU-hours by what the GPUs did (adds up to `gpu_hours`).
     pub gpu_hours_split: GpuSplit,
     pub idle_gpu_fraction: f64,
+    /// GPU-hours by cause (they add up to `gpu_hours`).
+    pub waterfall: Waterfall,
+    /// Every waterfall part but serving, as a share of the GPU-hours: the idle share.
+    pub idle_share: f64,
     pub cost_usd: f64,
     /// Node cold starts: inference pods that waited for a node launch or its image pull.
     pub cold_starts: u64,
@@ -188,7 +192,8 @@ impl PolicyReport {
         let s = &run.scored;
         let requests = s.requests.max(1) as f64;
         let delayed_fraction = s.delayed as f64 / requests;
-        let split = s.gpu.normalised().hours();
+        let split = s.gpu.hours();
+        let waterfall = s.waterfall.scaled(1.0 / 3600.0);
         let gpu_hours = split.total;
         let first_day = (ctx.score_from_s / DAY_S).floor() as usize;
         let days: Vec<DayReport> = run
@@ -223,6 +228,8 @@ impl PolicyReport {
             gpu_hours,
             gpu_hours_split: split,
             idle_gpu_fraction: idle(split.busy, split.total),
+            idle_share: waterfall.idle_share(),
+            waterfall,
             cost_usd: gpu_hours * ctx.usd_per_gpu_hour,
             cold_starts: s.cold_starts,
             replica_cold_starts: s.replica_cold_starts,
@@ -327,10 +334,15 @@ impl PolicyReport {
             gpu_hours_split: GpuSplit {
                 total: gpu_hours,
                 busy,
-                empty: gpu_hours - busy,
-                ..GpuSplit::default()
             },
             idle_gpu_fraction: idle(oracle.busy_gpu_seconds, gpu_seconds),
+            idle_share: idle(oracle.busy_gpu_seconds, gpu_seconds),
+            // The packing is a bound, not a run: its serving is the ideal's, the rest unused.
+            waterfall: Waterfall {
+                serving: busy,
+                empty: gpu_hours - busy,
+                ..Waterfall::default()
+            },
             cost_usd: gpu_hours * ctx.usd_per_gpu_hour,
             cold_starts: 0,
             replica_cold_starts: 0,

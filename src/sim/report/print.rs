@@ -229,7 +229,8 @@ pub fn table(rows: &[PolicyReport]) -> String {
         "p99 wait",
         "p99 TTFT",
         "GPU-h",
-        "busy/idle/spare/launch/empty %",
+        "serve/head/excess/drain/load/boot/balloon/empty %",
+        "idle",
         "cold node/replica",
         "vs bound",
         "$/week",
@@ -239,7 +240,6 @@ pub fn table(rows: &[PolicyReport]) -> String {
     let cells: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
-            let g = &r.gpu_hours_split;
             vec![
                 r.policy.clone(),
                 r.detail.clone(),
@@ -249,14 +249,13 @@ pub fn table(rows: &[PolicyReport]) -> String {
                 format!("{:.1}s", r.p99_wait_s),
                 format!("{:.1}s", r.p99_ttft_s),
                 format!("{:.1}", r.gpu_hours),
-                format!(
-                    "{:.0}/{:.0}/{:.0}/{:.0}/{:.0}",
-                    pct(g.busy, g.total),
-                    pct(g.idle_replicas, g.total),
-                    pct(g.spare, g.total),
-                    pct(g.launching, g.total),
-                    pct(g.empty, g.total)
-                ),
+                r.waterfall
+                    .parts()
+                    .iter()
+                    .map(|(_, v)| format!("{:.0}", pct(*v, r.gpu_hours)))
+                    .collect::<Vec<_>>()
+                    .join("/"),
+                format!("{:.0}%", r.idle_share * 100.0),
                 format!("{}/{}", r.cold_starts, r.replica_cold_starts),
                 format!("{:.2}x", r.gpu_hours_vs_bound),
                 format!("{:.0}", r.usd_per_week),
