@@ -12,11 +12,11 @@ use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
 use prewarm::adapters::kube::headroom::{
     apply_plan, read_headroom, release_replacement, ApplyOutcome,
 };
+use prewarm::adapters::kube::nodepool::limits::LimitsIntent;
 use prewarm::adapters::kube::nodepool::{
     apply_node_pool, freeze_budget, read_node_pool, send_node_pool_patch, PatchOutcome,
     SAVED_BUDGETS,
 };
-use prewarm::adapters::kube::nodepool_limits::LimitsIntent;
 use prewarm::adapters::kube::resources;
 use prewarm::core::lease::LeaseOutcome;
 use prewarm::core::policy::plan::ForecastSummary;
@@ -512,7 +512,7 @@ async fn limits_patch_changes_only_the_named_limit() {
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
 async fn restore_puts_back_the_users_limits_exactly_and_keeps_their_edits() {
-    use prewarm::adapters::kube::nodepool_limits::SAVED_LIMITS;
+    use prewarm::adapters::kube::nodepool::limits::SAVED_LIMITS;
     use prewarm::adapters::kube::restore::{restore_all, Drains};
     let (admin, lambda) = (
         as_user("KUBECONFIG").await,

@@ -1,6 +1,6 @@
 //! `prewarm restore`: puts back what prewarm changed in the cluster, so that uninstalling leaves
 //! it as the user had it. Per target: the NodePool's `spec.limits` (from the
-//! prewarm.io/saved-limits annotation, nodepool_limits), its frozen disruption budgets (from the
+//! prewarm.io/saved-limits annotation, nodepool::limits), its frozen disruption budgets (from the
 //! prewarm.io/saved-budgets annotation) and every prewarm.io/ annotation; the headroom object's
 //! prewarm.io/ annotations, and its size back to 0 for balloons and CapacityBuffers (the size the
 //! chart creates them with). Not restorable, and reported as such: limits written by a prewarm
@@ -27,8 +27,8 @@ use super::api_error::from_kube;
 use super::conflict::retry_on_conflict;
 use super::drain::{replacement, surge};
 use super::hpa_floor;
+use super::nodepool::limits::{LimitsIntent, SAVED_LIMITS};
 use super::nodepool::{self, NodePoolView};
-use super::nodepool_limits::{self, LimitsIntent, SAVED_LIMITS};
 use super::resources::HeadroomRef;
 use crate::core::lease::LeaseOutcome;
 use crate::core::{HeadroomKind, TargetSpec};
@@ -111,7 +111,7 @@ pub fn headroom_patch(
     Some(patch)
 }
 
-/// The merge patch that restores a NodePool's limits (nodepool_limits::limits_restore) and
+/// The merge patch that restores a NodePool's limits (nodepool::limits::limits_restore) and
 /// removes prewarm.io/saved-limits; None when prewarm never wrote limits. Its own step, before
 /// the budgets step: if it fails, the annotation it needs stays.
 pub fn node_pool_limits_patch(view: &NodePoolView) -> std::result::Result<Option<Value>, String> {
@@ -120,7 +120,7 @@ pub fn node_pool_limits_patch(view: &NodePoolView) -> std::result::Result<Option
     }
     let mut patch = json!({"metadata": {"resourceVersion": view.resource_version,
         "annotations": {SAVED_LIMITS: null}}});
-    if let Some(limits) = nodepool_limits::limits_restore(view)? {
+    if let Some(limits) = nodepool::limits::limits_restore(view)? {
         patch["spec"] = json!({ "limits": limits });
     }
     Ok(Some(patch))

@@ -6,9 +6,9 @@ use super::lead::{self, LeadStart};
 use super::observe::{calibration_history, observe};
 use super::{TargetReport, TickDeps};
 use crate::adapters::kube::headroom::{self, ApplyOutcome, HeadroomRead};
+use crate::adapters::kube::nodepool::limits::{LimitsIntent, SAVED_LIMITS};
 use crate::adapters::kube::nodepool::{self, NodePoolView};
-use crate::adapters::kube::nodepool_limits::{LimitsIntent, SAVED_LIMITS};
-use crate::adapters::kube::{annotations, hpa_floor, limits_room};
+use crate::adapters::kube::{annotations, hpa_floor, nodepool::limits_room};
 use crate::core::lease::LeaseOutcome;
 use crate::core::policy::residual;
 use crate::core::{self, HeadroomKind, Observation, Plan, TargetSpec};
@@ -174,7 +174,7 @@ pub async fn tick_target(
 }
 
 /// The NodePool's limits this tick: the target's cap (or the user's own limits) with room for
-/// the replacements of the pool's draining nodes (`adapters::kube::limits_room`). When the nodes
+/// the replacements of the pool's draining nodes (`adapters::kube::nodepool::limits_room`). When the nodes
 /// cannot be read the limits are left as they are: a room in use is never taken away on missing
 /// data, and a cap change waits for the next tick.
 async fn limits_intent(client: &kube::Client, target: &TargetSpec, now: f64) -> LimitsIntent {
