@@ -827,7 +827,7 @@ async fn hpa_is_read_as_the_lambda_user() {
 #[ignore = "needs the local stack (make e2e)"]
 async fn hpa_floor_is_raised_and_restored_as_the_lambda_user() {
     use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-    use prewarm::adapters::kube::hpa_floor::{
+    use prewarm::adapters::kube::hpa::floor::{
         apply_floor, restore_hpa_floor, FloorIntent, FIELD_MANAGER, RAISED_MIN, USER_MIN,
     };
     use prewarm::core::spec::HpaRef;
@@ -916,11 +916,11 @@ async fn hpa_floor_is_raised_and_restored_as_the_lambda_user() {
 #[ignore = "needs the local stack (make e2e)"]
 async fn a_keda_owned_hpa_is_floored_through_its_scaled_object_as_the_lambda_user() {
     use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-    use prewarm::adapters::kube::hpa_floor::{
+    use prewarm::adapters::kube::hpa::floor::{
         apply_floor, plan_and_apply, restore_hpa_floor, FloorIntent, FIELD_MANAGER, RAISED_MIN,
         USER_MIN,
     };
-    use prewarm::adapters::kube::scaled_object;
+    use prewarm::adapters::kube::hpa::scaled_object;
     use prewarm::core::spec::HpaRef;
 
     let name = unique("keda");

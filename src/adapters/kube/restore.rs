@@ -26,7 +26,7 @@ use serde_json::{json, Map, Value};
 use super::api_error::from_kube;
 use super::conflict::retry_on_conflict;
 use super::drain::{replacement, surge};
-use super::hpa_floor;
+use super::hpa;
 use super::nodepool::limits::{LimitsIntent, SAVED_LIMITS};
 use super::nodepool::{self, NodePoolView};
 use super::resources::HeadroomRef;
@@ -385,10 +385,10 @@ async fn restore_hpa_floor(
     let Some(r) = &target.hpa else {
         return Ok(Vec::new());
     };
-    let change = hpa_floor::plan_and_apply(
+    let change = hpa::floor::plan_and_apply(
         client,
         r,
-        hpa_floor::FloorIntent::Restore,
+        hpa::floor::FloorIntent::Restore,
         now,
         0.0,
         dry_run,
@@ -398,7 +398,7 @@ async fn restore_hpa_floor(
 }
 
 /// How `prewarm restore` reports one HPA floor change.
-fn floor_outcome(target: &TargetSpec, object: &str, patch: &hpa_floor::FloorPatch) -> Restored {
+fn floor_outcome(target: &TargetSpec, object: &str, patch: &hpa::floor::FloorPatch) -> Restored {
     match (patch.outcome, patch.min_replicas) {
         (LeaseOutcome::Restored, Some(min)) => outcome(
             target,
@@ -414,7 +414,7 @@ fn floor_outcome(target: &TargetSpec, object: &str, patch: &hpa_floor::FloorPatc
                 .into(),
         ),
         // A restore plans no raise: held (or lowered to it) for a drain's surge that is still
-        // there (`hpa_floor::plan_beside_surge`; a dry run has not released it).
+        // there (`hpa::floor::plan_beside_surge`; a dry run has not released it).
         (LeaseOutcome::Renewed | LeaseOutcome::Raised, _) => outcome(
             target,
             object,
@@ -547,7 +547,7 @@ mod tests {
 
     #[test]
     fn hpa_floor_outcomes_read_as_restore_lines() {
-        use hpa_floor::{FloorPatch, LEASE_UNTIL};
+        use hpa::floor::{FloorPatch, LEASE_UNTIL};
         let t = TargetSpec::new("t", "gpu", HeadroomKind::NodePoolReplicas, 4);
         let removed: BTreeMap<String, Option<String>> = [(LEASE_UNTIL.to_string(), None)].into();
         let patch = |min, annotations: &BTreeMap<String, Option<String>>, outcome| FloorPatch {
