@@ -17,7 +17,6 @@ pub mod nodepool;
 pub mod pods;
 pub mod resources;
 pub mod restore;
-pub mod restore_found;
 pub mod shape;
 pub mod shed_retry;
 pub mod targets;

@@ -23,6 +23,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
 
+pub mod found;
+
 use super::api_error::from_kube;
 use super::conflict::retry_on_conflict;
 use super::drain::{replacement, surge};
