@@ -9,7 +9,7 @@
 
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use kube::api::{Api, DeleteParams};
-use prewarm::adapters::kube::annotations::parse_time;
+use prewarm::adapters::kube::headroom::annotations::parse_time;
 use prewarm::adapters::kube::hpa::floor::{apply_floor, LEASE_UNTIL, RAISED_MIN, USER_MIN};
 use prewarm::adapters::kube::hpa::read_hpa_status;
 use prewarm::core::lease::LeaseOutcome;

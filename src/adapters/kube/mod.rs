@@ -4,7 +4,6 @@
 //! Everything that decides what to write is a pure function (state parsing, patch building) with
 //! unit tests; the async functions around them only read, call those functions and send.
 
-pub mod annotations;
 pub mod api_error;
 pub mod client;
 pub mod conflict;

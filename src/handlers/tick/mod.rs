@@ -23,7 +23,7 @@ use std::time::Duration;
 use lambda_runtime::{service_fn, LambdaEvent};
 use serde_json::Value;
 
-use crate::adapters::kube::{annotations, targets, ClientCache};
+use crate::adapters::kube::{headroom::annotations, targets, ClientCache};
 use crate::adapters::metrics::{self, MetricSource};
 use crate::clock::{system_time, unix_now, unix_seconds};
 use crate::config::Config;

@@ -8,7 +8,7 @@ use super::{TargetReport, TickDeps};
 use crate::adapters::kube::headroom::{self, ApplyOutcome, HeadroomRead};
 use crate::adapters::kube::nodepool::limits::{LimitsIntent, SAVED_LIMITS};
 use crate::adapters::kube::nodepool::{self, NodePoolView};
-use crate::adapters::kube::{annotations, hpa, nodepool::limits_room};
+use crate::adapters::kube::{headroom::annotations, hpa, nodepool::limits_room};
 use crate::core::lease::LeaseOutcome;
 use crate::core::policy::residual;
 use crate::core::{self, HeadroomKind, Observation, Plan, TargetSpec};

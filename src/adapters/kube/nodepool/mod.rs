@@ -746,11 +746,12 @@ mod tests {
         }
         // The headroom patches reach the NodePool too when it is the headroom object.
         let reserved: BTreeMap<String, String> = [(
-            super::super::annotations::REPLACEMENT_DRAINS.to_string(),
+            crate::adapters::kube::headroom::annotations::REPLACEMENT_DRAINS.to_string(),
             "{\"evt\":1}".to_string(),
         )]
         .into();
-        let read = super::super::annotations::parse_headroom(3, &reserved).unwrap();
+        let read =
+            crate::adapters::kube::headroom::annotations::parse_headroom(3, &reserved).unwrap();
         patches.extend(super::super::headroom::release_patch(&read, "1", "evt"));
         assert!(patches.len() >= 10, "only {} patches built", patches.len());
         for p in &patches {

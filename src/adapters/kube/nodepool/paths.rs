@@ -21,7 +21,7 @@ mod tests {
     use super::super::view::{NodePoolView, SAVED_BUDGETS};
     use super::super::{freeze_budget, node_pool_patch};
     use super::*;
-    use crate::adapters::kube::annotations::{parse_headroom, REPLACEMENT_DRAINS};
+    use crate::adapters::kube::headroom::annotations::{parse_headroom, REPLACEMENT_DRAINS};
     use crate::adapters::kube::headroom::release_patch;
     use crate::adapters::kube::restore;
 

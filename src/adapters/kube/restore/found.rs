@@ -26,12 +26,12 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
 use serde_json::{json, Map, Value};
 
-use crate::adapters::kube::annotations as headroom_keys;
 use crate::adapters::kube::api_error::from_kube;
 use crate::adapters::kube::conflict::retry_on_conflict;
 use crate::adapters::kube::drain::replacement::delete_placeholder;
 use crate::adapters::kube::drain::surge::{self, SURGING_LABEL};
 use crate::adapters::kube::drain::{has_draining_taint, instance_of_node, is_ready, undrain_patch};
+use crate::adapters::kube::headroom::annotations as headroom_keys;
 use crate::adapters::kube::hpa::{self, floor::FloorIntent};
 use crate::adapters::kube::nodepool::{self, NodePoolView};
 use crate::adapters::kube::resources::{capacity_buffer, deployment, node_pool_api};
