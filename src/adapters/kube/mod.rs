@@ -8,7 +8,6 @@ pub mod api_error;
 pub mod client;
 pub mod conflict;
 pub mod drain;
-pub mod eks_token;
 pub mod headroom;
 pub mod hpa;
 pub mod lead_times;
@@ -17,7 +16,6 @@ pub mod pods;
 pub mod resources;
 pub mod restore;
 pub mod shape;
-pub mod shed_retry;
 pub mod targets;
 
 pub use client::{client, ClientCache};
