@@ -1,5 +1,5 @@
 //! Kubernetes: client (kubeconfig or EKS token), headroom actuators, NodePool limits and budgets,
-//! pending and serving pods. (Kube owner; `drain.rs` belongs to the interruption path.)
+//! pending and serving pods. (Kube owner; `drain/` belongs to the interruption path.)
 //!
 //! Everything that decides what to write is a pure function (state parsing, patch building) with
 //! unit tests; the async functions around them only read, call those functions and send.
