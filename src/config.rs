@@ -2,7 +2,7 @@
 //! names the variable and the allowed range. `Config::from_lookup` takes any lookup function so
 //! tests need not touch the process environment.
 
-use crate::adapters::metrics::cloudwatch_periods::publish_interval_problem;
+use crate::core::cloudwatch_periods::publish_interval_problem;
 use crate::core::{PolicySpec, TargetSpec};
 use crate::error::{Error, Result};
 

@@ -225,8 +225,8 @@ fn in_namespace<T: serde::Serialize + serde::de::DeserializeOwned>(object: T, ns
 #[ignore = "needs the local stack (make e2e)"]
 async fn a_keda_owned_hpa_is_surged_on_its_scaled_object() {
     use kube::api::DynamicObject;
-    use prewarm::adapters::kube::hpa_floor::{plan_and_apply, FloorIntent};
-    use prewarm::adapters::kube::scaled_object;
+    use prewarm::adapters::kube::hpa::floor::{plan_and_apply, FloorIntent};
+    use prewarm::adapters::kube::hpa::scaled_object;
     use prewarm::core::lease::LeaseOutcome;
     use prewarm::core::spec::HpaRef;
 

@@ -1,6 +1,6 @@
 //! The HPA floor's whole tick path against the stack's real kube-apiserver, as the
 //! `prewarm-lambda` user: the HPA read back for sizing (`read_hpa_status`), `decide()`, the
-//! floor intent and the lease write (`hpa_floor::apply_floor`). A raised floor must come back
+//! floor intent and the lease write (`hpa::floor::apply_floor`). A raised floor must come back
 //! down: while prewarm holds a raise, sizing takes the user's `minReplicas` saved on the HPA, so
 //! a forecast that falls gives the user's value back within one lease; and a raise stays within
 //! the target's rails (maxStepUp above the replicas in place, maxSpare, the GPU cap).
@@ -9,9 +9,9 @@
 
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use kube::api::{Api, DeleteParams};
-use prewarm::adapters::kube::annotations::parse_time;
+use prewarm::adapters::kube::headroom::annotations::parse_time;
+use prewarm::adapters::kube::hpa::floor::{apply_floor, LEASE_UNTIL, RAISED_MIN, USER_MIN};
 use prewarm::adapters::kube::hpa::read_hpa_status;
-use prewarm::adapters::kube::hpa_floor::{apply_floor, LEASE_UNTIL, RAISED_MIN, USER_MIN};
 use prewarm::core::lease::LeaseOutcome;
 use prewarm::core::{decide, HeadroomState, Observation, PolicySpec, Sample, TargetSpec};
 use prewarm::handlers::tick::floor_intent;

@@ -46,7 +46,7 @@ use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::{ConfigMap, Event as CoreEvent, Namespace, Node, Pod};
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use prewarm::adapters::kube::drain::instance_of_node;
-use prewarm::adapters::kube::limits_room::sync_room;
+use prewarm::adapters::kube::nodepool::limits_room::sync_room;
 use prewarm::config::Config;
 use prewarm::handlers::interruption::Interruption;
 use serde_json::json;

@@ -12,11 +12,11 @@ use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
 use prewarm::adapters::kube::headroom::{
     apply_plan, read_headroom, release_replacement, ApplyOutcome,
 };
+use prewarm::adapters::kube::nodepool::limits::LimitsIntent;
 use prewarm::adapters::kube::nodepool::{
     apply_node_pool, freeze_budget, read_node_pool, send_node_pool_patch, PatchOutcome,
     SAVED_BUDGETS,
 };
-use prewarm::adapters::kube::nodepool_limits::LimitsIntent;
 use prewarm::adapters::kube::resources;
 use prewarm::core::lease::LeaseOutcome;
 use prewarm::core::policy::plan::ForecastSummary;
@@ -512,7 +512,7 @@ async fn limits_patch_changes_only_the_named_limit() {
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
 async fn restore_puts_back_the_users_limits_exactly_and_keeps_their_edits() {
-    use prewarm::adapters::kube::nodepool_limits::SAVED_LIMITS;
+    use prewarm::adapters::kube::nodepool::limits::SAVED_LIMITS;
     use prewarm::adapters::kube::restore::{restore_all, Drains};
     let (admin, lambda) = (
         as_user("KUBECONFIG").await,
@@ -827,7 +827,7 @@ async fn hpa_is_read_as_the_lambda_user() {
 #[ignore = "needs the local stack (make e2e)"]
 async fn hpa_floor_is_raised_and_restored_as_the_lambda_user() {
     use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-    use prewarm::adapters::kube::hpa_floor::{
+    use prewarm::adapters::kube::hpa::floor::{
         apply_floor, restore_hpa_floor, FloorIntent, FIELD_MANAGER, RAISED_MIN, USER_MIN,
     };
     use prewarm::core::spec::HpaRef;
@@ -916,11 +916,11 @@ async fn hpa_floor_is_raised_and_restored_as_the_lambda_user() {
 #[ignore = "needs the local stack (make e2e)"]
 async fn a_keda_owned_hpa_is_floored_through_its_scaled_object_as_the_lambda_user() {
     use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-    use prewarm::adapters::kube::hpa_floor::{
+    use prewarm::adapters::kube::hpa::floor::{
         apply_floor, plan_and_apply, restore_hpa_floor, FloorIntent, FIELD_MANAGER, RAISED_MIN,
         USER_MIN,
     };
-    use prewarm::adapters::kube::scaled_object;
+    use prewarm::adapters::kube::hpa::scaled_object;
     use prewarm::core::spec::HpaRef;
 
     let name = unique("keda");

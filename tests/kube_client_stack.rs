@@ -1,6 +1,6 @@
 //! Cluster access against the stack: DescribeCluster on the moto server (cluster `prewarm-test`,
 //! created by tests/stack's AWS setup) and a kubeconfig client reaching the real apiserver with
-//! the Lambda's RBAC. (The token's presigned URL is checked by unit tests in eks_token.rs: moto
+//! the Lambda's RBAC. (The token's presigned URL is checked by unit tests in client/eks_token.rs: moto
 //! routes requests by their Authorization header or body, not by query-string signatures, and
 //! checks no signature, so it could not say more.)
 //!

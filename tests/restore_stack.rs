@@ -10,8 +10,8 @@
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use prewarm::adapters::kube::resources;
+use prewarm::adapters::kube::restore::found::restore_found;
 use prewarm::adapters::kube::restore::{Drains, RestoreOutcome};
-use prewarm::adapters::kube::restore_found::restore_found;
 use prewarm::core::interruption::{DrainSettings, DrainState, NoticeKind, Phase};
 use serde_json::{json, Value};
 

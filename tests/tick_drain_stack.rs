@@ -50,7 +50,7 @@ const TICK_S: f64 = 15.0;
 const WARNING_S: f64 = 120.0;
 
 fn time(t: f64) -> String {
-    prewarm::adapters::kube::annotations::format_time(t)
+    prewarm::adapters::kube::headroom::annotations::format_time(t)
 }
 
 /// The tick's environment: one target on the stack's `gpu` pool and balloon, its pods and HPA in

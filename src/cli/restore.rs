@@ -1,7 +1,7 @@
 //! `prewarm restore [--dry-run]`: puts back what prewarm changed for every target (frozen
 //! disruption budgets, sizes, prewarm.io/ annotations; see adapters::kube::restore), then what
 //! it finds still marked across the cluster (a removed target's objects, nodes a drain cordoned
-//! that no live drain holds; adapters::kube::restore_found), for example before `helm uninstall`
+//! that no live drain holds; adapters::kube::restore::found), for example before `helm uninstall`
 //! and deleting the stack. Configured like the functions: CLUSTER_NAME or KUBECONFIG, and
 //! PREWARM_TARGETS or PREWARM_TARGETS_CONFIGMAP. Exits non-zero when anything could not be
 //! restored.

@@ -10,7 +10,10 @@
 //! - [`lead`]: lead times learned from NodeClaims and pods, and the horizon they give.
 //! - [`lease`]: the lease prewarm holds on a field of a user's object (save, write, keep an edit,
 //!   give back), one decision for every such field.
+//! - [`cloudwatch_periods`]: CloudWatch's period arithmetic and the publish intervals a step can
+//!   be read at (checked at start-up by the config, used by the CloudWatch source).
 
+pub mod cloudwatch_periods;
 pub mod interruption;
 pub mod lead;
 pub mod lease;

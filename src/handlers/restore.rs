@@ -1,10 +1,10 @@
 //! The one restore flow, for `prewarm restore`, the stack's delete (the custom resource) and a
 //! paused stack: the current targets' steps (`adapters::kube::restore`), then everything still
-//! marked across the cluster (`adapters::kube::restore_found`). Changes when what a restore
+//! marked across the cluster (`adapters::kube::restore::found`). Changes when what a restore
 //! covers changes.
 
 use crate::adapters::kube::restore::{self, RestoreOutcome, Restored};
-use crate::adapters::kube::{restore_found, targets};
+use crate::adapters::kube::targets;
 use crate::config::Config;
 
 /// Who restores, which decides what it may touch. The functions' own restores (the tick's
@@ -83,7 +83,7 @@ pub async fn restore_everything(
     let report_nodes = scope != Scope::Everything;
     let mut results = restore::restore_all(client, &read.targets, now, dry_run, drains).await;
     results.extend(
-        restore_found::restore_found(client, &settings, now, dry_run, report_nodes, drains).await,
+        restore::found::restore_found(client, &settings, now, dry_run, report_nodes, drains).await,
     );
     for result in results {
         match result {

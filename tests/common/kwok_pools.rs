@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use kube::api::{Api, DynamicObject};
-use prewarm::adapters::kube::nodepool_limits::SAVED_LIMITS;
+use prewarm::adapters::kube::nodepool::limits::SAVED_LIMITS;
 use prewarm::adapters::kube::resources::node_pool;
 use serde_json::{json, Value};
 

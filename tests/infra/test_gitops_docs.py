@@ -1,6 +1,6 @@
 """The GitOps snippets in docs/deploying.md (Argo CD ignoreDifferences, Flux drift detection) are
 valid YAML and name exactly the NodePool fields prewarm writes: the pointers listed in
-src/adapters/kube/nodepool_paths.rs, which a Rust test checks against every NodePool patch the
+src/adapters/kube/nodepool/paths.rs, which a Rust test checks against every NodePool patch the
 code builds."""
 
 import re
@@ -10,7 +10,7 @@ import yaml
 from infra_paths import REPO
 
 DOC = REPO / "docs/deploying.md"
-WRITTEN = REPO / "src/adapters/kube/nodepool_paths.rs"
+WRITTEN = REPO / "src/adapters/kube/nodepool/paths.rs"
 
 
 def snippet(marker: str) -> dict:

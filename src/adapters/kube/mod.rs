@@ -1,33 +1,21 @@
 //! Kubernetes: client (kubeconfig or EKS token), headroom actuators, NodePool limits and budgets,
-//! pending and serving pods. (Kube owner; `drain.rs` belongs to the interruption path.)
+//! pending and serving pods. (Kube owner; `drain/` belongs to the interruption path.)
 //!
 //! Everything that decides what to write is a pure function (state parsing, patch building) with
 //! unit tests; the async functions around them only read, call those functions and send.
 
-pub mod annotations;
 pub mod api_error;
 pub mod client;
 pub mod conflict;
 pub mod drain;
-pub mod eks_token;
-pub mod floor_view;
 pub mod headroom;
 pub mod hpa;
-pub mod hpa_floor;
 pub mod lead_times;
-pub mod limits_room;
 pub mod nodepool;
-pub mod nodepool_limits;
-pub mod nodepool_paths;
-pub mod nodepool_view;
 pub mod pods;
-pub mod pool_nodes;
 pub mod resources;
 pub mod restore;
-pub mod restore_found;
-pub mod scaled_object;
 pub mod shape;
-pub mod shed_retry;
 pub mod targets;
 
 pub use client::{client, ClientCache};

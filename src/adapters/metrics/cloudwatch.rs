@@ -42,9 +42,11 @@ use aws_sdk_cloudwatch::types::{
 };
 use aws_smithy_types::DateTime;
 
-use super::cloudwatch_periods::{history_period, last_complete_end, period_for, summed_gauge};
 use super::queries::normalized_selector;
 use super::{metrics_error, MetricSource, RecentSignals, Window};
+use crate::core::cloudwatch_periods::{
+    history_period, last_complete_end, period_for, summed_gauge,
+};
 use crate::core::{Sample, TargetSpec};
 use crate::error::Error;
 

@@ -9,7 +9,6 @@
 
 pub mod amp;
 pub mod cloudwatch;
-pub mod cloudwatch_periods;
 pub mod history;
 pub mod prometheus;
 pub mod queries;

@@ -59,7 +59,8 @@ pub fn scheduled_lateness(payload: &serde_json::Value, now: f64) -> Option<f64> 
     if payload.get("detail-type")?.as_str()? != "Scheduled Event" {
         return None;
     }
-    let scheduled = crate::adapters::kube::annotations::parse_time(payload.get("time")?.as_str()?);
+    let scheduled =
+        crate::adapters::kube::headroom::annotations::parse_time(payload.get("time")?.as_str()?);
     scheduled.ok().map(|t| now - t)
 }
 

@@ -12,10 +12,10 @@
 pub mod deadline;
 pub mod lead;
 pub mod leases;
-pub mod memory;
 pub mod observe;
 pub mod report;
 pub mod target;
+pub mod warm_cache;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,7 +23,7 @@ use std::time::Duration;
 use lambda_runtime::{service_fn, LambdaEvent};
 use serde_json::Value;
 
-use crate::adapters::kube::{annotations, targets, ClientCache};
+use crate::adapters::kube::{headroom::annotations, targets, ClientCache};
 use crate::adapters::metrics::{self, MetricSource};
 use crate::clock::{system_time, unix_now, unix_seconds};
 use crate::config::Config;
@@ -45,10 +45,10 @@ pub struct TickDeps {
     pub paused_restored: std::sync::atomic::AtomicBool,
     /// The band calibrations computed in this environment, per target: a dry run writes none
     /// to the headroom object, and a failed history read is backed off here.
-    pub calibrations: memory::Calibrations,
+    pub calibrations: warm_cache::Calibrations,
     /// The seasonal history read ahead in this environment, per target: a read covers the next
     /// hour's ticks (`core::policy::season_cache`).
-    pub seasons: memory::Seasons,
+    pub seasons: warm_cache::Seasons,
     /// The lead times learned, as of this environment's last tick (`lead`).
     pub lead_book: lead::Memory,
 }

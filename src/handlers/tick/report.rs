@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::adapters::kube::annotations;
+use crate::adapters::kube::headroom::annotations;
 use crate::adapters::kube::lead_times::Learned;
 use crate::core::lead::{Horizon, Phase};
 use crate::core::policy::residual::TickVerdict;

@@ -6,9 +6,9 @@ use super::lead::{self, LeadStart};
 use super::observe::{calibration_history, observe};
 use super::{TargetReport, TickDeps};
 use crate::adapters::kube::headroom::{self, ApplyOutcome, HeadroomRead};
+use crate::adapters::kube::nodepool::limits::{LimitsIntent, SAVED_LIMITS};
 use crate::adapters::kube::nodepool::{self, NodePoolView};
-use crate::adapters::kube::nodepool_limits::{LimitsIntent, SAVED_LIMITS};
-use crate::adapters::kube::{annotations, hpa_floor, limits_room};
+use crate::adapters::kube::{headroom::annotations, hpa, nodepool::limits_room};
 use crate::core::lease::LeaseOutcome;
 use crate::core::policy::residual;
 use crate::core::{self, HeadroomKind, Observation, Plan, TargetSpec};
@@ -158,10 +158,10 @@ pub async fn tick_target(
         let intent = if r.raise_min_replicas {
             floor_intent(&plan)
         } else {
-            hpa_floor::FloorIntent::Restore
+            hpa::floor::FloorIntent::Restore
         };
         let lease_s = policy.scale_down_delay_s.max(120.0);
-        let outcome = hpa_floor::apply_floor(client, r, intent, now, lease_s, dry_run).await;
+        let outcome = hpa::floor::apply_floor(client, r, intent, now, lease_s, dry_run).await;
         // An unchanged floor is reported only when the option is on; a change or an error always.
         if r.raise_min_replicas || !matches!(outcome, Ok(LeaseOutcome::Unchanged)) {
             report.hpa_floor = Some(match outcome {
@@ -174,7 +174,7 @@ pub async fn tick_target(
 }
 
 /// The NodePool's limits this tick: the target's cap (or the user's own limits) with room for
-/// the replacements of the pool's draining nodes (`adapters::kube::limits_room`). When the nodes
+/// the replacements of the pool's draining nodes (`adapters::kube::nodepool::limits_room`). When the nodes
 /// cannot be read the limits are left as they are: a room in use is never taken away on missing
 /// data, and a cap change waits for the next tick.
 async fn limits_intent(client: &kube::Client, target: &TargetSpec, now: f64) -> LimitsIntent {
@@ -237,12 +237,12 @@ async fn write_node_pool(
 }
 
 /// The HPA floor this tick: the replicas forecast for the horizon within the rails (the plan's
-/// `hpa_floor`), or hold as is when failing static (never lowered on missing data; the lease
+/// `hpa::floor`), or hold as is when failing static (never lowered on missing data; the lease
 /// is renewed).
-pub fn floor_intent(plan: &Plan) -> hpa_floor::FloorIntent {
+pub fn floor_intent(plan: &Plan) -> hpa::floor::FloorIntent {
     match (plan.action, plan.hpa_floor) {
-        (core::Action::FailStatic, _) | (_, None) => hpa_floor::FloorIntent::Hold,
-        (_, Some(floor)) => hpa_floor::FloorIntent::AtLeast(floor),
+        (core::Action::FailStatic, _) | (_, None) => hpa::floor::FloorIntent::Hold,
+        (_, Some(floor)) => hpa::floor::FloorIntent::AtLeast(floor),
     }
 }
 
@@ -292,14 +292,13 @@ pub(super) mod tests {
     /// forever): the floor plan gives the 2 back and drops the lease.
     #[test]
     fn a_forecast_that_falls_gives_a_raised_floor_back_to_the_user() {
-        use crate::adapters::kube::hpa;
         use crate::core::policy::observation::Sample;
         use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
         const NOW: f64 = 1_795_953_600.0; // 2026-11-29T12:00:00Z
         let raised: HorizontalPodAutoscaler = serde_json::from_value(serde_json::json!({
             "metadata": {"name": "llama", "namespace": "ml", "annotations": {
-                hpa_floor::USER_MIN: "2", hpa_floor::RAISED_MIN: "6",
-                hpa_floor::LEASE_UNTIL: "2026-11-29T12:03:00.000Z"}},
+                hpa::floor::USER_MIN: "2", hpa::floor::RAISED_MIN: "6",
+                hpa::floor::LEASE_UNTIL: "2026-11-29T12:03:00.000Z"}},
             "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "llama"},
                      "minReplicas": 6, "maxReplicas": 10,
                      "metrics": [{"type": "Pods", "pods": {
@@ -308,7 +307,7 @@ pub(super) mod tests {
             "status": {"currentReplicas": 6, "desiredReplicas": 6}
         }))
         .unwrap();
-        let view = hpa_floor::floor_view(&raised);
+        let view = hpa::floor::floor_view(&raised);
         let observed = Observation {
             arrival_rate: (0..8)
                 .map(|i| Sample::new(NOW - 15.0 * f64::from(7 - i), 0.0))
@@ -326,7 +325,7 @@ pub(super) mod tests {
         let policy = core::PolicySpec::default();
         let plan = core::decide(&observed, &target, &policy, &Default::default(), NOW);
         assert_eq!(plan.hpa_floor, Some(2), "{plan:#?}");
-        let patch = hpa_floor::plan_floor(&view, floor_intent(&plan), NOW, 300.0).unwrap();
+        let patch = hpa::floor::plan_floor(&view, floor_intent(&plan), NOW, 300.0).unwrap();
         assert_eq!(patch.min_replicas, Some(2));
         assert_eq!(patch.outcome, LeaseOutcome::Restored);
     }

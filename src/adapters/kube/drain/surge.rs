@@ -8,7 +8,7 @@
 //!
 //! Surged objects carry the label `prewarm.io/surging=true` so releases list only them. Writes
 //! are JSON merge patches guarded by the resourceVersion read; the HPA's floor goes through the
-//! same floor code as the tick's (`hpa_floor::floor_object_of` + `FloorObject::plan`: the user's
+//! same floor code as the tick's (`hpa::floor::floor_object_of` + `FloorObject::plan`: the user's
 //! value saved, restored exactly, a user's edit kept) under its field manager
 //! `prewarm-hpa-floor`. An HPA owned by a KEDA ScaledObject is surged on the ScaledObject's
 //! `minReplicaCount`, the surge record beside the floor lease there: KEDA rewrites the HPA from
@@ -26,8 +26,7 @@ use serde_json::{json, Value};
 use super::collected::Collected;
 use super::{instance_of_node, kube_error, Observation};
 use crate::adapters::kube::conflict::retry_on_conflict;
-use crate::adapters::kube::hpa_floor::{self, FloorIntent};
-use crate::adapters::kube::scaled_object;
+use crate::adapters::kube::hpa::{self, floor::FloorIntent, scaled_object};
 use crate::core::interruption::surge::{
     hold_evictions, orphaned_drains, plan_deployment_surge, plan_surge, surge_ready, wants_surge,
     SurgeDecision, SurgeIntent, SurgeRecord, SURGE_BASE, SURGE_DRAINS, SURGE_WRITTEN_REPLICAS,
@@ -230,8 +229,8 @@ async fn surge_once(
     if let Some(hpa) = hpa_for(client, ns, name).await? {
         // The floor and the surge's record live on the object the floor is on: the HPA, or the
         // KEDA ScaledObject that owns it (KEDA rewrites the HPA from it). One conditional write
-        // carries both, so the tick's forecast floor sees the surge (`hpa_floor::surge_floor`).
-        let on = hpa_floor::floor_object_of(client, hpa).await?;
+        // carries both, so the tick's forecast floor sees the surge (`hpa::floor::surge_floor`).
+        let on = hpa::floor::floor_object_of(client, hpa).await?;
         let record = SurgeRecord::from_annotations(&on.view.annotations)
             .map_err(|m| plan_error(on.object.clone(), m))?;
         let max = on.view.max_replicas;

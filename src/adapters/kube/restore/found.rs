@@ -26,17 +26,17 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
 use serde_json::{json, Map, Value};
 
-use super::annotations as headroom_keys;
-use super::api_error::from_kube;
-use super::conflict::retry_on_conflict;
-use super::drain::replacement::delete_placeholder;
-use super::drain::surge::{self, SURGING_LABEL};
-use super::drain::{has_draining_taint, instance_of_node, is_ready, undrain_patch};
-use super::hpa_floor::{self, FloorIntent};
-use super::nodepool::{self, NodePoolView};
-use super::resources::{capacity_buffer, deployment, node_pool_api};
-use super::restore::{self, RestoreOutcome, Restored, PREFIX};
-use super::shape::placeholder::REPLACEMENT_FOR;
+use crate::adapters::kube::api_error::from_kube;
+use crate::adapters::kube::conflict::retry_on_conflict;
+use crate::adapters::kube::drain::replacement::delete_placeholder;
+use crate::adapters::kube::drain::surge::{self, SURGING_LABEL};
+use crate::adapters::kube::drain::{has_draining_taint, instance_of_node, is_ready, undrain_patch};
+use crate::adapters::kube::headroom::annotations as headroom_keys;
+use crate::adapters::kube::hpa::{self, floor::FloorIntent};
+use crate::adapters::kube::nodepool::{self, NodePoolView};
+use crate::adapters::kube::resources::{capacity_buffer, deployment, node_pool_api};
+use crate::adapters::kube::restore::{self, RestoreOutcome, Restored, PREFIX};
+use crate::adapters::kube::shape::placeholder::REPLACEMENT_FOR;
 use crate::core::interruption::state::CLOSED_EVENT;
 use crate::core::interruption::surge::{
     SURGE_BASE, SURGE_DRAINS, SURGE_USER_REPLICAS, SURGE_WRITTEN_REPLICAS,
@@ -66,7 +66,7 @@ pub enum GiveBack {
     NodePool,
     /// A balloon or CapacityBuffer: size 0, every `prewarm.io/` annotation off.
     Headroom,
-    /// The user's floor back (`hpa_floor`, `FloorIntent::Restore`).
+    /// The user's floor back (`hpa::floor`, `FloorIntent::Restore`).
     Floor,
     /// Only these stray `prewarm.io/` annotations off.
     Annotations(Vec<String>),
@@ -91,9 +91,9 @@ const SURGE_KEYS: [&str; 4] = [
 ];
 
 const FLOOR_KEYS: [&str; 3] = [
-    hpa_floor::USER_MIN,
-    hpa_floor::RAISED_MIN,
-    hpa_floor::LEASE_UNTIL,
+    hpa::floor::USER_MIN,
+    hpa::floor::RAISED_MIN,
+    hpa::floor::LEASE_UNTIL,
 ];
 
 /// What restore gives back on an object of `kind` carrying `annotations`. A surge's record is
@@ -417,13 +417,13 @@ async fn restore_floors(client: &kube::Client, now: f64, dry_run: bool) -> Resul
     };
     let mut out = Vec::new();
     for hpa in hpas {
-        let view = hpa_floor::floor_view(&hpa);
+        let view = hpa::floor::floor_view(&hpa);
         if view.keda_owner.is_none()
             && give_back(FoundKind::Floor, &view.annotations) == GiveBack::Nothing
         {
             continue;
         }
-        let on = hpa_floor::floor_object_of(client, hpa).await?;
+        let on = hpa::floor::floor_object_of(client, hpa).await?;
         let body = match give_back(FoundKind::Floor, &on.view.annotations) {
             GiveBack::Floor => {
                 // A running drain's surge stays on the floor: it is given back by the surges
@@ -459,7 +459,7 @@ async fn restore_surges_and_placeholders(
     let mut out = Vec::new();
     let surging = ListParams::default().labels(&format!("{SURGING_LABEL}=true"));
     let mut namespaces = BTreeSet::new();
-    let scaled_objects = super::scaled_object::resource();
+    let scaled_objects = hpa::scaled_object::resource();
     for (resource, what) in [
         (deployment(), "deployments"),
         (
@@ -531,5 +531,5 @@ async fn restore_surges_and_placeholders(
 }
 
 #[cfg(test)]
-#[path = "restore_found_tests.rs"]
+#[path = "found_tests.rs"]
 mod tests;

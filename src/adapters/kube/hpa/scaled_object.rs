@@ -2,7 +2,7 @@
 //! KEDA's operator from the ScaledObject (`minReplicaCount` becomes the HPA's `minReplicas`), so
 //! a raise written on the HPA would be undone at KEDA's next reconcile. prewarm drives
 //! `spec.minReplicaCount` of the owning ScaledObject instead, with the same lease as on an HPA
-//! (`hpa_floor`): the user's value saved in `prewarm.io/user-min-replicas` on the ScaledObject,
+//! (`hpa::floor`): the user's value saved in `prewarm.io/user-min-replicas` on the ScaledObject,
 //! restored exactly, a user's edit made while raised kept, never above `maxReplicaCount`.
 //!
 //! KEDA's defaults (keda.sh/v1alpha1 ScaledObject CRD, v2.21): `minReplicaCount` 0 and

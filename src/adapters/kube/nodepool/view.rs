@@ -1,5 +1,5 @@
 //! What prewarm reads of a Karpenter NodePool: the view both the budgets freeze (`nodepool`) and
-//! the spend cap (`nodepool_limits`) plan from.
+//! the spend cap (`limits`) plan from.
 
 use std::collections::BTreeMap;
 

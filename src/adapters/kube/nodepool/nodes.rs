@@ -6,8 +6,8 @@
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ListParams};
 
-use super::drain::{kube_error, node_pool_of};
-use super::shape::NODEPOOL_LABEL;
+use crate::adapters::kube::drain::{kube_error, node_pool_of};
+use crate::adapters::kube::shape::NODEPOOL_LABEL;
 use crate::core::interruption::DrainState;
 use crate::core::limits_room::PoolNode;
 use crate::error::Result;

@@ -10,18 +10,24 @@
 //! object) and annotations, never `spec.template`: a template change drifts and replaces every
 //! node of the pool.
 
+pub mod limits;
+pub mod limits_room;
+pub mod nodes;
+pub mod paths;
+pub mod view;
+
 use kube::api::{Patch, PatchParams};
 use serde_json::{json, Map, Value};
 
 use super::api_error::from_kube;
 use super::conflict::retry_on_conflict;
-use super::nodepool_limits::{limits_restore_step, limits_write, LimitsIntent, SAVED_LIMITS};
-use super::pool_nodes::pool_nodes;
-// The view and the freeze's annotation live in a leaf both this file and `nodepool_limits` read.
-pub use super::nodepool_view::{NodePoolView, SAVED_BUDGETS};
+use limits::{limits_restore_step, limits_write, LimitsIntent, SAVED_LIMITS};
+use nodes::pool_nodes;
+// The view and the freeze's annotation live in a leaf both this file and `limits` read.
 use super::resources::node_pool_api;
 use crate::core::lease::{lease_step, Held, LeaseOutcome, Want};
 use crate::error::{Error, Result};
+pub use view::{NodePoolView, SAVED_BUDGETS};
 
 /// The budget prewarm adds while consolidation is frozen.
 pub fn freeze_budget() -> Value {
@@ -487,8 +493,8 @@ mod tests {
     /// empty map, or not there at all.
     #[test]
     fn limits_written_by_ticks_then_restored_give_back_the_users_spec() {
-        use super::super::nodepool_limits::SAVED_LIMITS;
         use super::super::restore;
+        use super::limits::SAVED_LIMITS;
         let wanted: BTreeMap<String, String> = [
             ("nvidia.com/gpu".to_string(), "16".to_string()),
             ("memory".to_string(), "1Ti".to_string()),
@@ -539,7 +545,7 @@ mod tests {
     /// The budgets step of `prewarm restore` leaves prewarm.io/saved-limits to the limits step.
     #[test]
     fn the_budgets_restore_keeps_the_saved_limits_for_their_own_step() {
-        use super::super::nodepool_limits::SAVED_LIMITS;
+        use super::limits::SAVED_LIMITS;
         let saved = r#"{"hadLimits":true,"limits":{"cpu":{"written":"8"}}}"#;
         let v = view(
             user_budgets(),
@@ -740,11 +746,12 @@ mod tests {
         }
         // The headroom patches reach the NodePool too when it is the headroom object.
         let reserved: BTreeMap<String, String> = [(
-            super::super::annotations::REPLACEMENT_DRAINS.to_string(),
+            crate::adapters::kube::headroom::annotations::REPLACEMENT_DRAINS.to_string(),
             "{\"evt\":1}".to_string(),
         )]
         .into();
-        let read = super::super::annotations::parse_headroom(3, &reserved).unwrap();
+        let read =
+            crate::adapters::kube::headroom::annotations::parse_headroom(3, &reserved).unwrap();
         patches.extend(super::super::headroom::release_patch(&read, "1", "evt"));
         assert!(patches.len() >= 10, "only {} patches built", patches.len());
         for p in &patches {

@@ -7,17 +7,19 @@
 //! with 409 if anyone wrote in between, so two overlapping invocations (or a tick racing a
 //! drain's reservation) can never both act on a stale view.
 
+pub mod annotations;
+
 use std::collections::BTreeMap;
 
 use kube::api::{Patch, PatchParams};
 use serde_json::{json, Map, Value};
 
-use super::annotations::{self, ParsedHeadroom};
 use super::api_error::from_kube;
 use super::conflict::retry_on_conflict;
 use super::resources::HeadroomRef;
 use crate::core::{Action, HeadroomState, Plan, TargetSpec};
 use crate::error::{Error, Result};
+use annotations::ParsedHeadroom;
 
 /// A headroom object as read, with the version a write must match.
 #[derive(Clone, Debug, PartialEq)]

@@ -7,9 +7,9 @@
 
 use std::collections::BTreeMap;
 
-use super::nodepool::{apply_node_pool, read_node_pool, NodePoolOutcome};
-use super::nodepool_limits::LimitsIntent;
-pub use super::pool_nodes::pool_nodes;
+use super::limits::LimitsIntent;
+pub use super::nodes::pool_nodes;
+use super::{apply_node_pool, read_node_pool, NodePoolOutcome};
 use crate::error::Result;
 
 /// Makes (or gives back) the room in NodePool `pool` now, over `cap` (a target's `limits`; None:

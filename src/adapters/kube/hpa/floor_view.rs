@@ -1,4 +1,4 @@
-//! The floor a lease works on, read from an HPA (`hpa_floor::floor_view`) or from the KEDA
+//! The floor a lease works on, read from an HPA (`hpa::floor::floor_view`) or from the KEDA
 //! ScaledObject that owns one (`scaled_object::floor_view`), and what its lease annotations say
 //! of the user's own value.
 

@@ -5,6 +5,9 @@
 //! to every warm invocation and only rebuilds it when its EKS token nears the end of its
 //! validity (`eks_token::is_fresh`).
 
+pub mod eks_token;
+pub mod shed_retry;
+
 use std::time::{Duration, SystemTime};
 
 use aws_credential_types::provider::ProvideCredentials;
@@ -12,11 +15,10 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use serde_json::json;
 use tokio::sync::Mutex;
 
-use super::eks_token;
-use super::shed_retry::ShedRetry;
 use crate::clock::{system_now, unix_seconds};
 use crate::config::ClusterAccess;
 use crate::error::{Error, Result};
+use shed_retry::ShedRetry;
 
 /// What `DescribeCluster` tells us about a cluster.
 #[derive(Clone, Debug, PartialEq, Eq)]

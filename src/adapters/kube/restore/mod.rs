@@ -1,6 +1,6 @@
 //! `prewarm restore`: puts back what prewarm changed in the cluster, so that uninstalling leaves
 //! it as the user had it. Per target: the NodePool's `spec.limits` (from the
-//! prewarm.io/saved-limits annotation, nodepool_limits), its frozen disruption budgets (from the
+//! prewarm.io/saved-limits annotation, nodepool::limits), its frozen disruption budgets (from the
 //! prewarm.io/saved-budgets annotation) and every prewarm.io/ annotation; the headroom object's
 //! prewarm.io/ annotations, and its size back to 0 for balloons and CapacityBuffers (the size the
 //! chart creates them with). Not restorable, and reported as such: limits written by a prewarm
@@ -23,12 +23,14 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
 
+pub mod found;
+
 use super::api_error::from_kube;
 use super::conflict::retry_on_conflict;
 use super::drain::{replacement, surge};
-use super::hpa_floor;
+use super::hpa;
+use super::nodepool::limits::{LimitsIntent, SAVED_LIMITS};
 use super::nodepool::{self, NodePoolView};
-use super::nodepool_limits::{self, LimitsIntent, SAVED_LIMITS};
 use super::resources::HeadroomRef;
 use crate::core::lease::LeaseOutcome;
 use crate::core::{HeadroomKind, TargetSpec};
@@ -111,7 +113,7 @@ pub fn headroom_patch(
     Some(patch)
 }
 
-/// The merge patch that restores a NodePool's limits (nodepool_limits::limits_restore) and
+/// The merge patch that restores a NodePool's limits (nodepool::limits::limits_restore) and
 /// removes prewarm.io/saved-limits; None when prewarm never wrote limits. Its own step, before
 /// the budgets step: if it fails, the annotation it needs stays.
 pub fn node_pool_limits_patch(view: &NodePoolView) -> std::result::Result<Option<Value>, String> {
@@ -120,7 +122,7 @@ pub fn node_pool_limits_patch(view: &NodePoolView) -> std::result::Result<Option
     }
     let mut patch = json!({"metadata": {"resourceVersion": view.resource_version,
         "annotations": {SAVED_LIMITS: null}}});
-    if let Some(limits) = nodepool_limits::limits_restore(view)? {
+    if let Some(limits) = nodepool::limits::limits_restore(view)? {
         patch["spec"] = json!({ "limits": limits });
     }
     Ok(Some(patch))
@@ -385,10 +387,10 @@ async fn restore_hpa_floor(
     let Some(r) = &target.hpa else {
         return Ok(Vec::new());
     };
-    let change = hpa_floor::plan_and_apply(
+    let change = hpa::floor::plan_and_apply(
         client,
         r,
-        hpa_floor::FloorIntent::Restore,
+        hpa::floor::FloorIntent::Restore,
         now,
         0.0,
         dry_run,
@@ -398,7 +400,7 @@ async fn restore_hpa_floor(
 }
 
 /// How `prewarm restore` reports one HPA floor change.
-fn floor_outcome(target: &TargetSpec, object: &str, patch: &hpa_floor::FloorPatch) -> Restored {
+fn floor_outcome(target: &TargetSpec, object: &str, patch: &hpa::floor::FloorPatch) -> Restored {
     match (patch.outcome, patch.min_replicas) {
         (LeaseOutcome::Restored, Some(min)) => outcome(
             target,
@@ -414,7 +416,7 @@ fn floor_outcome(target: &TargetSpec, object: &str, patch: &hpa_floor::FloorPatc
                 .into(),
         ),
         // A restore plans no raise: held (or lowered to it) for a drain's surge that is still
-        // there (`hpa_floor::plan_beside_surge`; a dry run has not released it).
+        // there (`hpa::floor::plan_beside_surge`; a dry run has not released it).
         (LeaseOutcome::Renewed | LeaseOutcome::Raised, _) => outcome(
             target,
             object,
@@ -547,7 +549,7 @@ mod tests {
 
     #[test]
     fn hpa_floor_outcomes_read_as_restore_lines() {
-        use hpa_floor::{FloorPatch, LEASE_UNTIL};
+        use hpa::floor::{FloorPatch, LEASE_UNTIL};
         let t = TargetSpec::new("t", "gpu", HeadroomKind::NodePoolReplicas, 4);
         let removed: BTreeMap<String, Option<String>> = [(LEASE_UNTIL.to_string(), None)].into();
         let patch = |min, annotations: &BTreeMap<String, Option<String>>, outcome| FloorPatch {

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::nodepool_view::NodePoolView;
+use super::view::NodePoolView;
 use crate::core::lease::{lease_step, Held, LeaseOutcome, Want};
 use crate::core::limits_room::{limits_with_room, PoolNode};
 

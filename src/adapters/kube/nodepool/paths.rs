@@ -17,13 +17,13 @@ mod tests {
 
     use serde_json::{json, Value};
 
-    use super::super::annotations::{parse_headroom, REPLACEMENT_DRAINS};
-    use super::super::headroom::release_patch;
-    use super::super::nodepool::{freeze_budget, node_pool_patch};
-    use super::super::nodepool_limits::{LimitsIntent, SAVED_LIMITS};
-    use super::super::nodepool_view::{NodePoolView, SAVED_BUDGETS};
-    use super::super::restore;
+    use super::super::limits::{LimitsIntent, SAVED_LIMITS};
+    use super::super::view::{NodePoolView, SAVED_BUDGETS};
+    use super::super::{freeze_budget, node_pool_patch};
     use super::*;
+    use crate::adapters::kube::headroom::annotations::{parse_headroom, REPLACEMENT_DRAINS};
+    use crate::adapters::kube::headroom::release_patch;
+    use crate::adapters::kube::restore;
 
     fn view(budgets: Value, annotations: &[(&str, &str)]) -> NodePoolView {
         NodePoolView {

@@ -10,19 +10,22 @@
 //! length, `Value` targets) is reported as unpredictable with the reason; with several metrics
 //! the HPA takes the largest proposal, so one unpredictable metric makes the whole HPA so.
 //!
-//! The range is the user's: while prewarm holds a raised floor (`hpa_floor`), the HPA's
+//! The range is the user's: while prewarm holds a raised floor (`hpa::floor`), the HPA's
 //! `minReplicas` (or its KEDA ScaledObject's `minReplicaCount`) is prewarm's own value, and
 //! sizing against it would keep the forecast from ever asking for less than the raise.
 
 use k8s_openapi::api::autoscaling::v2::{HorizontalPodAutoscaler, MetricSpec, MetricTarget};
 use kube::Api;
 
+pub mod floor;
+pub mod floor_view;
+pub mod scaled_object;
+
 use super::api_error::from_kube;
-use super::floor_view::FloorView;
-use super::hpa_floor;
 use crate::core::policy::observation::{HpaMetric, HpaStatus};
 use crate::core::spec::HpaRef;
 use crate::error::Result;
+use floor_view::FloorView;
 
 /// Name fragments of per-replica metrics that count requests in the system or running.
 const IN_SYSTEM_NAMES: [&str; 8] = [
@@ -183,7 +186,7 @@ pub async fn read_hpa_status(client: &kube::Client, r: &HpaRef) -> Result<HpaSta
         )
     })?;
     let status = hpa_status(&hpa, r.in_system_metric.as_deref());
-    let on = hpa_floor::floor_object_of(client, hpa).await?;
+    let on = floor::floor_object_of(client, hpa).await?;
     Ok(with_users_floor(status, &on.view))
 }
 
@@ -321,8 +324,8 @@ mod tests {
 
     #[test]
     fn sizing_takes_the_users_floor_while_prewarm_holds_a_raise() {
-        use crate::adapters::kube::floor_view::{RAISED_MIN, USER_MIN};
-        use crate::adapters::kube::scaled_object;
+        use crate::adapters::kube::hpa::floor_view::{RAISED_MIN, USER_MIN};
+        use crate::adapters::kube::hpa::scaled_object;
         // The fixture HPA says minReplicas 2; prewarm raised it to 6 from the user's 2.
         let mut raised = hpa(serde_json::json!([]));
         raised.spec.as_mut().unwrap().min_replicas = Some(6);
@@ -333,12 +336,12 @@ mod tests {
         );
         let status = hpa_status(&raised, None);
         assert_eq!(status.min_replicas, 6, "the spec says prewarm's 6");
-        let sized = with_users_floor(status.clone(), &hpa_floor::floor_view(&raised));
+        let sized = with_users_floor(status.clone(), &floor::floor_view(&raised));
         assert_eq!(sized.min_replicas, 2, "sized with the user's 2");
         // The user set 4 while it was raised: 4 is theirs.
         raised.spec.as_mut().unwrap().min_replicas = Some(4);
         let edited = hpa_status(&raised, None);
-        let sized = with_users_floor(edited, &hpa_floor::floor_view(&raised));
+        let sized = with_users_floor(edited, &floor::floor_view(&raised));
         assert_eq!(sized.min_replicas, 4);
         // KEDA: the HPA says KEDA's 5 (from minReplicaCount 5, prewarm's raise of the user's 1);
         // the lease is on the ScaledObject.

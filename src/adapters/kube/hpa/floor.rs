@@ -36,9 +36,9 @@ use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use serde_json::{json, Value};
 
-use super::annotations::{format_time, parse_time};
-use super::api_error::from_kube;
 use super::scaled_object;
+use crate::adapters::kube::api_error::from_kube;
+use crate::adapters::kube::headroom::annotations::{format_time, parse_time};
 // The view lives in a leaf both this file and `scaled_object` build it from.
 pub use super::floor_view::FloorView;
 use crate::core::lease::{lease_step, Held, LeaseOutcome, Want};
