@@ -228,7 +228,11 @@ pub(super) fn job_config(
                 })
             }
             PolicyName::ScheduledFloor => with_headroom(Headroom::ScheduledFloor {
-                floors: Arc::new(knobs::scheduled_floor(floor_peaks, knob)),
+                floors: Arc::new(knobs::scheduled_floor(
+                    floor_peaks,
+                    knob,
+                    setup.replicas_per_node(),
+                )),
             }),
             PolicyName::HpaTarget => {
                 // Only the target changes; the fleet before t = 0 was the one it keeps.
@@ -364,6 +368,7 @@ pub fn compare(
             for knob in knobs::grid(
                 policy,
                 peak,
+                setup.replicas_per_node(),
                 setup.buffer_max,
                 setup.model.hpa.target_utilization,
             ) {

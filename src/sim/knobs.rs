@@ -23,7 +23,9 @@
 //! limit, no cooldown). Both are chosen like any knob: on the training days.
 //!
 //! P is the ideal packing's peak replicas over the training days (the whole trace without
-//! `--train-days`). Replica counts are rounded up and repeated values dropped.
+//! `--train-days`). Replica counts (static replicas, the buffer's N, each hour's floor) are
+//! rounded up to whole nodes and repeated values dropped: 34 replicas at 4 a node take 9 nodes,
+//! the GPUs of 36, so 36 is the point that is run.
 
 use super::setup::PolicyName;
 use super::stats::{DayStats, DAY_S};
@@ -102,13 +104,28 @@ pub fn knob_name(policy: PolicyName) -> Option<&'static str> {
     }
 }
 
-/// The knob values swept for `policy`; `peak` is the training peak replicas, `buffer_max` an
-/// optional cap on the buffer's N, `hpa_target` the user's HPA target utilisation.
-pub fn grid(policy: PolicyName, peak: u32, buffer_max: Option<u32>, hpa_target: f64) -> Vec<f64> {
+/// `replicas` rounded up to whole nodes of `per_node` replicas: a node's last GPUs are paid for
+/// whether a replica uses them or not, so a fleet that leaves them empty costs what the full
+/// node's fleet costs and serves less.
+fn whole_nodes(replicas: f64, per_node: u32) -> f64 {
+    let per_node = per_node.max(1) as f64;
+    ((replicas - 1e-9) / per_node).ceil().max(0.0) * per_node + 0.0
+}
+
+/// The knob values swept for `policy`; `peak` is the training peak replicas, `per_node` the
+/// replicas a node holds (replica counts are swept at whole nodes), `buffer_max` an optional cap
+/// on the buffer's N, `hpa_target` the user's HPA target utilisation.
+pub fn grid(
+    policy: PolicyName,
+    peak: u32,
+    per_node: u32,
+    buffer_max: Option<u32>,
+    hpa_target: f64,
+) -> Vec<f64> {
     let scaled = |factors: &[f64]| -> Vec<f64> {
         let mut v: Vec<f64> = factors
             .iter()
-            .map(|f| (f * peak as f64 - 1e-9).ceil().max(0.0) + 0.0)
+            .map(|f| whole_nodes(f * peak as f64, per_node))
             .collect();
         v.dedup();
         v
@@ -116,7 +133,7 @@ pub fn grid(policy: PolicyName, peak: u32, buffer_max: Option<u32>, hpa_target: 
     match policy {
         PolicyName::StaticPeak => scaled(&STATIC_FACTORS)
             .into_iter()
-            .map(|v| v.max(1.0))
+            .map(|v| v.max(per_node.max(1) as f64))
             .collect(),
         PolicyName::Buffer => {
             let mut v = scaled(&BUFFER_FACTORS);
@@ -162,11 +179,12 @@ pub fn scheduled_peaks(peak_by_hour: &[u32], train_days: Option<u32>, end_s: f64
     peaks
 }
 
-/// The scheduled floor for knob `factor`: each slot's peak times the factor, rounded up.
-pub fn scheduled_floor(peaks: &[u32], factor: f64) -> Vec<u32> {
+/// The scheduled floor for knob `factor`: each slot's peak times the factor, rounded up to whole
+/// nodes of `per_node` replicas.
+pub fn scheduled_floor(peaks: &[u32], factor: f64, per_node: u32) -> Vec<u32> {
     peaks
         .iter()
-        .map(|&p| (factor * p as f64 - 1e-9).ceil().max(0.0) as u32)
+        .map(|&p| whole_nodes(factor * p as f64, per_node) as u32)
         .collect()
 }
 
@@ -305,35 +323,58 @@ mod tests {
     fn grids_scale_with_the_training_peak() {
         // P = 40: N = ceil(40 x factor) = 0, 1, 1, 2, 4, 8, 14, 20 -> 1 repeated once.
         assert_eq!(
-            grid(PolicyName::Buffer, 40, None, 0.7),
+            grid(PolicyName::Buffer, 40, 1, None, 0.7),
             vec![0.0, 1.0, 2.0, 4.0, 8.0, 14.0, 20.0]
         );
         assert_eq!(
-            grid(PolicyName::Buffer, 40, Some(5), 0.7),
+            grid(PolicyName::Buffer, 40, 1, Some(5), 0.7),
             vec![0.0, 1.0, 2.0, 4.0]
         );
         assert_eq!(
-            grid(PolicyName::StaticPeak, 40, None, 0.7),
+            grid(PolicyName::StaticPeak, 40, 1, None, 0.7),
             vec![20.0, 30.0, 36.0, 40.0, 44.0, 50.0, 60.0, 80.0]
         );
-        assert!(grid(PolicyName::Reactive, 40, None, 0.7).is_empty());
+        assert!(grid(PolicyName::Reactive, 40, 1, None, 0.7).is_empty());
         assert_eq!(score_from(1800.0, Some(7)), 7.0 * DAY_S);
+    }
+
+    #[test]
+    fn replica_grids_are_whole_nodes() {
+        // Four replicas a node (8 GPUs, 2 a replica), P = 34: a fleet of 34 takes 9 nodes, the
+        // GPUs of 36 replicas, so 36 is what is run. Static 17, 26, 31, 34, 38, 43, 51, 68 up to
+        // a multiple of 4: 20, 28, 32, 36, 40, 44, 52, 68.
+        assert_eq!(
+            grid(PolicyName::StaticPeak, 34, 4, None, 0.7),
+            vec![20.0, 28.0, 32.0, 36.0, 40.0, 44.0, 52.0, 68.0]
+        );
+        // Buffer 0, 1, 1, 2, 4, 7, 12, 17 -> 0, 4, 4, 4, 4, 8, 12, 20 -> repeats dropped; a cap
+        // of 9 keeps 0, 4, 8.
+        assert_eq!(
+            grid(PolicyName::Buffer, 34, 4, None, 0.7),
+            vec![0.0, 4.0, 8.0, 12.0, 20.0]
+        );
+        assert_eq!(
+            grid(PolicyName::Buffer, 34, 4, Some(9), 0.7),
+            vec![0.0, 4.0, 8.0]
+        );
+        // The floor: 5 x 1.5 = 7.5 -> 8 (two nodes); 1 x 1.5 -> 4 (one node); 0 stays 0.
+        assert_eq!(scheduled_floor(&[5, 1, 0], 1.5, 4), vec![8, 4, 0]);
         assert_eq!(score_from(1800.0, None), 1800.0);
     }
 
     #[test]
     fn the_hpa_target_grid_starts_at_the_users_target_and_goes_down() {
-        let g = |t| grid(PolicyName::HpaTarget, 40, None, t);
+        let g = |t| grid(PolicyName::HpaTarget, 40, 1, None, t);
         assert_eq!(g(0.7), vec![0.7, 0.6, 0.5, 0.4, 0.3, 0.2]);
         assert_eq!(g(0.9), vec![0.9, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2]);
         assert_eq!(g(0.55), vec![0.55, 0.5, 0.4, 0.3, 0.2]);
         assert_eq!(g(0.2), vec![0.2]);
         assert!(g(1.0).len() <= 8);
         assert_eq!(
-            grid(PolicyName::ScheduledFloor, 40, None, 0.7),
+            grid(PolicyName::ScheduledFloor, 40, 1, None, 0.7),
             STATIC_FACTORS.to_vec()
         );
-        assert_eq!(grid(PolicyName::PrewarmFloor, 40, None, 0.7).len(), 4);
+        assert_eq!(grid(PolicyName::PrewarmFloor, 40, 1, None, 0.7).len(), 4);
         assert_eq!(releases(PolicyName::PrewarmFloor).len(), 2);
     }
 
@@ -394,8 +435,8 @@ mod tests {
         let week = scheduled_peaks(&by_hour, Some(7), 8.0 * DAY_S);
         assert_eq!((week.len(), week[33], week[9]), (168, 3, 0));
         // The knob: x 1.5 rounded up, 0 stays 0.
-        assert_eq!(scheduled_floor(&[5, 1, 0], 1.5), vec![8, 2, 0]);
-        assert_eq!(scheduled_floor(&[4, 1, 0], 0.5), vec![2, 1, 0]);
+        assert_eq!(scheduled_floor(&[5, 1, 0], 1.5, 1), vec![8, 2, 0]);
+        assert_eq!(scheduled_floor(&[4, 1, 0], 0.5, 1), vec![2, 1, 0]);
     }
 
     #[test]
