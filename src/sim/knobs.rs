@@ -3,10 +3,10 @@
 //!
 //! | policy       | knob                                   | grid                                     |
 //! |--------------|----------------------------------------|------------------------------------------|
-//! | static-peak  | replicas, x the training peak P         | 0.5, 0.75, 0.9, 1, 1.1, 1.25, 1.5, 2    |
+//! | static-peak  | replicas, x the training peak P         | 0.25, 0.35, 0.5, 0.75, 0.9, 1 ... 2     |
 //! | buffer       | spare replicas N, x P                   | 0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5 |
 //! | buffer-pct   | spare as % of serving replicas          | 0, 2, 5, 10, 20, 35, 50, 100             |
-//! | prewarm      | ERROR_QUANTILE x release (see below)   | 0.5, 0.9, 0.99, 0.999, each slow and fast |
+//! | prewarm      | ERROR_QUANTILE x release (see below)   | 0.5, 0.9, 0.99, 0.995, 0.998, 0.999, each slow and fast |
 //! | scheduled-floor | factor on each hour's training peak  | 0.5, 0.75, 0.9, 1, 1.1, 1.25, 1.5, 2    |
 //! | hpa-target   | the HPA's target utilisation            | the user's, then 0.7 ... 0.2 below it    |
 //! | prewarm-floor | as prewarm                             | as prewarm                               |
@@ -15,7 +15,7 @@
 //! hour-of-week slot (hour-of-day when the training days are fewer than 7) the ideal packing's
 //! peak replicas in that slot; the knob multiplies it (rounded up). hpa-target's grid starts at
 //! the user's `--hpa-target-utilization` (the plain HPA) and goes down through the fixed points
-//! 0.7, 0.6, 0.5, 0.4, 0.3, 0.2 below it.
+//! 0.7, 0.6, 0.5, 0.4, 0.35, 0.3, 0.25, 0.2 below it.
 //!
 //! prewarm's release of spare after a burst is swept with its quantile: `slow` is the Lambda's
 //! defaults (SCALE_DOWN_DELAY_SECONDS 300, maxStepDown 1, COOLDOWN_SECONDS 60: one replica a
@@ -30,15 +30,20 @@
 use super::setup::PolicyName;
 use super::stats::{DayStats, DAY_S};
 
-const STATIC_FACTORS: [f64; 8] = [0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0];
+/// Static fleets from a quarter of the peak: a fleet that lets requests wait within the SLO
+/// chose the grid's lowest point at half of it.
+const STATIC_FACTORS: [f64; 10] = [0.25, 0.35, 0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0];
+const FLOOR_FACTORS: [f64; 8] = [0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0];
 const BUFFER_FACTORS: [f64; 8] = [0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5];
 const BUFFER_PERCENTS: [f64; 8] = [0.0, 2.0, 5.0, 10.0, 20.0, 35.0, 50.0, 100.0];
 /// ERROR_QUANTILE: the quantile of the lead-time band, the one setting that trades delay for
 /// spare when sizing is in the HPA's units (TARGET_WAIT_SECONDS only sizes the Erlang C
 /// fallback, and moved the results by under 2 %).
-const PREWARM_QUANTILES: [f64; 4] = [0.5, 0.9, 0.99, 0.999];
-/// Lower HPA targets than the user's, the headroom users set by hand.
-const HPA_TARGETS: [f64; 6] = [0.7, 0.6, 0.5, 0.4, 0.3, 0.2];
+/// Dense between 0.99 and 0.999, where the chosen point lands.
+const PREWARM_QUANTILES: [f64; 6] = [0.5, 0.9, 0.99, 0.995, 0.998, 0.999];
+/// Lower HPA targets than the user's, the headroom users set by hand (dense below 0.4, where
+/// the chosen point lands).
+const HPA_TARGETS: [f64; 8] = [0.7, 0.6, 0.5, 0.4, 0.35, 0.3, 0.25, 0.2];
 
 /// How prewarm lets spare go after a burst (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -146,7 +151,7 @@ pub fn grid(
         PolicyName::Prewarm | PolicyName::PrewarmFloor | PolicyName::PrewarmSplit => {
             PREWARM_QUANTILES.to_vec()
         }
-        PolicyName::ScheduledFloor => STATIC_FACTORS.to_vec(),
+        PolicyName::ScheduledFloor => FLOOR_FACTORS.to_vec(),
         PolicyName::HpaTarget => std::iter::once(hpa_target)
             .chain(HPA_TARGETS.into_iter().filter(|&t| t < hpa_target - 1e-9))
             .collect(),
@@ -330,9 +335,10 @@ mod tests {
             grid(PolicyName::Buffer, 40, 1, Some(5), 0.7),
             vec![0.0, 1.0, 2.0, 4.0]
         );
+        // Static from 0.25 P, below the half a peak where its chosen point sat on the edge.
         assert_eq!(
             grid(PolicyName::StaticPeak, 40, 1, None, 0.7),
-            vec![20.0, 30.0, 36.0, 40.0, 44.0, 50.0, 60.0, 80.0]
+            vec![10.0, 14.0, 20.0, 30.0, 36.0, 40.0, 44.0, 50.0, 60.0, 80.0]
         );
         assert!(grid(PolicyName::Reactive, 40, 1, None, 0.7).is_empty());
         assert_eq!(score_from(1800.0, Some(7)), 7.0 * DAY_S);
@@ -342,10 +348,10 @@ mod tests {
     fn replica_grids_are_whole_nodes() {
         // Four replicas a node (8 GPUs, 2 a replica), P = 34: a fleet of 34 takes 9 nodes, the
         // GPUs of 36 replicas, so 36 is what is run. Static 17, 26, 31, 34, 38, 43, 51, 68 up to
-        // a multiple of 4: 20, 28, 32, 36, 40, 44, 52, 68.
+        // a multiple of 4: 20, 28, 32, 36, 40, 44, 52, 68; 0.25 and 0.35 P (9, 12) give 12.
         assert_eq!(
             grid(PolicyName::StaticPeak, 34, 4, None, 0.7),
-            vec![20.0, 28.0, 32.0, 36.0, 40.0, 44.0, 52.0, 68.0]
+            vec![12.0, 20.0, 28.0, 32.0, 36.0, 40.0, 44.0, 52.0, 68.0]
         );
         // Buffer 0, 1, 1, 2, 4, 7, 12, 17 -> 0, 4, 4, 4, 4, 8, 12, 20 -> repeats dropped; a cap
         // of 9 keeps 0, 4, 8.
@@ -365,16 +371,19 @@ mod tests {
     #[test]
     fn the_hpa_target_grid_starts_at_the_users_target_and_goes_down() {
         let g = |t| grid(PolicyName::HpaTarget, 40, 1, None, t);
-        assert_eq!(g(0.7), vec![0.7, 0.6, 0.5, 0.4, 0.3, 0.2]);
-        assert_eq!(g(0.9), vec![0.9, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2]);
-        assert_eq!(g(0.55), vec![0.55, 0.5, 0.4, 0.3, 0.2]);
+        assert_eq!(g(0.7), vec![0.7, 0.6, 0.5, 0.4, 0.35, 0.3, 0.25, 0.2]);
+        assert_eq!(g(0.9), vec![0.9, 0.7, 0.6, 0.5, 0.4, 0.35, 0.3, 0.25, 0.2]);
+        assert_eq!(g(0.55), vec![0.55, 0.5, 0.4, 0.35, 0.3, 0.25, 0.2]);
         assert_eq!(g(0.2), vec![0.2]);
-        assert!(g(1.0).len() <= 8);
         assert_eq!(
             grid(PolicyName::ScheduledFloor, 40, 1, None, 0.7),
-            STATIC_FACTORS.to_vec()
+            vec![0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0]
         );
-        assert_eq!(grid(PolicyName::PrewarmFloor, 40, 1, None, 0.7).len(), 4);
+        // The quantiles between 0.99 and 0.999, where the chosen point sat on an edge.
+        assert_eq!(
+            grid(PolicyName::PrewarmFloor, 40, 1, None, 0.7),
+            vec![0.5, 0.9, 0.99, 0.995, 0.998, 0.999]
+        );
         assert_eq!(releases(PolicyName::PrewarmFloor).len(), 2);
     }
 
