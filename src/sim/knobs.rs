@@ -267,7 +267,7 @@ mod tests {
             requests,
             delayed,
             gpu_seconds,
-            cold_starts: 0,
+            ..DayStats::default()
         }
     }
 
@@ -289,16 +289,20 @@ mod tests {
 
     #[test]
     fn training_totals_add_up_the_training_days_cold_starts_too() {
-        // Days 0 and 1 train (3 + 4 cold starts, 10 + 20 GPU-s); day 2 (100) is scored.
-        let with = |cold_starts, gpu_seconds| DayStats {
+        // Days 0 and 1 train (3 + 4 node cold starts, 1 + 2 replica cold starts, 10 + 20 GPU-s);
+        // day 2 (100 and 50) is scored.
+        let with = |cold_starts, replica_cold_starts, gpu_seconds| DayStats {
             cold_starts,
+            replica_cold_starts,
             ..day(10, 1, gpu_seconds)
         };
-        let days = [with(3, 10.0), with(4, 20.0), with(100, 1e6)];
+        let days = [with(3, 1, 10.0), with(4, 2, 20.0), with(100, 50, 1e6)];
         let t = training_totals(&days, Some(2));
         assert_eq!((t.requests, t.delayed, t.cold_starts), (20, 2, 7));
+        assert_eq!(t.replica_cold_starts, 3);
         assert_eq!(t.gpu_seconds, 30.0);
         assert_eq!(training_totals(&days, None).cold_starts, 107);
+        assert_eq!(training_totals(&days, None).replica_cold_starts, 53);
     }
 
     #[test]
