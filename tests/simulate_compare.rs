@@ -192,12 +192,13 @@ fn backtest_replays_a_history() {
     // Ideal packing peaks in the first 4 s: the 5 queued requests plus the arrivals at
     // 0.25, 0.75, ..., 3.75 s (30 per 15 s step, evenly spread) = 13 in service = 2 replicas.
     assert_eq!(cmp.training_peak_replicas, 2);
-    // static-peak's grid is that peak x 0.5 .. 2, rounded up: 1, 2, 3, 4 replicas.
+    // static-peak's grid is that peak x 0.25 .. 2 (1 to 4 replicas) rounded up to whole nodes
+    // of 4 replicas: every point is one node, 4 replicas.
     let knobs: Vec<f64> = cmp.frontiers["static-peak"]
         .iter()
         .map(|p| p.knob)
         .collect();
-    assert_eq!(knobs, vec![1.0, 2.0, 3.0, 4.0]);
+    assert_eq!(knobs, vec![4.0]);
 }
 
 #[test]
