@@ -36,6 +36,8 @@ pub struct FrontierPoint {
     pub max_wait_s: f64,
     /// Node cold starts on the scored days.
     pub cold_starts: u64,
+    /// Replica cold starts (requests queued while it loaded) on the scored days.
+    pub replica_cold_starts: u64,
     /// The same point on the training days (None without `--train-days`): what scripts/goals.py
     /// chooses its G3 point on.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -228,7 +230,11 @@ pub(super) fn job_config(
                 })
             }
             PolicyName::ScheduledFloor => with_headroom(Headroom::ScheduledFloor {
-                floors: Arc::new(knobs::scheduled_floor(floor_peaks, knob)),
+                floors: Arc::new(knobs::scheduled_floor(
+                    floor_peaks,
+                    knob,
+                    setup.replicas_per_node(),
+                )),
             }),
             PolicyName::HpaTarget => {
                 // Only the target changes; the fleet before t = 0 was the one it keeps.
@@ -364,6 +370,7 @@ pub fn compare(
             for knob in knobs::grid(
                 policy,
                 peak,
+                setup.replicas_per_node(),
                 setup.buffer_max,
                 setup.model.hpa.target_utilization,
             ) {
@@ -505,6 +512,7 @@ pub fn compare(
                                 delayed_fraction: row.delayed_fraction,
                                 max_wait_s: row.max_wait_s,
                                 cold_starts: row.cold_starts,
+                                replica_cold_starts: row.replica_cold_starts,
                                 training: row.training,
                                 classes: row.classes,
                             }

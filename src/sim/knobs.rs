@@ -3,10 +3,10 @@
 //!
 //! | policy       | knob                                   | grid                                     |
 //! |--------------|----------------------------------------|------------------------------------------|
-//! | static-peak  | replicas, x the training peak P         | 0.5, 0.75, 0.9, 1, 1.1, 1.25, 1.5, 2    |
+//! | static-peak  | replicas, x the training peak P         | 0.25, 0.35, 0.5, 0.75, 0.9, 1 ... 2     |
 //! | buffer       | spare replicas N, x P                   | 0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5 |
 //! | buffer-pct   | spare as % of serving replicas          | 0, 2, 5, 10, 20, 35, 50, 100             |
-//! | prewarm      | ERROR_QUANTILE x release (see below)   | 0.5, 0.9, 0.99, 0.999, each slow and fast |
+//! | prewarm      | ERROR_QUANTILE x release (see below)   | 0.5, 0.9, 0.99, 0.995, 0.998, 0.999, each slow and fast |
 //! | scheduled-floor | factor on each hour's training peak  | 0.5, 0.75, 0.9, 1, 1.1, 1.25, 1.5, 2    |
 //! | hpa-target   | the HPA's target utilisation            | the user's, then 0.7 ... 0.2 below it    |
 //! | prewarm-floor | as prewarm                             | as prewarm                               |
@@ -15,7 +15,7 @@
 //! hour-of-week slot (hour-of-day when the training days are fewer than 7) the ideal packing's
 //! peak replicas in that slot; the knob multiplies it (rounded up). hpa-target's grid starts at
 //! the user's `--hpa-target-utilization` (the plain HPA) and goes down through the fixed points
-//! 0.7, 0.6, 0.5, 0.4, 0.3, 0.2 below it.
+//! 0.7, 0.6, 0.5, 0.4, 0.35, 0.3, 0.25, 0.2 below it.
 //!
 //! prewarm's release of spare after a burst is swept with its quantile: `slow` is the Lambda's
 //! defaults (SCALE_DOWN_DELAY_SECONDS 300, maxStepDown 1, COOLDOWN_SECONDS 60: one replica a
@@ -23,20 +23,27 @@
 //! limit, no cooldown). Both are chosen like any knob: on the training days.
 //!
 //! P is the ideal packing's peak replicas over the training days (the whole trace without
-//! `--train-days`). Replica counts are rounded up and repeated values dropped.
+//! `--train-days`). Replica counts (static replicas, the buffer's N, each hour's floor) are
+//! rounded up to whole nodes and repeated values dropped: 34 replicas at 4 a node take 9 nodes,
+//! the GPUs of 36, so 36 is the point that is run.
 
 use super::setup::PolicyName;
 use super::stats::{DayStats, DAY_S};
 
-const STATIC_FACTORS: [f64; 8] = [0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0];
+/// Static fleets from a quarter of the peak: a fleet that lets requests wait within the SLO
+/// chose the grid's lowest point at half of it.
+const STATIC_FACTORS: [f64; 10] = [0.25, 0.35, 0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0];
+const FLOOR_FACTORS: [f64; 8] = [0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0];
 const BUFFER_FACTORS: [f64; 8] = [0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5];
 const BUFFER_PERCENTS: [f64; 8] = [0.0, 2.0, 5.0, 10.0, 20.0, 35.0, 50.0, 100.0];
 /// ERROR_QUANTILE: the quantile of the lead-time band, the one setting that trades delay for
 /// spare when sizing is in the HPA's units (TARGET_WAIT_SECONDS only sizes the Erlang C
 /// fallback, and moved the results by under 2 %).
-const PREWARM_QUANTILES: [f64; 4] = [0.5, 0.9, 0.99, 0.999];
-/// Lower HPA targets than the user's, the headroom users set by hand.
-const HPA_TARGETS: [f64; 6] = [0.7, 0.6, 0.5, 0.4, 0.3, 0.2];
+/// Dense between 0.99 and 0.999, where the chosen point lands.
+const PREWARM_QUANTILES: [f64; 6] = [0.5, 0.9, 0.99, 0.995, 0.998, 0.999];
+/// Lower HPA targets than the user's, the headroom users set by hand (dense below 0.4, where
+/// the chosen point lands).
+const HPA_TARGETS: [f64; 8] = [0.7, 0.6, 0.5, 0.4, 0.35, 0.3, 0.25, 0.2];
 
 /// How prewarm lets spare go after a burst (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -102,13 +109,28 @@ pub fn knob_name(policy: PolicyName) -> Option<&'static str> {
     }
 }
 
-/// The knob values swept for `policy`; `peak` is the training peak replicas, `buffer_max` an
-/// optional cap on the buffer's N, `hpa_target` the user's HPA target utilisation.
-pub fn grid(policy: PolicyName, peak: u32, buffer_max: Option<u32>, hpa_target: f64) -> Vec<f64> {
+/// `replicas` rounded up to whole nodes of `per_node` replicas: a node's last GPUs are paid for
+/// whether a replica uses them or not, so a fleet that leaves them empty costs what the full
+/// node's fleet costs and serves less.
+fn whole_nodes(replicas: f64, per_node: u32) -> f64 {
+    let per_node = per_node.max(1) as f64;
+    ((replicas - 1e-9) / per_node).ceil().max(0.0) * per_node + 0.0
+}
+
+/// The knob values swept for `policy`; `peak` is the training peak replicas, `per_node` the
+/// replicas a node holds (replica counts are swept at whole nodes), `buffer_max` an optional cap
+/// on the buffer's N, `hpa_target` the user's HPA target utilisation.
+pub fn grid(
+    policy: PolicyName,
+    peak: u32,
+    per_node: u32,
+    buffer_max: Option<u32>,
+    hpa_target: f64,
+) -> Vec<f64> {
     let scaled = |factors: &[f64]| -> Vec<f64> {
         let mut v: Vec<f64> = factors
             .iter()
-            .map(|f| (f * peak as f64 - 1e-9).ceil().max(0.0) + 0.0)
+            .map(|f| whole_nodes(f * peak as f64, per_node))
             .collect();
         v.dedup();
         v
@@ -116,7 +138,7 @@ pub fn grid(policy: PolicyName, peak: u32, buffer_max: Option<u32>, hpa_target: 
     match policy {
         PolicyName::StaticPeak => scaled(&STATIC_FACTORS)
             .into_iter()
-            .map(|v| v.max(1.0))
+            .map(|v| v.max(per_node.max(1) as f64))
             .collect(),
         PolicyName::Buffer => {
             let mut v = scaled(&BUFFER_FACTORS);
@@ -129,7 +151,7 @@ pub fn grid(policy: PolicyName, peak: u32, buffer_max: Option<u32>, hpa_target: 
         PolicyName::Prewarm | PolicyName::PrewarmFloor | PolicyName::PrewarmSplit => {
             PREWARM_QUANTILES.to_vec()
         }
-        PolicyName::ScheduledFloor => STATIC_FACTORS.to_vec(),
+        PolicyName::ScheduledFloor => FLOOR_FACTORS.to_vec(),
         PolicyName::HpaTarget => std::iter::once(hpa_target)
             .chain(HPA_TARGETS.into_iter().filter(|&t| t < hpa_target - 1e-9))
             .collect(),
@@ -162,11 +184,12 @@ pub fn scheduled_peaks(peak_by_hour: &[u32], train_days: Option<u32>, end_s: f64
     peaks
 }
 
-/// The scheduled floor for knob `factor`: each slot's peak times the factor, rounded up.
-pub fn scheduled_floor(peaks: &[u32], factor: f64) -> Vec<u32> {
+/// The scheduled floor for knob `factor`: each slot's peak times the factor, rounded up to whole
+/// nodes of `per_node` replicas.
+pub fn scheduled_floor(peaks: &[u32], factor: f64, per_node: u32) -> Vec<u32> {
     peaks
         .iter()
-        .map(|&p| (factor * p as f64 - 1e-9).ceil().max(0.0) as u32)
+        .map(|&p| whole_nodes(factor * p as f64, per_node) as u32)
         .collect()
 }
 
@@ -244,7 +267,7 @@ mod tests {
             requests,
             delayed,
             gpu_seconds,
-            cold_starts: 0,
+            ..DayStats::default()
         }
     }
 
@@ -266,16 +289,20 @@ mod tests {
 
     #[test]
     fn training_totals_add_up_the_training_days_cold_starts_too() {
-        // Days 0 and 1 train (3 + 4 cold starts, 10 + 20 GPU-s); day 2 (100) is scored.
-        let with = |cold_starts, gpu_seconds| DayStats {
+        // Days 0 and 1 train (3 + 4 node cold starts, 1 + 2 replica cold starts, 10 + 20 GPU-s);
+        // day 2 (100 and 50) is scored.
+        let with = |cold_starts, replica_cold_starts, gpu_seconds| DayStats {
             cold_starts,
+            replica_cold_starts,
             ..day(10, 1, gpu_seconds)
         };
-        let days = [with(3, 10.0), with(4, 20.0), with(100, 1e6)];
+        let days = [with(3, 1, 10.0), with(4, 2, 20.0), with(100, 50, 1e6)];
         let t = training_totals(&days, Some(2));
         assert_eq!((t.requests, t.delayed, t.cold_starts), (20, 2, 7));
+        assert_eq!(t.replica_cold_starts, 3);
         assert_eq!(t.gpu_seconds, 30.0);
         assert_eq!(training_totals(&days, None).cold_starts, 107);
+        assert_eq!(training_totals(&days, None).replica_cold_starts, 53);
     }
 
     #[test]
@@ -305,35 +332,62 @@ mod tests {
     fn grids_scale_with_the_training_peak() {
         // P = 40: N = ceil(40 x factor) = 0, 1, 1, 2, 4, 8, 14, 20 -> 1 repeated once.
         assert_eq!(
-            grid(PolicyName::Buffer, 40, None, 0.7),
+            grid(PolicyName::Buffer, 40, 1, None, 0.7),
             vec![0.0, 1.0, 2.0, 4.0, 8.0, 14.0, 20.0]
         );
         assert_eq!(
-            grid(PolicyName::Buffer, 40, Some(5), 0.7),
+            grid(PolicyName::Buffer, 40, 1, Some(5), 0.7),
             vec![0.0, 1.0, 2.0, 4.0]
         );
+        // Static from 0.25 P, below the half a peak where its chosen point sat on the edge.
         assert_eq!(
-            grid(PolicyName::StaticPeak, 40, None, 0.7),
-            vec![20.0, 30.0, 36.0, 40.0, 44.0, 50.0, 60.0, 80.0]
+            grid(PolicyName::StaticPeak, 40, 1, None, 0.7),
+            vec![10.0, 14.0, 20.0, 30.0, 36.0, 40.0, 44.0, 50.0, 60.0, 80.0]
         );
-        assert!(grid(PolicyName::Reactive, 40, None, 0.7).is_empty());
+        assert!(grid(PolicyName::Reactive, 40, 1, None, 0.7).is_empty());
         assert_eq!(score_from(1800.0, Some(7)), 7.0 * DAY_S);
+    }
+
+    #[test]
+    fn replica_grids_are_whole_nodes() {
+        // Four replicas a node (8 GPUs, 2 a replica), P = 34: a fleet of 34 takes 9 nodes, the
+        // GPUs of 36 replicas, so 36 is what is run. Static 17, 26, 31, 34, 38, 43, 51, 68 up to
+        // a multiple of 4: 20, 28, 32, 36, 40, 44, 52, 68; 0.25 and 0.35 P (9, 12) give 12.
+        assert_eq!(
+            grid(PolicyName::StaticPeak, 34, 4, None, 0.7),
+            vec![12.0, 20.0, 28.0, 32.0, 36.0, 40.0, 44.0, 52.0, 68.0]
+        );
+        // Buffer 0, 1, 1, 2, 4, 7, 12, 17 -> 0, 4, 4, 4, 4, 8, 12, 20 -> repeats dropped; a cap
+        // of 9 keeps 0, 4, 8.
+        assert_eq!(
+            grid(PolicyName::Buffer, 34, 4, None, 0.7),
+            vec![0.0, 4.0, 8.0, 12.0, 20.0]
+        );
+        assert_eq!(
+            grid(PolicyName::Buffer, 34, 4, Some(9), 0.7),
+            vec![0.0, 4.0, 8.0]
+        );
+        // The floor: 5 x 1.5 = 7.5 -> 8 (two nodes); 1 x 1.5 -> 4 (one node); 0 stays 0.
+        assert_eq!(scheduled_floor(&[5, 1, 0], 1.5, 4), vec![8, 4, 0]);
         assert_eq!(score_from(1800.0, None), 1800.0);
     }
 
     #[test]
     fn the_hpa_target_grid_starts_at_the_users_target_and_goes_down() {
-        let g = |t| grid(PolicyName::HpaTarget, 40, None, t);
-        assert_eq!(g(0.7), vec![0.7, 0.6, 0.5, 0.4, 0.3, 0.2]);
-        assert_eq!(g(0.9), vec![0.9, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2]);
-        assert_eq!(g(0.55), vec![0.55, 0.5, 0.4, 0.3, 0.2]);
+        let g = |t| grid(PolicyName::HpaTarget, 40, 1, None, t);
+        assert_eq!(g(0.7), vec![0.7, 0.6, 0.5, 0.4, 0.35, 0.3, 0.25, 0.2]);
+        assert_eq!(g(0.9), vec![0.9, 0.7, 0.6, 0.5, 0.4, 0.35, 0.3, 0.25, 0.2]);
+        assert_eq!(g(0.55), vec![0.55, 0.5, 0.4, 0.35, 0.3, 0.25, 0.2]);
         assert_eq!(g(0.2), vec![0.2]);
-        assert!(g(1.0).len() <= 8);
         assert_eq!(
-            grid(PolicyName::ScheduledFloor, 40, None, 0.7),
-            STATIC_FACTORS.to_vec()
+            grid(PolicyName::ScheduledFloor, 40, 1, None, 0.7),
+            vec![0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0]
         );
-        assert_eq!(grid(PolicyName::PrewarmFloor, 40, None, 0.7).len(), 4);
+        // The quantiles between 0.99 and 0.999, where the chosen point sat on an edge.
+        assert_eq!(
+            grid(PolicyName::PrewarmFloor, 40, 1, None, 0.7),
+            vec![0.5, 0.9, 0.99, 0.995, 0.998, 0.999]
+        );
         assert_eq!(releases(PolicyName::PrewarmFloor).len(), 2);
     }
 
@@ -394,8 +448,8 @@ mod tests {
         let week = scheduled_peaks(&by_hour, Some(7), 8.0 * DAY_S);
         assert_eq!((week.len(), week[33], week[9]), (168, 3, 0));
         // The knob: x 1.5 rounded up, 0 stays 0.
-        assert_eq!(scheduled_floor(&[5, 1, 0], 1.5), vec![8, 2, 0]);
-        assert_eq!(scheduled_floor(&[4, 1, 0], 0.5), vec![2, 1, 0]);
+        assert_eq!(scheduled_floor(&[5, 1, 0], 1.5, 1), vec![8, 2, 0]);
+        assert_eq!(scheduled_floor(&[4, 1, 0], 0.5, 1), vec![2, 1, 0]);
     }
 
     #[test]

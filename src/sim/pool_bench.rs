@@ -189,10 +189,12 @@ fn jobs(policies: &[PolicyName], setup: &Setup, pool_peak: u32) -> Vec<Job> {
         let grid = match policy {
             PolicyName::Reactive => vec![0.0],
             // The factors of the one-model static fleet's grid, on each model's own peak.
-            PolicyName::StaticPeak => knobs::grid(PolicyName::ScheduledFloor, 0, None, 0.0),
+            PolicyName::StaticPeak => knobs::grid(PolicyName::ScheduledFloor, 0, 1, None, 0.0),
             _ => knobs::grid(
                 policy,
                 pool_peak,
+                // The pool's models differ in GPUs a replica: its grids stay in replicas.
+                1,
                 setup.buffer_max,
                 setup.model.hpa.target_utilization,
             ),

@@ -121,6 +121,11 @@ pub struct Setup {
 }
 
 impl Setup {
+    /// Replicas one of Karpenter's nodes holds (at least 1).
+    pub fn replicas_per_node(&self) -> u32 {
+        (self.karpenter.instance.gpus / self.model.gpus_per_replica.max(1)).max(1)
+    }
+
     /// The true lead time of a cold start on a fresh node: the median launch, the pull and the
     /// load (what the simulated cluster takes, whatever prewarm is told).
     pub fn lead_time_s(&self) -> f64 {

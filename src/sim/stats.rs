@@ -182,6 +182,9 @@ pub struct DayStats {
     /// Node cold starts: inference pods bound this day to a node whose launch or image pull
     /// they had to wait for (counted on the day of the binding; the burn-in left out).
     pub cold_starts: u64,
+    /// Replica cold starts: replicas that finished loading while requests queued for them
+    /// (counted on the day they became ready; the burn-in left out).
+    pub replica_cold_starts: u64,
 }
 
 impl DayStats {
@@ -191,6 +194,7 @@ impl DayStats {
         self.delayed += other.delayed;
         self.gpu_seconds += other.gpu_seconds;
         self.cold_starts += other.cold_starts;
+        self.replica_cold_starts += other.replica_cold_starts;
     }
 
     pub fn delayed_fraction(&self) -> f64 {

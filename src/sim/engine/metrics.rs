@@ -63,6 +63,14 @@ impl Sim<'_> {
         self.day_at(self.now).cold_starts += 1;
     }
 
+    /// One replica cold start now, on today's stats (training days too; not in the burn-in), so
+    /// a goal on replica cold starts can choose its point on the training days.
+    pub(super) fn count_replica_cold_start(&mut self) {
+        if self.now >= self.cfg.burn_in_s {
+            self.day_at(self.now).replica_cold_starts += 1;
+        }
+    }
+
     /// The stats of the day `t` falls on (days before it added empty).
     fn day_at(&mut self, t: f64) -> &mut DayStats {
         let day = (t / crate::sim::stats::DAY_S) as usize;

@@ -155,6 +155,9 @@ impl Sim<'_> {
         self.pods[pod].serving_since = self.now;
         let (pulled_s, started_at) = (self.pods[pod].pulled_s, self.pods[pod].started_at);
         self.learn_replica_start(pod, pulled_s, started_at);
+        if !self.queue.is_empty() {
+            self.count_replica_cold_start();
+        }
         if !self.queue.is_empty() && self.now >= self.cfg.score_from_s {
             // Requests queued while this replica loaded its model: a cold start in their path.
             self.result.scored.replica_cold_starts += 1;

@@ -191,7 +191,7 @@ fn replica_cold_starts_count_for_every_class_with_a_request_queued() {
 }
 
 #[test]
-fn node_cold_starts_are_counted_per_day_training_days_too() {
+fn cold_starts_are_counted_per_day_training_days_too() {
     // The single step of the test above binds its 7 pods to launching nodes at 616 (4) and
     // 631 (3) (Karpenter batches 1 s after the HPA's syncs at 615 and 630).
     // Burn-in until 620, scoring from day 1 (day 0 is a training day): the 4 bindings at 616
@@ -202,6 +202,12 @@ fn node_cold_starts_are_counted_per_day_training_days_too() {
     let r = run(&cfg, reqs.into_iter(), || {});
     assert_eq!(r.days[0].cold_starts, 3);
     assert_eq!(r.scored.cold_starts, 0);
+    // All 7 replicas finish loading after the burn-in (nodes Ready 657 and 672, then 100 s of
+    // pull and 30 of load) with requests queued: 7 replica cold starts on day 0, none scored.
+    assert_eq!(
+        (r.days[0].replica_cold_starts, r.scored.replica_cold_starts),
+        (7, 0)
+    );
     // The same step one day later (600 + 86,400 is a sync time too: 86,400 = 5,760 x 15 s):
     // all 7 count on day 1 and in the scored total, none on day 0.
     let (mut cfg, reqs) = single_step();
@@ -215,6 +221,10 @@ fn node_cold_starts_are_counted_per_day_training_days_too() {
         .collect();
     let r = run(&cfg, reqs.into_iter(), || {});
     assert_eq!((r.days[0].cold_starts, r.days[1].cold_starts), (0, 7));
+    assert_eq!(
+        (r.days[0].replica_cold_starts, r.days[1].replica_cold_starts),
+        (0, 7)
+    );
     assert_eq!(r.scored.cold_starts, 7);
 }
 

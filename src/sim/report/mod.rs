@@ -136,6 +136,8 @@ pub struct TrainingTotals {
     pub gpu_hours: f64,
     /// Node cold starts on the training days.
     pub cold_starts: u64,
+    /// Replica cold starts (requests queued while it loaded) on the training days.
+    pub replica_cold_starts: u64,
 }
 
 impl TrainingTotals {
@@ -148,6 +150,7 @@ impl TrainingTotals {
             delayed_fraction: t.delayed_fraction(),
             gpu_hours: t.gpu_seconds / 3600.0,
             cold_starts: t.cold_starts,
+            replica_cold_starts: t.replica_cold_starts,
         })
     }
 }
