@@ -18,7 +18,7 @@
 //! - Deployment only: `prewarm.io/surge-user-replicas` (the user's `spec.replicas`, restored
 //!   exactly) and `prewarm.io/surge-written-replicas` (what prewarm wrote: a different value
 //!   means the user edited it meanwhile, and the edit is kept). For an HPA the same two roles
-//!   are played by the HPA floor lease's annotations (`adapters::kube::hpa_floor`). Both follow
+//!   are played by the HPA floor lease's annotations (`adapters::kube::hpa::floor`). Both follow
 //!   the one lease protocol, `crate::lease`.
 //!
 //! Everything here is pure: the adapter (`adapters::kube::drain::surge`) reads the objects,
