@@ -167,6 +167,9 @@ fn in_15s() -> SystemTime {
 
 /// Holds the throttling level's one execution: a PUT as `prewarm-tick` whose body trickles in
 /// for `seconds` (python: the stack's own dependency for its helpers).
+/// How long the holder keeps the throttled level's one execution.
+const HOLD_S: u64 = 24;
+
 fn hold(seconds: u64) -> Child {
     let script = r#"
 import socket, ssl, sys, time
@@ -245,12 +248,14 @@ async fn a_throttled_targets_read_is_retried_until_it_succeeds_then_drains_with_
     let (node, instance) = fault_node(&admin, "h6-apf-", &mut cleanups).await;
 
     // The holder's own PUT is rejected if it comes while the level's one execution is taken
-    // (a read of the handler's in flight): then it tries again.
-    let mut holder = hold(12);
+    // (a read of the handler's in flight): then it tries again. Long enough for two deliveries:
+    // each waits out the client's retries of its shed read (`shed_retry`, about 3 s) before it
+    // fails, then its retry comes a recheck later.
+    let mut holder = hold(HOLD_S);
     let until = Instant::now() + Duration::from_secs(20);
     while !throttled(&lambda).await && Instant::now() < until {
         if holder.try_wait().unwrap().is_some() {
-            holder = hold(12);
+            holder = hold(HOLD_S);
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
