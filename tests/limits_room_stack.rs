@@ -52,6 +52,10 @@ use common::{as_user, env, now};
 
 const NS: &str = "prewarm-room-stack";
 
+/// One test at a time: two of them run the real tick, whose lease collection lists every node
+/// and placeholder of the cluster and would collect another test's drain as one nobody drives.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// The target of `pool`: placeholders in the balloon namespace `prewarm`; `limits` as given.
 fn targets(pool: &str, limits: Option<Value>) -> String {
     let mut t = json!({"name": pool, "nodePool": pool, "maxSpare": 8, "gpusPerReplica": 1,
@@ -215,6 +219,7 @@ async fn pool_at_its_cap(admin: &kube::Client, prefix: &str) -> (String, Value, 
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
 async fn a_pool_at_its_cap_launches_the_replacement_and_gets_the_users_limits_back() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let admin = as_user("KUBECONFIG").await;
     let lambda = as_user("PREWARM_LAMBDA_KUBECONFIG").await;
     ensure_namespace(&admin).await;
@@ -348,6 +353,7 @@ async fn a_pool_at_its_cap_launches_the_replacement_and_gets_the_users_limits_ba
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
 async fn a_targets_cap_grows_for_the_lease_only_and_restore_gives_the_users_value_back() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let admin = as_user("KUBECONFIG").await;
     let lambda = as_user("PREWARM_LAMBDA_KUBECONFIG").await;
     ensure_namespace(&admin).await;
@@ -432,6 +438,7 @@ async fn a_targets_cap_grows_for_the_lease_only_and_restore_gives_the_users_valu
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
 async fn a_write_that_conflicts_with_a_drains_claim_keeps_its_room() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let admin = as_user("KUBECONFIG").await;
     let lambda = as_user("PREWARM_LAMBDA_KUBECONFIG").await;
     ensure_namespace(&admin).await;
@@ -609,6 +616,7 @@ async fn refused_claim(admin: &kube::Client, prefix: &str) -> RefusedClaim {
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
 async fn a_room_write_refused_at_the_claim_is_made_by_the_drains_next_step() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let admin = as_user("KUBECONFIG").await;
     let c = refused_claim(&admin, "rr-").await;
     let (pool, node, instance) = (&c.pool, &c.node, &c.instance);
@@ -647,6 +655,7 @@ async fn a_room_write_refused_at_the_claim_is_made_by_the_drains_next_step() {
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
 async fn a_tick_whose_headroom_read_fails_still_makes_a_drains_room() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let admin = as_user("KUBECONFIG").await;
     let c = refused_claim(&admin, "rt-").await;
     let (pool, node, instance) = (&c.pool, &c.node, &c.instance);
@@ -735,6 +744,7 @@ async fn running_pods_of(client: &kube::Client, app: &str) -> Vec<(String, Strin
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
 async fn at_the_cap_a_long_grace_deployment_pod_leaves_the_placeholder_to_the_others() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let admin = as_user("KUBECONFIG").await;
     ensure_namespace(&admin).await;
     let pool = unique_hex("rg-");
@@ -836,6 +846,7 @@ async fn at_the_cap_a_long_grace_deployment_pod_leaves_the_placeholder_to_the_ot
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
 async fn a_dry_run_tick_gives_back_the_room_a_drain_left() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let admin = as_user("KUBECONFIG").await;
     let lambda = as_user("PREWARM_LAMBDA_KUBECONFIG").await;
     let pool = unique_hex("dr-");
