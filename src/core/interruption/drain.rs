@@ -139,6 +139,14 @@ pub fn plan_drain(
         {
             return DrainStep::finish(vec![], Some(s.clone()), Finish::Duplicate)
         }
+        // This notice's drain is over and a message the handler scheduled comes late (a second
+        // chain of continuations, once an SQS double delivery let one start): it ends here and
+        // writes nothing, so a finished drain is never stepped again by its own chain.
+        Some(s)
+            if s.event_id == notice.event_id && notice.scheduled && s.phase == Phase::Drained =>
+        {
+            return DrainStep::finish(vec![], Some(s.clone()), Finish::Duplicate)
+        }
         Some(s) if s.event_id == notice.event_id => s.clone(),
         Some(s) if !supersedes(deadline, s.deadline) && owner_alive(s, now, settings) => {
             return DrainStep::finish(
