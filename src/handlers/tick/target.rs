@@ -1,12 +1,11 @@
 //! One target, one tick: observe, skip when another invocation acted, decide (pure core), then
-//! write the headroom object, the NodePool (limits, budgets) and the HPA floor unless DRY_RUN
-//! (which still gives back a drain's room in the limits: `write_node_pool`).
+//! write the headroom object, the NodePool (limits, budgets) and the HPA floor unless DRY_RUN.
 
 use super::lead::{self, LeadStart};
 use super::observe::{calibration_history, observe};
 use super::{TargetReport, TickDeps};
 use crate::adapters::kube::headroom::{self, ApplyOutcome, HeadroomRead};
-use crate::adapters::kube::nodepool::limits::{LimitsIntent, SAVED_LIMITS};
+use crate::adapters::kube::nodepool::limits::LimitsIntent;
 use crate::adapters::kube::nodepool::{self, NodePoolView};
 use crate::adapters::kube::{headroom::annotations, hpa, nodepool::limits_room};
 use crate::core::lease::LeaseOutcome;
@@ -147,7 +146,7 @@ pub async fn tick_target(
     };
     let freeze = freeze_intent(target, &plan, &pool);
     let limits = limits_intent(client, target, now).await;
-    match write_node_pool(client, &pool, &limits, freeze, dry_run).await {
+    match nodepool::apply_node_pool(client, &pool, &limits, freeze, dry_run).await {
         Ok(o) => report.node_pool = Some(o.as_str().into()),
         Err(e) => return report.failed(&e),
     }
@@ -206,34 +205,12 @@ async fn keep_room(
 ) -> TargetReport {
     let limits = limits_intent(client, target, now).await;
     report.node_pool = Some(
-        match write_node_pool(client, pool, &limits, None, dry_run).await {
+        match nodepool::apply_node_pool(client, pool, &limits, None, dry_run).await {
             Ok(o) => o.as_str().into(),
             Err(e) => format!("error: {e}"),
         },
     );
     report
-}
-
-/// The tick's NodePool write. Under DRY_RUN (and PAUSED) the tick writes none of its own plan,
-/// yet a drain's room in the limits is still given back: the interruption function only makes
-/// room and only a room write takes it away, so a tick that wrote nothing would leave the pool
-/// raised for good. Written for real only where prewarm already holds the pool's limits
-/// (`prewarm.io/saved-limits`), and the limits only: the same room over the same cap the
-/// interruption function's own write computes (`limits_room::sync_room`).
-async fn write_node_pool(
-    client: &kube::Client,
-    pool: &NodePoolView,
-    limits: &LimitsIntent,
-    freeze: Option<bool>,
-    dry_run: bool,
-) -> crate::error::Result<nodepool::NodePoolOutcome> {
-    if dry_run
-        && matches!(limits, LimitsIntent::Room { .. })
-        && pool.annotations.contains_key(SAVED_LIMITS)
-    {
-        return nodepool::apply_node_pool(client, pool, limits, None, false).await;
-    }
-    nodepool::apply_node_pool(client, pool, limits, freeze, dry_run).await
 }
 
 /// The HPA floor this tick: the replicas forecast for the horizon within the rails (the plan's
