@@ -612,3 +612,7 @@ fn abandoned(s: &DrainState, left: usize, forced_at: f64) -> Command {
         ),
     }
 }
+
+#[cfg(test)]
+#[path = "drain_tests/mod.rs"]
+mod tests;
