@@ -1,30 +1,51 @@
-//! Drain planning: given what the node and its pods look like now, the notice and the clock,
-//! which commands to run in this step. Like Karpenter's disruption controller, planning and
-//! execution are separate: this function only decides; the executor in
-//! `adapters::kube::drain` carries the commands out, and the next check plans again from what
-//! it then observes. Every command is idempotent, so re-planning after a partial step is safe.
+//! The drain's state machine. [`plan_drain`] plans one step of a node's drain from what the node
+//! and its pods look like now, the notice and the clock: a claim (whose drain this is, and whether
+//! this delivery carries it on), then the function of the phase the drain is in. Like Karpenter's
+//! disruption controller, planning and execution are separate: this only decides; the executor in
+//! `adapters::kube::drain` carries the commands out, and the next check plans again from what it
+//! then observes. Every command is idempotent, so re-planning after a partial step is safe.
 //!
-//! Order of a drain (make before break):
-//! 1. cordon and taint the node (`prewarm.io/draining=<kind>:NoSchedule`), record the state;
-//! 2. request a replacement: a placeholder pod of this drain's own, shaped like the pods to move
-//!    (`replacement`), made again if a real pod preempted it while the drain waits, and asked
-//!    for until everyone goes (a pod whose long grace period makes it due early does not stop
-//!    the others' replacement, and is not in the placeholder of the step that evicts it);
-//! 3. wait until that placeholder runs on a Ready node other than this one, or until the
-//!    eviction deadline, whichever is first;
-//! 4. evict in tiers: ordinary pods first, then critical pods (system priority classes) once the
-//!    first tier is gone. DaemonSet and mirror pods are left alone (they die with the node and
-//!    would only come back). Pods annotated `karpenter.sh/do-not-disrupt` are evicted only at
-//!    the deadline: their owners asked not to be moved for convenience, and make-before-break is
-//!    a convenience, but at the deadline the instance goes away regardless and an eviction (which
-//!    still honours PodDisruptionBudgets and grace periods) is kinder than a power-off. A notice
-//!    without a deadline (rebalance) leaves them where they are.
-//!    The step that starts evicting everyone deletes the placeholder first (hand-over): the
-//!    evicted pods' successors then land in the room it held. The drain's surges (raised by the
-//!    executor's surge gate for these evictions) stay raised.
-//! 5. done when nothing evictable is left: the placeholder is deleted again (idempotently) and
-//!    the drain's surges are given back. An un-drain (closed notice, expired prewarm, abandoned
-//!    drain) gives both back too.
+//! | From | Event | To | Commands | Table |
+//! |---|---|---|---|---|
+//! | — | a notice for an unclaimed node | waiting | record the state, cordon, taint (`prewarm.io/draining=<kind>:NoSchedule`), request the placeholder, wait | `claim_of_a_node` |
+//! | any | the notice is ignored (`ACTIONS`), or a rebalance within an hour of the node's false alarm | — | `Ignored`, `CoolingDown` | `claim_of_a_node` |
+//! | active | the same notice again, more than 1 s before the check its last step planned; or a message the handler scheduled after the drain is drained | unchanged | `Duplicate` (the planned check, however soon after the step, and any message the handler scheduled while it is active, carry the drain on) | `deliveries_of_the_owners_notice` |
+//! | owner's | a newer update of the same Health event (later `time`) / an older one | unchanged | takes the update's deadline and end / `Superseded` | `deliveries_of_the_owners_notice` |
+//! | any | another notice, later or equal deadline, owner alive | unchanged | `Superseded` | `another_notice` |
+//! | any | another notice with an earlier deadline, or the owner silent > 4 × recheck + 60 s (from its planned check less one recheck when backed off) | adopted | keeps what was done, and the earlier of the two deadlines and ends | `another_notice` |
+//! | owner's | the notice closed (Health `closed`) | un-drained | `Undrain` (the closing update remembered on the node: deliveries issued no later do nothing), `ReleaseReplacement`; another's drain: `Superseded`; a node it never drained: `NothingToUndo` | `closed_notice` |
+//! | waiting | check, not ready, before the deadline | waiting | the placeholder made again when missing (a real pod preempted it; the executor makes its room again too), wait | `waiting_to_waiting` |
+//! | waiting / evicting | no milestone (claim, placeholder asked for or ready, eviction started) for 10 min | unchanged | checks back off: a quarter of the time stalled, at most 15 min; still at the deadline, a pod's due time, the end of a wait | `waiting_to_waiting` |
+//! | waiting | the drain's own placeholder Running on a Ready node elsewhere, the deadline (end − budget), the end of a deadline-less wait (30 min), or `evict-now` | evicting | `HandOver` (the placeholder only: a surge stays raised), then evict tier 1 | `waiting_to_evicting` |
+//! | waiting | a pod's end − its grace period | evicting | evict that pod only; the placeholder is asked for the others (and only them) until it runs or the deadline comes | `waiting_to_evicting` |
+//! | waiting | the deadline or the end of the wait, the placeholder never ran (or none can be made) | evicting | as above, and the Event `DrainWithoutReplacement` saying why (once) | `waiting_to_evicting` |
+//! | waiting | `cordon-prewarm`, ready, no deadline | prewarmed | `Prewarmed`: the pods keep serving | `cordon_prewarm` |
+//! | waiting (`cordon-prewarm`) | 30 min after the claim (or the notice, if later), no notice with a deadline came | un-drained | `Undrain` (the notice remembered as closed, so a queued copy does nothing; a rebalance's is a false alarm), `ReleaseReplacement` | `cordon_prewarm` |
+//! | evicting | pods left | evicting | evict tier 1, then tier 2 (critical pods); refused ones again at every check; from the deadline, with `DELETE_PAST_PDB_AT_DEADLINE`, delete if a budget refuses; grace cut to the seconds left past the end | `evicting_to_evicting` |
+//! | evicting | nothing evictable left (DaemonSet, mirror, finished pods and pods stuck 60 s past their deletion do not count) | drained | `ReleaseReplacement` (the placeholder and the surges), `Drained` (the executor's Event `DrainFinished`), no continuation | `evicting_to_drained` |
+//! | evicting | pods still there 10 min after the later of the announced end (or the end of the wait) and the start of eviction: a budget that never allows their eviction, a node not reclaimed | un-drained | the Event `DrainAbandoned` saying why, `Undrain` (the notice remembered as closed), `ReleaseReplacement` | `evicting_to_undrained` |
+//!
+//! The tick's part (lease collection, resume-drain messages, the survivor's un-drain) and the
+//! executor's (surges, the node gone mid-drain) are in docs/interruption.md. The tables are in
+//! `drain_tests/` (`claim.rs`, `waiting.rs`, `evicting.rs`).
+//!
+//! Why the rules are as they are:
+//! - Ready means this drain's *own* placeholder runs elsewhere: capacity no other drain counts.
+//!   A drain with pods that request room waits for one: GPU pods always (where no placeholder
+//!   can be made, until their deadline), CPU/memory-only pods where a placeholder can be made
+//!   (their requests may fit no other node; the placeholder finds out, and makes Karpenter launch
+//!   one while they still serve). Where none can be made, CPU/memory-only pods go at once:
+//!   nothing would come of waiting, and Karpenter gets the whole notice as lead time. Pods with
+//!   no requests fit anywhere (`cpu_pods_wait_for_a_placeholder_only_where_one_can_be_made`).
+//! - DaemonSet and mirror pods are left alone (they die with the node and would only come back).
+//!   Pods annotated `karpenter.sh/do-not-disrupt` are evicted only at the deadline: their owners
+//!   asked not to be moved for convenience, and make-before-break is a convenience, but at the
+//!   deadline the instance goes away regardless and an eviction (which still honours budgets and
+//!   grace periods) is kinder than a power-off. A notice without a deadline leaves them.
+//! - The hand-over deletes the placeholder in the step that starts evicting everyone, right
+//!   before the evictions, so the evicted pods' successors land in the room it held.
+
+use std::ops::ControlFlow;
 
 use super::actions::Action;
 use super::deadline::{eviction_deadline, instance_end, issued_at};
@@ -39,42 +60,6 @@ use super::pods::{holding_pods, pod_due, pod_due_at, pods_to_evict};
 use super::state::format_time;
 use super::state::{DrainState, Phase};
 
-/// A notice takes a node over from the notice that owns its drain only when it must act sooner.
-fn supersedes(new_deadline: Option<f64>, old_deadline: Option<f64>) -> bool {
-    match (new_deadline, old_deadline) {
-        (Some(new), Some(old)) => new < old,
-        (Some(_), None) => true,
-        (None, _) => false,
-    }
-}
-
-/// The earlier of two optional times (None: no such time, so the other one).
-fn earliest(a: Option<f64>, b: Option<f64>) -> Option<f64> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
-}
-
-/// Whether the drain recorded in `s` still has a live owner at `now`. A drain that is over
-/// (drained, prewarmed) needs none. An active one steps at least every `recheck_s`; a crashed
-/// invocation's message comes back after the queue's visibility timeout. Silence for
-/// `owner_stale_s` means the owner's message is gone (DLQ, deleted): the drain is orphaned.
-pub fn owner_alive(s: &DrainState, now: f64, settings: &DrainSettings) -> bool {
-    match s.phase {
-        Phase::Drained | Phase::Prewarmed => true,
-        Phase::WaitingForReplacement | Phase::Evicting => {
-            let last = s.last_step_at.unwrap_or(s.started_at);
-            // A backed-off drain's next check may be minutes away: its silence counts from when
-            // that check was due, less one recheck (so from the last step when not backed off).
-            let heard_at = s
-                .next_check_at
-                .map_or(last, |t| last.max(t - settings.recheck_s));
-            now - heard_at < settings.owner_stale_s()
-        }
-    }
-}
-
 /// Plans one step of the drain of `node` for `notice` at `now`.
 pub fn plan_drain(
     node: &NodeView,
@@ -83,22 +68,51 @@ pub fn plan_drain(
     now: f64,
     settings: &DrainSettings,
 ) -> DrainStep {
+    let mut state = match claim(node, notice, now, settings) {
+        ControlFlow::Continue(state) => state,
+        ControlFlow::Break(step) => return step,
+    };
+    let step = Step::observe(node, pods, notice, now, settings, &state);
+    if step.ready && state.replacement_ready_at.is_none() {
+        state.replacement_ready_at = Some(now);
+    }
+    match state.phase {
+        Phase::WaitingForReplacement | Phase::Prewarmed => waiting(state, step),
+        Phase::Evicting | Phase::Drained => evicting(state, step),
+    }
+}
+
+/// The claim: whose drain this is and whether this delivery carries it on. `Break`: the step
+/// ends here. `Continue`: the drain's record with this notice's part in it, stamped with this
+/// step, in the phase its times say.
+fn claim(
+    node: &NodeView,
+    notice: &Notice,
+    now: f64,
+    settings: &DrainSettings,
+) -> ControlFlow<DrainStep, DrainState> {
+    let ends = |state: Option<&DrainState>, f: Finish| {
+        ControlFlow::Break(DrainStep::finish(vec![], state.cloned(), f))
+    };
+    let superseded = |s: &DrainState| {
+        let by_event = s.event_id.clone();
+        ends(Some(s), Finish::Superseded { by_event })
+    };
     if notice.status == NoticeStatus::Closed {
-        return plan_undrain(node, notice, now);
+        return ControlFlow::Break(plan_undrain(node, notice, now));
     }
     // A delivery of a notice that has since been closed (its continuation, an older update).
     if let Some((id, closed_at)) = &node.closed_event {
         if *id == notice.event_id && notice.time <= *closed_at {
-            return DrainStep::finish(vec![], node.state.clone(), Finish::NothingToUndo);
+            return ends(node.state.as_ref(), Finish::NothingToUndo);
         }
     }
-    let action = settings.actions.for_kind(notice.kind);
-    if action == Action::Ignore {
-        return DrainStep::finish(vec![], node.state.clone(), Finish::Ignored);
+    if settings.actions.for_kind(notice.kind) == Action::Ignore {
+        return ends(node.state.as_ref(), Finish::Ignored);
     }
     // A new rebalance for a node whose last one was a false alarm within the hour: no flapping.
     if let Some(until) = cooling_down_until(node, notice, now) {
-        return DrainStep::finish(vec![], None, Finish::CoolingDown { until });
+        return ends(None, Finish::CoolingDown { until });
     }
     let deadline = eviction_deadline(notice, settings.eviction_budget_s);
     // What is recorded: the issued time bounded by SQS's SentTimestamp (the origin of waits), and
@@ -118,44 +132,14 @@ pub fn plan_drain(
         },
         // An older update (or its continuation) arriving after a newer one: the newer drives.
         Some(s) if s.event_id == notice.event_id && notice.time < recorded_claim(s) => {
-            return DrainStep::finish(
-                vec![],
-                Some(s.clone()),
-                Finish::Superseded {
-                    by_event: s.event_id.clone(),
-                },
-            )
+            return superseded(s)
         }
-        // The same notice delivered again well before the check its last step planned: that
-        // check carries the drain on, so this delivery ends. The planned check itself (however
-        // soon after the last step: a deadline 5 s later) is not a duplicate, nor is any message
-        // the handler scheduled (the retry of a step that failed after recording its check, the
-        // continuation after a failed release): it is the one carrying the drain.
-        Some(s)
-            if s.event_id == notice.event_id
-                && !notice.scheduled
-                && !matches!(s.phase, Phase::Drained | Phase::Prewarmed)
-                && s.next_check_at.is_some_and(|t| now < t - CHECK_EARLY_S) =>
-        {
-            return DrainStep::finish(vec![], Some(s.clone()), Finish::Duplicate)
-        }
-        // This notice's drain is over and a message the handler scheduled comes late (a second
-        // chain of continuations, once an SQS double delivery let one start): it ends here and
-        // writes nothing, so a finished drain is never stepped again by its own chain.
-        Some(s)
-            if s.event_id == notice.event_id && notice.scheduled && s.phase == Phase::Drained =>
-        {
-            return DrainStep::finish(vec![], Some(s.clone()), Finish::Duplicate)
+        Some(s) if s.event_id == notice.event_id && duplicate(s, notice, now) => {
+            return ends(Some(s), Finish::Duplicate)
         }
         Some(s) if s.event_id == notice.event_id => s.clone(),
         Some(s) if !supersedes(deadline, s.deadline) && owner_alive(s, now, settings) => {
-            return DrainStep::finish(
-                vec![],
-                Some(s.clone()),
-                Finish::Superseded {
-                    by_event: s.event_id.clone(),
-                },
-            )
+            return superseded(s)
         }
         // Taking over (an earlier deadline, or an owner gone silent) keeps what was done
         // (cordon, replacement) and the earliest deadline and end of the two: a rebalance (no
@@ -168,10 +152,6 @@ pub fn plan_drain(
             deadline: earliest(deadline, s.deadline),
             instance_end: earliest(instance_end(notice), s.instance_end),
             finished_at: None,
-            phase: match s.phase {
-                Phase::Drained | Phase::Prewarmed => Phase::WaitingForReplacement,
-                p => p,
-            },
             ..s.clone()
         },
         None => DrainState {
@@ -197,255 +177,356 @@ pub fn plan_drain(
         },
     };
     state.last_step_at = Some(now);
-    // From here on the drain's own record rules: a re-delivery recomputes nothing from the body.
-    let deadline = state.deadline;
-    let end = state.instance_end;
+    // The phase the drain's times say: one that started evicting evicts (a drained drain stepped
+    // again, by a re-delivery or an adoption, evicts what came back); one that did not waits.
+    if state.evicting_since.is_some() {
+        state.phase = Phase::Evicting;
+    } else if state.phase != Phase::Prewarmed {
+        state.phase = Phase::WaitingForReplacement;
+    }
+    ControlFlow::Continue(state)
+}
 
-    let mut commands = Vec::new();
-    if !node.unschedulable {
-        commands.push(Command::Cordon);
+/// A delivery of the drain's own notice that another message carries on. AWS's (or SQS's)
+/// delivery well before the check the last step planned: that check carries the drain on (the
+/// planned check itself, however soon after the last step, e.g. a deadline 5 s later, is not a
+/// duplicate). A message the handler scheduled (the retry of a step that failed after recording
+/// its check, the continuation after a failed release) is the one carrying an active drain; it
+/// is a duplicate only once the drain is drained (a second chain of continuations, once an SQS
+/// double delivery let one start), so a finished drain is never stepped again by its own chain.
+fn duplicate(s: &DrainState, notice: &Notice, now: f64) -> bool {
+    if notice.scheduled {
+        s.phase == Phase::Drained
+    } else {
+        !matches!(s.phase, Phase::Drained | Phase::Prewarmed)
+            && s.next_check_at.is_some_and(|t| now < t - CHECK_EARLY_S)
     }
-    if !node.tainted {
-        commands.push(Command::Taint { kind: state.kind });
-    }
+}
 
-    let holding = holding_pods(pods, now);
-    let to_move = holding.iter().filter(|p| !p.terminating());
-    // Ready: this drain's own placeholder runs elsewhere — capacity no other drain counts. A
-    // drain with pods that request room waits for one: GPU pods always (where no placeholder can
-    // be made, until their deadline, as before), CPU/memory-only pods where a placeholder can be
-    // made (their requests may fit no other node; the placeholder finds out, and makes Karpenter
-    // launch one while they still serve). Where none can be made, CPU/memory-only pods go at once:
-    // nothing would come of waiting, and Karpenter gets the whole notice as lead time. Pods with
-    // no requests fit anywhere.
-    let gpus_to_move: u32 = to_move.clone().map(|p| p.gpus).sum();
-    let room_to_move = to_move.clone().any(|p| p.requests_room);
-    let needs_placeholder =
-        gpus_to_move > 0 || (room_to_move && node.replacement != ReplacementSeen::NoTarget);
-    let ready = !needs_placeholder || node.replacement == ReplacementSeen::Running;
-    if ready && state.replacement_ready_at.is_none() {
-        state.replacement_ready_at = Some(now);
-    }
-    let past_deadline = deadline.is_some_and(|d| now >= d);
-    let waited_too_long = deadline.is_none() && now >= no_deadline_wait_end(&state);
+/// Waiting for the replacement (or prewarmed, cordon-prewarm's wait for a notice with a
+/// deadline): evicting starts when the replacement is ready, at the deadline or the end of the
+/// wait, when a pod is due by its grace period, or at once when told to; until then the
+/// placeholder is kept asked for.
+fn waiting(mut state: DrainState, mut step: Step) -> DrainStep {
     // cordon-prewarm without a deadline only prepares: if no notice with a deadline took over
     // within the wait (a rebalance that never became a spot warning), the cordon expires, whether
     // or not its replacement ever became ready. (Prewarmed drains are expired by the tick.)
-    if action == Action::CordonPrewarm && waited_too_long && state.evicting_since.is_none() {
-        return end_undrained(&state, notice, vec![], now);
+    if step.action == Action::CordonPrewarm && step.waited_too_long {
+        return end_undrained(&state, step.notice, vec![], step.now);
     }
     // A pod whose grace period would outlast the instance must start going earlier than the
     // others: the instance's end minus its grace period.
-    let any_due = holding.iter().any(|p| pod_due(p, deadline, end, now));
-    // The placeholder stands for the pods still to move that this step does not evict by their
-    // own due time: an evicted pod's successor (its controller's) is a pending pod that asks for
-    // its own room, and a placeholder counting it too would be a second pending pod for the same
-    // room (at a NodePool's cap it might never run, and the others would go without a surge).
-    let stands_for: Vec<&PodView> = to_move
-        .clone()
-        .filter(|p| !pod_due(p, deadline, end, now))
-        .copied()
-        .collect();
-
-    let start_evicting = match action {
+    let any_due = step.holding.iter().any(|p| step.due(p));
+    let start_evicting = match step.action {
         Action::EvictNow => true,
-        Action::Drain => ready || past_deadline || waited_too_long || any_due,
-        Action::CordonPrewarm => past_deadline || any_due,
-        Action::Ignore => unreachable!("handled above"),
+        Action::Drain => step.ready || step.past_deadline || step.waited_too_long || any_due,
+        Action::CordonPrewarm => step.past_deadline || any_due,
+        Action::Ignore => unreachable!("the claim ends ignored notices"),
     };
-    if state.evicting_since.is_none() && start_evicting {
-        state.evicting_since = Some(now);
+    if start_evicting {
+        state.evicting_since = Some(step.now);
+        state.phase = Phase::Evicting;
+        return evicting(state, step);
     }
-    // Every pod goes (tier by tier) once the replacement was ready, at the deadline, or when
-    // told to; before that only pods due by their own grace period.
-    let everyone = state.evicting_since.is_some()
-        && match action {
-            Action::EvictNow => true,
-            Action::Drain => {
-                state.replacement_ready_at.is_some() || past_deadline || waited_too_long
-            }
-            Action::CordonPrewarm => past_deadline,
-            Action::Ignore => unreachable!("handled above"),
-        };
-    // Until everyone goes (that step needs none: the evicted pods ask for their own room), the
-    // placeholder is (re)made whenever it is missing: the first step, after a real pod preempted
-    // it (it has the balloon priority), and while only pods due by their long grace period are
-    // going — the node's other pods still wait for warm capacity.
-    if needs_placeholder
-        && matches!(
-            node.replacement,
-            ReplacementSeen::Absent | ReplacementSeen::NoTarget
-        )
-        && !everyone
-        && stands_for.iter().any(|p| p.requests_room)
-    {
-        let gpus = stands_for.iter().map(|p| p.gpus).sum();
-        commands.push(Command::RequestReplacement {
-            gpus,
-            pods: stands_for.iter().map(|p| p.pod.clone()).collect(),
-        });
-        state.replacement_requested_at.get_or_insert(now);
-        state.replacement_gpus = gpus;
+    step.request_placeholder(&mut state, false);
+    let next_check = step.next_check(&mut state);
+    let prewarmed = step.action == Action::CordonPrewarm && step.ready;
+    if prewarmed && step.deadline.is_none() {
+        state.phase = Phase::Prewarmed;
+        state.finished_at = Some(step.now);
+        state.next_check_at = None;
+        return step.finish(state, Finish::Prewarmed);
     }
-
-    // The next check: after `recheck_s` (longer for a drain stalled for a while), or earlier at
-    // the deadline, a pod's own due time or the end of a deadline-less wait.
-    let mut wake_points: Vec<f64> = deadline.into_iter().collect();
-    wake_points.extend(holding.iter().filter_map(|p| pod_due_at(p, deadline, end)));
-    // Past `forced_at` everyone goes whatever the replacement. A drain still evicting
-    // `SURVIVOR_GRACE_S` after the end (or `forced_at` without one), and after it started
-    // evicting (a notice that came late or a window already open gets its ten minutes too),
-    // could not finish: it ends.
-    let forced_at = deadline.unwrap_or(no_deadline_wait_end(&state));
-    let give_up_at = state
-        .evicting_since
-        .map(|since| end.unwrap_or(forced_at).max(since) + SURVIVOR_GRACE_S);
-    wake_points.push(forced_at);
-    wake_points.extend(give_up_at);
-    let next_check = {
-        let soon = now + check_gap(now - last_milestone(&state), settings.recheck_s);
-        wake_points
-            .into_iter()
-            .filter(|&t| t > now && t < soon)
-            .fold(soon, f64::min)
+    state.phase = if prewarmed {
+        Phase::Prewarmed
+    } else {
+        Phase::WaitingForReplacement
     };
-    state.next_check_at = Some(next_check);
+    step.wait(state, next_check)
+}
 
-    if state.evicting_since.is_none() {
-        if action == Action::CordonPrewarm && ready && deadline.is_none() {
-            state.phase = Phase::Prewarmed;
-            state.finished_at = Some(now);
-            state.next_check_at = None;
-            commands.insert(
-                0,
-                Command::RecordState {
-                    state: state.clone(),
-                },
-            );
-            return DrainStep::finish(commands, Some(state), Finish::Prewarmed);
+/// Evicting, tier by tier: every pod once the replacement was ready, at the deadline or the end
+/// of the wait, or when told to; before that only the pods due by their own grace period. Over
+/// when nothing evictable is left, or given up (un-drained) when pods outstay the instance.
+fn evicting(mut state: DrainState, mut step: Step) -> DrainStep {
+    let everyone = match step.action {
+        Action::EvictNow => true,
+        Action::Drain => {
+            state.replacement_ready_at.is_some() || step.past_deadline || step.waited_too_long
         }
-        state.phase = if action == Action::CordonPrewarm && ready {
-            Phase::Prewarmed
-        } else {
-            Phase::WaitingForReplacement
-        };
-        commands.insert(
-            0,
-            Command::RecordState {
-                state: state.clone(),
-            },
-        );
-        commands.push(Command::WaitUntil { at: next_check });
-        return DrainStep {
-            commands,
-            state: Some(state),
-        };
-    }
-
-    // Evicting. do-not-disrupt pods count only once the deadline has passed; with no deadline
-    // they stay (see the module comment).
-    let in_scope: Vec<&PodView> = holding
+        Action::CordonPrewarm => step.past_deadline,
+        Action::Ignore => unreachable!("the claim ends ignored notices"),
+    };
+    step.request_placeholder(&mut state, everyone);
+    let next_check = step.next_check(&mut state);
+    // do-not-disrupt pods count only once the deadline has passed; with no deadline they stay.
+    let in_scope: Vec<&PodView> = step
+        .holding
         .iter()
         .copied()
-        .filter(|p| !p.do_not_disrupt || past_deadline)
+        .filter(|p| !p.do_not_disrupt || step.past_deadline)
         .collect();
-    let protected_waiting = holding.len() - in_scope.len();
+    let protected_waiting = step.holding.len() - in_scope.len();
     // Evicting everyone with no warm capacity (none can be made, or the placeholder never ran)
     // because the deadline or the end of the wait came: said once, at the first step past it.
-    let previous_step = node
+    let previous_step = step
+        .node
         .state
         .as_ref()
         .filter(|s| s.event_id == state.event_id)
         .and_then(|s| s.last_step_at);
     if everyone
-        && needs_placeholder
+        && step.needs_placeholder
         && state.replacement_ready_at.is_none()
-        && (past_deadline || waited_too_long)
-        && previous_step.is_none_or(|t| t < forced_at)
+        && (step.past_deadline || step.waited_too_long)
+        && previous_step.is_none_or(|t| t < step.forced_at(&state))
     {
-        commands.push(without_replacement(node.replacement, &state, deadline));
+        let why = without_replacement(step.node.replacement, &state, step.deadline);
+        step.commands.push(why);
     }
-    if in_scope.is_empty() && (protected_waiting == 0 || deadline.is_none()) {
+    if in_scope.is_empty() && (protected_waiting == 0 || step.deadline.is_none()) {
         state.phase = Phase::Drained;
-        state.finished_at = Some(now);
+        state.finished_at = Some(step.now);
         state.next_check_at = None;
-        commands.insert(
-            0,
-            Command::RecordState {
-                state: state.clone(),
-            },
-        );
-        commands.push(Command::ReleaseReplacement);
-        return DrainStep::finish(commands, Some(state), Finish::Drained);
+        step.commands.push(Command::ReleaseReplacement);
+        return step.finish(state, Finish::Drained);
     }
     // Pods still here `SURVIVOR_GRACE_S` after the instance's announced end (or the end of a
     // deadline-less wait) on a node that is still there: a budget that never allows their
     // eviction, or a node that was not reclaimed after all. Checking on would cycle for ever;
     // the drain ends, the node is un-drained (as the tick does with a survivor), and an Event
     // says why.
-    if give_up_at.is_some_and(|t| now >= t) {
-        let past = match end {
-            Some(e) => format!("the instance's announced end {}", format_time(e)),
-            None => format!(
-                "the end of the wait for a replacement {}",
-                format_time(forced_at)
-            ),
-        };
-        let note = format!(
-            "{} pod(s) still on the node {SURVIVOR_GRACE_S} s past {past} and the start of eviction: a PodDisruptionBudget that never allowed their eviction, or a node that was not reclaimed; the drain of {} notice {} ends and the node is un-drained",
-            in_scope.len(),
-            state.kind,
-            state.event_id,
-        );
-        let announce = Command::Announce {
-            reason: EVENT_ABANDONED.into(),
-            note,
-        };
-        return end_undrained(&state, notice, vec![announce], now);
+    if step.give_up_at(&state).is_some_and(|t| step.now >= t) {
+        let announce = abandoned(&state, in_scope.len(), step.forced_at(&state));
+        return end_undrained(&state, step.notice, vec![announce], step.now);
     }
-
-    let evict = pods_to_evict(&in_scope, everyone, deadline, end, now)
-        .into_iter()
-        .map(|c| match c {
-            Command::Evict {
-                pod,
-                tier,
-                uid,
-                grace_s,
-                ..
-            } => Command::Evict {
-                pod,
-                tier,
-                uid,
-                grace_s,
-                delete_if_blocked: settings.delete_past_pdb && past_deadline,
-            },
-            other => other,
-        });
+    let delete_if_blocked = step.settings.delete_past_pdb && step.past_deadline;
+    let (deadline, end, now) = (step.deadline, step.end, step.now);
+    let evictions = pods_to_evict(&in_scope, everyone, deadline, end, now, delete_if_blocked);
     state.phase = Phase::Evicting;
-    commands.insert(
-        0,
-        Command::RecordState {
-            state: state.clone(),
-        },
-    );
     // Hand-over: the placeholder goes in the same step, right before the evictions it stands in
-    // for, so the evicted pods' successors land in the room it held. Only the placeholder: the
-    // drain's surges stay raised until the drain ends (`ReleaseReplacement`), or the surge pods
-    // raised for these very evictions would be given back in the step that raised them.
+    // for. Only the placeholder: the drain's surges stay raised until the drain ends
+    // (`ReleaseReplacement`), or the surge pods raised for these very evictions would be given
+    // back in the step that raised them.
     if everyone
         && !matches!(
-            node.replacement,
+            step.node.replacement,
             ReplacementSeen::Absent | ReplacementSeen::NoTarget
         )
     {
-        commands.push(Command::HandOver);
+        step.commands.push(Command::HandOver);
     }
-    commands.extend(evict);
-    commands.push(Command::WaitUntil { at: next_check });
-    DrainStep {
-        commands,
-        state: Some(state),
+    step.commands.extend(evictions);
+    step.wait(state, next_check)
+}
+
+/// What one step sees, worked out once from the node, its pods and the claimed record, and the
+/// commands it has planned so far.
+struct Step<'a> {
+    node: &'a NodeView,
+    notice: &'a Notice,
+    settings: &'a DrainSettings,
+    action: Action,
+    now: f64,
+    /// From the drain's own record: a re-delivery recomputes nothing from the body.
+    deadline: Option<f64>,
+    end: Option<f64>,
+    holding: Vec<&'a PodView>,
+    needs_placeholder: bool,
+    ready: bool,
+    past_deadline: bool,
+    waited_too_long: bool,
+    commands: Vec<Command>,
+}
+
+impl<'a> Step<'a> {
+    fn observe(
+        node: &'a NodeView,
+        pods: &'a [PodView],
+        notice: &'a Notice,
+        now: f64,
+        settings: &'a DrainSettings,
+        state: &DrainState,
+    ) -> Step<'a> {
+        let mut commands = Vec::new();
+        if !node.unschedulable {
+            commands.push(Command::Cordon);
+        }
+        if !node.tainted {
+            commands.push(Command::Taint { kind: state.kind });
+        }
+        let holding = holding_pods(pods, now);
+        // Ready: see the module comment (which drains wait for a placeholder).
+        let to_move = holding.iter().filter(|p| !p.terminating());
+        let gpus_to_move: u32 = to_move.clone().map(|p| p.gpus).sum();
+        let room_to_move = to_move.clone().any(|p| p.requests_room);
+        let needs_placeholder =
+            gpus_to_move > 0 || (room_to_move && node.replacement != ReplacementSeen::NoTarget);
+        let deadline = state.deadline;
+        Step {
+            node,
+            notice,
+            settings,
+            action: settings.actions.for_kind(notice.kind),
+            now,
+            deadline,
+            end: state.instance_end,
+            holding,
+            needs_placeholder,
+            ready: !needs_placeholder || node.replacement == ReplacementSeen::Running,
+            past_deadline: deadline.is_some_and(|d| now >= d),
+            waited_too_long: deadline.is_none() && now >= no_deadline_wait_end(state),
+            commands,
+        }
+    }
+
+    /// Due by its own grace period (or the deadline) in this step.
+    fn due(&self, p: &PodView) -> bool {
+        pod_due(p, self.deadline, self.end, self.now)
+    }
+
+    /// Until everyone goes (that step needs none: the evicted pods ask for their own room), the
+    /// placeholder is (re)made whenever it is missing: the first step, after a real pod preempted
+    /// it (it has the balloon priority), and while only pods due by their long grace period are
+    /// going. It stands for the pods still to move that this step does not evict by their own
+    /// due time: an evicted pod's successor is a pending pod that asks for its own room, and a
+    /// placeholder counting it too would be a second pending pod for the same room (at a
+    /// NodePool's cap it might never run, and the others would go without a surge).
+    fn request_placeholder(&mut self, state: &mut DrainState, everyone: bool) {
+        let stands_for: Vec<&PodView> = self
+            .holding
+            .iter()
+            .filter(|p| !p.terminating() && !self.due(p))
+            .copied()
+            .collect();
+        if self.needs_placeholder
+            && matches!(
+                self.node.replacement,
+                ReplacementSeen::Absent | ReplacementSeen::NoTarget
+            )
+            && !everyone
+            && stands_for.iter().any(|p| p.requests_room)
+        {
+            let gpus = stands_for.iter().map(|p| p.gpus).sum();
+            self.commands.push(Command::RequestReplacement {
+                gpus,
+                pods: stands_for.iter().map(|p| p.pod.clone()).collect(),
+            });
+            state.replacement_requested_at.get_or_insert(self.now);
+            state.replacement_gpus = gpus;
+        }
+    }
+
+    /// Past this time everyone goes, whatever the replacement.
+    fn forced_at(&self, state: &DrainState) -> f64 {
+        self.deadline.unwrap_or(no_deadline_wait_end(state))
+    }
+
+    /// A drain still evicting `SURVIVOR_GRACE_S` after the end (or `forced_at` without one), and
+    /// after it started evicting (a notice that came late or a window already open gets its ten
+    /// minutes too), could not finish: it ends.
+    fn give_up_at(&self, state: &DrainState) -> Option<f64> {
+        let after = self.end.unwrap_or(self.forced_at(state));
+        state
+            .evicting_since
+            .map(|since| after.max(since) + SURVIVOR_GRACE_S)
+    }
+
+    /// The next check, recorded: after `recheck_s` (longer for a drain stalled for a while), or
+    /// earlier at the deadline, a pod's own due time, `forced_at` or `give_up_at`.
+    fn next_check(&self, state: &mut DrainState) -> f64 {
+        let mut wake_points: Vec<f64> = self.deadline.into_iter().collect();
+        wake_points.extend(
+            self.holding
+                .iter()
+                .filter_map(|p| pod_due_at(p, self.deadline, self.end)),
+        );
+        wake_points.push(self.forced_at(state));
+        wake_points.extend(self.give_up_at(state));
+        let soon = self.now + check_gap(self.now - last_milestone(state), self.settings.recheck_s);
+        let next = wake_points
+            .into_iter()
+            .filter(|&t| t > self.now && t < soon)
+            .fold(soon, f64::min);
+        state.next_check_at = Some(next);
+        next
+    }
+
+    /// The step's commands, the state first (so concurrent duplicates see the claim), and a
+    /// check at `at`.
+    fn wait(mut self, state: DrainState, at: f64) -> DrainStep {
+        self.commands.push(Command::WaitUntil { at });
+        self.recorded(state, None)
+    }
+
+    /// The step's commands, the state first, and the end of the message.
+    fn finish(self, state: DrainState, f: Finish) -> DrainStep {
+        self.recorded(state, Some(f))
+    }
+
+    fn recorded(self, state: DrainState, f: Option<Finish>) -> DrainStep {
+        let mut commands = vec![Command::RecordState {
+            state: state.clone(),
+        }];
+        commands.extend(self.commands);
+        commands.extend(f.map(Command::Done));
+        DrainStep {
+            commands,
+            state: Some(state),
+        }
+    }
+}
+
+/// Whether the drain recorded in `s` still has a live owner at `now`. A drain that is over
+/// (drained, prewarmed) needs none. An active one steps at least every `recheck_s`; a crashed
+/// invocation's message comes back after the queue's visibility timeout. Silence for
+/// `owner_stale_s` means the owner's message is gone (DLQ, deleted): the drain is orphaned.
+pub fn owner_alive(s: &DrainState, now: f64, settings: &DrainSettings) -> bool {
+    match s.phase {
+        Phase::Drained | Phase::Prewarmed => true,
+        Phase::WaitingForReplacement | Phase::Evicting => {
+            let last = s.last_step_at.unwrap_or(s.started_at);
+            // A backed-off drain's next check may be minutes away: its silence counts from when
+            // that check was due, less one recheck (so from the last step when not backed off).
+            let heard_at = s
+                .next_check_at
+                .map_or(last, |t| last.max(t - settings.recheck_s));
+            now - heard_at < settings.owner_stale_s()
+        }
+    }
+}
+
+/// A notice takes a node over from the notice that owns its drain only when it must act sooner.
+fn supersedes(new_deadline: Option<f64>, old_deadline: Option<f64>) -> bool {
+    match (new_deadline, old_deadline) {
+        (Some(new), Some(old)) => new < old,
+        (Some(_), None) => true,
+        (None, _) => false,
+    }
+}
+
+/// The earlier of two optional times (None: no such time, so the other one).
+fn earliest(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// A closed notice: undo what this notice's drain did. A drain owned by another notice is left
+/// alone; a node this notice never touched has nothing to undo. (The tick closes a survivor's
+/// drain this way: a rebalance's is remembered as a false alarm.)
+fn plan_undrain(node: &NodeView, notice: &Notice, now: f64) -> DrainStep {
+    match &node.state {
+        Some(s) if s.event_id == notice.event_id => end_undrained(s, notice, vec![], now),
+        Some(s) => DrainStep::finish(
+            vec![],
+            Some(s.clone()),
+            Finish::Superseded {
+                by_event: s.event_id.clone(),
+            },
+        ),
+        None => DrainStep::finish(vec![], None, Finish::NothingToUndo),
     }
 }
 
@@ -514,30 +595,24 @@ fn without_replacement(seen: ReplacementSeen, s: &DrainState, deadline: Option<f
     }
 }
 
-/// A closed notice: undo what this notice's drain did. A drain owned by another notice is left
-/// alone; a node this notice never touched has nothing to undo. (The tick closes a survivor's
-/// drain this way: a rebalance's is remembered as a false alarm.)
-fn plan_undrain(node: &NodeView, notice: &Notice, now: f64) -> DrainStep {
-    match &node.state {
-        Some(s) if s.event_id == notice.event_id => DrainStep::finish(
-            vec![
-                Command::Undrain {
-                    uncordon: !s.user_cordoned,
-                    closed_by: Some((notice.event_id.clone(), notice.time)),
-                    false_alarm_at: false_alarm_at(s, now),
-                },
-                Command::ReleaseReplacement,
-            ],
-            None,
-            Finish::Undrained,
+/// The Event of a drain that gives up with `left` pods still on the node, saying why.
+fn abandoned(s: &DrainState, left: usize, forced_at: f64) -> Command {
+    let past = match s.instance_end {
+        Some(e) => format!("the instance's announced end {}", format_time(e)),
+        None => format!(
+            "the end of the wait for a replacement {}",
+            format_time(forced_at)
         ),
-        Some(s) => DrainStep::finish(
-            vec![],
-            Some(s.clone()),
-            Finish::Superseded {
-                by_event: s.event_id.clone(),
-            },
+    };
+    Command::Announce {
+        reason: EVENT_ABANDONED.into(),
+        note: format!(
+            "{left} pod(s) still on the node {SURVIVOR_GRACE_S} s past {past} and the start of eviction: a PodDisruptionBudget that never allowed their eviction, or a node that was not reclaimed; the drain of {} notice {} ends and the node is un-drained",
+            s.kind, s.event_id,
         ),
-        None => DrainStep::finish(vec![], None, Finish::NothingToUndo),
     }
 }
+
+#[cfg(test)]
+#[path = "drain_tests/mod.rs"]
+mod tests;

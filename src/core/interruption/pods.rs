@@ -47,12 +47,14 @@ pub fn grace_for(p: &PodView, end: Option<f64>, now: f64) -> Option<i64> {
 /// The evictions of one step. With `everyone`, tier 1 (ordinary pods) until it is gone
 /// entirely, then tier 2 (critical pods); pods due by the clock go whatever their tier (and are
 /// the only ones without `everyone`). Pods already terminating are waited for, not evicted again.
+/// `delete_if_blocked`: a budget's refusal is followed by a delete (`Command::Evict`).
 pub fn pods_to_evict(
     in_scope: &[&PodView],
     everyone: bool,
     deadline: Option<f64>,
     end: Option<f64>,
     now: f64,
+    delete_if_blocked: bool,
 ) -> Vec<Command> {
     let tier_one_left = in_scope.iter().any(|p| !p.critical);
     let mut evict: Vec<&PodView> = in_scope
@@ -69,7 +71,7 @@ pub fn pods_to_evict(
             tier: if p.critical { 2 } else { 1 },
             uid: p.uid.clone(),
             grace_s: grace_for(p, end, now),
-            delete_if_blocked: false,
+            delete_if_blocked,
         })
         .collect()
 }
@@ -189,6 +191,7 @@ mod tests {
                 Some(1_090.0),
                 Some(1_120.0),
                 now,
+                false,
             ));
             assert_eq!(got, expected, "everyone={everyone} now={now}");
         }

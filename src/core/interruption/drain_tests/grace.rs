@@ -1,70 +1,24 @@
-//! Drains that never strand capacity, with a fixed clock: a pod whose grace period outlasts the
-//! warning starts eviction at once (and is not in the placeholder of that step: its successor
-//! asks for its own room), yet the node's other pods keep their replacement placeholder
-//! (asked for whenever it is missing, never deleted) until it runs or the deadline passes; and
-//! the drain's surges are given back when the drain ends, not in the hand-over step. Expected
-//! values are worked out by hand from the rules in `core::interruption::drain`.
+//! Walks of drains that never strand capacity: a pod whose grace period outlasts the warning
+//! starts eviction at once (and is not in the placeholder of that step: its successor asks for
+//! its own room), yet the node's other pods keep their replacement placeholder (asked for
+//! whenever it is missing, never deleted) until it runs or the deadline passes; and the drain's
+//! surges are given back when the drain ends, not in the hand-over step. Steps follow one
+//! another here (the executor's and the cluster's part played by `left_by` and `pods_after`), so
+//! these are walks beside the tables rather than rows.
 
-#[path = "common/drain_plan.rs"]
-mod drain_plan;
-use drain_plan::{node, T0};
-
-use prewarm::core::interruption::{
-    plan_drain, Command, DrainSettings, DrainStep, Finish, NodeView, Notice, NoticeKind,
-    NoticeStatus, Phase, PodOwner, PodRef, PodView, ReplacementSeen,
-};
-use ReplacementSeen::{Absent, Pending, Running};
+use super::*;
 
 /// 120 s spot warning less the 30 s eviction budget.
 const DEADLINE: f64 = T0 + 90.0;
-
-fn spot_warning() -> Notice {
-    Notice {
-        event_id: "ev-1".into(),
-        kind: NoticeKind::SpotInterruption,
-        instance_ids: vec!["i-0abc".into()],
-        time: T0,
-        instance_state: None,
-        window_start: None,
-        termination_time: None,
-        reservation_id: None,
-        reservation_end: None,
-        status: NoticeStatus::Active,
-        sent_time: None,
-        scheduled: false,
-    }
-}
-
-fn pod(name: &str, gpus: u32, grace_s: f64) -> PodView {
-    PodView {
-        pod: PodRef {
-            namespace: "inference".into(),
-            name: name.into(),
-        },
-        uid: None,
-        owner: PodOwner::Other,
-        critical: false,
-        do_not_disrupt: false,
-        deletion_at: None,
-        finished: false,
-        gpus,
-        requests_room: gpus > 0,
-        grace_s,
-    }
-}
 
 /// One vLLM pod with a 300 s grace period (due before the notice: 120 - 300 s) and two pods
 /// that go at the hand-over or the deadline.
 fn vllm_node_pods() -> Vec<PodView> {
     vec![
-        pod("vllm-slow", 2, 300.0),
-        pod("llama-0", 3, 0.0),
-        pod("llama-1", 3, 0.0),
+        with_grace(pod("vllm-slow", 2), 300.0),
+        pod("llama-0", 3),
+        pod("llama-1", 3),
     ]
-}
-
-fn settings() -> DrainSettings {
-    DrainSettings::default() // budget 30 s, recheck 15 s
 }
 
 fn evicted(step: &DrainStep) -> Vec<String> {
@@ -86,7 +40,7 @@ fn deletes_placeholder(step: &DrainStep) -> bool {
 }
 
 /// The node as the executor leaves it after `step`, with the placeholder now `seen`.
-fn after(step: &DrainStep, seen: ReplacementSeen) -> NodeView {
+fn left_by(step: &DrainStep, seen: ReplacementSeen) -> NodeView {
     NodeView {
         unschedulable: true,
         tainted: true,
@@ -119,7 +73,7 @@ fn pods_after(pods: &[PodView], step: &DrainStep, at: f64, now: f64) -> Vec<PodV
 /// asks for the placeholder when it is missing and none deletes it; the slow pod goes at the
 /// first step. Returns the steps with their times.
 fn walk(seen: impl Fn(f64) -> ReplacementSeen, until: f64) -> Vec<(f64, DrainStep)> {
-    let n = spot_warning();
+    let n = notice(SpotInterruption);
     let mut view = node(Absent);
     let mut pods = vllm_node_pods();
     let mut steps: Vec<(f64, DrainStep)> = Vec::new();
@@ -127,9 +81,9 @@ fn walk(seen: impl Fn(f64) -> ReplacementSeen, until: f64) -> Vec<(f64, DrainSte
     while now <= until {
         if let Some((at, last)) = steps.last() {
             pods = pods_after(&pods, last, *at, now);
-            view = after(last, seen(now));
+            view = left_by(last, seen(now));
         }
-        let step = plan_drain(&view, &pods, &n, now, &settings());
+        let step = plan_drain(&view, &pods, &n, now, &DrainSettings::default());
         steps.push((now, step));
         now += 15.0;
     }
@@ -211,11 +165,17 @@ fn a_300_s_grace_pod_keeps_the_placeholder_until_the_deadline_when_it_never_runs
         assert!(others.is_empty(), "T0+{at}: {:?}", step.commands);
     }
     // At the deadline the others go, without a placeholder to wait for: none is asked for.
-    let n = spot_warning();
+    let n = notice(SpotInterruption);
     let (at, last) = steps.last().unwrap();
     let pods = pods_after(&vllm_node_pods(), &steps[0].1, T0 + 1.0, DEADLINE);
     let pods = pods_after(&pods, last, *at, DEADLINE);
-    let deadline_step = plan_drain(&after(last, Pending), &pods, &n, DEADLINE, &settings());
+    let deadline_step = plan_drain(
+        &left_by(last, Pending),
+        &pods,
+        &n,
+        DEADLINE,
+        &DrainSettings::default(),
+    );
     assert_eq!(requested(&deadline_step), None);
     assert_eq!(evicted(&deadline_step), ["llama-0", "llama-1"]);
 }
@@ -226,12 +186,27 @@ fn a_300_s_grace_pod_keeps_the_placeholder_until_the_deadline_when_it_never_runs
 /// drain is over: drained, or un-drained (a closed notice).
 #[test]
 fn the_surge_is_given_back_when_the_drain_ends_not_at_the_hand_over() {
-    let n = spot_warning();
-    let pods = vec![pod("llama-0", 4, 30.0), pod("llama-1", 4, 30.0)];
-    let first = plan_drain(&node(Absent), &pods, &n, T0 + 1.0, &settings());
+    let n = notice(SpotInterruption);
+    let pods = vec![
+        with_grace(pod("llama-0", 4), 30.0),
+        with_grace(pod("llama-1", 4), 30.0),
+    ];
+    let first = plan_drain(
+        &node(Absent),
+        &pods,
+        &n,
+        T0 + 1.0,
+        &DrainSettings::default(),
+    );
     assert_eq!(requested(&first), Some(8));
     // T0+16: the placeholder runs: hand-over and both pods evicted; the surges stay raised.
-    let hand_over = plan_drain(&after(&first, Running), &pods, &n, T0 + 16.0, &settings());
+    let hand_over = plan_drain(
+        &left_by(&first, Running),
+        &pods,
+        &n,
+        T0 + 16.0,
+        &DrainSettings::default(),
+    );
     assert_eq!(evicted(&hand_over), ["llama-0", "llama-1"]);
     let i = |c: &Command| hand_over.commands.iter().position(|x| x == c);
     assert!(
@@ -253,18 +228,24 @@ fn the_surge_is_given_back_when_the_drain_ends_not_at_the_hand_over() {
     let terminating = pods_after(&pods, &hand_over, T0 + 16.0, T0 + 31.0);
     assert_eq!(terminating.len(), 2);
     let waiting = plan_drain(
-        &after(&hand_over, Absent),
+        &left_by(&hand_over, Absent),
         &terminating,
         &n,
         T0 + 31.0,
-        &settings(),
+        &DrainSettings::default(),
     );
     assert!(!waiting.commands.contains(&Command::ReleaseReplacement));
     assert!(matches!(waiting.last(), Command::WaitUntil { .. }));
     // T0+46: all gone: drained, and the surges (with any placeholder) are given back.
     let gone = pods_after(&terminating, &waiting, T0 + 31.0, T0 + 46.0);
     assert!(gone.is_empty());
-    let done = plan_drain(&after(&waiting, Absent), &gone, &n, T0 + 46.0, &settings());
+    let done = plan_drain(
+        &left_by(&waiting, Absent),
+        &gone,
+        &n,
+        T0 + 46.0,
+        &DrainSettings::default(),
+    );
     assert_eq!(done.last(), &Command::Done(Finish::Drained));
     assert!(done.commands.contains(&Command::ReleaseReplacement));
     // A notice closed mid-drain (after the hand-over): un-drained, surges given back.
@@ -274,11 +255,11 @@ fn the_surge_is_given_back_when_the_drain_ends_not_at_the_hand_over() {
         ..n.clone()
     };
     let undone = plan_drain(
-        &after(&waiting, Absent),
+        &left_by(&waiting, Absent),
         &terminating,
         &closed,
         T0 + 40.0,
-        &settings(),
+        &DrainSettings::default(),
     );
     assert_eq!(undone.last(), &Command::Done(Finish::Undrained));
     assert!(undone.commands.contains(&Command::ReleaseReplacement));
@@ -301,9 +282,9 @@ fn a_pod_due_in_the_step_is_not_in_that_steps_placeholder() {
     );
     let grace_100 = || {
         vec![
-            pod("vllm-100", 2, 100.0),
-            pod("llama-0", 3, 0.0),
-            pod("llama-1", 3, 0.0),
+            with_grace(pod("vllm-100", 2), 100.0),
+            pod("llama-0", 3),
+            pod("llama-1", 3),
         ]
     };
     let rows: Vec<Row> = vec![
@@ -316,7 +297,7 @@ fn a_pod_due_in_the_step_is_not_in_that_steps_placeholder() {
         ),
         (
             "the due pod alone: evicted, no placeholder (nothing else to stand for)",
-            vec![pod("vllm-slow", 2, 300.0)],
+            vec![with_grace(pod("vllm-slow", 2), 300.0)],
             T0 + 1.0,
             None,
             vec!["vllm-slow"],
@@ -337,7 +318,13 @@ fn a_pod_due_in_the_step_is_not_in_that_steps_placeholder() {
         ),
     ];
     for (situation, pods, now, placeholder_gpus, evicts) in rows {
-        let step = plan_drain(&node(Absent), &pods, &spot_warning(), now, &settings());
+        let step = plan_drain(
+            &node(Absent),
+            &pods,
+            &notice(SpotInterruption),
+            now,
+            &DrainSettings::default(),
+        );
         assert_eq!(
             requested(&step),
             placeholder_gpus,
