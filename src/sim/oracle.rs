@@ -201,10 +201,11 @@ pub fn run(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn req(arrival: f64, service_s: f64) -> Request {
+    /// A request (shared with wait_bound.rs's tests).
+    pub(in crate::sim) fn req(arrival: f64, service_s: f64) -> Request {
         Request {
             arrival,
             service_s,

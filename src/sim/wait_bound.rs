@@ -246,17 +246,22 @@ impl WaitBound {
 
 #[cfg(test)]
 mod tests {
-    use super::super::engine::Request;
+    use super::super::oracle::tests::req;
     use super::super::oracle::{run, Setups};
 
-    fn req(arrival: f64, service_s: f64) -> Request {
-        Request {
-            arrival,
-            service_s,
-            prefill_s: 0.0,
-            client: 0,
-        }
-    }
+    /// One 1 s request every 2 s from 100 to 118.
+    const STREAM: &[(f64, f64)] = &[
+        (100.0, 1.0),
+        (102.0, 1.0),
+        (104.0, 1.0),
+        (106.0, 1.0),
+        (108.0, 1.0),
+        (110.0, 1.0),
+        (112.0, 1.0),
+        (114.0, 1.0),
+        (116.0, 1.0),
+        (118.0, 1.0),
+    ];
 
     /// A situation: name, requests (arrival, service), GPUs per node, node setup seconds, and
     /// the wait bound's GPU-seconds expected. Every case: one-slot, one-GPU replicas, a 4 s
@@ -285,18 +290,7 @@ mod tests {
                 // Work 10. Best 22. (Real: one replica from S0 - 9 >= 95 to 119: 24; the
                 // arrival-time bound says 28.)
                 "a stream of short requests needs a replica throughout",
-                &[
-                    (100.0, 1.0),
-                    (102.0, 1.0),
-                    (104.0, 1.0),
-                    (106.0, 1.0),
-                    (108.0, 1.0),
-                    (110.0, 1.0),
-                    (112.0, 1.0),
-                    (114.0, 1.0),
-                    (116.0, 1.0),
-                    (118.0, 1.0),
-                ],
+                STREAM,
                 1,
                 9.0,
                 22.0,
@@ -319,18 +313,7 @@ mod tests {
                 // 33 node-seconds x 2 GPUs = 66. (Real: a node from S0 - 20 <= 84 to 119:
                 // 70; the arrival-time bound says (119 - 80) x 2 = 78.)
                 "a node's longer setup counts at the node level",
-                &[
-                    (100.0, 1.0),
-                    (102.0, 1.0),
-                    (104.0, 1.0),
-                    (106.0, 1.0),
-                    (108.0, 1.0),
-                    (110.0, 1.0),
-                    (112.0, 1.0),
-                    (114.0, 1.0),
-                    (116.0, 1.0),
-                    (118.0, 1.0),
-                ],
+                STREAM,
                 2,
                 20.0,
                 66.0,
