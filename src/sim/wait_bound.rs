@@ -352,4 +352,64 @@ mod tests {
         assert_eq!(r.slo_bound_gpu_seconds, 300.0);
         assert_eq!(r.lower_bound_gpu_seconds, 300.0);
     }
+
+    #[test]
+    fn no_schedule_within_the_wait_costs_less() {
+        // Any schedule (each request started d in [0, W] late) costs at least the arrival-time
+        // bound of its start times: its own busy curve with the setups paid. The wait bound
+        // must stay under every one. Random small cases, delays at the ends and between.
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        for case in 0..400 {
+            let n = rng.random_range(1..12);
+            let mut reqs: Vec<(f64, f64)> = (0..n)
+                .map(|_| {
+                    let a = rng.random_range(20..80) as f64 + rng.random_range(0..4) as f64 / 4.0;
+                    (a, rng.random_range(1..60) as f64 / 4.0)
+                })
+                .collect();
+            reqs.sort_by(|x, y| x.0.total_cmp(&y.0));
+            let wait = [1.0, 2.5, 4.0, 10.0][rng.random_range(0..4)];
+            let slots = rng.random_range(1..3);
+            let gpus_per_node = rng.random_range(1..3);
+            let replica_s = [0.0, 5.0, 9.0, 30.0][rng.random_range(0..4)];
+            let setups = Setups {
+                replica_s,
+                node_s: replica_s + [0.0, 7.0, 40.0][rng.random_range(0..3)],
+                slo_wait_s: wait,
+            };
+            let at = |reqs: &[(f64, f64)], setups| {
+                let it = reqs.iter().map(|&(a, s)| req(a, s));
+                run(it, 0.0, slots, 1, gpus_per_node, 10.0, setups)
+            };
+            let bound = at(&reqs, setups).slo_bound_gpu_seconds;
+            for _ in 0..20 {
+                let mut started: Vec<(f64, f64)> = reqs
+                    .iter()
+                    .map(|&(a, s)| {
+                        let d = match rng.random_range(0..3) {
+                            0 => 0.0,
+                            1 => wait,
+                            _ => rng.random_range(0.0..wait),
+                        };
+                        (a + d, s)
+                    })
+                    .collect();
+                started.sort_by(|x, y| x.0.total_cmp(&y.0));
+                let cost = at(
+                    &started,
+                    Setups {
+                        slo_wait_s: 0.0,
+                        ..setups
+                    },
+                )
+                .lower_bound_gpu_seconds;
+                assert!(
+                    bound <= cost + 1e-6,
+                    "case {case}: bound {bound} over a schedule's {cost}: {reqs:?} started \
+                     {started:?}, {slots} slots, {gpus_per_node} GPUs/node, {setups:?}"
+                );
+            }
+        }
+    }
 }
