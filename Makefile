@@ -114,7 +114,7 @@ stack-down:
 ## metric window) instead of the default 1800 s so that half an hour is scored.
 SERVEGEN_RATE_SCALE ?= 0.05
 ## Every policy: the default set plus the baselines users pick instead (asked for by name).
-DEMO_POLICIES := reactive,cluster-autoscaler,static-peak,buffer,buffer-pct,prewarm,node-hints,ideal,lower-bound,scheduled-floor,hpa-target,prewarm-floor
+DEMO_POLICIES := reactive,cluster-autoscaler,static-peak,buffer,buffer-pct,prewarm,node-hints,ideal,lower-bound,slo-bound,scheduled-floor,hpa-target,prewarm-floor
 demo:
 	cargo build --release --bin prewarm
 	mkdir -p $(OUT)

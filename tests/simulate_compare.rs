@@ -126,8 +126,9 @@ fn nothing_uses_fewer_gpu_hours_than_ideal_packing() {
     ];
     let cmp = run(&bursty(1, 12.0, 0.05, 1.0), &flags);
     let ideal = cmp.rows.iter().find(|r| r.policy == "ideal").unwrap();
-    assert_eq!(cmp.rows.len(), 9);
-    for row in &cmp.rows {
+    assert_eq!(cmp.rows.len(), 10);
+    // The SLO bound lets requests wait, so it may pack them under the ideal.
+    for row in cmp.rows.iter().filter(|r| r.policy != "slo-bound") {
         assert!(
             row.gpu_hours >= ideal.gpu_hours * (1.0 - 1e-9),
             "{} {} < ideal {}",

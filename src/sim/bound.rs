@@ -17,6 +17,8 @@
 //! What it does not bound: a policy that lets requests wait can pack them into fewer replicas;
 //! its GPU-hours are compared with the bound only as regret, never checked against it.
 
+use super::oracle::{Setups, Shape};
+
 /// Accumulates the setup costs of a layered demand curve (units per layer, setup in seconds).
 #[derive(Clone, Debug)]
 pub struct LayerBound {
@@ -69,6 +71,76 @@ impl LayerBound {
             Some(off) => (t - off.max(self.from_s)).max(0.0).min(restart),
             None => restart,
         }
+    }
+}
+
+/// The layer sums of one demand curve given in requests in flight, at the replica level
+/// (`ceil(in-flight / slots)` replicas, the model load as setup) and at the node level (whole
+/// nodes of them, the node's setup), with the on-time of each from `from_s` on.
+#[derive(Clone, Debug)]
+pub struct CurveBound {
+    shape: Shape,
+    from_s: f64,
+    last_t: f64,
+    in_flight: u64,
+    /// From `from_s` on: slot-seconds of the requests (the work), GPU-seconds of the replicas,
+    /// of the nodes, and node-seconds.
+    pub slot_seconds: f64,
+    pub replica_gpu_seconds: f64,
+    pub node_gpu_seconds: f64,
+    pub node_seconds: f64,
+    replicas: LayerBound,
+    nodes: LayerBound,
+}
+
+impl CurveBound {
+    pub fn new(shape: Shape, setups: Setups, from_s: f64) -> Self {
+        CurveBound {
+            shape,
+            from_s,
+            last_t: 0.0,
+            in_flight: 0,
+            slot_seconds: 0.0,
+            replica_gpu_seconds: 0.0,
+            node_gpu_seconds: 0.0,
+            node_seconds: 0.0,
+            replicas: LayerBound::new(setups.replica_s, from_s),
+            nodes: LayerBound::new(setups.node_s, from_s),
+        }
+    }
+
+    /// Replicas and nodes `in_flight` requests need.
+    pub fn units(&self, in_flight: u64) -> (u32, u32) {
+        let replicas = in_flight.div_ceil(u64::from(self.shape.slots)) as u32;
+        (replicas, replicas.div_ceil(self.shape.replicas_per_node()))
+    }
+
+    /// The curve becomes `in_flight` at `t` (calls in time order).
+    pub fn set(&mut self, t: f64, in_flight: u64) {
+        if t > self.last_t {
+            let (replicas, nodes) = self.units(self.in_flight);
+            let dt = (t - self.last_t.max(self.from_s)).max(0.0);
+            let s = &self.shape;
+            self.slot_seconds += self.in_flight as f64 * dt;
+            self.replica_gpu_seconds += f64::from(replicas * s.gpus_per_replica) * dt;
+            self.node_gpu_seconds += f64::from(nodes * s.gpus_per_node) * dt;
+            self.node_seconds += f64::from(nodes) * dt;
+            self.last_t = t;
+        }
+        self.in_flight = in_flight;
+        let (replicas, nodes) = self.units(in_flight);
+        self.replicas.set(t, replicas);
+        self.nodes.set(t, nodes);
+    }
+
+    /// The bound's node GPU-seconds: either level bounds the cost; the larger is the tighter.
+    pub fn gpu_seconds(&self) -> f64 {
+        let s = &self.shape;
+        let by_replicas = self.replica_gpu_seconds
+            + self.replicas.extra_unit_seconds * f64::from(s.gpus_per_replica);
+        let by_nodes =
+            self.node_gpu_seconds + self.nodes.extra_unit_seconds * f64::from(s.gpus_per_node);
+        by_replicas.max(by_nodes)
     }
 }
 

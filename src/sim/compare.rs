@@ -462,6 +462,10 @@ pub fn compare(
                 rows.push(PolicyReport::from_lower_bound(&ideal, &ctx));
                 continue;
             }
+            PolicyName::SloBound => {
+                rows.push(PolicyReport::from_slo_bound(&ideal, &ctx));
+                continue;
+            }
             PolicyName::Oracle => (
                 "nodes one lead time before the HPA needs them".to_string(),
                 run_of(|j| matches!(j, Job::Oracle)),

@@ -23,4 +23,5 @@ pub mod startup_profile;
 pub mod stats;
 pub mod tier_split;
 pub mod trace;
+pub mod wait_bound;
 pub mod workload;

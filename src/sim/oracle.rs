@@ -3,19 +3,35 @@
 //! (`ceil(in-flight / slots)`) and nodes too (`ceil(replica GPUs / GPUs per node)`), so nothing
 //! any real policy does can use fewer node-GPU-seconds while serving every request at arrival.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-
-use super::bound::LayerBound;
+use super::bound::CurveBound;
 use super::engine::Request;
+use super::wait_bound::{Shifted, WaitBound};
 
-/// How long new capacity takes before it serves, for the true lower bound (`super::bound`).
+/// How long new capacity takes before it serves, and the longest wait the SLO allows, for the
+/// true lower bounds (`super::bound`, `super::wait_bound`).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Setups {
     /// A replica's model load on a Ready node.
     pub replica_s: f64,
     /// A node's shortest launch, image pull and model load.
     pub node_s: f64,
+    /// The SLO's wait: "slo-bound" lets each request wait this long (0: it is "lower-bound").
+    pub slo_wait_s: f64,
+}
+
+/// What a replica and a node hold.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Shape {
+    pub slots: u32,
+    pub gpus_per_replica: u32,
+    pub gpus_per_node: u32,
+}
+
+impl Shape {
+    /// Replicas one node holds (at least 1).
+    pub fn replicas_per_node(&self) -> u32 {
+        (self.gpus_per_node / self.gpus_per_replica).max(1)
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -31,6 +47,11 @@ pub struct OracleResult {
     /// The true lower bound's node GPU-seconds (`super::bound`): `gpu_seconds` plus what the
     /// setups cost at least.
     pub lower_bound_gpu_seconds: f64,
+    /// The same bound when each request may wait up to the SLO's wait (`super::wait_bound`).
+    pub slo_bound_gpu_seconds: f64,
+    /// GPU-seconds of the requests' work alone (slot-seconds over slots, times a replica's
+    /// GPUs): what serving takes however the requests are packed.
+    pub work_gpu_seconds: f64,
     /// Most replicas needed at once.
     pub peak_replicas: u32,
     /// Most replicas needed at once, per day from t = 0 (knob grids use the training days').
@@ -59,11 +80,6 @@ impl OracleResult {
 
 const HOUR_S: f64 = 3600.0;
 
-/// Integer-nanosecond key so end times can live in a heap.
-fn key(t: f64) -> i64 {
-    (t * 1e9).round() as i64
-}
-
 /// The bound over `requests`; GPU-seconds count from `from_s` on (the scored part).
 pub fn run(
     requests: impl Iterator<Item = Request>,
@@ -74,33 +90,25 @@ pub fn run(
     step_s: f64,
     setups: Setups,
 ) -> OracleResult {
-    let replicas_per_node = (gpus_per_node / gpus_per_replica).max(1);
+    let shape = Shape {
+        slots,
+        gpus_per_replica,
+        gpus_per_node,
+    };
     let mut out = OracleResult::default();
-    let mut ends: BinaryHeap<Reverse<i64>> = BinaryHeap::new();
-    let mut in_flight: u64 = 0;
+    let mut ideal = Shifted::new(0.0);
+    let mut bound = CurveBound::new(shape, setups, from_s);
+    let mut wait_bound =
+        (setups.slo_wait_s > 0.0).then(|| WaitBound::new(setups.slo_wait_s, shape, setups, from_s));
     let mut last_t = 0.0;
     let mut demand_acc: Vec<f64> = Vec::new();
-    // The demand's layers move with every arrival and end.
-    let relayer = |t: f64, in_flight: u64, replicas: &mut LayerBound, nodes: &mut LayerBound| {
-        let r = in_flight.div_ceil(slots as u64) as u32;
-        replicas.set(t, r);
-        nodes.set(t, r.div_ceil(replicas_per_node));
-    };
-    let mut replica_layers = LayerBound::new(setups.replica_s, from_s);
-    let mut node_layers = LayerBound::new(setups.node_s, from_s);
 
-    // Integrates the current allocation over [last_t, t).
+    // The peaks and the demand line over [last_t, t) at the current allocation.
     let advance =
-        |t: f64, in_flight: u64, last_t: &mut f64, out: &mut OracleResult, acc: &mut Vec<f64>| {
+        |t: f64, replicas: u32, last_t: &mut f64, out: &mut OracleResult, acc: &mut Vec<f64>| {
             if t <= *last_t {
                 return;
             }
-            let replicas = in_flight.div_ceil(slots as u64) as u32;
-            let nodes = replicas.div_ceil(replicas_per_node);
-            let dt = (t - last_t.max(from_s)).max(0.0);
-            out.gpu_seconds += (nodes * gpus_per_node) as f64 * dt;
-            out.node_seconds += nodes as f64 * dt;
-            out.busy_gpu_seconds += (replicas * gpus_per_replica) as f64 * dt;
             out.peak_replicas = out.peak_replicas.max(replicas);
             let day = (*last_t / super::stats::DAY_S) as usize;
             if out.peak_replicas_by_day.len() <= day {
@@ -133,53 +141,71 @@ pub fn run(
             }
             *last_t = t;
         };
+    let follow = |until: f64,
+                  ideal: &mut Shifted,
+                  bound: &mut CurveBound,
+                  out: &mut OracleResult,
+                  last_t: &mut f64,
+                  acc: &mut Vec<f64>| {
+        let mut before = ideal.in_flight;
+        while let Some((t, n)) = ideal.next_change(until) {
+            advance(t, bound.units(before).0, last_t, out, acc);
+            bound.set(t, n);
+            before = n;
+        }
+    };
 
     for r in requests {
-        while let Some(&Reverse(end)) = ends.peek() {
-            let end_t = end as f64 / 1e9;
-            if end_t > r.arrival {
-                break;
-            }
-            advance(end_t, in_flight, &mut last_t, &mut out, &mut demand_acc);
-            ends.pop();
-            in_flight -= 1;
-            relayer(end_t, in_flight, &mut replica_layers, &mut node_layers);
+        ideal.add(r.arrival, r.service_s);
+        follow(
+            r.arrival,
+            &mut ideal,
+            &mut bound,
+            &mut out,
+            &mut last_t,
+            &mut demand_acc,
+        );
+        if let Some(w) = &mut wait_bound {
+            w.add(r.arrival, r.service_s);
         }
-        advance(r.arrival, in_flight, &mut last_t, &mut out, &mut demand_acc);
-        in_flight += 1;
-        relayer(r.arrival, in_flight, &mut replica_layers, &mut node_layers);
         out.requests += 1;
         if r.arrival >= from_s {
             out.scored_requests += 1;
         }
-        ends.push(Reverse(key(r.arrival + r.service_s)));
         let step = (r.arrival / step_s) as usize;
         if out.rate_per_step.len() <= step {
             out.rate_per_step.resize(step + 1, 0.0);
         }
         out.rate_per_step[step] += 1.0 / step_s;
     }
-    while let Some(Reverse(end)) = ends.pop() {
-        let end_t = end as f64 / 1e9;
-        advance(end_t, in_flight, &mut last_t, &mut out, &mut demand_acc);
-        in_flight -= 1;
-        relayer(end_t, in_flight, &mut replica_layers, &mut node_layers);
-    }
+    follow(
+        f64::INFINITY,
+        &mut ideal,
+        &mut bound,
+        &mut out,
+        &mut last_t,
+        &mut demand_acc,
+    );
     out.end_s = last_t;
-    // Either level bounds the cost; the larger is the tighter.
-    let by_replicas =
-        out.busy_gpu_seconds + replica_layers.extra_unit_seconds * gpus_per_replica as f64;
-    let by_nodes = out.gpu_seconds + node_layers.extra_unit_seconds * gpus_per_node as f64;
-    out.lower_bound_gpu_seconds = by_replicas.max(by_nodes);
+    out.gpu_seconds = bound.node_gpu_seconds;
+    out.busy_gpu_seconds = bound.replica_gpu_seconds;
+    out.node_seconds = bound.node_seconds;
+    out.work_gpu_seconds = bound.slot_seconds / f64::from(slots) * f64::from(gpus_per_replica);
+    out.lower_bound_gpu_seconds = bound.gpu_seconds();
+    out.slo_bound_gpu_seconds = match wait_bound {
+        Some(w) => w.finish(shape, setups, from_s, bound.slot_seconds),
+        None => out.lower_bound_gpu_seconds,
+    };
     out.demand_gpus_per_step = demand_acc.into_iter().map(|v| v / step_s).collect();
     out
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn req(arrival: f64, service_s: f64) -> Request {
+    /// A request (shared with wait_bound.rs's tests).
+    pub(in crate::sim) fn req(arrival: f64, service_s: f64) -> Request {
         Request {
             arrival,
             service_s,
@@ -273,6 +299,7 @@ mod tests {
         let setups = Setups {
             replica_s: 30.0,
             node_s: 40.0,
+            ..Setups::default()
         };
         let r = run(reqs.into_iter(), 0.0, 1, 1, 2, 10.0, setups);
         assert_eq!(r.gpu_seconds, 220.0);
@@ -282,6 +309,7 @@ mod tests {
         let setups = Setups {
             replica_s: 30.0,
             node_s: 0.0,
+            ..Setups::default()
         };
         let r = run(reqs.into_iter(), 0.0, 1, 1, 1, 10.0, setups);
         assert_eq!(r.lower_bound_gpu_seconds, 180.0);

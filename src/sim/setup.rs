@@ -32,6 +32,8 @@ pub enum PolicyName {
     Ideal,
     /// The true lower bound (sim/bound.rs).
     LowerBound,
+    /// The true lower bound when each request may wait up to the SLO's wait (sim/wait_bound.rs).
+    SloBound,
     /// The HPA with a replica floor by hour (KEDA cron, scheduled scaling): knobs.rs.
     ScheduledFloor,
     /// The HPA with a lower target utilisation.
@@ -45,7 +47,7 @@ pub enum PolicyName {
 
 impl PolicyName {
     /// Every policy but prewarm-split (a pool's: with one model it is prewarm-floor).
-    pub const ALL: [PolicyName; 12] = [
+    pub const ALL: [PolicyName; 13] = [
         PolicyName::Reactive,
         PolicyName::ClusterAutoscaler,
         PolicyName::StaticPeak,
@@ -55,14 +57,15 @@ impl PolicyName {
         PolicyName::Oracle,
         PolicyName::Ideal,
         PolicyName::LowerBound,
+        PolicyName::SloBound,
         PolicyName::ScheduledFloor,
         PolicyName::HpaTarget,
         PolicyName::PrewarmFloor,
     ];
 
-    /// What `--policies` runs when not given: `ALL` up to the lower bound (the baselines after
-    /// it are asked for by name).
-    pub const DEFAULT: &'static [PolicyName] = PolicyName::ALL.split_at(9).0;
+    /// What `--policies` runs when not given: `ALL` up to the lower bounds (the baselines after
+    /// them are asked for by name).
+    pub const DEFAULT: &'static [PolicyName] = PolicyName::ALL.split_at(10).0;
 
     pub fn label(self) -> &'static str {
         match self {
@@ -75,6 +78,7 @@ impl PolicyName {
             PolicyName::Oracle => "node-hints",
             PolicyName::Ideal => "ideal",
             PolicyName::LowerBound => "lower-bound",
+            PolicyName::SloBound => "slo-bound",
             PolicyName::ScheduledFloor => "scheduled-floor",
             PolicyName::HpaTarget => "hpa-target",
             PolicyName::PrewarmFloor => "prewarm-floor",
@@ -132,15 +136,17 @@ impl Setup {
         self.karpenter.node_launch_s + self.model.image_pull_s + self.model.model_load_s
     }
 
-    /// What new capacity takes at least before it serves, for the true lower bound: a model
+    /// What new capacity takes at least before it serves, for the true lower bounds: a model
     /// load for a replica; for a node the launch model's shortest usual launch (its 1st
-    /// percentile: the lognormal's median / (p99 / median)), the image pull and the model load.
+    /// percentile: the lognormal's median / (p99 / median)), the image pull and the model load;
+    /// and the SLO's wait, which the SLO bound lets each request wait.
     pub fn bound_setups(&self) -> super::oracle::Setups {
         let ratio = self.launch.p99_over_median.max(1.0);
         let shortest_launch_s = self.karpenter.node_launch_s / ratio;
         super::oracle::Setups {
             replica_s: self.model.model_load_s,
             node_s: shortest_launch_s + self.model.image_pull_s + self.model.model_load_s,
+            slo_wait_s: self.slo_wait_s,
         }
     }
 }

@@ -2,8 +2,8 @@
 //! (GPU-hours, delayed share) over its grid, with the policies without a knob as points, on one
 //! SVG with a log delay axis. A delayed share of 0 is drawn at the axis floor. With client
 //! classes, each curve has a dashed twin for the interactive clients' delayed share at the same
-//! GPU-hours (and each point a hollow twin), beside the total, never instead of it. Changes when
-//! that picture does.
+//! GPU-hours (and each point a hollow twin), beside the total, never instead of it. The lower
+//! bounds are dashed vertical lines. Changes when that picture does.
 
 use std::path::Path;
 
@@ -36,15 +36,24 @@ fn draw<DB: DrawingBackend>(
     attribution: &str,
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     let body = super::page_with_footer(root, 670, attribution)?;
+    // The bounds are vertical lines: no point that delays nobody lies left of its bound.
+    const BOUNDS: [&str; 2] = ["lower-bound", "slo-bound"];
     let points = cmp.rows.iter().filter(|r| {
-        !cmp.frontiers.contains_key(&r.policy) && r.policy != "ideal" && r.policy != "lower-bound"
+        !cmp.frontiers.contains_key(&r.policy)
+            && r.policy != "ideal"
+            && !BOUNDS.contains(&r.policy.as_str())
     });
+    let bounds = cmp
+        .rows
+        .iter()
+        .filter(|r| BOUNDS.contains(&r.policy.as_str()));
     let all_x = cmp
         .frontiers
         .values()
         .flatten()
         .map(|p| p.gpu_hours)
-        .chain(points.clone().map(|r| r.gpu_hours));
+        .chain(points.clone().map(|r| r.gpu_hours))
+        .chain(bounds.clone().map(|r| r.gpu_hours));
     let (mut x0, mut x1) = (f64::INFINITY, 0.0f64);
     for x in all_x {
         x0 = x0.min(x);
@@ -127,6 +136,22 @@ fn draw<DB: DrawingBackend>(
                 BLACK.stroke_width(1),
             )))?;
         }
+    }
+    for r in bounds {
+        let style = if r.policy == "slo-bound" {
+            BLACK.mix(0.4)
+        } else {
+            BLACK.mix(0.8)
+        };
+        chart
+            .draw_series(DashedLineSeries::new(
+                [(r.gpu_hours, FLOOR), (r.gpu_hours, 1.0)],
+                4,
+                4,
+                style.stroke_width(1),
+            ))?
+            .label(format!("{} ({:.1} GPU-h)", r.policy, r.gpu_hours))
+            .legend(move |(x, yy)| PathElement::new(vec![(x, yy), (x + 16, yy)], style));
     }
     let slo = cmp.slo_fraction.max(FLOOR);
     chart

@@ -296,6 +296,7 @@ impl PolicyReport {
             "ideal",
             "perfect packing, no queue, capacity without setup",
             oracle.gpu_seconds,
+            oracle.busy_gpu_seconds,
             oracle,
             ctx,
         )
@@ -307,20 +308,41 @@ impl PolicyReport {
             "lower-bound",
             "clairvoyant loaded replicas on nodes started one setup ahead, no queue",
             oracle.lower_bound_gpu_seconds,
+            oracle.busy_gpu_seconds,
             oracle,
             ctx,
         )
     }
 
+    /// The true lower bound when each request may wait up to the SLO's wait. Its serving part
+    /// is the requests' work alone: waiting packs them tighter than the ideal's replicas.
+    pub fn from_slo_bound(oracle: &OracleResult, ctx: &RunContext) -> Self {
+        let mut row = Self::packing(
+            "slo-bound",
+            &format!(
+                "as lower-bound, each request may wait up to {:.0}s",
+                ctx.slo_wait_s
+            ),
+            oracle.slo_bound_gpu_seconds,
+            oracle.work_gpu_seconds,
+            oracle,
+            ctx,
+        );
+        row.max_wait_s = ctx.slo_wait_s;
+        row
+    }
+
+    /// A bound's row: `gpu_seconds` in all, `busy_gpu_seconds` of them serving.
     fn packing(
         policy: &str,
         detail: &str,
         gpu_seconds: f64,
+        busy_gpu_seconds: f64,
         oracle: &OracleResult,
         ctx: &RunContext,
     ) -> Self {
         let gpu_hours = gpu_seconds / 3600.0;
-        let busy = oracle.busy_gpu_seconds / 3600.0;
+        let busy = busy_gpu_seconds / 3600.0;
         let (usd_per_week, regret_usd_per_week) = ctx.dollars(gpu_hours);
         PolicyReport {
             policy: policy.into(),
@@ -338,8 +360,8 @@ impl PolicyReport {
                 total: gpu_hours,
                 busy,
             },
-            idle_gpu_fraction: idle(oracle.busy_gpu_seconds, gpu_seconds),
-            idle_share: idle(oracle.busy_gpu_seconds, gpu_seconds),
+            idle_gpu_fraction: idle(busy_gpu_seconds, gpu_seconds),
+            idle_share: idle(busy_gpu_seconds, gpu_seconds),
             // The packing is a bound, not a run: its serving is the ideal's, the rest unused.
             waterfall: Waterfall {
                 serving: busy,
