@@ -9,7 +9,7 @@
 //! |---|---|---|---|---|
 //! | — | a notice for an unclaimed node | waiting | record the state, cordon, taint (`prewarm.io/draining=<kind>:NoSchedule`), request the placeholder, wait | `claim_of_a_node` |
 //! | any | the notice is ignored (`ACTIONS`), or a rebalance within an hour of the node's false alarm | — | `Ignored`, `CoolingDown` | `claim_of_a_node` |
-//! | active | the same notice again, more than 1 s before the check its last step planned; or a message the handler scheduled after the drain is drained | unchanged | `Duplicate` (the planned check, however soon after the step, and any message the handler scheduled while it is active, carry the drain on) | `deliveries_of_the_owners_notice` |
+//! | active | the same notice again, more than 1 s before the check its last step planned; a message the handler scheduled after the drain is drained; or AWS's copy after it ended (drained, prewarmed) with nothing to do (a straggler is evicted, the first end's time kept) | unchanged | `Duplicate` (the planned check, however soon after the step, and any message the handler scheduled while it is active, carry the drain on) | `deliveries_of_the_owners_notice` |
 //! | owner's | a newer update of the same Health event (later `time`) / an older one | unchanged | takes the update's deadline and end / `Superseded` | `deliveries_of_the_owners_notice` |
 //! | any | another notice, later or equal deadline, owner alive | unchanged | `Superseded` | `another_notice` |
 //! | any | another notice with an earlier deadline, or the owner silent > 4 × recheck + 60 s (from its planned check less one recheck when backed off) | adopted | keeps what was done, and the earlier of the two deadlines and ends | `another_notice` |
@@ -232,10 +232,7 @@ fn waiting(mut state: DrainState, mut step: Step) -> DrainStep {
     let next_check = step.next_check(&mut state);
     let prewarmed = step.action == Action::CordonPrewarm && step.ready;
     if prewarmed && step.deadline.is_none() {
-        state.phase = Phase::Prewarmed;
-        state.finished_at = Some(step.now);
-        state.next_check_at = None;
-        return step.finish(state, Finish::Prewarmed);
+        return step.end(state, Phase::Prewarmed, Finish::Prewarmed);
     }
     state.phase = if prewarmed {
         Phase::Prewarmed
@@ -285,11 +282,7 @@ fn evicting(mut state: DrainState, mut step: Step) -> DrainStep {
         step.commands.push(why);
     }
     if in_scope.is_empty() && (protected_waiting == 0 || step.deadline.is_none()) {
-        state.phase = Phase::Drained;
-        state.finished_at = Some(step.now);
-        state.next_check_at = None;
-        step.commands.push(Command::ReleaseReplacement);
-        return step.finish(state, Finish::Drained);
+        return step.end(state, Phase::Drained, Finish::Drained);
     }
     // Pods still here `SURVIVOR_GRACE_S` after the instance's announced end (or the end of a
     // deadline-less wait) on a node that is still there: a budget that never allows their
@@ -457,6 +450,26 @@ impl<'a> Step<'a> {
     fn wait(mut self, state: DrainState, at: f64) -> DrainStep {
         self.commands.push(Command::WaitUntil { at });
         self.recorded(state, None)
+    }
+
+    /// The drain's end in `phase` (drained: the placeholder and surges given back). SQS and
+    /// EventBridge deliver at least once: a copy of the notice that finds the drain already
+    /// ended so, with nothing to do (no straggler, cordon and taint still there), is a
+    /// `Duplicate`, so the end happens once. One that had work keeps the first end's time
+    /// (`finished_at`, which the drain's figures count to); a new owner's claim clears it.
+    fn end(mut self, mut state: DrainState, phase: Phase, f: Finish) -> DrainStep {
+        let before = self.node.state.as_ref();
+        let ended = before.is_some_and(|s| s.event_id == state.event_id && s.phase == phase);
+        if ended && self.commands.is_empty() {
+            return DrainStep::finish(vec![], before.cloned(), Finish::Duplicate);
+        }
+        state.phase = phase;
+        state.finished_at.get_or_insert(self.now);
+        state.next_check_at = None;
+        if phase == Phase::Drained {
+            self.commands.push(Command::ReleaseReplacement);
+        }
+        self.finish(state, f)
     }
 
     /// The step's commands, the state first, and the end of the message.

@@ -3,6 +3,7 @@
 //! Pure: computed from the drain state the node recorded (`state`), which outlives any one
 //! invocation, so the figures are the same whichever invocation ends the drain.
 
+use super::model::{Command, DrainStep, Finish};
 use super::state::DrainState;
 
 /// The figures of one finished drain.
@@ -24,6 +25,15 @@ pub struct DrainFigures {
     /// The drain finished no later than the instance's announced end (`instance_end`); a drain
     /// without one (a rebalance) always meets it.
     pub deadline_met: bool,
+}
+
+/// Whether `step`, planned from the node's record `before`, is the one that ends the drain (its
+/// `DrainFinished` Event and figures are published once). A record that had evicted and ended
+/// had ended already: the planner makes a copy of the notice that finds it so a duplicate, and a
+/// straggler evicted afterwards keeps that first end (`finished_at`).
+pub fn ends_drain(before: Option<&DrainState>, step: &DrainStep) -> bool {
+    let ended = |b: &DrainState| b.evicting_since.is_some() && b.finished_at.is_some();
+    step.last() == &Command::Done(Finish::Drained) && !before.is_some_and(ended)
 }
 
 /// The figures of the drain `state` records, once it has finished (`finished_at`); None before.

@@ -21,7 +21,7 @@ pub mod surge;
 pub use actions::{Action, ActionTable};
 pub use deadline::{eviction_deadline, instance_end, issued_at};
 pub use drain::{owner_alive, plan_drain};
-pub use figures::{drain_figures, DrainFigures};
+pub use figures::{drain_figures, ends_drain, DrainFigures};
 pub use lease::{lease_verdict, notice_of_record, plan_resume, LeaseVerdict, NodeSeen};
 pub use model::{
     Command, DrainSettings, DrainStep, Finish, NodeView, PodOwner, PodRef, PodView, ReplacementSeen,

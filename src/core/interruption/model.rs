@@ -173,7 +173,8 @@ pub enum Finish {
     Superseded { by_event: String },
     /// Another delivery of this same notice stepped the drain and planned a check that has not
     /// come yet (`DrainState::next_check_at`): that check carries it on, so this delivery ends
-    /// (duplicate deliveries collapse instead of multiplying).
+    /// (duplicate deliveries collapse instead of multiplying); or a delivery that finds the drain
+    /// already ended (drained, prewarmed) with nothing left to do.
     Duplicate,
     /// The notice is closed (a Health maintenance cancelled or over) or the node survived: the
     /// cordon, taint, drain state and replacement were removed.

@@ -4,7 +4,7 @@
 
 use crate::adapters::kube::drain::execute::StepReport;
 use crate::core::interruption::{
-    drain_figures, Command, DrainFigures, DrainState, DrainStep, Finish, Notice, Phase,
+    drain_figures, ends_drain, DrainFigures, DrainState, DrainStep, Notice,
 };
 use crate::telemetry::{EmfRecord, Unit};
 
@@ -56,18 +56,15 @@ pub(super) fn step_metrics(
 }
 
 /// What the drain came to, when `step` (planned from the node's state `before`) is the one that
-/// finishes it: once per drain, at the step that drains it, not at a later delivery that finds it
-/// drained. None for every other step.
+/// ends it (`ends_drain`): once per drain. None for every other step.
 pub(super) fn finished_drain(
     before: Option<&DrainState>,
     step: &DrainStep,
 ) -> Option<DrainFigures> {
-    let finishes = step.last() == &Command::Done(Finish::Drained)
-        && before.is_none_or(|b| b.phase != Phase::Drained);
     step.state
         .as_ref()
         .and_then(drain_figures)
-        .filter(|_| finishes)
+        .filter(|_| ends_drain(before, step))
 }
 
 #[cfg(test)]
@@ -75,7 +72,9 @@ mod tests {
     use serde_json::{json, Value};
 
     use super::*;
-    use crate::core::interruption::{notice_of_record, NoticeKind, NoticeStatus};
+    use crate::core::interruption::{
+        notice_of_record, Command, Finish, NoticeKind, NoticeStatus, Phase,
+    };
 
     const T: f64 = 1_795_953_600.0; // the notice, 2026-11-29T12:00:00Z
 
@@ -174,5 +173,12 @@ mod tests {
         ] {
             assert!(v.get(name).is_none(), "{name} published twice: {v}");
         }
+        // Nor does the step that drains a straggler evicted after the end (T + 100, kept).
+        let straggler = DrainState {
+            finished_at: Some(T + 100.0),
+            ..evicting()
+        };
+        let v = rendered(&straggler);
+        assert!(v.get("PodsMoved").is_none(), "published twice: {v}");
     }
 }

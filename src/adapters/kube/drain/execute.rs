@@ -20,7 +20,7 @@ use crate::adapters::kube::nodepool::limits_room::sync_room;
 use crate::adapters::kube::shape::placeholder::PlaceholderSettings;
 use crate::core::interruption::state::format_time;
 use crate::core::interruption::{
-    lease_expiry, Command, DrainStep, Finish, PodRef, ReplacementSeen,
+    ends_drain, lease_expiry, Command, DrainStep, Finish, PodRef, ReplacementSeen,
 };
 use crate::core::TargetSpec;
 use crate::error::Result;
@@ -378,9 +378,7 @@ async fn milestone_events(
         ));
     }
     match step.last() {
-        Command::Done(Finish::Drained)
-            if before.is_none_or(|b| b.phase != crate::core::interruption::Phase::Drained) =>
-        {
+        Command::Done(Finish::Drained) if ends_drain(before, step) => {
             events.push(("DrainFinished", format!("no evictable pods left; replacement placeholder deleted (event {event_id})")))
         }
         Command::Done(Finish::Undrained) => events.push((

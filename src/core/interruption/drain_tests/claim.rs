@@ -179,6 +179,13 @@ fn deliveries_of_the_owners_notice() {
         s.phase = Phase::Drained;
         s.finished_at = Some(T0 + 50.0);
     });
+    // The same drain with its placeholder released (as its end left it), and as a re-delivery
+    // at +60 left it when a straggler (a pod that tolerates the taint) had landed on the node.
+    let released = NodeView {
+        replacement: Absent,
+        ..drained.clone()
+    };
+    let straggler_at_60 = after(&released, &llama, &spot, 60.0, Absent);
     check(vec![
         // Before the planned check less 1 s of leeway, AWS's deliveries are duplicates.
         Row {
@@ -276,13 +283,39 @@ fn deliveries_of_the_owners_notice() {
             commands: "Duplicate",
             ..Row::default()
         },
+        // SQS and EventBridge deliver at least once: a copy of the notice can come after the
+        // drain ended (+50). Nothing is left to evict and the node is still cordoned and
+        // tainted, so nothing is done: no record, no release, no second end (its time, +50,
+        // is what the drain's figures count to).
         Row {
-            what: "AWS's delivery after the drain is drained: stepped again, nothing left",
+            what: "AWS's delivery after the drain is drained, nothing left: a duplicate",
             node: drained,
             pods: vec![],
             at: 60.0,
+            commands: "Duplicate",
+            record: "finished +50, last step +1",
+            ..Row::default()
+        },
+        // A straggler on the drained node is still evicted before the instance goes: evicting
+        // since +40, the placeholder released (Absent) and asked for again for its 4 GPUs (not
+        // ready, before the deadline +90: it is not evicted yet); check in 15 s (last milestone
+        // +40, 20 s ago): +75. The drain's end stays +50.
+        Row {
+            what: "AWS's delivery after the drain is drained, a straggler on the node",
+            node: released,
+            at: 60.0,
+            commands: "record evicting; request 4 for llama-0; wait +75",
+            record: "evicting +40, finished +50, next check +75",
+            ..Row::default()
+        },
+        // Its check at +75 finds it gone: drained again, ended still at +50.
+        Row {
+            what: "the straggler gone: drained, its first end kept",
+            node: straggler_at_60,
+            pods: vec![],
+            at: 75.0,
             commands: "record drained; release; Drained",
-            record: "finished +60",
+            record: "finished +50, last step +75",
             ..Row::default()
         },
         Row {

@@ -421,6 +421,19 @@ fn cordon_prewarm() {
             "record prewarmed; Prewarmed",
             "ready +30, finished +30, next check -",
         ),
+        // A copy of the notice at +40 (at-least-once delivery), the placeholder still running:
+        // nothing new to do, so a duplicate; prewarmed still at +30.
+        row(
+            "AWS's delivery after it is prewarmed: a duplicate",
+            claimed_with(Running, Rebalance, None, |s| {
+                s.phase = Phase::Prewarmed;
+                s.replacement_ready_at = Some(T0 + 30.0);
+                s.finished_at = Some(T0 + 30.0);
+            }),
+            40.0,
+            "Duplicate",
+            "finished +30",
+        ),
         row(
             "29 min after the claim: waits (its check lands on the end of the wait)",
             waiting.clone(),
