@@ -207,7 +207,7 @@ fn jobs(policies: &[PolicyName], setup: &Setup, pool_peak: u32) -> Vec<Job> {
 /// The deployments' configurations (compare's job of each model) and the pool's headroom.
 fn configs(job: Job, setup: &Setup, pass: &FirstPass) -> (Vec<RunConfig>, PoolHeadroom) {
     let Job { policy, knob } = job;
-    let release = knobs::releases(policy)[0];
+    let variant = knobs::variants(policy, setup.train_days, 0.0)[0];
     let cfgs: Vec<RunConfig> = (0..pass.warm.len())
         .map(|m| {
             let knob = match policy {
@@ -219,11 +219,11 @@ fn configs(job: Job, setup: &Setup, pass: &FirstPass) -> (Vec<RunConfig>, PoolHe
                 _ => compare::Job::Point {
                     policy,
                     knob,
-                    release,
+                    variant,
                 },
             };
             let base = compare::base_config(setup, pass.warm[m], None);
-            let mut cfg = compare::job_config(one, &base, setup, &[]);
+            let mut cfg = compare::job_config(one, &base, setup, &|_| Vec::new());
             match &mut cfg.headroom {
                 // The pool's balloons, on the first deployment.
                 Headroom::Fixed(_) if m > 0 => cfg.headroom = Headroom::None,
@@ -306,7 +306,8 @@ pub fn compare_pool(
         .map(|p| {
             let of: Vec<&PoolPoint> = points.iter().filter(|x| x.policy == p.label()).collect();
             let days: Vec<&[DayStats]> = of.iter().map(|x| x.days.as_slice()).collect();
-            of[knobs::choose(&days, setup.train_days, setup.slo_fraction)].clone()
+            let on = knobs::choice_days(*p, setup.train_days);
+            of[knobs::choose(&days, on, setup.slo_fraction)].clone()
         })
         .collect();
     Ok(PoolComparison {
