@@ -30,6 +30,9 @@ pub struct FrontierPoint {
     /// prewarm: how spare is released after a burst (swept with the knob; knobs.rs).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub release: Option<knobs::Release>,
+    /// scheduled-floor: the table's slots, hours of the day or of the week (part of its knob).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slots: Option<knobs::Slots>,
     pub gpu_hours: f64,
     pub delayed_fraction: f64,
     /// The longest wait on the scored days (0: no request waited; the lower bound's level).
@@ -180,17 +183,17 @@ pub(super) enum Job {
     Point {
         policy: PolicyName,
         knob: f64,
-        release: knobs::Release,
+        variant: knobs::Variant,
     },
 }
 
 /// The run configuration of `job` (the node hints' foresight passed separately); `floor_peaks`
-/// is the scheduled floor's table before its knob (knobs.rs `scheduled_peaks`).
+/// gives the scheduled floor's table before its knob for its slots (knobs.rs `scheduled_peaks`).
 pub(super) fn job_config(
     job: Job,
     base: &RunConfig,
     setup: &Setup,
-    floor_peaks: &[u32],
+    floor_peaks: &dyn Fn(knobs::Slots) -> Vec<u32>,
 ) -> RunConfig {
     let with_headroom = |headroom| RunConfig {
         headroom,
@@ -205,7 +208,7 @@ pub(super) fn job_config(
         Job::Point {
             policy,
             knob,
-            release,
+            variant,
         } => match policy {
             PolicyName::StaticPeak => RunConfig {
                 replicas: Replicas::Static(knob as u32),
@@ -217,7 +220,7 @@ pub(super) fn job_config(
                 tick_s: setup.prewarm_policy.tick_s,
             }),
             PolicyName::Prewarm => {
-                let (policy, target) = release.apply(
+                let (policy, target) = variant.release().apply(
                     PolicySpec {
                         error_quantile: knob,
                         ..setup.prewarm_policy.clone()
@@ -231,7 +234,7 @@ pub(super) fn job_config(
             }
             PolicyName::ScheduledFloor => with_headroom(Headroom::ScheduledFloor {
                 floors: Arc::new(knobs::scheduled_floor(
-                    floor_peaks,
+                    &floor_peaks(variant.slots()),
                     knob,
                     setup.replicas_per_node(),
                 )),
@@ -254,7 +257,7 @@ pub(super) fn job_config(
             }
             // One model's split is its own floor (the pool splits: pool_bench.rs).
             PolicyName::PrewarmFloor | PolicyName::PrewarmSplit => {
-                let (policy, mut target) = release.apply(
+                let (policy, mut target) = variant.release().apply(
                     PolicySpec {
                         error_quantile: knob,
                         ..setup.prewarm_policy.clone()
@@ -355,8 +358,8 @@ pub fn compare(
         });
     }
     let peak = ideal.training_peak(setup.train_days);
-    let floor_peaks =
-        knobs::scheduled_peaks(&ideal.peak_replicas_by_hour, setup.train_days, ideal.end_s);
+    let fit_days = knobs::floor_fit_days(setup.train_days);
+    let floor_peaks = |slots| knobs::scheduled_peaks(&ideal.peak_replicas_by_hour, fit_days, slots);
     let classes_of = classes.as_ref().map(|c| Arc::new(c.of_client()));
     let base = base_config(setup, warm, classes_of);
 
@@ -366,7 +369,7 @@ pub fn compare(
         jobs.push(Job::ClusterAutoscaler);
     }
     for &policy in &setup.policies {
-        for &release in knobs::releases(policy) {
+        for variant in knobs::variants(policy, setup.train_days, ideal.end_s) {
             for knob in knobs::grid(
                 policy,
                 peak,
@@ -377,7 +380,7 @@ pub fn compare(
                 jobs.push(Job::Point {
                     policy,
                     knob,
-                    release,
+                    variant,
                 });
             }
         }
@@ -482,36 +485,42 @@ pub fn compare(
                 run_of(|j| matches!(j, Job::ClusterAutoscaler)),
             ),
             _ => {
-                let swept = knobs::releases(policy).len() > 1;
-                let points: Vec<(f64, Option<knobs::Release>, &RunResult)> = jobs
+                let swept = knobs::variants(policy, setup.train_days, ideal.end_s).len() > 1;
+                let points: Vec<(f64, knobs::Variant, &RunResult)> = jobs
                     .iter()
                     .zip(&runs)
                     .filter_map(|(j, r)| match j {
                         Job::Point {
                             policy: p,
                             knob,
-                            release,
-                        } if *p == policy => Some((*knob, swept.then_some(*release), r)),
+                            variant,
+                        } if *p == policy => Some((*knob, *variant, r)),
                         _ => None,
                     })
                     .collect();
                 let days: Vec<&[_]> = points.iter().map(|(_, _, r)| r.days.as_slice()).collect();
+                let on = knobs::choice_days(policy, setup.train_days);
                 let chosen = match setup.delayed_request_cost {
-                    Some(usd) => {
-                        knobs::choose_by_cost(&days, setup.train_days, usd, ctx.usd_per_gpu_hour)
-                    }
-                    None => knobs::choose(&days, setup.train_days, setup.slo_fraction),
+                    Some(usd) => knobs::choose_by_cost(&days, on, usd, ctx.usd_per_gpu_hour),
+                    None => knobs::choose(&days, on, setup.slo_fraction),
                 };
                 let name = knobs::knob_name(policy).expect("policy with a knob");
                 frontiers.insert(
                     policy.label().to_string(),
                     points
                         .iter()
-                        .map(|(knob, release, r)| {
+                        .map(|(knob, variant, r)| {
                             let row = PolicyReport::from_run("", String::new(), r, &ctx);
                             FrontierPoint {
                                 knob: *knob,
-                                release: *release,
+                                release: match variant {
+                                    knobs::Variant::Release(r) if swept => Some(*r),
+                                    _ => None,
+                                },
+                                slots: match variant {
+                                    knobs::Variant::Slots(s) => Some(*s),
+                                    _ => None,
+                                },
                                 gpu_hours: row.gpu_hours,
                                 delayed_fraction: row.delayed_fraction,
                                 max_wait_s: row.max_wait_s,
@@ -524,9 +533,19 @@ pub fn compare(
                         .collect(),
                 );
                 knob_names.insert(policy.label().to_string(), name.to_string());
-                let (knob, release, run) = points[chosen];
-                let release = release.map_or(String::new(), |r| format!(", release {}", r.label()));
-                (format!("{name}={knob}{release} ({tuned})"), run)
+                let (knob, variant, run) = points[chosen];
+                let variant = match variant {
+                    knobs::Variant::Release(r) if swept => format!(", release {}", r.label()),
+                    knobs::Variant::Slots(s) => format!(", {}", s.label()),
+                    _ => String::new(),
+                };
+                let tuned = match (policy, setup.train_days) {
+                    (PolicyName::ScheduledFloor, Some(d)) if d >= 2 => {
+                        format!("fitted on the days before day {}, chosen on it", d - 1)
+                    }
+                    _ => tuned.clone(),
+                };
+                (format!("{name}={knob}{variant} ({tuned})"), run)
             }
         };
         duration_s = duration_s.max(run.end_s);

@@ -7,13 +7,15 @@
 //! | buffer       | spare replicas N, x P                   | 0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5 |
 //! | buffer-pct   | spare as % of serving replicas          | 0, 2, 5, 10, 20, 35, 50, 100             |
 //! | prewarm      | ERROR_QUANTILE x release (see below)   | 0.5, 0.9, 0.99, 0.995, 0.998, 0.999, each slow and fast |
-//! | scheduled-floor | factor on each hour's training peak  | 0.5, 0.75, 0.9, 1, 1.1, 1.25, 1.5, 2    |
+//! | scheduled-floor | factor on each hour's peak x slots   | 0.5, 0.75, 0.9, 1, 1.1, 1.25, 1.5, 2, hour-of-day (and -week) |
 //! | hpa-target   | the HPA's target utilisation            | the user's, then 0.7 ... 0.2 below it    |
 //! | prewarm-floor | as prewarm                             | as prewarm                               |
 //!
-//! scheduled-floor's table is learned from the training days only (`scheduled_peaks`): per
-//! hour-of-week slot (hour-of-day when the training days are fewer than 7) the ideal packing's
-//! peak replicas in that slot; the knob multiplies it (rounded up). hpa-target's grid starts at
+//! scheduled-floor's table is learned from the training days before the last (`scheduled_peaks`,
+//! `floor_fit_days`): per hour-of-day or hour-of-week slot the ideal packing's peak replicas in
+//! that slot; the knob multiplies it (rounded up), and the slots and the factor are chosen on the
+//! last training day, which the table never saw (`choice_days`): judged on the hours it was
+//! fitted on, one sample per slot, every factor above 1 looks wasted. hpa-target's grid starts at
 //! the user's `--hpa-target-utilization` (the plain HPA) and goes down through the fixed points
 //! 0.7, 0.6, 0.5, 0.4, 0.35, 0.3, 0.25, 0.2 below it.
 //!
@@ -26,6 +28,8 @@
 //! `--train-days`). Replica counts (static replicas, the buffer's N, each hour's floor) are
 //! rounded up to whole nodes and repeated values dropped: 34 replicas at 4 a node take 9 nodes,
 //! the GPUs of 36, so 36 is the point that is run.
+
+use std::ops::Range;
 
 use super::setup::PolicyName;
 use super::stats::{DayStats, DAY_S};
@@ -83,14 +87,6 @@ impl Release {
             Release::Slow => "slow",
             Release::Fast => "fast",
         }
-    }
-}
-
-/// The release variants swept with `policy`'s knob (one, `Slow`, for every other policy).
-pub fn releases(policy: PolicyName) -> &'static [Release] {
-    match policy {
-        PolicyName::Prewarm | PolicyName::PrewarmFloor | PolicyName::PrewarmSplit => &Release::ALL,
-        _ => &Release::ALL[..1],
     }
 }
 
@@ -159,27 +155,106 @@ pub fn grid(
     }
 }
 
-/// Hour slots of the scheduled floor: hour-of-week when the training part lasts at least 7
-/// days, hour-of-day otherwise.
-pub fn floor_slots(training_s: f64) -> usize {
-    if training_s >= 7.0 * DAY_S - 1e-6 {
-        168
-    } else {
-        24
+/// The scheduled floor's slots: hours of the day or of the week, counted from t = 0. Part of its
+/// knob: both are swept when the training days can judge both (`variants`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Slots {
+    HourOfDay,
+    HourOfWeek,
+}
+
+impl Slots {
+    /// Slots in the table.
+    pub fn count(self) -> usize {
+        match self {
+            Slots::HourOfDay => 24,
+            Slots::HourOfWeek => 168,
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Slots::HourOfDay => "hour-of-day",
+            Slots::HourOfWeek => "hour-of-week",
+        }
+    }
+}
+
+/// What is swept with a policy's knob besides its value: prewarm's release, the scheduled
+/// floor's slots.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Variant {
+    Release(Release),
+    Slots(Slots),
+}
+
+impl Variant {
+    /// prewarm's release (`Slow`, the settings as they are, for a variant that is not one).
+    pub fn release(self) -> Release {
+        match self {
+            Variant::Release(r) => r,
+            Variant::Slots(_) => Release::Slow,
+        }
+    }
+
+    /// The scheduled floor's slots (`HourOfDay` for a variant that is not one).
+    pub fn slots(self) -> Slots {
+        match self {
+            Variant::Slots(s) => s,
+            Variant::Release(_) => Slots::HourOfDay,
+        }
+    }
+}
+
+/// The variants swept with `policy`'s knob: prewarm's two releases; the scheduled floor's
+/// hour-of-day slots, and hour-of-week ones too when its table is fitted on at least 7 days
+/// (`floor_fit_days`; the whole `end_s` without training days): fitted on fewer, the day it is
+/// chosen on is a weekday the table never saw. One (`Slow`, no change) for every other policy.
+pub fn variants(policy: PolicyName, train_days: Option<u32>, end_s: f64) -> Vec<Variant> {
+    match policy {
+        PolicyName::Prewarm | PolicyName::PrewarmFloor | PolicyName::PrewarmSplit => {
+            Release::ALL.map(Variant::Release).to_vec()
+        }
+        PolicyName::ScheduledFloor => {
+            let fit_s = floor_fit_days(train_days).map_or(end_s, |d| d as f64 * DAY_S);
+            let week = fit_s >= 7.0 * DAY_S - 1e-6;
+            [Slots::HourOfDay, Slots::HourOfWeek][..1 + week as usize]
+                .iter()
+                .map(|&s| Variant::Slots(s))
+                .collect()
+        }
+        _ => vec![Variant::Release(Release::Slow)],
+    }
+}
+
+/// The days the scheduled floor's table is fitted on: the training days before the last, whose
+/// day then chooses the variant and factor out of sample (`choice_days`). One training day is
+/// fitted and chosen on itself; without training days the whole trace is, in hindsight.
+pub fn floor_fit_days(train_days: Option<u32>) -> Option<u32> {
+    train_days.map(|d| if d >= 2 { d - 1 } else { d })
+}
+
+/// The days (indices of a run's days) a knob is chosen on: the training days (every day
+/// without them); the scheduled floor's, the training days its table was not fitted on.
+pub fn choice_days(policy: PolicyName, train_days: Option<u32>) -> Range<usize> {
+    let until = train_days.map_or(usize::MAX, |d| d as usize);
+    match (policy, floor_fit_days(train_days)) {
+        (PolicyName::ScheduledFloor, Some(fit)) if (fit as usize) < until => fit as usize..until,
+        _ => 0..until,
     }
 }
 
 /// The scheduled floor's table before its knob: for each slot (hour from t = 0 modulo
-/// `floor_slots`), the most replicas the ideal packing needed in that slot over the training
-/// hours only (the first `train_days` days; the whole trace, `end_s` long, without). A slot the
-/// training hours never reached is 0 (the user's minReplicas).
-pub fn scheduled_peaks(peak_by_hour: &[u32], train_days: Option<u32>, end_s: f64) -> Vec<u32> {
-    let training_s = train_days.map_or(end_s, |d| d as f64 * DAY_S);
-    let slots = floor_slots(training_s);
-    let hours = train_days.map_or(peak_by_hour.len(), |d| d as usize * 24);
-    let mut peaks = vec![0; slots];
+/// `slots.count()`), the most replicas the ideal packing needed in that slot over the first
+/// `fit_days` days (the whole trace without). A slot those hours never reached is 0 (the
+/// user's minReplicas).
+pub fn scheduled_peaks(peak_by_hour: &[u32], fit_days: Option<u32>, slots: Slots) -> Vec<u32> {
+    let hours = fit_days.map_or(peak_by_hour.len(), |d| d as usize * 24);
+    let mut peaks = vec![0; slots.count()];
     for (h, &p) in peak_by_hour.iter().take(hours).enumerate() {
-        peaks[h % slots] = peaks[h % slots].max(p);
+        let slot = &mut peaks[h % slots.count()];
+        *slot = (*slot).max(p);
     }
     peaks
 }
@@ -196,20 +271,24 @@ pub fn scheduled_floor(peaks: &[u32], factor: f64, per_node: u32) -> Vec<u32> {
 /// Requests, delayed requests, GPU-seconds and node cold starts over the days before
 /// `train_days` (all days when None), i.e. what a knob may be chosen on.
 pub fn training_totals(days: &[DayStats], train_days: Option<u32>) -> DayStats {
-    let until = train_days.map_or(days.len(), |d| (d as usize).min(days.len()));
+    totals(days, 0..train_days.map_or(usize::MAX, |d| d as usize))
+}
+
+/// The days of `on` (clipped to those there are) added up.
+fn totals(days: &[DayStats], on: Range<usize>) -> DayStats {
+    let until = on.end.min(days.len());
     let mut total = DayStats::default();
-    days[..until].iter().for_each(|d| total.add(d));
+    days[on.start.min(until)..until]
+        .iter()
+        .for_each(|d| total.add(d));
     total
 }
 
 /// The index of the point to report: the fewest training GPU-seconds among the points whose
 /// training delayed fraction meets `slo_fraction`; if none does, the smallest delayed fraction
-/// (then the fewest GPU-seconds). Only days before `train_days` are looked at.
-pub fn choose(points: &[&[DayStats]], train_days: Option<u32>, slo_fraction: f64) -> usize {
-    let totals: Vec<DayStats> = points
-        .iter()
-        .map(|days| training_totals(days, train_days))
-        .collect();
+/// (then the fewest GPU-seconds). Only the days of `on` (`choice_days`) are looked at.
+pub fn choose(points: &[&[DayStats]], on: Range<usize>, slo_fraction: f64) -> usize {
+    let totals: Vec<DayStats> = points.iter().map(|days| totals(days, on.clone())).collect();
     let meeting = totals
         .iter()
         .enumerate()
@@ -231,10 +310,10 @@ pub fn choose(points: &[&[DayStats]], train_days: Option<u32>, slo_fraction: f64
 
 /// The index of the point with the least training cost: each delayed request at
 /// `delayed_request_usd` plus each GPU-hour at `gpu_hour_usd` (the fewest GPU-seconds on a tie).
-/// The newsvendor's choice made on the training days themselves, with no SLO to meet.
+/// The newsvendor's choice made on the training days themselves (`on`), with no SLO to meet.
 pub fn choose_by_cost(
     points: &[&[DayStats]],
-    train_days: Option<u32>,
+    on: Range<usize>,
     delayed_request_usd: f64,
     gpu_hour_usd: f64,
 ) -> usize {
@@ -243,7 +322,7 @@ pub fn choose_by_cost(
     };
     points
         .iter()
-        .map(|days| training_totals(days, train_days))
+        .map(|days| totals(days, on.clone()))
         .enumerate()
         .min_by(|a, b| {
             cost(&a.1)
@@ -279,12 +358,23 @@ mod tests {
         for scored in [day(1000, 900, 1.0), day(1000, 0, 1e9), day(0, 0, 0.0)] {
             let a = [day(500, 2, 100.0), day(500, 3, 100.0), scored];
             let b = [day(500, 0, 300.0), day(500, 0, 300.0), day(1000, 0, 10.0)];
-            assert_eq!(choose(&[&a, &b], Some(2), 0.01), 0, "{scored:?}");
+            assert_eq!(
+                choose(
+                    &[&a, &b],
+                    choice_days(PolicyName::StaticPeak, Some(2)),
+                    0.01
+                ),
+                0,
+                "{scored:?}"
+            );
         }
         // Scored on the same days (no --train-days): the third day counts and knob 1 wins.
         let a = [day(500, 2, 100.0), day(500, 3, 100.0), day(1000, 900, 1.0)];
         let b = [day(500, 0, 300.0), day(500, 0, 300.0), day(1000, 0, 10.0)];
-        assert_eq!(choose(&[&a, &b], None, 0.01), 1);
+        assert_eq!(
+            choose(&[&a, &b], choice_days(PolicyName::StaticPeak, None), 0.01),
+            1
+        );
     }
 
     #[test]
@@ -313,11 +403,7 @@ mod tests {
         let b = [day(1000, 0, 108_000.0), day(1000, 0, 1.0)];
         // (price of a delayed request, the point chosen): 0.1 → a 20 < 30; 0.3 → a 40 > 30.
         for (usd, want) in [(0.1, 0), (0.3, 1), (0.2, 0)] {
-            assert_eq!(
-                choose_by_cost(&[&a, &b], Some(1), usd, 1.0),
-                want,
-                "at ${usd}"
-            );
+            assert_eq!(choose_by_cost(&[&a, &b], 0..1, usd, 1.0), want, "at ${usd}");
         }
     }
 
@@ -325,7 +411,7 @@ mod tests {
     fn without_a_point_meeting_the_slo_the_least_delay_wins() {
         let a = [day(100, 50, 1.0)];
         let b = [day(100, 10, 5.0)];
-        assert_eq!(choose(&[&a, &b], None, 0.001), 1);
+        assert_eq!(choose(&[&a, &b], 0..usize::MAX, 0.001), 1);
     }
 
     #[test]
@@ -388,7 +474,7 @@ mod tests {
             grid(PolicyName::PrewarmFloor, 40, 1, None, 0.7),
             vec![0.5, 0.9, 0.99, 0.995, 0.998, 0.999]
         );
-        assert_eq!(releases(PolicyName::PrewarmFloor).len(), 2);
+        assert_eq!(variants(PolicyName::PrewarmFloor, None, DAY_S).len(), 2);
     }
 
     /// Requests of one second, `n` at once at `at` seconds (the ideal packing needs `n`
@@ -407,10 +493,10 @@ mod tests {
     #[test]
     fn the_scheduled_floor_is_learned_from_the_training_days_only() {
         const H: f64 = 3600.0;
-        // Two training days of 3 days: day 0 needs 2 replicas at 09:xx, day 1 needs 5 at 09:xx
-        // and 1 at 14:xx. Hour-of-day slots (2 training days < 7): slot 9 = max(2, 5) = 5,
-        // slot 14 = 1, every other 0. Day 2 (scored) has 40 at 09:xx, or 7 at 03:xx, or
-        // nothing: the table never moves.
+        // Three training days of 4 days: the table is fitted on days 0 and 1 (day 2 chooses its
+        // factor). Day 0 needs 2 replicas at 09:xx, day 1 needs 5 at 09:xx and 1 at 14:xx.
+        // Hour-of-day slots: slot 9 = max(2, 5) = 5, slot 14 = 1, every other 0. Day 2 (held
+        // out) has 40 at 09:xx, or 7 at 03:xx, or nothing: the table never moves.
         let training = [
             burst(9.0 * H + 60.0, 2),
             burst(DAY_S + 9.0 * H + 60.0, 5),
@@ -418,10 +504,11 @@ mod tests {
         ]
         .concat();
         let table = |scored: Vec<crate::sim::engine::Request>| {
-            let reqs = [training.clone(), scored, burst(3.0 * DAY_S - 10.0, 1)].concat();
+            let reqs = [training.clone(), scored, burst(4.0 * DAY_S - 10.0, 1)].concat();
             let ideal =
                 crate::sim::oracle::run(reqs.into_iter(), 0.0, 1, 1, 1, 60.0, Default::default());
-            scheduled_peaks(&ideal.peak_replicas_by_hour, Some(2), ideal.end_s)
+            let fit = floor_fit_days(Some(3));
+            scheduled_peaks(&ideal.peak_replicas_by_hour, fit, Slots::HourOfDay)
         };
         let mut want = vec![0; 24];
         want[9] = 5;
@@ -438,18 +525,124 @@ mod tests {
         let ideal =
             crate::sim::oracle::run(reqs.into_iter(), 0.0, 1, 1, 1, 60.0, Default::default());
         assert_eq!(
-            scheduled_peaks(&ideal.peak_replicas_by_hour, None, ideal.end_s)[9],
+            scheduled_peaks(&ideal.peak_replicas_by_hour, None, Slots::HourOfDay)[9],
             40
         );
-        // Seven training days: hour-of-week, 168 slots; hour 24 + 9 is slot 33.
+        // Hour-of-week, 168 slots, fitted on 7 days; hour 24 + 9 is slot 33.
         let mut by_hour = vec![0; 8 * 24];
         by_hour[24 + 9] = 3;
-        by_hour[7 * 24 + 9] = 50; // day 7, scored
-        let week = scheduled_peaks(&by_hour, Some(7), 8.0 * DAY_S);
+        by_hour[7 * 24 + 9] = 50; // day 7, not fitted on
+        let week = scheduled_peaks(&by_hour, Some(7), Slots::HourOfWeek);
         assert_eq!((week.len(), week[33], week[9]), (168, 3, 0));
         // The knob: x 1.5 rounded up, 0 stays 0.
         assert_eq!(scheduled_floor(&[5, 1, 0], 1.5, 1), vec![8, 2, 0]);
         assert_eq!(scheduled_floor(&[4, 1, 0], 0.5, 1), vec![2, 1, 0]);
+    }
+
+    #[test]
+    fn the_floor_table_is_fitted_on_the_training_days_before_the_last() {
+        // Nine days; day d needs PEAKS[d] replicas at 09:xx, day 1 also 1 at 14:xx.
+        const PEAKS: [u32; 9] = [2, 5, 3, 4, 1, 6, 2, 7, 40];
+        let mut by_hour = vec![0; 9 * 24];
+        for (d, &p) in PEAKS.iter().enumerate() {
+            by_hour[d * 24 + 9] = p;
+        }
+        by_hour[24 + 14] = 1;
+        // (training days, slots, the (slot, peak) pairs the table holds), worked by hand:
+        type Row = (Option<u32>, Slots, &'static [(usize, u32)]);
+        let rows: [Row; 6] = [
+            // 3 training days: fitted on days 0-1, max(2, 5) = 5; day 2's 3 is not in it.
+            (Some(3), Slots::HourOfDay, &[(9, 5), (14, 1), (3, 0)]),
+            // 2 training days: fitted on day 0 alone.
+            (Some(2), Slots::HourOfDay, &[(9, 2), (14, 0)]),
+            // 1 training day: fitted (and chosen) on it.
+            (Some(1), Slots::HourOfDay, &[(9, 2), (14, 0)]),
+            // No training days: the whole trace, in hindsight (day 8's 40).
+            (None, Slots::HourOfDay, &[(9, 40), (14, 1)]),
+            // 8 training days: fitted on days 0-6, max(2, 5, 3, 4, 1, 6, 2) = 6; day 7's 7 is not.
+            (Some(8), Slots::HourOfDay, &[(9, 6), (14, 1)]),
+            // The same by hour of the week: day d's 09:xx is slot 24 d + 9; day 7 would be slot 9.
+            (
+                Some(8),
+                Slots::HourOfWeek,
+                &[(9, 2), (33, 5), (38, 1), (57, 3), (153, 2), (14, 0)],
+            ),
+        ];
+        for (train, slots, want) in rows {
+            let table = scheduled_peaks(&by_hour, floor_fit_days(train), slots);
+            assert_eq!(table.len(), slots.count());
+            for &(slot, peak) in want {
+                assert_eq!(table[slot], peak, "{train:?} {slots:?} slot {slot}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_floor_is_chosen_on_the_training_day_its_table_never_saw() {
+        use PolicyName::{ScheduledFloor, StaticPeak};
+        // (policy, training days, the days the knob is chosen on):
+        let rows = [
+            (ScheduledFloor, Some(3), 2..3),
+            (ScheduledFloor, Some(8), 7..8),
+            (ScheduledFloor, Some(1), 0..1), // one day: fitted and chosen on it
+            (ScheduledFloor, None, 0..usize::MAX),
+            (StaticPeak, Some(3), 0..3),
+            (StaticPeak, None, 0..usize::MAX),
+        ];
+        for (policy, train, want) in rows {
+            assert_eq!(choice_days(policy, train), want, "{policy:?} {train:?}");
+        }
+        // Factor 1 (a) delays nothing on days 0-1, which its table was fitted on, and 15 of 1000
+        // on day 2; factor 1.25 (b) delays nothing for 150 GPU-s a day. At a 1 % SLO, on all
+        // three days a delays 15 / 3000 = 0.5 % and wins on GPU-s; on day 2 alone it delays
+        // 1.5 % and b wins. Day 3 (scored) never counts.
+        let a = [
+            day(1000, 0, 100.0),
+            day(1000, 0, 100.0),
+            day(1000, 15, 100.0),
+        ];
+        let b = [
+            day(1000, 0, 150.0),
+            day(1000, 0, 150.0),
+            day(1000, 0, 150.0),
+        ];
+        let (a, b) = (
+            [&a[..], &[day(1000, 0, 1.0)]].concat(),
+            [&b[..], &[day(1000, 900, 1.0)]].concat(),
+        );
+        assert_eq!(choose(&[&a, &b], choice_days(StaticPeak, Some(3)), 0.01), 0);
+        assert_eq!(
+            choose(&[&a, &b], choice_days(ScheduledFloor, Some(3)), 0.01),
+            1
+        );
+        assert_eq!(
+            choose_by_cost(
+                &[&a, &b],
+                choice_days(ScheduledFloor, Some(3)),
+                10.0,
+                3600.0
+            ),
+            1
+        );
+    }
+
+    #[test]
+    fn hour_of_week_is_offered_when_its_table_has_seen_the_day_it_is_chosen_on() {
+        use Slots::{HourOfDay as D, HourOfWeek as W};
+        let slots = |train, days: f64| -> Vec<Slots> {
+            variants(PolicyName::ScheduledFloor, train, days * DAY_S)
+                .into_iter()
+                .map(Variant::slots)
+                .collect()
+        };
+        // 8 training days: fitted on 7, chosen on day 7 (the weekday of day 0).
+        assert_eq!(slots(Some(8), 14.0), vec![D, W]);
+        // 7: fitted on 6, chosen on the one weekday the table never saw.
+        assert_eq!(slots(Some(7), 14.0), vec![D]);
+        assert_eq!(slots(Some(2), 7.0), vec![D]);
+        // In hindsight on the whole trace: a week of it offers both.
+        assert_eq!(slots(None, 7.0), vec![D, W]);
+        assert_eq!(slots(None, 3.0), vec![D]);
     }
 
     #[test]
@@ -465,7 +658,10 @@ mod tests {
         let (p, t) = Release::Fast.apply(policy, target);
         assert_eq!((p.scale_down_delay_s, p.cooldown_s), (90.0, 0.0));
         assert_eq!(t.max_step_down, 40);
-        assert_eq!(releases(PolicyName::Prewarm).len(), 2);
-        assert_eq!(releases(PolicyName::Buffer), &[Release::Slow]);
+        assert_eq!(variants(PolicyName::Prewarm, None, DAY_S).len(), 2);
+        assert_eq!(
+            variants(PolicyName::Buffer, None, DAY_S),
+            vec![Variant::Release(Release::Slow)]
+        );
     }
 }

@@ -8,7 +8,8 @@
 //! model with its own HPA; every policy runs on the same requests and launch draws, its knob
 //! chosen on the training days (knobs::choose on the pool's days) and reported on the scored days:
 //! - `reactive`: the HPAs and Karpenter alone;
-//! - `static-peak`: a fixed fleet per model, each model's training peak times the knob;
+//! - `static-peak`: a fixed fleet for the pool, the static grid's replicas on the pool's training
+//!   peak (whole nodes), split between the models by their own training peaks;
 //! - `hpa-target`: every model's HPA at a lower target utilisation;
 //! - `buffer`: N warm balloons for the pool (N from the pool's training peak, as the buffer's);
 //! - `prewarm-floor`: prewarm's HPA floor per model, each on its own forecast;
@@ -175,8 +176,7 @@ fn first_pass(workload: &Workload, setup: &Setup, models: usize) -> Result<First
     })
 }
 
-/// One run of the comparison: a policy at a knob (static-peak's: a factor on each model's
-/// training peak).
+/// One run of the comparison: a policy at a knob (static-peak's: the pool's replicas).
 #[derive(Clone, Copy, Debug)]
 struct Job {
     policy: PolicyName,
@@ -188,13 +188,12 @@ fn jobs(policies: &[PolicyName], setup: &Setup, pool_peak: u32) -> Vec<Job> {
     for &policy in policies {
         let grid = match policy {
             PolicyName::Reactive => vec![0.0],
-            // The factors of the one-model static fleet's grid, on each model's own peak.
-            PolicyName::StaticPeak => knobs::grid(PolicyName::ScheduledFloor, 0, 1, None, 0.0),
+            // Every model has the setup's replica size, so the pool's nodes hold
+            // replicas_per_node of any of them: its fleets and balloons are whole nodes too.
             _ => knobs::grid(
                 policy,
                 pool_peak,
-                // The pool's models differ in GPUs a replica: its grids stay in replicas.
-                1,
+                setup.replicas_per_node(),
                 setup.buffer_max,
                 setup.model.hpa.target_utilization,
             ),
@@ -207,11 +206,12 @@ fn jobs(policies: &[PolicyName], setup: &Setup, pool_peak: u32) -> Vec<Job> {
 /// The deployments' configurations (compare's job of each model) and the pool's headroom.
 fn configs(job: Job, setup: &Setup, pass: &FirstPass) -> (Vec<RunConfig>, PoolHeadroom) {
     let Job { policy, knob } = job;
-    let release = knobs::releases(policy)[0];
+    let variant = knobs::variants(policy, setup.train_days, 0.0)[0];
+    let fleets = split_fleet(knob as u32, &pass.peaks);
     let cfgs: Vec<RunConfig> = (0..pass.warm.len())
         .map(|m| {
             let knob = match policy {
-                PolicyName::StaticPeak => (knob * pass.peaks[m] as f64 - 1e-9).ceil().max(1.0),
+                PolicyName::StaticPeak => fleets[m] as f64,
                 _ => knob,
             };
             let one = match policy {
@@ -219,11 +219,11 @@ fn configs(job: Job, setup: &Setup, pass: &FirstPass) -> (Vec<RunConfig>, PoolHe
                 _ => compare::Job::Point {
                     policy,
                     knob,
-                    release,
+                    variant,
                 },
             };
             let base = compare::base_config(setup, pass.warm[m], None);
-            let mut cfg = compare::job_config(one, &base, setup, &[]);
+            let mut cfg = compare::job_config(one, &base, setup, &|_| Vec::new());
             match &mut cfg.headroom {
                 // The pool's balloons, on the first deployment.
                 Headroom::Fixed(_) if m > 0 => cfg.headroom = Headroom::None,
@@ -253,6 +253,26 @@ fn configs(job: Job, setup: &Setup, pass: &FirstPass) -> (Vec<RunConfig>, PoolHe
         _ => PoolHeadroom::PerModel,
     };
     (cfgs, headroom)
+}
+
+/// A static fleet of `total` replicas split between the models in proportion to their training
+/// `peaks`: each its share rounded down, the replicas left over one each to the largest
+/// fractions (the lower index on a tie). The pool's nodes hold any model's replicas, so the
+/// total, at whole nodes, is what is paid for.
+pub fn split_fleet(total: u32, peaks: &[u32]) -> Vec<u32> {
+    let sum = peaks.iter().map(|&p| u64::from(p)).sum::<u64>().max(1);
+    let exact: Vec<u64> = peaks
+        .iter()
+        .map(|&p| u64::from(total) * u64::from(p))
+        .collect();
+    let mut fleets: Vec<u32> = exact.iter().map(|&e| (e / sum) as u32).collect();
+    let mut order: Vec<usize> = (0..peaks.len()).collect();
+    order.sort_by_key(|&m| (std::cmp::Reverse(exact[m] % sum), m));
+    let left = total.saturating_sub(fleets.iter().sum());
+    for &m in order.iter().cycle().take(left as usize) {
+        fleets[m] += 1;
+    }
+    fleets
 }
 
 /// The pool's days: every model's, added up day by day.
@@ -306,7 +326,8 @@ pub fn compare_pool(
         .map(|p| {
             let of: Vec<&PoolPoint> = points.iter().filter(|x| x.policy == p.label()).collect();
             let days: Vec<&[DayStats]> = of.iter().map(|x| x.days.as_slice()).collect();
-            of[knobs::choose(&days, setup.train_days, setup.slo_fraction)].clone()
+            let on = knobs::choice_days(*p, setup.train_days);
+            of[knobs::choose(&days, on, setup.slo_fraction)].clone()
         })
         .collect();
     Ok(PoolComparison {
@@ -378,5 +399,26 @@ mod tests {
         assert_eq!(assign_clients(&[4, 2], 1), vec![0, 0]);
         assert_eq!(assign_clients(&[4, 2], 3), vec![0, 1]);
         assert_eq!(assign_clients(&[], 3), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn a_static_fleet_is_split_by_the_models_peaks_and_keeps_its_whole_nodes() {
+        // (pool replicas, each model's training peak, each model's fleet), worked by hand:
+        let rows: [(u32, &[u32], &[u32]); 5] = [
+            // 12 x 8/12 = 8, 12 x 4/12 = 4: exact.
+            (12, &[8, 4], &[8, 4]),
+            // 8 x 5/7 = 5.71, 8 x 2/7 = 2.29: 5 + 2 = 7, the one left to 0.71 -> 6, 2.
+            (8, &[5, 2], &[6, 2]),
+            // 4 x 1/3 each = 1.33: 1 + 1 + 1, the one left to the tie's lower index.
+            (4, &[3, 3, 3], &[2, 1, 1]),
+            // 4 x 9/10 = 3.6, 4 x 1/10 = 0.4: 3 + 0, the one left to 0.6 -> 4, 0.
+            (4, &[9, 1], &[4, 0]),
+            // No training peak at all: nothing to split by, the fleet still lands somewhere.
+            (4, &[0, 0], &[2, 2]),
+        ];
+        for (total, peaks, want) in rows {
+            assert_eq!(split_fleet(total, peaks), want, "{total} over {peaks:?}");
+            assert_eq!(split_fleet(total, peaks).iter().sum::<u32>(), total);
+        }
     }
 }

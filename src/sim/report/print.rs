@@ -75,7 +75,9 @@ pub fn print_comparison(cmp: &Comparison, setup: &Setup, elapsed: f64) {
                     "{}{}: {:.1} GPU-h {:.3}%",
                     p.knob,
                     p.release
-                        .map_or(String::new(), |r| format!(" {}", r.label())),
+                        .map(|r| r.label())
+                        .or(p.slots.map(|s| s.label()))
+                        .map_or(String::new(), |v| format!(" {v}")),
                     p.gpu_hours,
                     p.delayed_fraction * 100.0
                 )
