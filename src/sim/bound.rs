@@ -17,7 +17,32 @@
 //! What it does not bound: a policy that lets requests wait can pack them into fewer replicas;
 //! its GPU-hours are compared with the bound only as regret, never checked against it.
 
-use super::oracle::{Setups, Shape};
+/// How long new capacity takes before it serves, and the longest wait the SLO allows, for the
+/// true lower bounds (this file and wait_bound.rs).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Setups {
+    /// A replica's model load on a Ready node.
+    pub replica_s: f64,
+    /// A node's shortest launch, image pull and model load.
+    pub node_s: f64,
+    /// The SLO's wait: "slo-bound" lets each request wait this long (0: it is "lower-bound").
+    pub slo_wait_s: f64,
+}
+
+/// What a replica and a node hold.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Shape {
+    pub slots: u32,
+    pub gpus_per_replica: u32,
+    pub gpus_per_node: u32,
+}
+
+impl Shape {
+    /// Replicas one node holds (at least 1).
+    pub fn replicas_per_node(&self) -> u32 {
+        (self.gpus_per_node / self.gpus_per_replica).max(1)
+    }
+}
 
 /// Accumulates the setup costs of a layered demand curve (units per layer, setup in seconds).
 #[derive(Clone, Debug)]

@@ -3,36 +3,11 @@
 //! (`ceil(in-flight / slots)`) and nodes too (`ceil(replica GPUs / GPUs per node)`), so nothing
 //! any real policy does can use fewer node-GPU-seconds while serving every request at arrival.
 
+// The setups and shapes live in the leaf both bounds build on; re-exported for the callers.
 use super::bound::CurveBound;
+pub use super::bound::{Setups, Shape};
 use super::engine::Request;
 use super::wait_bound::{Shifted, WaitBound};
-
-/// How long new capacity takes before it serves, and the longest wait the SLO allows, for the
-/// true lower bounds (`super::bound`, `super::wait_bound`).
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Setups {
-    /// A replica's model load on a Ready node.
-    pub replica_s: f64,
-    /// A node's shortest launch, image pull and model load.
-    pub node_s: f64,
-    /// The SLO's wait: "slo-bound" lets each request wait this long (0: it is "lower-bound").
-    pub slo_wait_s: f64,
-}
-
-/// What a replica and a node hold.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Shape {
-    pub slots: u32,
-    pub gpus_per_replica: u32,
-    pub gpus_per_node: u32,
-}
-
-impl Shape {
-    /// Replicas one node holds (at least 1).
-    pub fn replicas_per_node(&self) -> u32 {
-        (self.gpus_per_node / self.gpus_per_replica).max(1)
-    }
-}
 
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct OracleResult {

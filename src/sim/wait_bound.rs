@@ -39,8 +39,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-use super::bound::CurveBound;
-use super::oracle::{Setups, Shape};
+use super::bound::{CurveBound, Setups, Shape};
 
 /// The grid of the window part (fact 3).
 const CELL_S: f64 = 1.0;
