@@ -58,7 +58,7 @@ BASELINES = {
     "buffer": "node buffer",
     "buffer-pct": "node buffer %",
 }
-POLICIES = ["reactive", *BASELINES, PREWARM, "lower-bound"]
+POLICIES = ["reactive", *BASELINES, PREWARM, "lower-bound", "slo-bound"]
 RECURRING = ["servegen", "diurnal", "cron-bursts"]
 BOUNDED = ["diurnal", "cron-bursts"]
 MEMORYLESS = ["bursty", "burst-180"]
@@ -255,13 +255,20 @@ def g3(runs):
     fig = [rows(c)[PREWARM]["gpu_hours"] / rows(c)["lower-bound"]["gpu_hours"] for c in cs]
     ratio = averaged(cs, PREWARM, "gpu_hours") / averaged(cs, "lower-bound", "gpu_hours")
     p_d = averaged(cs, PREWARM, "delayed_fraction")
-    text = seeds_text(runs, lambda c: f"{rows(c)[PREWARM]['gpu_hours'] / rows(c)['lower-bound']['gpu_hours']:.2f}x "
-                                      f"at {pct(rows(c)[PREWARM]['delayed_fraction'])}")
+
+    def seed(c):
+        r = rows(c)
+        # The bound that lets each request wait up to the SLO wait, beside the judged no-wait
+        # one: its ratio is the distance from what is possible, the no-wait one's is regret.
+        wait = (f" ({r[PREWARM]['gpu_hours'] / r['slo-bound']['gpu_hours']:.2f}x the SLO-wait bound)"
+                if "slo-bound" in r else "")
+        return (f"{r[PREWARM]['gpu_hours'] / r['lower-bound']['gpu_hours']:.2f}x{wait} "
+                f"at {pct(r[PREWARM]['delayed_fraction'])}")
     ok = ratio <= 1.3 and p_d <= SLO
     why = f"{ratio:.2f}x the bound's GPU-h at {pct(p_d)} delayed"
     if ratio <= 1.3:
         why += " (over the SLO)"
-    return fig, text, ok, why
+    return fig, seeds_text(runs, seed), ok, why
 
 
 def g4(runs):
@@ -405,9 +412,11 @@ def workloads(traces, args):
             "burst-180": (["--scenario", "burst-180"] + hour, args.seeds)}
 
 
-def run(binary, flags, seed, profile, leads, path, threads):
+def run(binary, flags, seed, profile, leads, path, threads, world):
     cmd = [binary, "simulate", *flags, "--seed", str(seed), "--policies", ",".join(POLICIES),
            "--json"]
+    if world:
+        cmd += ["--world", world]
     if profile != "default":
         cmd += ["--startup-profile", profile]
     if leads:
@@ -439,6 +448,8 @@ def main():
                     help="workloads run at the non-default profiles too (default: all of --only)")
     ap.add_argument("--threads", type=int, default=0,
                     help="worker threads of each simulation (0: the simulator's default)")
+    ap.add_argument("--world", default="",
+                    help="the simulated world (`prewarm simulate --world`; default: the simulator's)")
     ap.add_argument("--from-json", action="store_true", help="re-render from OUT/goals/*.json")
     args = ap.parse_args()
     out = os.path.join(args.out, "goals")
@@ -453,7 +464,7 @@ def main():
             for seed in [int(s) for s in seeds.split(",") if s]:
                 path = os.path.join(out, f"{name}-{profile}-seed{seed}.json")
                 if not args.from_json:
-                    run(args.bin, flags, seed, profile, args.leads, path, args.threads)
+                    run(args.bin, flags, seed, profile, args.leads, path, args.threads, args.world)
                 elif not os.path.exists(path):
                     continue
                 with open(path) as f:

@@ -200,6 +200,15 @@ class G3LowerBound(unittest.TestCase):
         self.assertIn("1.31x the bound's GPU-h", g3((0.0005, 131.0))["verdict"])
         self.assertIn("(over the SLO)", g3((0.002, 120.0))["verdict"])
 
+    def test_names_the_slo_wait_bound_when_the_run_has_it(self):
+        # No-wait bound 100 GPU-h, SLO-wait bound 80: prewarm's 120 is 1.20x the first (judged)
+        # and 1.50x the second (reported beside it).
+        c = comparison((0.01, 90.0), (0.0005, 120.0))
+        c["rows"].append(row("slo-bound", 0.0, 80.0))
+        l = line(goals.score_cell("diurnal", "default", 180.0, [(11, c)]), goals.G3)
+        self.assertTrue(l["ok"])
+        self.assertEqual(l["per_seed"], "s11: 1.20x (1.50x the SLO-wait bound) at 0.050 %")
+
     def test_only_on_diurnal_and_cron_bursts(self):
         lines = goals.score_cell("servegen", "default", 180.0,
                                  [(11, comparison((0.01, 90.0), (0.0, 130.0)))])
