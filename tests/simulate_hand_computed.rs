@@ -75,6 +75,8 @@ fn ctx(slo_wait_s: f64, bound_gpu_hours: f64) -> RunContext {
         score_from_s: 0.0,
         train_days: None,
         bound_gpu_hours,
+        // The SLO-wait bound at 80 % of the no-wait one.
+        slo_bound_gpu_hours: bound_gpu_hours * 0.8,
         usd_per_gpu_hour: 1.006,
         scored_s: 7.0 * 86_400.0,
         lead_time_s: 180.0,
@@ -139,6 +141,8 @@ fn ten_requests_one_replica_fixed_service_time() {
     };
     let report = PolicyReport::from_run("static", String::new(), &r, &day);
     assert_eq!(report.gpu_hours_vs_bound, 2.0);
+    // 20 GPU-seconds against an SLO-wait bound of 8: 2.5x.
+    assert!((report.gpu_hours_vs_slo_bound - 2.5).abs() < 1e-12);
     assert!((report.usd_per_week - 7.0 * 1.006 * 20.0 / 3600.0).abs() < 1e-12);
     assert!((report.regret_usd_per_week - 7.0 * 1.006 * 10.0 / 3600.0).abs() < 1e-12);
 }
@@ -268,6 +272,7 @@ fn scored_window() -> RunContext {
         score_from_s: TRAIN_END_S,
         train_days: None,
         bound_gpu_hours: 1.0,
+        slo_bound_gpu_hours: 1.0,
         usd_per_gpu_hour: 1.006,
         scored_s: 600.0,
         lead_time_s: 180.0,

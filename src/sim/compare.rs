@@ -435,6 +435,7 @@ pub fn compare(
         score_from_s,
         train_days: setup.train_days,
         bound_gpu_hours: ideal.lower_bound_gpu_seconds / 3600.0,
+        slo_bound_gpu_hours: ideal.slo_bound_gpu_seconds / 3600.0,
         usd_per_gpu_hour: setup.karpenter.usd_per_node_hour()
             / setup.karpenter.instance.gpus as f64,
         scored_s: (ideal.end_s - score_from_s).max(0.0),

@@ -50,6 +50,12 @@ pub fn verdict(cmp: &Comparison) -> Option<String> {
             prewarm.gpu_hours_vs_bound
         ));
     }
+    if find("slo-bound").is_some() {
+        parts.push(format!(
+            "{:.2}x the SLO-wait bound's",
+            prewarm.gpu_hours_vs_slo_bound
+        ));
+    }
     if let Some(buffer) = find("buffer").filter(|b| b.meets_slo) {
         let saving = 1.0 - prewarm.gpu_hours / buffer.gpu_hours;
         parts.push(format!(

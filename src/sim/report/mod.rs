@@ -46,8 +46,12 @@ pub struct PolicyReport {
     /// Replica cold starts: replicas that loaded their model while requests queued for them.
     pub replica_cold_starts: u64,
     pub nodes_launched: u64,
-    /// GPU-hours divided by the true lower bound's (sim/bound.rs).
+    /// GPU-hours divided by the true lower bound's (sim/bound.rs): regret, since the bound
+    /// serves every request on arrival.
     pub gpu_hours_vs_bound: f64,
+    /// GPU-hours divided by the SLO-wait bound's (sim/wait_bound.rs): the distance from the
+    /// fewest GPU-hours any policy can spend without delaying a request past the SLO wait.
+    pub gpu_hours_vs_slo_bound: f64,
     /// `cost_usd` per week of scored time (the instance's price, spot discount applied).
     pub usd_per_week: f64,
     /// Dollars per scored week above the true lower bound's.
@@ -165,6 +169,8 @@ pub struct RunContext {
     pub train_days: Option<u32>,
     /// The true lower bound's GPU-hours over the scored time.
     pub bound_gpu_hours: f64,
+    /// The SLO-wait bound's GPU-hours over the scored time.
+    pub slo_bound_gpu_hours: f64,
     pub usd_per_gpu_hour: f64,
     /// Seconds of scored time (for the per-week figures).
     pub scored_s: f64,
@@ -238,6 +244,7 @@ impl PolicyReport {
             replica_cold_starts: s.replica_cold_starts,
             nodes_launched: s.nodes_launched,
             gpu_hours_vs_bound: ratio(gpu_hours, ctx.bound_gpu_hours),
+            gpu_hours_vs_slo_bound: ratio(gpu_hours, ctx.slo_bound_gpu_hours),
             usd_per_week: ctx.dollars(gpu_hours).0,
             regret_usd_per_week: ctx.dollars(gpu_hours).1,
             meets_slo: delayed_fraction <= ctx.slo_fraction,
@@ -373,6 +380,7 @@ impl PolicyReport {
             replica_cold_starts: 0,
             nodes_launched: 0,
             gpu_hours_vs_bound: ratio(gpu_hours, ctx.bound_gpu_hours),
+            gpu_hours_vs_slo_bound: ratio(gpu_hours, ctx.slo_bound_gpu_hours),
             usd_per_week,
             regret_usd_per_week,
             meets_slo: true,

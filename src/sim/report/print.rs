@@ -234,7 +234,7 @@ pub fn table(rows: &[PolicyReport]) -> String {
         "serve/head/excess/drain/load/boot/balloon/empty %",
         "idle",
         "cold node/replica",
-        "vs bound",
+        "vs bound/slo-bound",
         "$/week",
     ];
     let pct = |v: f64, total: f64| if total > 0.0 { v / total * 100.0 } else { 0.0 };
@@ -259,7 +259,10 @@ pub fn table(rows: &[PolicyReport]) -> String {
                     .join("/"),
                 format!("{:.0}%", r.idle_share * 100.0),
                 format!("{}/{}", r.cold_starts, r.replica_cold_starts),
-                format!("{:.2}x", r.gpu_hours_vs_bound),
+                format!(
+                    "{:.2}x/{:.2}x",
+                    r.gpu_hours_vs_bound, r.gpu_hours_vs_slo_bound
+                ),
                 format!("{:.0}", r.usd_per_week),
             ]
         })
