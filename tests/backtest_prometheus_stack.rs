@@ -97,7 +97,7 @@ fn backtest_reads_days_of_history_from_prometheus() {
         .arg(&tokens)
         // Every request scored (no burn-in): the count is checked against the backfill.
         .args(["--burn-in", "0"])
-        .args(["--policies", "reactive,oracle,ideal", "--json"])
+        .args(["--policies", "reactive,node-hints,ideal", "--json"])
         .env("METRIC_SOURCE", "prometheus")
         .env("PROMETHEUS_URL", env("PROMETHEUS_URL"))
         .env("PREWARM_TARGETS", targets)

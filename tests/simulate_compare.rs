@@ -58,7 +58,7 @@ fn same_seed_same_comparison() {
         "--scenario",
         "bursty",
         "--policies",
-        "reactive,prewarm,oracle",
+        "reactive,prewarm,node-hints",
     ];
     let a = run(&bursty(3, 12.0, 0.3, 1.0), &flags);
     let b = run(&bursty(3, 12.0, 0.3, 1.0), &flags);

@@ -175,16 +175,16 @@ fn a_cold_start_waits_for_sync_batch_launch_pull_and_load() {
     assert_eq!(r.scored.gpu.total, 182.0);
     assert_eq!(r.scored.gpu.busy, 2.0);
 
-    // The clairvoyant oracle of the same case knows the pod went pending at 15 and launches
+    // The clairvoyant node hints of the same case knows the pod went pending at 15 and launches
     // its node one lead time (41 + 109 + 30 = 180 s) earlier: at 0 (clamped), Ready at 41,
     // images at 150. The pod created at 15 binds to it at once and waits for the images and the
     // model: serving at 180, wait 179 s, end 182; the node is paid from 0 to 182.
     assert_eq!(r.node_demand_times, vec![15.0]);
     cfg.prelaunch = Some(Arc::new(r.node_demand_times.clone()));
-    let oracle = engine::run(&cfg, request.into_iter(), || {});
-    assert_eq!(oracle.launches, vec![(0.0, 41.0)]);
-    assert_eq!(oracle.scored.waits.max(), 179.0);
-    assert_eq!(oracle.scored.gpu.total, 182.0);
+    let hints = engine::run(&cfg, request.into_iter(), || {});
+    assert_eq!(hints.launches, vec![(0.0, 41.0)]);
+    assert_eq!(hints.scored.waits.max(), 179.0);
+    assert_eq!(hints.scored.gpu.total, 182.0);
 
     let report = PolicyReport::from_run("reactive", String::new(), &r, &ctx(10.0, 182.0 / 3600.0));
     assert_eq!(report.delayed_fraction, 1.0);

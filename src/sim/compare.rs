@@ -13,9 +13,9 @@ use crate::core::PolicySpec;
 
 use super::classes::{Classifier, ClientClasses};
 use super::engine::{self, Headroom, Point, Replicas, Request, RunConfig, RunResult, WarmStart};
+use super::ideal::{self, IdealResult};
 use super::knobs;
 use super::model::Model;
-use super::oracle::{self, OracleResult};
 use super::parallel;
 use super::report::{ClassReport, PolicyReport, RunContext, TrainingTotals};
 use super::setup::{PolicyName, Setup};
@@ -93,7 +93,7 @@ const KEEP_MAX_REQUESTS: usize = 20_000_000;
 
 /// What the first pass learns.
 struct FirstPass {
-    ideal: OracleResult,
+    ideal: IdealResult,
     warm: WarmStart,
     /// The requests themselves, when there are at most `KEEP_MAX_REQUESTS`.
     kept: Option<Arc<Vec<Request>>>,
@@ -135,7 +135,7 @@ fn first_pass(
         }
     });
     let m = &setup.model;
-    let oracle = oracle::run(
+    let packing = ideal::run(
         reqs,
         from_s,
         m.slots_per_replica,
@@ -145,13 +145,13 @@ fn first_pass(
         setup.bound_setups(),
     );
     check(&slot)?;
-    if oracle.requests == 0 {
+    if packing.requests == 0 {
         return Err(TraceError::Format {
             path: workload.name.clone(),
             message: "no requests".into(),
         });
     }
-    let span = if oracle.end_s < WARM_WINDOW_S {
+    let span = if packing.end_s < WARM_WINDOW_S {
         last.max(step_s)
     } else {
         WARM_WINDOW_S
@@ -166,7 +166,7 @@ fn first_pass(
         clients: c.finish(&setup.classes),
     });
     Ok(FirstPass {
-        ideal: oracle,
+        ideal: packing,
         warm,
         kept: kept.map(Arc::new),
         classes,
@@ -179,7 +179,7 @@ pub(super) enum Job {
     Reactive,
     ClusterAutoscaler,
     /// Needs the reactive run's node demand times.
-    Oracle,
+    NodeHints,
     Point {
         policy: PolicyName,
         knob: f64,
@@ -200,7 +200,7 @@ pub(super) fn job_config(
         ..base.clone()
     };
     match job {
-        Job::Reactive | Job::Oracle => base.clone(),
+        Job::Reactive | Job::NodeHints => base.clone(),
         Job::ClusterAutoscaler => RunConfig {
             provisioner: setup.cluster_autoscaler.clone(),
             ..base.clone()
@@ -385,13 +385,13 @@ pub fn compare(
             }
         }
     }
-    if setup.policies.contains(&PolicyName::Oracle) {
-        jobs.push(Job::Oracle);
+    if setup.policies.contains(&PolicyName::NodeHints) {
+        jobs.push(Job::NodeHints);
     }
     let demand: OnceLock<Option<Arc<Vec<f64>>>> = OnceLock::new();
     let results = parallel::map(&jobs, setup.threads, |&job| {
         let mut cfg = job_config(job, &base, setup, &floor_peaks);
-        if let Job::Oracle = job {
+        if let Job::NodeHints = job {
             let Some(times) = parallel::wait_for(&demand) else {
                 return Err(TraceError::Format {
                     path: workload.name.clone(),
@@ -470,9 +470,9 @@ pub fn compare(
                 rows.push(PolicyReport::from_slo_bound(&ideal, &ctx));
                 continue;
             }
-            PolicyName::Oracle => (
+            PolicyName::NodeHints => (
                 "nodes one lead time before the HPA needs them".to_string(),
-                run_of(|j| matches!(j, Job::Oracle)),
+                run_of(|j| matches!(j, Job::NodeHints)),
             ),
             PolicyName::Reactive => (
                 "Karpenter alone".to_string(),

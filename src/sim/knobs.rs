@@ -506,7 +506,7 @@ mod tests {
         let table = |scored: Vec<crate::sim::engine::Request>| {
             let reqs = [training.clone(), scored, burst(4.0 * DAY_S - 10.0, 1)].concat();
             let ideal =
-                crate::sim::oracle::run(reqs.into_iter(), 0.0, 1, 1, 1, 60.0, Default::default());
+                crate::sim::ideal::run(reqs.into_iter(), 0.0, 1, 1, 1, 60.0, Default::default());
             let fit = floor_fit_days(Some(3));
             scheduled_peaks(&ideal.peak_replicas_by_hour, fit, Slots::HourOfDay)
         };
@@ -523,7 +523,7 @@ mod tests {
         // Scored on the same days (no --train-days): day 2's 40 at 09:xx counts.
         let reqs = [training.clone(), burst(2.0 * DAY_S + 9.0 * H + 60.0, 40)].concat();
         let ideal =
-            crate::sim::oracle::run(reqs.into_iter(), 0.0, 1, 1, 1, 60.0, Default::default());
+            crate::sim::ideal::run(reqs.into_iter(), 0.0, 1, 1, 1, 60.0, Default::default());
         assert_eq!(
             scheduled_peaks(&ideal.peak_replicas_by_hour, None, Slots::HourOfDay)[9],
             40

@@ -20,8 +20,8 @@ use std::sync::Arc;
 
 use super::compare;
 use super::engine::{self, Headroom, PoolHeadroom, Request, RunConfig, WarmStart};
+use super::ideal;
 use super::knobs;
-use super::oracle;
 use super::parallel;
 use super::setup::{PolicyName, Setup};
 use super::stats::{DayStats, DAY_S};
@@ -156,7 +156,7 @@ fn first_pass(workload: &Workload, setup: &Setup, models: usize) -> Result<First
             .take_while(|r| r.arrival < WARM_WINDOW_S)
             .fold((0u64, 0.0), |(n, s), r| (n + 1, s + r.service_s));
         warm.push(compare::warm_start(m, count, service_sum, WARM_WINDOW_S));
-        let ideal = oracle::run(
+        let ideal = ideal::run(
             mine(),
             0.0,
             m.slots_per_replica,

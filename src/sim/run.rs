@@ -6,10 +6,10 @@ use std::time::Instant;
 
 use super::checks::config_error;
 use super::compare::{compare, Comparison};
-use super::judge::attribution;
 use super::plot;
 use super::report::print::print_comparison;
 use super::setup::Setup;
+use super::verdict::attribution;
 use super::workload::Workload;
 
 /// Where and how a run's results go, as plain values (the output flags).

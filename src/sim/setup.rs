@@ -28,7 +28,7 @@ pub enum PolicyName {
     /// node the reactive run needed (was called "oracle"; it is not a bound).
     #[value(name = "node-hints", alias = "oracle")]
     #[serde(rename = "node-hints")]
-    Oracle,
+    NodeHints,
     Ideal,
     /// The true lower bound (sim/bound.rs).
     LowerBound,
@@ -54,7 +54,7 @@ impl PolicyName {
         PolicyName::Buffer,
         PolicyName::BufferPct,
         PolicyName::Prewarm,
-        PolicyName::Oracle,
+        PolicyName::NodeHints,
         PolicyName::Ideal,
         PolicyName::LowerBound,
         PolicyName::SloBound,
@@ -75,7 +75,7 @@ impl PolicyName {
             PolicyName::Buffer => "buffer",
             PolicyName::BufferPct => "buffer-pct",
             PolicyName::Prewarm => "prewarm",
-            PolicyName::Oracle => "node-hints",
+            PolicyName::NodeHints => "node-hints",
             PolicyName::Ideal => "ideal",
             PolicyName::LowerBound => "lower-bound",
             PolicyName::SloBound => "slo-bound",
@@ -91,7 +91,7 @@ impl PolicyName {
 #[derive(Clone, Debug)]
 pub struct Setup {
     pub model: Model,
-    /// Karpenter (reactive, buffers, prewarm, oracle).
+    /// Karpenter (reactive, buffers, prewarm, node hints).
     pub karpenter: Provisioner,
     /// Cluster Autoscaler node groups.
     pub cluster_autoscaler: Provisioner,
@@ -140,10 +140,10 @@ impl Setup {
     /// load for a replica; for a node the launch model's shortest usual launch (its 1st
     /// percentile: the lognormal's median / (p99 / median)), the image pull and the model load;
     /// and the SLO's wait, which the SLO bound lets each request wait.
-    pub fn bound_setups(&self) -> super::oracle::Setups {
+    pub fn bound_setups(&self) -> super::ideal::Setups {
         let ratio = self.launch.p99_over_median.max(1.0);
         let shortest_launch_s = self.karpenter.node_launch_s / ratio;
-        super::oracle::Setups {
+        super::ideal::Setups {
             replica_s: self.model.model_load_s,
             node_s: shortest_launch_s + self.model.image_pull_s + self.model.model_load_s,
             slo_wait_s: self.slo_wait_s,

@@ -245,8 +245,8 @@ impl WaitBound {
 
 #[cfg(test)]
 mod tests {
-    use super::super::oracle::tests::req;
-    use super::super::oracle::{run, Setups};
+    use super::super::ideal::tests::req;
+    use super::super::ideal::{run, Setups};
 
     /// One 1 s request every 2 s from 100 to 118.
     const STREAM: &[(f64, f64)] = &[
@@ -340,7 +340,7 @@ mod tests {
 
     #[test]
     fn without_a_wait_it_is_the_arrival_time_bound() {
-        // The arrival-time bound's own hand-worked case (oracle.rs): 300 node-GPU-seconds.
+        // The arrival-time bound's own hand-worked case (ideal.rs): 300 node-GPU-seconds.
         let reqs = [req(0.0, 100.0), req(50.0, 10.0), req(200.0, 10.0)];
         let setups = Setups {
             replica_s: 30.0,

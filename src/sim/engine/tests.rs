@@ -235,11 +235,11 @@ fn clairvoyant_node_hints_launch_exactly_one_lead_time_early() {
     // find warm nodes with their images: no node cold start, but the model load remains.
     let (cfg, reqs) = single_step();
     let first = run(&cfg, reqs.clone().into_iter(), || {});
-    let oracle_cfg = RunConfig {
+    let hints_cfg = RunConfig {
         prelaunch: Some(Arc::new(first.node_demand_times)),
         ..cfg
     };
-    let r = run(&oracle_cfg, reqs.into_iter(), || {});
+    let r = run(&hints_cfg, reqs.into_iter(), || {});
     let mut expected = vec![(444.0, 485.0); 4];
     expected.extend([(459.0, 500.0); 3]);
     assert_eq!(r.launches, expected);

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::classes::Class;
 use super::engine::{ClassScored, LeadReport, RunResult};
-use super::oracle::OracleResult;
+use super::ideal::IdealResult;
 use super::stats::{block_bootstrap95, interval95, GpuSplit, Waterfall, DAY_S};
 use crate::core::policy::residual::{Decomposition, KindCounts};
 
@@ -298,41 +298,41 @@ impl PolicyReport {
     }
 
     /// The ideal packing: capacity that appears the instant it is needed, setups free.
-    pub fn from_ideal(oracle: &OracleResult, ctx: &RunContext) -> Self {
+    pub fn from_ideal(ideal: &IdealResult, ctx: &RunContext) -> Self {
         Self::packing(
             "ideal",
             "perfect packing, no queue, capacity without setup",
-            oracle.gpu_seconds,
-            oracle.busy_gpu_seconds,
-            oracle,
+            ideal.gpu_seconds,
+            ideal.busy_gpu_seconds,
+            ideal,
             ctx,
         )
     }
 
     /// The true lower bound: the ideal packing plus the setups a clairvoyant still pays.
-    pub fn from_lower_bound(oracle: &OracleResult, ctx: &RunContext) -> Self {
+    pub fn from_lower_bound(ideal: &IdealResult, ctx: &RunContext) -> Self {
         Self::packing(
             "lower-bound",
             "clairvoyant loaded replicas on nodes started one setup ahead, no queue",
-            oracle.lower_bound_gpu_seconds,
-            oracle.busy_gpu_seconds,
-            oracle,
+            ideal.lower_bound_gpu_seconds,
+            ideal.busy_gpu_seconds,
+            ideal,
             ctx,
         )
     }
 
     /// The true lower bound when each request may wait up to the SLO's wait. Its serving part
     /// is the requests' work alone: waiting packs them tighter than the ideal's replicas.
-    pub fn from_slo_bound(oracle: &OracleResult, ctx: &RunContext) -> Self {
+    pub fn from_slo_bound(ideal: &IdealResult, ctx: &RunContext) -> Self {
         let mut row = Self::packing(
             "slo-bound",
             &format!(
                 "as lower-bound, each request may wait up to {:.0}s",
                 ctx.slo_wait_s
             ),
-            oracle.slo_bound_gpu_seconds,
-            oracle.work_gpu_seconds,
-            oracle,
+            ideal.slo_bound_gpu_seconds,
+            ideal.work_gpu_seconds,
+            ideal,
             ctx,
         );
         row.max_wait_s = ctx.slo_wait_s;
@@ -345,7 +345,7 @@ impl PolicyReport {
         detail: &str,
         gpu_seconds: f64,
         busy_gpu_seconds: f64,
-        oracle: &OracleResult,
+        ideal: &IdealResult,
         ctx: &RunContext,
     ) -> Self {
         let gpu_hours = gpu_seconds / 3600.0;
@@ -354,7 +354,7 @@ impl PolicyReport {
         PolicyReport {
             policy: policy.into(),
             detail: detail.into(),
-            requests: oracle.scored_requests,
+            requests: ideal.scored_requests,
             delayed_fraction: 0.0,
             delayed_any_fraction: 0.0,
             p50_wait_s: 0.0,

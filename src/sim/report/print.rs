@@ -8,8 +8,8 @@ use crate::core::policy::residual::Decomposition;
 use crate::sim::classes::{Class, ClientClasses};
 use crate::sim::compare::Comparison;
 use crate::sim::engine::LeadReport;
-use crate::sim::judge::{attribution, verdict};
 use crate::sim::setup::Setup;
+use crate::sim::verdict::{attribution, verdict};
 
 /// The table of one comparison, its frontiers, daily intervals, verdict and attribution.
 pub fn print_comparison(cmp: &Comparison, setup: &Setup, elapsed: f64) {

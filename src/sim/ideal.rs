@@ -10,7 +10,7 @@ use super::engine::Request;
 use super::wait_bound::{Shifted, WaitBound};
 
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct OracleResult {
+pub struct IdealResult {
     pub requests: u64,
     /// Requests arriving from `from_s` on.
     pub scored_requests: u64,
@@ -41,7 +41,7 @@ pub struct OracleResult {
     pub end_s: f64,
 }
 
-impl OracleResult {
+impl IdealResult {
     /// The most replicas needed at once on the training days (every day without them), at
     /// least 1: the scale of the knob grids.
     pub fn training_peak(&self, train_days: Option<u32>) -> u32 {
@@ -64,13 +64,13 @@ pub fn run(
     gpus_per_node: u32,
     step_s: f64,
     setups: Setups,
-) -> OracleResult {
+) -> IdealResult {
     let shape = Shape {
         slots,
         gpus_per_replica,
         gpus_per_node,
     };
-    let mut out = OracleResult::default();
+    let mut out = IdealResult::default();
     let mut ideal = Shifted::new(0.0);
     let mut bound = CurveBound::new(shape, setups, from_s);
     let mut wait_bound =
@@ -80,7 +80,7 @@ pub fn run(
 
     // The peaks and the demand line over [last_t, t) at the current allocation.
     let advance =
-        |t: f64, replicas: u32, last_t: &mut f64, out: &mut OracleResult, acc: &mut Vec<f64>| {
+        |t: f64, replicas: u32, last_t: &mut f64, out: &mut IdealResult, acc: &mut Vec<f64>| {
             if t <= *last_t {
                 return;
             }
@@ -119,7 +119,7 @@ pub fn run(
     let follow = |until: f64,
                   ideal: &mut Shifted,
                   bound: &mut CurveBound,
-                  out: &mut OracleResult,
+                  out: &mut IdealResult,
                   last_t: &mut f64,
                   acc: &mut Vec<f64>| {
         let mut before = ideal.in_flight;

@@ -1,4 +1,4 @@
-//! What a comparison says in words: prewarm's verdict against the SLO, the oracle and the buffer,
+//! What a comparison says in words: prewarm's verdict against the SLO, the bounds and the buffer,
 //! and the attribution a workload's licence asks for. Changes when the summary a reader gets
 //! changes.
 
@@ -21,7 +21,7 @@ pub fn attribution(workload: &str) -> &'static str {
     }
 }
 
-/// prewarm against the SLO, the oracle and the cheapest buffer meeting the SLO.
+/// prewarm against the SLO, the bounds and the cheapest buffer meeting the SLO.
 pub fn verdict(cmp: &Comparison) -> Option<String> {
     let find = |name: &str| cmp.rows.iter().find(|r| r.policy == name);
     let prewarm = find("prewarm")?;
