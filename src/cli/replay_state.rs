@@ -35,7 +35,7 @@ use crate::adapters::kube::shape::placeholder::{
 };
 use crate::adapters::kube::shape::selector::selector_matches;
 use crate::adapters::kube::shape::CAPACITY_RESERVATION_LABEL;
-use crate::core::interruption::{lease_expiry, Command, DrainStep, Notice, PodRef};
+use crate::core::interruption::{reservation_expiry, Command, DrainStep, Notice, PodRef};
 use crate::core::TargetSpec;
 
 /// The objects of STATE the replay looks at (other kinds are kept out: nothing changes them).
@@ -184,7 +184,9 @@ impl ClusterState {
             if let (Command::RequestReplacement { pods, .. }, Some(s)) =
                 (command, step.state.as_ref())
             {
-                if let Some((made, requests)) = self.request(observed, pods, ctx, lease_expiry(s)) {
+                if let Some((made, requests)) =
+                    self.request(observed, pods, ctx, reservation_expiry(s))
+                {
                     applied.placeholder = Some(made);
                     applied.placeholder_requests = Some(requests);
                 }

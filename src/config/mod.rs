@@ -190,7 +190,7 @@ impl Config {
         match kind {
             HandlerKind::Tick => {
                 config.read_tick_settings(&vars)?;
-                // The tick's drain-lease collection needs two drain settings: when a silent drain
+                // The tick's reservation collection needs two drain settings: when a silent drain
                 // counts as orphaned (RECHECK_SECONDS) and where to hand it over
                 // (INTERRUPTION_QUEUE_URL). Only those two are read: a bad value of a drain-only
                 // setting (ACTIONS, DRAIN_SURGE, ...) is the interruption function's to refuse.

@@ -20,7 +20,7 @@ use crate::adapters::kube::nodepool::limits_room::sync_room;
 use crate::adapters::kube::shape::placeholder::PlaceholderSettings;
 use crate::core::interruption::state::format_time;
 use crate::core::interruption::{
-    ends_drain, lease_expiry, Command, DrainStep, Finish, PodRef, ReplacementSeen,
+    ends_drain, reservation_expiry, Command, DrainStep, Finish, PodRef, ReplacementSeen,
 };
 use crate::core::TargetSpec;
 use crate::error::Result;
@@ -164,7 +164,7 @@ pub async fn execute(
         if let (Command::RequestReplacement { gpus, pods }, Some(s)) =
             (command, step.state.as_ref())
         {
-            let expires_at = lease_expiry(s);
+            let expires_at = reservation_expiry(s);
             match replacement::request(
                 client,
                 targets,

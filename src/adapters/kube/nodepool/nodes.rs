@@ -13,7 +13,7 @@ use crate::core::limits_room::PoolNode;
 use crate::error::Result;
 
 /// What the room needs of a node. A drain state that cannot be read counts as none (the tick's
-/// lease collection reports it).
+/// reservation collection reports it).
 pub fn pool_node(node: &Node) -> PoolNode {
     let annotations = node.metadata.annotations.clone().unwrap_or_default();
     PoolNode {
