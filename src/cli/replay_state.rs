@@ -28,8 +28,9 @@ use crate::adapters::kube::drain::replacement::{
 };
 use crate::adapters::kube::drain::reservation::instances_of;
 use crate::adapters::kube::drain::{
-    has_draining_taint, instance_of_node, is_ready, node_pool_of, node_view, pod_view, Observation,
+    has_draining_taint, instance_of_node, is_ready, node_view, pod_view, Observation,
 };
+use crate::adapters::kube::shape::node_pool_of;
 use crate::adapters::kube::shape::placeholder::{
     drain_label, PlaceholderSettings, REPLACEMENT_FOR,
 };

@@ -13,10 +13,11 @@ use kube::runtime::events::Recorder;
 
 use super::replacement::{self, Requested};
 use super::{
-    delete_pod, evict, node_patch, node_pool_of, patch_node, pdbs_covering, pods_moved_patch,
-    record_event, undrain_patch, EvictionOutcome, Observation,
+    delete_pod, evict, node_patch, patch_node, pdbs_covering, pods_moved_patch, record_event,
+    undrain_patch, EvictionOutcome, Observation,
 };
 use crate::adapters::kube::nodepool::limits_room::sync_room;
+use crate::adapters::kube::shape::node_pool_of;
 use crate::adapters::kube::shape::placeholder::PlaceholderSettings;
 use crate::core::interruption::state::format_time;
 use crate::core::interruption::{

@@ -19,10 +19,10 @@ use kube::api::{Api, DeleteParams, ListParams, PostParams};
 
 use super::collected::Collected;
 use super::{
-    has_draining_taint, instance_of_node, is_balloon, is_ready, kube_error, list_nodes,
-    node_pool_of, pod_view,
+    has_draining_taint, instance_of_node, is_balloon, is_ready, kube_error, list_nodes, pod_view,
 };
 use crate::adapters::kube::headroom::release_replacement;
+use crate::adapters::kube::shape::node_pool_of;
 use crate::adapters::kube::shape::placeholder::{
     drain_label, placeholder_for, placeholder_name, placeholder_pod, PlaceholderSettings,
     REPLACEMENT_FOR, RESERVATION_EXPIRES_AT,
