@@ -334,7 +334,7 @@ async fn a_keda_owned_hpa_is_surged_on_its_scaled_object() {
     result
 }
 
-/// `prewarm restore`'s drain-lease step as the restore user, on what drains left: a surged
+/// `prewarm restore`'s drain reservations step as the restore user, on what drains left: a surged
 /// Deployment (given back exactly), a Deployment surged through its HPA whose floor the user then
 /// edited (the edit kept), and a replacement placeholder (deleted; an unlabelled pod beside it
 /// stays). A dry run first changes nothing.
@@ -342,7 +342,7 @@ async fn a_keda_owned_hpa_is_surged_on_its_scaled_object() {
 #[ignore = "needs the local stack (make e2e)"]
 async fn restore_deletes_placeholders_and_gives_surges_back() {
     use k8s_openapi::api::core::v1::Pod;
-    use prewarm::adapters::kube::restore::restore_drain_leases;
+    use prewarm::adapters::kube::restore::restore_reservations;
     use prewarm::adapters::kube::shape::placeholder::REPLACEMENT_FOR;
 
     let _one = INFERENCE.lock().await;
@@ -427,7 +427,7 @@ async fn restore_deletes_placeholders_and_gives_surges_back() {
         .unwrap();
 
         let target = chart_target();
-        let dry = restore_drain_leases(&restorer, &target, now(), true)
+        let dry = restore_reservations(&restorer, &target, now(), true)
             .await
             .unwrap();
         let mentions = |out: &[prewarm::adapters::kube::restore::Restored], what: &str| {
@@ -441,9 +441,9 @@ async fn restore_deletes_placeholders_and_gives_surges_back() {
         assert_eq!(replicas(&deployments.get(&plain).await.unwrap()), Some(3));
         assert!(pods.get_opt(&placeholder).await.unwrap().is_some());
 
-        let done = restore_drain_leases(&restorer, &target, now(), false)
+        let done = restore_reservations(&restorer, &target, now(), false)
             .await
-            .expect("the restore user may give drain leases back");
+            .expect("the restore user may give drain reservations back");
         let line = |what: &str| {
             done.iter()
                 .find(|r| r.detail.contains(what))

@@ -279,7 +279,7 @@ async fn a_throttled_targets_read_is_retried_until_it_succeeds_then_drains_with_
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
     let _ = holder.wait();
-    // Through: claimed with its placeholder, then drained at the deadline, the lease given back.
+    // Through: claimed with its placeholder, then drained at the deadline, the reservation given back.
     let got_placeholder = pump_until(&h, &sqs, &q, Duration::from_secs(20), || async {
         !placeholders_of(&admin, &instance).await.is_empty()
     })
@@ -299,7 +299,7 @@ async fn a_throttled_targets_read_is_retried_until_it_succeeds_then_drains_with_
     })
     .await;
     let report = fault_report(&admin, &node).await;
-    let leases_left = placeholders_of(&admin, &instance).await.len();
+    let reservations_left = placeholders_of(&admin, &instance).await.len();
     unflow(&admin, &schema).await;
     for (node, pods) in &cleanups {
         let pods: Vec<&str> = pods.iter().map(String::as_str).collect();
@@ -324,6 +324,6 @@ async fn a_throttled_targets_read_is_retried_until_it_succeeds_then_drains_with_
         "no replacement placeholder once the targets were read: {report}"
     );
     assert!(drained, "not drained: {report}");
-    assert_eq!(leases_left, 0, "{report}");
+    assert_eq!(reservations_left, 0, "{report}");
     assert!(emptied, "messages left on the queue: {report}");
 }

@@ -4,7 +4,7 @@
 //!
 //! Each fault on the real apiserver and a real SQS queue (moto), through `handle_batch` as the
 //! Lambda poller drives it (received messages go in, failures stay, the rest are deleted), with a
-//! replacement lease on a real balloon Deployment (the chart's default target prewarm/balloon-gpu,
+//! replacement reservation on a real balloon Deployment (the chart's default target prewarm/balloon-gpu,
 //! the only headroom object the interruption user may patch). Timings are shortened by
 //! configuration (RECHECK_SECONDS 2, EVICTION_BUDGET_SECONDS 110, queue visibility 2 s) or, where
 //! a wait is a fixed rule (the owner's 4 x recheck + 60 s of silence, the 30-minute cordon-prewarm
@@ -114,20 +114,21 @@ async fn fault_matrix() {
     {
         let (node, inst) = fault_node(&admin, "h6-killed-", &mut cleanups).await;
         send(&sqs, &q, &spot_body(&inst, 0)).await;
-        pump(&h, &sqs, &q).await; // claims: cordon, taint, lease; continuation queued
+        pump(&h, &sqs, &q).await; // claims: cordon, taint, reservation; continuation queued
         let claimed = after(&admin, &node).await;
         let dropped = receive_some(&sqs, &q).await; // the invocation that died
         let ok = pump_until(&h, &sqs, &q, Duration::from_secs(40), || async {
             let a = after(&admin, &node).await;
-            drained(&a) && !a.leases.contains(&inst)
+            drained(&a) && !a.reservations.contains(&inst)
         })
         .await;
         let a = after(&admin, &node).await;
-        if !(ok && claimed.cordoned && claimed.leases.contains(&inst) && !dropped.is_empty()) {
+        if !(ok && claimed.cordoned && claimed.reservations.contains(&inst) && !dropped.is_empty())
+        {
             failures.push(format!(
-                "killed mid-drain: claimed cordoned={} leased={} dropped={}; {}",
+                "killed mid-drain: claimed cordoned={} reserved={} dropped={}; {}",
                 claimed.cordoned,
-                claimed.leases.contains(&inst),
+                claimed.reservations.contains(&inst),
                 dropped.len(),
                 fault_report(&admin, &node).await
             ));
@@ -183,7 +184,7 @@ async fn fault_matrix() {
         });
         let ok = pump_until(&h, &sqs, &q, Duration::from_secs(40), || async {
             let a = after(&admin, &node).await;
-            drained(&a) && !a.leases.contains(&inst)
+            drained(&a) && !a.reservations.contains(&inst)
         })
         .await;
         if !(ok && handed) {
@@ -238,9 +239,9 @@ async fn fault_matrix() {
         let ok = pump_until(&h30, &sqs, &q_down, Duration::from_secs(90), || async {
             let (a, b) = (after(&admin, &node).await, after(&admin, &first).await);
             drained(&a)
-                && !a.leases.contains(&inst)
+                && !a.reservations.contains(&inst)
                 && drained(&b)
-                && !b.leases.contains(&first_inst)
+                && !b.reservations.contains(&first_inst)
         })
         .await;
         // Whatever is still queued is handled; then nothing is left and nothing went to the DLQ.
@@ -307,15 +308,15 @@ async fn fault_matrix() {
         .await;
         let ok = pump_until(&h, &sqs, &q, Duration::from_secs(30), || async {
             let a = after(&admin, &node).await;
-            untouched(&a) && !a.leases.contains(&inst)
+            untouched(&a) && !a.reservations.contains(&inst)
         })
         .await;
         let a = after(&admin, &node).await;
-        if !(ok && claimed.cordoned && claimed.leases.contains(&inst) && a.pods.len() == 1) {
+        if !(ok && claimed.cordoned && claimed.reservations.contains(&inst) && a.pods.len() == 1) {
             failures.push(format!(
-                "Health cancelled: claimed cordoned={} leased={}; {}",
+                "Health cancelled: claimed cordoned={} reserved={}; {}",
                 claimed.cordoned,
-                claimed.leases.contains(&inst),
+                claimed.reservations.contains(&inst),
                 fault_report(&admin, &node).await
             ));
         }
@@ -365,7 +366,7 @@ async fn fault_matrix() {
         let mut ok = false;
         while std::time::Instant::now() < until {
             let a = after(&admin, &node).await;
-            if untouched(&a) && !a.leases.contains(&inst) {
+            if untouched(&a) && !a.reservations.contains(&inst) {
                 ok = true;
                 break;
             }
@@ -428,7 +429,7 @@ async fn fault_matrix() {
             Duration::from_secs(30),
             || async {
                 let a = after(&admin, &stuck_node).await;
-                drained(&a) && !a.leases.contains(&stuck_inst)
+                drained(&a) && !a.reservations.contains(&stuck_inst)
             },
         )
         .await;
@@ -457,7 +458,7 @@ async fn fault_matrix() {
     // (maxReceiveCount 2, visibility 2 s): the drain keeps going on its own continuations (each
     // delivery's receive count stays 1), none reaches the DLQ; the node stays cordoned and the
     // pod running while blocked (a drain legitimately running). Once the budget allows, the
-    // drain evicts and ends, and its lease is given back.
+    // drain evicts and ends, and its reservation is given back.
     let (case_start, failed_before) = (std::time::Instant::now(), failures.len());
     {
         let pdb_dlq = queue(&sqs, "h6-pdb-dlq-").await;
@@ -499,15 +500,15 @@ async fn fault_matrix() {
             .map(|l| l.items.len())
             .unwrap_or(0);
         eprintln!(
-            "fault case 7: {delivered} deliveries while blocked; lease held {}",
-            blocked.leases.contains(&inst)
+            "fault case 7: {delivered} deliveries while blocked; reservation held {}",
+            blocked.reservations.contains(&inst)
         );
         pdbs.delete(&pdb_name, &DeleteParams::default())
             .await
             .unwrap();
         let ok = pump_until(&h_pdb, &sqs, &q_pdb, Duration::from_secs(30), || async {
             let a = after(&admin, &node).await;
-            drained(&a) && !a.leases.contains(&inst)
+            drained(&a) && !a.reservations.contains(&inst)
         })
         .await;
         let in_dlq_after = queue_total(&sqs, &pdb_dlq).await;
@@ -544,7 +545,7 @@ async fn fault_matrix() {
     // after its own placeholder ran, and the next one's runs only after that hand-over (the
     // evicted pods here have no controller, so no successor takes the freed room; with one, the
     // others wait for Karpenter or their deadlines); all three end before their deadlines and
-    // nothing stays leased.
+    // nothing stays reserved.
     let (case_start, failed_before) = (std::time::Instant::now(), failures.len());
     // Boxed: this case's state is the largest of the matrix, and inline it overflowed the
     // test thread's 2 MiB stack in a debug build.
@@ -628,7 +629,7 @@ async fn fault_matrix() {
             let mut done = true;
             for (node, inst) in &reclaimed {
                 let a = after(&admin, node).await;
-                done &= drained(&a) && !a.leases.contains(inst);
+                done &= drained(&a) && !a.reservations.contains(inst);
             }
             if done {
                 all_done = true;

@@ -307,8 +307,8 @@ async fn handle_batch_continues_a_claimed_drain_with_its_own_message_and_keeps_p
 #[ignore = "needs the local stack (make e2e)"]
 async fn the_tick_hands_orphaned_and_expired_drains_to_the_interruption_function() {
     let _alone = CLUSTER_WIDE.lock().await;
-    use prewarm::core::interruption::{DrainSettings, LeaseVerdict};
-    use prewarm::handlers::tick::leases as collect;
+    use prewarm::core::interruption::{DrainSettings, ReservationVerdict};
+    use prewarm::handlers::tick::reservations as collect;
     let admin = admin().await;
     ensure_namespace(&admin).await;
     // The tick runs as its own user: listing nodes is all it may do to them.
@@ -468,11 +468,11 @@ async fn the_tick_hands_orphaned_and_expired_drains_to_the_interruption_function
             .map(|c| (c.verdict.clone(), c.outcome.clone()))
     };
     let (v, outcome) = verdict_of(&orphan).expect("the orphaned drain was collected");
-    assert_eq!(v, LeaseVerdict::Resume, "{outcome:?}");
+    assert_eq!(v, ReservationVerdict::Resume, "{outcome:?}");
     assert!(outcome.unwrap().contains("enqueued"));
     for node in [&survivor, &cordoned, &false_alarm] {
         let (v, outcome) = verdict_of(node).expect("the expired prewarm was collected");
-        assert!(matches!(v, LeaseVerdict::Undrain { .. }), "{v:?}");
+        assert!(matches!(v, ReservationVerdict::Undrain { .. }), "{v:?}");
         assert!(outcome.unwrap().contains("enqueued"));
     }
     // The tick wrote nothing: the heartbeat is still the one of 10 minutes ago.
@@ -542,13 +542,13 @@ async fn the_tick_hands_orphaned_and_expired_drains_to_the_interruption_function
 /// Two nodes of one pool reclaimed at once, with room for one replacement: each drain makes its
 /// own placeholder; the one that runs (on the pool's spare node) makes only its own drain ready,
 /// which hands it over (deletes it) and evicts; the other drain waits on its pending
-/// placeholder. Then the node of the waiting drain goes away and the tick collects its lease.
+/// placeholder. Then the node of the waiting drain goes away and the tick collects its reservation.
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
 async fn each_drain_is_ready_only_on_its_own_placeholder_and_the_tick_collects_orphans() {
     let _alone = CLUSTER_WIDE.lock().await;
-    use prewarm::core::interruption::{DrainSettings, LeaseVerdict};
-    use prewarm::handlers::tick::leases as collect;
+    use prewarm::core::interruption::{DrainSettings, ReservationVerdict};
+    use prewarm::handlers::tick::reservations as collect;
     let admin = admin().await;
     ensure_namespace(&admin).await;
     let pool = unique("h6pool-");
@@ -621,7 +621,7 @@ async fn each_drain_is_ready_only_on_its_own_placeholder_and_the_tick_collects_o
     let winner_pods_left = pods_left(&admin, &winner).await;
     let loser_placeholders = placeholders_of(&admin, loser_i).await;
 
-    // The waiting drain's node goes away (instance reclaimed): the tick collects its lease, as
+    // The waiting drain's node goes away (instance reclaimed): the tick collects its reservation, as
     // its own user (its RBAC lists pods in the balloon namespaces only) with the targets.
     nodes.delete(loser, &DeleteParams::default()).await.unwrap();
     let tick = prewarm::adapters::kube::client(&ClusterAccess::Kubeconfig {
@@ -700,7 +700,7 @@ async fn each_drain_is_ready_only_on_its_own_placeholder_and_the_tick_collects_o
         winner_pods_left.len() < 3,
         "no eviction after ready: {winner_pods_left:?}"
     );
-    // The tick could list the placeholders (a 403 here once left every placeholder to its lease).
+    // The tick could list the placeholders (a 403 here once left every placeholder to its reservation).
     assert!(
         !collected
             .iter()
@@ -715,7 +715,7 @@ async fn each_drain_is_ready_only_on_its_own_placeholder_and_the_tick_collects_o
         .find(|c| &c.instance == loser_i)
         .unwrap_or_else(|| panic!("not collected: {collected:?}"));
     assert!(
-        matches!(&c.verdict, LeaseVerdict::Release { reason } if reason.contains("gone")),
+        matches!(&c.verdict, ReservationVerdict::Release { reason } if reason.contains("gone")),
         "{c:?}"
     );
     assert!(c.outcome.is_ok(), "{c:?}");

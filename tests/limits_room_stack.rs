@@ -8,8 +8,8 @@
 //!   limits by the node's capacity, Karpenter launches a node for the drain's placeholder (the
 //!   proof that it became admissible), the drain hands over and evicts; once the node is gone the
 //!   tick's computation gives the user's limits back exactly (a number stays a number).
-//! - `a_targets_cap_grows_for_the_lease_only_and_restore_gives_the_users_value_back`: a target
-//!   with its own cap; the room at the claim, kept by the tick while the lease lasts, gone when
+//! - `a_targets_cap_grows_for_the_reservation_only_and_restore_gives_the_users_value_back`: a target
+//!   with its own cap; the room at the claim, kept by the tick while the reservation lasts, gone when
 //!   it expires; `prewarm restore` then puts the user's value back exactly.
 //! - `a_write_that_conflicts_with_a_drains_claim_keeps_its_room`: the tick (or another drain)
 //!   read the pool and its nodes, then a drain claimed one of them and made room; the first
@@ -52,7 +52,7 @@ use common::{as_user, env, now};
 
 const NS: &str = "prewarm-room-stack";
 
-/// One test at a time: two of them run the real tick, whose lease collection lists every node
+/// One test at a time: two of them run the real tick, whose reservation collection lists every node
 /// and placeholder of the cluster and would collect another test's drain as one nobody drives.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
@@ -352,7 +352,7 @@ async fn a_pool_at_its_cap_launches_the_replacement_and_gets_the_users_limits_ba
 
 #[tokio::test]
 #[ignore = "needs the local stack (make e2e)"]
-async fn a_targets_cap_grows_for_the_lease_only_and_restore_gives_the_users_value_back() {
+async fn a_targets_cap_grows_for_the_reservation_only_and_restore_gives_the_users_value_back() {
     let _alone = ONE_AT_A_TIME.lock().await;
     let admin = as_user("KUBECONFIG").await;
     let lambda = as_user("PREWARM_LAMBDA_KUBECONFIG").await;
@@ -394,11 +394,11 @@ async fn a_targets_cap_grows_for_the_lease_only_and_restore_gives_the_users_valu
     h.handle_record(&spot_warning(&instance), &Continuation::default())
         .await;
     let (at_claim, _) = limits_of(&admin, &pool).await;
-    // The tick while the lease lasts keeps the room (the same computation: nothing to write).
+    // The tick while the reservation lasts keeps the room (the same computation: nothing to write).
     let kept = sync_room(&lambda, &pool, Some(&target_cap), now())
         .await
         .unwrap();
-    // 800 s on, past the lease's expiry (instance end + 600 s): the room is given back.
+    // 800 s on, past the reservation's expiry (instance end + 600 s): the room is given back.
     sync_room(&lambda, &pool, Some(&target_cap), now() + 800.0)
         .await
         .unwrap();

@@ -200,7 +200,7 @@ fn explain_one(id: &str, parsed: &Parsed, actions: &ActionTable, budget: f64) ->
             "id": id,
             "verdict": "act",
             "why": format!("prewarm's resume-drain message (sent by the tick) for node {} / instance {}: \
-                the drain on the node's own record is stepped, or un-drained if its lease expired", r.node, r.instance),
+                the drain on the node's own record is stepped, or un-drained if its reservation expired", r.node, r.instance),
             "kind": "resume-drain",
             "node": r.node,
             "instance_ids": [r.instance],

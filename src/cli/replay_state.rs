@@ -28,14 +28,15 @@ use crate::adapters::kube::drain::replacement::{
 };
 use crate::adapters::kube::drain::reservation::instances_of;
 use crate::adapters::kube::drain::{
-    has_draining_taint, instance_of_node, is_ready, node_pool_of, node_view, pod_view, Observation,
+    has_draining_taint, instance_of_node, is_ready, node_view, pod_view, Observation,
 };
+use crate::adapters::kube::shape::node_pool_of;
 use crate::adapters::kube::shape::placeholder::{
     drain_label, PlaceholderSettings, REPLACEMENT_FOR,
 };
 use crate::adapters::kube::shape::selector::selector_matches;
 use crate::adapters::kube::shape::CAPACITY_RESERVATION_LABEL;
-use crate::core::interruption::{lease_expiry, Command, DrainStep, Notice, PodRef};
+use crate::core::interruption::{reservation_expiry, Command, DrainStep, Notice, PodRef};
 use crate::core::TargetSpec;
 
 /// The objects of STATE the replay looks at (other kinds are kept out: nothing changes them).
@@ -184,7 +185,9 @@ impl ClusterState {
             if let (Command::RequestReplacement { pods, .. }, Some(s)) =
                 (command, step.state.as_ref())
             {
-                if let Some((made, requests)) = self.request(observed, pods, ctx, lease_expiry(s)) {
+                if let Some((made, requests)) =
+                    self.request(observed, pods, ctx, reservation_expiry(s))
+                {
                     applied.placeholder = Some(made);
                     applied.placeholder_requests = Some(requests);
                 }

@@ -4,14 +4,14 @@
 //! StateNode's capacity, `Node.status.capacity`, plus 1 for `nodes`), and refuses to launch a
 //! node that would take the usage past a limit. A draining node is still there, so at the cap
 //! its replacement would never launch and the drain would evict at its deadline with no warm
-//! capacity. While a drain's lease lasts (`room_needed`), the limits to write are therefore the cap plus the
-//! capacity of every draining node of the pool, per resource the cap names; when the lease ends
+//! capacity. While a drain's reservation lasts (`room_needed`), the limits to write are therefore the cap plus the
+//! capacity of every draining node of the pool, per resource the cap names; when the reservation ends
 //! the room goes with it. The tick and the interruption function both compute this from what
 //! the cluster shows, so they agree and never undo each other.
 
 use std::collections::BTreeMap;
 
-use super::interruption::{lease_expiry, DrainState};
+use super::interruption::{reservation_expiry, DrainState};
 use super::quantity::Quantity;
 
 /// Karpenter's count of nodes in `spec.limits`.
@@ -37,18 +37,18 @@ pub struct Room {
     pub draining: Vec<String>,
 }
 
-/// Whether a node carrying `drain` needs room at `now`: from the claim until the drain's lease
-/// expires (`lease_expiry`: the instance's end plus the survivor grace), in every phase. A
+/// Whether a node carrying `drain` needs room at `now`: from the claim until the drain's reservation
+/// expires (`reservation_expiry`: the instance's end plus the survivor grace), in every phase. A
 /// drained node counts too: Karpenter still counts it until it is gone, and the pods it evicted
 /// (for which the placeholder stood in) may still wait for a node; room only ever covers nodes
 /// that are still there, so it ends when the node goes, when an un-drain removes the drain, or
-/// at the lease's expiry, whichever comes first.
+/// at the reservation's expiry, whichever comes first.
 pub fn room_needed(drain: &DrainState, now: f64) -> bool {
-    now < lease_expiry(drain)
+    now < reservation_expiry(drain)
 }
 
 /// The limits for `pool`: `cap` plus, per resource `cap` names, the capacity of every node of
-/// the pool under a drain lease (`nodes`: one per such node). With no such node the cap is
+/// the pool under a drain reservation (`nodes`: one per such node). With no such node the cap is
 /// returned as written. Errors name a quantity that cannot be read.
 pub fn limits_with_room(
     cap: &BTreeMap<String, String>,
@@ -107,7 +107,7 @@ mod tests {
     /// 2026-12-01T00:00:00Z.
     const T0: f64 = 1_796_083_200.0;
 
-    /// A spot drain noticed at T0: instance end T0+120, so its lease lasts until T0+120+600
+    /// A spot drain noticed at T0: instance end T0+120, so its reservation lasts until T0+120+600
     /// (the survivor grace) unless it finishes first.
     fn drain(phase: Phase) -> DrainState {
         DrainState {
@@ -167,7 +167,7 @@ mod tests {
 
     /// (situation, cap, nodes, now, expected limits, nodes counted) - expected values by hand.
     #[test]
-    fn the_cap_grows_by_each_live_drains_node_and_only_while_its_lease_lasts() {
+    fn the_cap_grows_by_each_live_drains_node_and_only_while_its_reservation_lasts() {
         let gpu64 = limits(&[("nvidia.com/gpu", "64")]);
         let cases: [Case; 10] = [
             (
@@ -187,7 +187,7 @@ mod tests {
                 vec!["a"],
             ),
             (
-                "evicting and prewarmed drains hold their lease too: 64 + 8 + 8",
+                "evicting and prewarmed drains hold their reservation too: 64 + 8 + 8",
                 gpu64.clone(),
                 vec![
                     node("a", "gpu", Some(Phase::Evicting)),
@@ -207,7 +207,7 @@ mod tests {
                 vec!["a"],
             ),
             (
-                "a lease past its expiry (T0+720) counts no more",
+                "a reservation past its expiry (T0+720) counts no more",
                 gpu64.clone(),
                 vec![node("a", "gpu", Some(Phase::WaitingForReplacement))],
                 T0 + 720.0,

@@ -268,7 +268,7 @@ pub fn fault_targets() -> String {
     .to_string()
 }
 
-/// The balloon Deployment the lease lives on; its pods select no node (no capacity is made).
+/// The balloon Deployment the reservations live on; its pods select no node (no capacity is made).
 pub async fn ensure_balloon(client: &kube::Client) {
     use k8s_openapi::api::apps::v1::Deployment;
     let ns = Api::<Namespace>::all(client.clone());
@@ -294,7 +294,7 @@ pub async fn ensure_balloon(client: &kube::Client) {
 
 /// The drains holding warm capacity (instance ids): their replacement placeholder pods
 /// (`prewarm.io/replacement-for`), in any namespace, and any reservation left on the balloon.
-pub async fn leases(client: &kube::Client) -> Vec<String> {
+pub async fn reservations(client: &kube::Client) -> Vec<String> {
     let placeholders = Api::<Pod>::all(client.clone())
         .list(&ListParams::default().labels("prewarm.io/replacement-for"))
         .await
@@ -494,7 +494,7 @@ where
 }
 
 /// What a failed fault case prints: the node's annotations, taints and cordon, its Events, the
-/// pods left on it and the leases.
+/// pods left on it and the reservations.
 pub async fn fault_report(client: &kube::Client, node: &str) -> String {
     let n = Api::<Node>::all(client.clone())
         .get_opt(node)
@@ -517,11 +517,11 @@ pub async fn fault_report(client: &kube::Client, node: &str) -> String {
         })
         .unwrap_or_default();
     format!(
-        "node {node}: annotations {:?}; spec {:?}\nEvents: {events:#?}\npods left: {:?}\nleases: {:?}",
+        "node {node}: annotations {:?}; spec {:?}\nEvents: {events:#?}\npods left: {:?}\nreservations: {:?}",
         n.as_ref().and_then(|n| n.metadata.annotations.clone()),
         n.as_ref().and_then(|n| n.spec.clone()),
         pods_left(client, node).await,
-        leases(client).await
+        reservations(client).await
     )
 }
 
@@ -532,16 +532,16 @@ pub async fn tick_now(
     queue: &str,
     targets: &[prewarm::core::spec::TargetSpec],
     settings: &prewarm::core::interruption::DrainSettings,
-) -> Vec<prewarm::handlers::tick::leases::Collected> {
+) -> Vec<prewarm::handlers::tick::reservations::Collected> {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_secs_f64();
-    let handover = prewarm::handlers::tick::leases::Handover {
+    let handover = prewarm::handlers::tick::reservations::Handover {
         sqs,
         queue_url: queue,
     };
-    prewarm::handlers::tick::leases::collect(tick, &handover, targets, settings, now)
+    prewarm::handlers::tick::reservations::collect(tick, &handover, targets, settings, now)
         .await
         .unwrap()
 }
@@ -565,7 +565,7 @@ pub struct After {
     pub cordoned: bool,
     pub tainted: bool,
     pub pods: Vec<String>,
-    pub leases: Vec<String>,
+    pub reservations: Vec<String>,
 }
 
 pub async fn after(client: &kube::Client, node: &str) -> After {
@@ -591,7 +591,7 @@ pub async fn after(client: &kube::Client, node: &str) -> After {
             .iter()
             .any(|t| t.key == "prewarm.io/draining"),
         pods: pods_left(client, node).await,
-        leases: leases(client).await,
+        reservations: reservations(client).await,
     }
 }
 

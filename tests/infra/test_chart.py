@@ -66,12 +66,12 @@ def test_the_tick_gets_its_rows_by_name(sample):
     tick = rbac_of(sample, "tick")
     assert rules(tick[("ClusterRole", None)]) == {
         ("karpenter.sh", "nodepools", ("gpu", "gpu-big", "gpu-static"), ("get", "patch")),
-        # drain-lease collection reads drain state on any node; it writes none (the interruption
+        # reservation collection reads drain state on any node; it writes none (the interruption
         # function steps and un-drains, from the tick's resume-drain message)
         ("", "nodes", (), ("get", "list")),
         # node boots learned from each NodePool's NodeClaims (listed by label)
         ("karpenter.sh", "nodeclaims", (), ("list",))}
-    # Replacement placeholders (lease collection): list and delete pods of any name, in each
+    # Replacement placeholders (reservation collection): list and delete pods of any name, in each
     # balloon / buffer namespace only. Never create: only the interruption function's drain
     # step makes placeholders (the tick hands orphaned drains over as resume-drain messages).
     placeholders = ("", "pods", (), ("delete", "list"))

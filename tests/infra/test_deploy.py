@@ -143,7 +143,7 @@ def env_to_parameter(template) -> dict[str, str]:
 def test_parameter_bounds_equal_the_binarys(template):
     """A value CloudFormation accepts must not fail at Init, and the reverse."""
     tpl = template
-    code = rust_bounds(REPO / "src/core/spec/policy.rs", "POLICY_BOUNDS") | rust_bounds(REPO / "src/config.rs", "INTERRUPTION_BOUNDS")
+    code = rust_bounds(REPO / "src/core/spec/policy.rs", "POLICY_BOUNDS") | rust_bounds(REPO / "src/config/interruption.rs", "INTERRUPTION_BOUNDS")
     params = env_to_parameter(tpl)
     assert {"LEAD_TIME_SECONDS", "ERROR_QUANTILE", "RECHECK_SECONDS"} <= set(code)
     for var, (lo, hi) in code.items():
@@ -165,7 +165,7 @@ def test_the_bounds_reader_reads_rust():
 # ------------------------------------------------------------------ one function, its own settings
 
 def tick_only_vars() -> list[str]:
-    text = (REPO / "src/config.rs").read_text()
+    text = (REPO / "src/config/tick.rs").read_text()
     body = text[text.index("pub const TICK_ONLY_VARS"):]
     names = re.findall(r'"([A-Z_]+)"', body[:body.index("];")])
     assert "METRIC_SOURCE" in names and "AMP_WORKSPACE_URL" in names

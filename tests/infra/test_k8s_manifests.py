@@ -187,7 +187,7 @@ EXPECTED_RULES = {
         ("karpenter.sh", "nodepools"): {"get", "patch"},
         # Balloon headroom by name; surges given back in the podNamespaces (list by label).
         ("apps", "deployments"): {"get", "list", "patch"},
-        # Drain-lease collection only reads drain state: orphaned and expired drains go to the
+        # Reservation collection only reads drain state: orphaned and expired drains go to the
         # interruption function as resume-drain messages (IAM sqs:SendMessage, not RBAC).
         ("", "nodes"): {"get", "list"},
         # Read the workload's HPA (sizing in its units); patch minReplicas under a lease for

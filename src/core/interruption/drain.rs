@@ -25,7 +25,7 @@
 //! | evicting | nothing evictable left (DaemonSet, mirror, finished pods and pods stuck 60 s past their deletion do not count) | drained | `ReleaseReplacement` (the placeholder and the surges), `Drained` (the executor's Event `DrainFinished`), no continuation | `evicting_to_drained` |
 //! | evicting | pods still there 10 min after the later of the announced end (or the end of the wait) and the start of eviction: a budget that never allows their eviction, a node not reclaimed | un-drained | the Event `DrainAbandoned` saying why, `Undrain` (the notice remembered as closed), `ReleaseReplacement` | `evicting_to_undrained` |
 //!
-//! The tick's part (lease collection, resume-drain messages, the survivor's un-drain) and the
+//! The tick's part (reservation collection, resume-drain messages, the survivor's un-drain) and the
 //! executor's (surges, the node gone mid-drain) are in docs/interruption.md. The tables are in
 //! `drain_tests/` (`claim.rs`, `waiting.rs`, `evicting.rs`).
 //!

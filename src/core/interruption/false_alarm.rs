@@ -58,11 +58,13 @@ pub fn cooling_down_until(node: &NodeView, notice: &Notice, now: f64) -> Option<
 #[cfg(test)]
 mod tests {
     use super::super::drain::plan_drain;
-    use super::super::lease::{lease_verdict, plan_resume, LeaseVerdict, NodeSeen};
     use super::super::model::{
         Command, DrainSettings, DrainStep, Finish, PodOwner, PodRef, PodView, ReplacementSeen,
     };
     use super::super::notice::NoticeStatus;
+    use super::super::reservation::{
+        plan_resume, reservation_verdict, NodeSeen, ReservationVerdict,
+    };
     use super::super::state::Phase;
     use super::super::ActionTable;
     use super::*;
@@ -150,18 +152,18 @@ mod tests {
         }
     }
 
-    fn verdict(v: LeaseVerdict) -> &'static str {
+    fn verdict(v: ReservationVerdict) -> &'static str {
         match v {
-            LeaseVerdict::Keep => "keep",
-            LeaseVerdict::Release { .. } => "release",
-            LeaseVerdict::Undrain { .. } => "undrain",
-            LeaseVerdict::Resume => "resume",
+            ReservationVerdict::Keep => "keep",
+            ReservationVerdict::Release { .. } => "release",
+            ReservationVerdict::Undrain { .. } => "undrain",
+            ReservationVerdict::Resume => "resume",
         }
     }
 
     /// The tick's verdict on a drained rebalance: the node is un-drained once it is still Ready
     /// 10 minutes after the end of the rebalance's 30-minute wait (T0 + 40 min); before, or on a
-    /// node going away (NotReady), only the lease is given back. Rows by hand from the rule.
+    /// node going away (NotReady), only the reservation is given back. Rows by hand from the rule.
     #[test]
     fn a_drained_rebalance_is_undrained_once_its_node_outlives_the_wait() {
         let s = DrainSettings::default();
@@ -230,7 +232,7 @@ mod tests {
                 state: Some(state),
                 ready,
             };
-            assert_eq!(verdict(lease_verdict(seen, now, &s)), want, "{what}");
+            assert_eq!(verdict(reservation_verdict(seen, now, &s)), want, "{what}");
         }
     }
 

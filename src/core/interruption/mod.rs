@@ -9,11 +9,11 @@ pub mod deadline;
 pub mod drain;
 pub mod false_alarm;
 pub mod figures;
-pub mod lease;
 pub mod model;
 pub mod notice;
 pub mod pods;
 pub mod replacement;
+pub mod reservation;
 pub mod restore;
 pub mod state;
 pub mod surge;
@@ -22,11 +22,16 @@ pub use actions::{Action, ActionTable};
 pub use deadline::{eviction_deadline, instance_end, issued_at};
 pub use drain::{owner_alive, plan_drain};
 pub use figures::{drain_figures, ends_drain, DrainFigures};
-pub use lease::{lease_verdict, notice_of_record, plan_resume, LeaseVerdict, NodeSeen};
 pub use model::{
     Command, DrainSettings, DrainStep, Finish, NodeView, PodOwner, PodRef, PodView, ReplacementSeen,
 };
 pub use notice::{Notice, NoticeKind, NoticeStatus};
-pub use replacement::{lease_expiry, placeholder_verdict, PlaceholderVerdict};
+pub use replacement::{placeholder_verdict, reservation_expiry, PlaceholderVerdict};
+/// The verdict's former name, for `adapters::kube::drain::surge` only, which another change is
+/// moving into the core: rename it there and delete this line.
+pub use reservation::ReservationVerdict as LeaseVerdict;
+pub use reservation::{
+    notice_of_record, plan_resume, reservation_verdict, NodeSeen, ReservationVerdict,
+};
 pub use restore::{node_restore, NodeMarks, NodeRestore};
 pub use state::{DrainState, Phase};

@@ -1,7 +1,7 @@
 //! The drain planner's vocabulary: what a step sees (the node and pod views, the placeholder as
 //! observed), how it is tuned (`DrainSettings`), and what it decides (`Command`, `Finish`,
 //! `DrainStep`). Kept apart from the planning itself so that the planner's helpers (pods,
-//! replacement, lease) and the executor name these types without importing each other.
+//! replacement, reservation) and the executor name these types without importing each other.
 
 use serde::Serialize;
 
@@ -163,7 +163,7 @@ pub enum Finish {
     /// Nothing evictable left on the node.
     Drained,
     /// cordon-prewarm: replacement ready, pods left serving. The node stays cordoned with its
-    /// replacement leased until a notice with a deadline comes or the lease expires (the tick
+    /// replacement reserved until a notice with a deadline comes or the reservation expires (the tick
     /// then un-drains it).
     Prewarmed,
     /// `ACTIONS` says to ignore this kind.
@@ -185,7 +185,7 @@ pub enum Finish {
     /// than `false_alarm::REBALANCE_COOL_DOWN_S` ago: not acted on (a spot warning still drains).
     CoolingDown { until: f64 },
     /// A resume-drain message (the tick's) found nothing for it to do: the drain's owner is
-    /// alive again, or only a lease was left to give back.
+    /// alive again, or only a reservation was left to give back.
     Moot { reason: String },
 }
 

@@ -1,22 +1,22 @@
-//! The replacement of a draining node as a lease: one placeholder pod per drain, shaped like the
+//! The replacement of a draining node as a reservation: one placeholder pod per drain, shaped like the
 //! pods the drain will evict, at the balloon priority (every real pod preempts it), labelled with
 //! the drain id (the instance id) and annotated with its owner (the notice) and an expiry. It is
 //! the drain's own claim on capacity, visible on the cluster, so concurrent drains never count
 //! the same spare capacity: a drain's replacement is ready only when its own placeholder runs.
 //!
-//! The pure half: what the drain's placeholder is doing as planning sees it, when its lease
+//! The pure half: what the drain's placeholder is doing as planning sees it, when its reservation
 //! expires, and what the tick's collection does with a placeholder it finds.
 
 use serde::Serialize;
 
-use super::lease::{NodeSeen, SURVIVOR_GRACE_S};
 use super::model::no_deadline_wait_end;
+use super::reservation::{NodeSeen, SURVIVOR_GRACE_S};
 use super::state::{DrainState, Phase};
 
-/// When a drain's lease ends at the latest: the instance's announced end (or, without one, the
+/// When a drain's reservation ends at the latest: the instance's announced end (or, without one, the
 /// longest a deadline-less drain may wait) plus the survivor grace. By then the drain has handed
 /// its placeholder over or the node is gone; a placeholder still there is left over.
-pub fn lease_expiry(state: &DrainState) -> f64 {
+pub fn reservation_expiry(state: &DrainState) -> f64 {
     let need_until = state
         .instance_end
         .or(state.deadline)
@@ -33,7 +33,7 @@ pub enum PlaceholderVerdict {
 }
 
 /// A placeholder is kept while its drain still needs capacity: the node is there with a drain
-/// that is not over and the lease has not expired. (An evicting drain may still hold its
+/// that is not over and the reservation has not expired. (An evicting drain may still hold its
 /// placeholder: pods due by their own grace period go before the replacement is ready; the
 /// drain hands the placeholder over in the step that evicts everyone.) `expires_at`: the
 /// placeholder's own expiry annotation (None: missing or unreadable, judged by the drain's).
@@ -50,8 +50,8 @@ pub fn placeholder_verdict(
         NodeSeen::Present { state: None, .. } => return delete("the node carries no drain"),
         NodeSeen::Present { state: Some(s), .. } => s,
     };
-    if now >= expires_at.unwrap_or_else(|| lease_expiry(state)) {
-        return delete("the lease expired");
+    if now >= expires_at.unwrap_or_else(|| reservation_expiry(state)) {
+        return delete("the reservation expired");
     }
     match state.phase {
         Phase::WaitingForReplacement | Phase::Prewarmed | Phase::Evicting => {
@@ -91,15 +91,15 @@ mod tests {
     }
 
     #[test]
-    fn the_lease_ends_ten_minutes_after_the_instance_or_the_longest_wait() {
+    fn the_reservation_ends_ten_minutes_after_the_instance_or_the_longest_wait() {
         // Spot: end T0+120, plus 600 s of survivor grace.
         assert_eq!(
-            lease_expiry(&state(Phase::WaitingForReplacement, Some(T0 + 120.0))),
+            reservation_expiry(&state(Phase::WaitingForReplacement, Some(T0 + 120.0))),
             T0 + 720.0
         );
         // Rebalance (no deadline): 30 min after the notice, plus 600 s.
         assert_eq!(
-            lease_expiry(&state(Phase::Prewarmed, None)),
+            reservation_expiry(&state(Phase::Prewarmed, None)),
             T0 + 1_800.0 + 600.0
         );
     }
@@ -131,7 +131,7 @@ mod tests {
                 "delete",
             ),
             (
-                "waiting, lease live",
+                "waiting, reservation live",
                 present(Some(&waiting)),
                 Some(T0 + 720.0),
                 T0 + 10.0,
@@ -166,7 +166,7 @@ mod tests {
                 "keep",
             ),
             (
-                "evicting, lease live",
+                "evicting, reservation live",
                 present(Some(&evicting)),
                 Some(T0 + 720.0),
                 T0 + 95.0,

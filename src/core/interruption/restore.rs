@@ -16,8 +16,8 @@
 use serde::Serialize;
 
 use super::drain::owner_alive;
-use super::lease::SURVIVOR_GRACE_S;
 use super::model::{DrainSettings, NO_DEADLINE_MAX_WAIT_S};
+use super::reservation::SURVIVOR_GRACE_S;
 use super::state::{DrainState, Phase};
 
 /// What prewarm left on a node, as read.

@@ -102,7 +102,7 @@ pub fn record_budget(deadline: SystemTime, now: SystemTime) -> Duration {
     }
 }
 
-/// The drain planning settings of the configuration (shared with the tick's lease collection).
+/// The drain planning settings of the configuration (shared with the tick's reservation collection).
 pub fn drain_settings(config: &Config) -> DrainSettings {
     drain_settings_of(&config.interruption)
 }

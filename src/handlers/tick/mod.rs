@@ -1,6 +1,6 @@
 //! The scheduled tick: every TICK_SECONDS, for every target at once, observe demand, read the
 //! headroom object and NodePool, decide (pure core), and carry out the plan unless DRY_RUN.
-//! The drains' safety net (`leases`) runs whatever the mode: DRY_RUN and PAUSED hold the tick's
+//! The drains' safety net (`reservations`) runs whatever the mode: DRY_RUN and PAUSED hold the tick's
 //! own scaling, while the interruption function, which follows neither, keeps draining.
 //!
 //! EventBridge fires at most once a minute, so one invocation runs several ticks, stopping
@@ -11,9 +11,9 @@
 
 pub mod deadline;
 pub mod lead;
-pub mod leases;
 pub mod observe;
 pub mod report;
+pub mod reservations;
 pub mod target;
 pub mod warm_cache;
 
@@ -37,7 +37,7 @@ pub struct TickDeps {
     pub config: Config,
     pub clients: ClientCache,
     pub metrics: Box<dyn MetricSource>,
-    /// Sends resume-drain messages to INTERRUPTION_QUEUE_URL (the lease collection's handover).
+    /// Sends resume-drain messages to INTERRUPTION_QUEUE_URL (the reservation collection's handover).
     pub sqs: aws_sdk_sqs::Client,
     /// PAUSED: whether this execution environment's restore has succeeded (then it only
     /// observes; a new configuration is a new environment, so un-pausing and pausing again
@@ -110,7 +110,7 @@ pub async fn tick_once(deps: &Arc<TickDeps>, now: f64, dry_run: bool) -> Vec<Tar
         targets::without_policy_gaps(targets, &deps.config.policy, &deps.config.emf_namespace);
     // Not held by DRY_RUN or PAUSED: it cleans up after the interruption function's drains,
     // which run in either mode, and hands it the drains only it can finish.
-    leases::collect_drain_leases(deps, &client, &targets, now).await;
+    reservations::collect_reservations(deps, &client, &targets, now).await;
     let leads = lead::start(deps, &client, &targets, now)
         .await
         .map(Arc::new);

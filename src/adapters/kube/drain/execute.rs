@@ -13,14 +13,15 @@ use kube::runtime::events::Recorder;
 
 use super::replacement::{self, Requested};
 use super::{
-    delete_pod, evict, node_patch, node_pool_of, patch_node, pdbs_covering, pods_moved_patch,
-    record_event, undrain_patch, EvictionOutcome, Observation,
+    delete_pod, evict, node_patch, patch_node, pdbs_covering, pods_moved_patch, record_event,
+    undrain_patch, EvictionOutcome, Observation,
 };
 use crate::adapters::kube::nodepool::limits_room::sync_room;
+use crate::adapters::kube::shape::node_pool_of;
 use crate::adapters::kube::shape::placeholder::PlaceholderSettings;
 use crate::core::interruption::state::format_time;
 use crate::core::interruption::{
-    ends_drain, lease_expiry, Command, DrainStep, Finish, PodRef, ReplacementSeen,
+    ends_drain, reservation_expiry, Command, DrainStep, Finish, PodRef, ReplacementSeen,
 };
 use crate::core::TargetSpec;
 use crate::error::Result;
@@ -164,7 +165,7 @@ pub async fn execute(
         if let (Command::RequestReplacement { gpus, pods }, Some(s)) =
             (command, step.state.as_ref())
         {
-            let expires_at = lease_expiry(s);
+            let expires_at = reservation_expiry(s);
             match replacement::request(
                 client,
                 targets,

@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 
 use super::api_error::is_pdb_refusal;
 use super::shape::selector::selector_matches;
-use super::shape::{requests, DRAINING_TAINT, NODEPOOL_LABEL};
+use super::shape::{requests, DRAINING_TAINT};
 use crate::core::interruption::state::{
     format_time, parse_time, ALL_KEYS, CLOSED_EVENT, FALSE_ALARM_AT, PODS_MOVED,
 };
@@ -83,14 +83,6 @@ pub fn node_gpus(node: &Node) -> u32 {
             .and_then(|s| s.allocatable.as_ref())
             .and_then(|a| a.get(GPU_RESOURCE)),
     )
-}
-
-pub fn node_pool_of(node: &Node) -> Option<&str> {
-    node.metadata
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(NODEPOOL_LABEL))
-        .map(String::as_str)
 }
 
 pub fn is_ready(node: &Node) -> bool {

@@ -1,5 +1,5 @@
 //! The replacement of a draining node: one placeholder pod per drain (`shape::placeholder`), made
-//! in the balloon namespace of the target that manages the node's NodePool. It is the drain's lease
+//! in the balloon namespace of the target that manages the node's NodePool. It is the drain's reservation
 //! on capacity, visible on the cluster: labelled with the drain id (the instance id: the same for
 //! every notice about the instance, and known after the node is gone, so a redelivered or
 //! superseding notice never makes a second one), annotated with its owner and expiry.
@@ -19,18 +19,18 @@ use kube::api::{Api, DeleteParams, ListParams, PostParams};
 
 use super::collected::Collected;
 use super::{
-    has_draining_taint, instance_of_node, is_balloon, is_ready, kube_error, list_nodes,
-    node_pool_of, pod_view,
+    has_draining_taint, instance_of_node, is_balloon, is_ready, kube_error, list_nodes, pod_view,
 };
 use crate::adapters::kube::headroom::release_replacement;
+use crate::adapters::kube::shape::node_pool_of;
 use crate::adapters::kube::shape::placeholder::{
     drain_label, placeholder_for, placeholder_name, placeholder_pod, PlaceholderSettings,
-    LEASE_EXPIRES_AT, REPLACEMENT_FOR,
+    REPLACEMENT_FOR, RESERVATION_EXPIRES_AT,
 };
 use crate::core::interruption::state::parse_time;
 use crate::core::interruption::{
-    placeholder_verdict, DrainState, LeaseVerdict, NodeSeen, PlaceholderVerdict, PodRef,
-    ReplacementSeen,
+    placeholder_verdict, DrainState, NodeSeen, PlaceholderVerdict, PodRef, ReplacementSeen,
+    ReservationVerdict,
 };
 use crate::core::{HeadroomKind, TargetSpec};
 use crate::error::Result;
@@ -345,7 +345,7 @@ pub async fn collect_placeholders(
     let failed = |e: crate::error::Error| Collected {
         instance: String::new(),
         node: None,
-        verdict: LeaseVerdict::Keep,
+        verdict: ReservationVerdict::Keep,
         outcome: Err(e.to_string()),
     };
     // Per balloon namespace of the targets, where drains make them: the tick may list pods
@@ -401,7 +401,7 @@ pub async fn collect_placeholders(
             .metadata
             .annotations
             .as_ref()
-            .and_then(|a| a.get(LEASE_EXPIRES_AT))
+            .and_then(|a| a.get(RESERVATION_EXPIRES_AT))
             .and_then(|t| parse_time(t));
         if let PlaceholderVerdict::Delete { reason } = placeholder_verdict(seen, expires_at, now) {
             out.push(Collected {
@@ -410,7 +410,7 @@ pub async fn collect_placeholders(
                 outcome: delete_placeholder(client, pod)
                     .await
                     .map_err(|e| e.to_string()),
-                verdict: LeaseVerdict::Release { reason },
+                verdict: ReservationVerdict::Release { reason },
             });
         }
     }

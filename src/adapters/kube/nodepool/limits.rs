@@ -240,7 +240,7 @@ pub enum LimitsIntent {
     Restore,
     /// Room for the replacements of the pool's draining nodes (`core::limits_room`) over a cap:
     /// the target's `limits`, or, when it sets none, the user's own `spec.limits` (raised only
-    /// while a drain's lease lasts, then restored exactly). Resolved against the NodePool as
+    /// while a drain's reservation lasts, then restored exactly). Resolved against the NodePool as
     /// read at each write attempt (`resolve`), so a retry after a conflict sees the user's
     /// latest values.
     Room {

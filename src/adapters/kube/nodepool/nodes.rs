@@ -6,14 +6,14 @@
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ListParams};
 
-use crate::adapters::kube::drain::{kube_error, node_pool_of};
-use crate::adapters::kube::shape::NODEPOOL_LABEL;
+use crate::adapters::kube::api_error::api_failure;
+use crate::adapters::kube::shape::{node_pool_of, NODEPOOL_LABEL};
 use crate::core::interruption::DrainState;
 use crate::core::limits_room::PoolNode;
 use crate::error::Result;
 
 /// What the room needs of a node. A drain state that cannot be read counts as none (the tick's
-/// lease collection reports it).
+/// reservation collection reports it).
 pub fn pool_node(node: &Node) -> PoolNode {
     let annotations = node.metadata.annotations.clone().unwrap_or_default();
     PoolNode {
@@ -35,6 +35,6 @@ pub async fn pool_nodes(client: &kube::Client, pool: &str) -> Result<Vec<PoolNod
     let nodes = Api::<Node>::all(client.clone())
         .list(&ListParams::default().labels(&selector))
         .await
-        .map_err(|e| kube_error("list", &format!("nodes of NodePool {pool}"), e))?;
+        .map_err(|e| api_failure("list", &format!("nodes of NodePool {pool}"), e))?;
     Ok(nodes.items.iter().map(pool_node).collect())
 }

@@ -12,7 +12,7 @@
 //! ScaledObject, the ScaledObject's `minReplicaCount`) from prewarm.io/user-min-replicas, unless
 //! the user edited it while it was raised (then the edit stays; only prewarm's annotations go).
 //!
-//! Drain leases (`restore_drain_leases`): every drain's replacement placeholder pod in the
+//! Drain reservations (`restore_reservations`): every drain's replacement placeholder pod in the
 //! target's balloon namespace is deleted, and every drain surge in its podNamespace given back
 //! (Deployment replicas or the HPA / ScaledObject floor back to the user's value exactly, a
 //! user's edit made while surged kept).
@@ -149,7 +149,7 @@ pub fn node_pool_patch(view: &NodePoolView) -> std::result::Result<Option<Value>
     Ok(Some(patch))
 }
 
-/// One kind of change undone on one target at `now` (Unix seconds; the leases restore compares
+/// One kind of change undone on one target at `now` (Unix seconds; the held values restore compares
 /// and writes are judged at it), dry or not.
 type Step = for<'a> fn(
     &'a kube::Client,
@@ -158,15 +158,15 @@ type Step = for<'a> fn(
     bool,
 ) -> futures::future::BoxFuture<'a, Result<Vec<Restored>>>;
 
-/// Where `restore_drain_leases` stands in `RESTORE_STEPS`.
-const DRAIN_LEASES_STEP: usize = 3;
+/// Where `restore_reservations` stands in `RESTORE_STEPS`.
+const RESERVATIONS_STEP: usize = 3;
 
 /// The kinds of change `prewarm restore` undoes, in order. Add a step for a new kind of change.
 pub const RESTORE_STEPS: [Step; 5] = [
     |c, t, _, dry| Box::pin(restore_node_pool_limits(c, t, dry)),
     |c, t, _, dry| Box::pin(restore_node_pool(c, t, dry)),
     |c, t, _, dry| Box::pin(restore_headroom(c, t, dry)),
-    |c, t, now, dry| Box::pin(restore_drain_leases(c, t, now, dry)),
+    |c, t, now, dry| Box::pin(restore_reservations(c, t, now, dry)),
     |c, t, now, dry| Box::pin(restore_hpa_floor(c, t, now, dry)),
 ];
 
@@ -176,14 +176,14 @@ pub enum Drains {
     /// `prewarm restore` and the stack's delete: prewarm is going away, so nothing would collect
     /// them later.
     GiveBack,
-    /// PAUSED: drains keep running and finish (or are collected by the tick's lease collection,
+    /// PAUSED: drains keep running and finish (or are collected by the tick's reservation collection,
     /// which runs under PAUSED too); a placeholder deleted or a surge given back mid-drain would
     /// evict pods with nowhere to go.
     KeepRunning,
 }
 
 /// Runs every step for every target at `now` (the caller's clock); an error on one target does
-/// not stop the others. `Drains::KeepRunning` skips the drain leases step.
+/// not stop the others. `Drains::KeepRunning` skips the drain reservations step.
 pub async fn restore_all(
     client: &kube::Client,
     targets: &[TargetSpec],
@@ -194,7 +194,7 @@ pub async fn restore_all(
     let mut out = Vec::new();
     for target in targets {
         for (i, step) in RESTORE_STEPS.iter().enumerate() {
-            if drains == Drains::KeepRunning && i == DRAIN_LEASES_STEP {
+            if drains == Drains::KeepRunning && i == RESERVATIONS_STEP {
                 continue;
             }
             out.push(step(client, target, now, dry_run).await);
@@ -337,11 +337,11 @@ async fn restore_headroom(
     Ok(out)
 }
 
-/// The drain leases step: the drains' replacement placeholders in the target's balloon
+/// The drain reservations step: the drains' replacement placeholders in the target's balloon
 /// namespace deleted, and every drain surge in its podNamespace given back exactly (the user's
 /// replicas or floor back; a user's edit made while surged kept). Running drains' too: the tick
 /// would otherwise collect them only while it runs, and it is being uninstalled.
-pub async fn restore_drain_leases(
+pub async fn restore_reservations(
     client: &kube::Client,
     target: &TargetSpec,
     now: f64,
@@ -368,7 +368,7 @@ pub async fn restore_drain_leases(
     if out.is_empty() {
         out.push(outcome(
             target,
-            "drain leases",
+            "drain reservations",
             RestoreOutcome::Unchanged,
             "no drain placeholder or surge".into(),
         ));

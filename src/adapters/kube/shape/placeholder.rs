@@ -35,8 +35,9 @@ pub const REPLACEMENT_FOR: &str = "prewarm.io/replacement-for";
 pub const REPLACEMENT_OWNER: &str = "prewarm.io/replacement-owner";
 /// Annotation: the draining node the placeholder stands in for.
 pub const REPLACEMENT_OF_NODE: &str = "prewarm.io/replacement-of-node";
-/// Annotation: when the lease ends at the latest (RFC 3339); the tick deletes it after that.
-pub const LEASE_EXPIRES_AT: &str = "prewarm.io/lease-expires-at";
+/// Annotation: when the reservation ends at the latest (RFC 3339); the tick deletes it after that.
+/// The key keeps its first name: placeholders already on a cluster carry it.
+pub const RESERVATION_EXPIRES_AT: &str = "prewarm.io/lease-expires-at";
 pub const INSTANCE_TYPE_LABEL: &str = "node.kubernetes.io/instance-type";
 pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
 pub use crate::config::{PlaceholderSettings, DEFAULT_BALLOON_PRIORITY_CLASS, DEFAULT_PAUSE_IMAGE};
@@ -299,8 +300,8 @@ pub fn placeholder_pod(p: &Placeholder) -> Value {
             "annotations": {
                 REPLACEMENT_OWNER: p.owner_event,
                 REPLACEMENT_OF_NODE: p.node,
-                LEASE_EXPIRES_AT: format_time(p.expires_at),
-                // The replacement node must not be consolidated away while the lease lasts.
+                RESERVATION_EXPIRES_AT: format_time(p.expires_at),
+                // The replacement node must not be consolidated away while the reservation lasts.
                 "karpenter.sh/do-not-disrupt": "true",
             },
         },

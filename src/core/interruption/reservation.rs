@@ -1,6 +1,6 @@
-//! Replacement reservations as leases. A drain's reservation on the headroom object (keyed by
-//! instance id) is the lease; its owner and expiry are the drain state on the node (the notice
-//! that owns the drain and its heartbeat `last-step-at`). The tick collects leases nobody holds
+//! Replacement reservations. A drain's reservation on the headroom object (keyed by instance
+//! id) is held by the drain; its owner and expiry are the drain state on the node (the notice
+//! that owns the drain and its heartbeat `last-step-at`). The tick collects reservations nobody holds
 //! any more and drains nobody drives: what to do with each is decided here, purely.
 
 use serde::Serialize;
@@ -17,10 +17,10 @@ use super::state::{DrainState, Phase};
 /// (Defined with the planner's vocabulary: the drain planner ends a drain by it too.)
 pub use super::model::SURVIVOR_GRACE_S;
 
-/// What the tick does with one drain lease or drain state.
+/// What the tick does with one drain reservation or drain state.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "verdict", rename_all = "kebab-case")]
-pub enum LeaseVerdict {
+pub enum ReservationVerdict {
     /// Held by a live drain (or a finished one that still needs its node cordoned).
     Keep,
     /// Give the reservation back: nobody holds it.
@@ -31,7 +31,7 @@ pub enum LeaseVerdict {
     Resume,
 }
 
-/// What the tick knows about the node a lease or drain state belongs to.
+/// What the tick knows about the node a reservation or drain state belongs to.
 #[derive(Clone, Debug, PartialEq)]
 pub enum NodeSeen<'a> {
     /// No node has this instance any more.
@@ -43,11 +43,15 @@ pub enum NodeSeen<'a> {
     },
 }
 
-pub fn lease_verdict(node: NodeSeen<'_>, now: f64, settings: &DrainSettings) -> LeaseVerdict {
-    let release = |reason: &str| LeaseVerdict::Release {
+pub fn reservation_verdict(
+    node: NodeSeen<'_>,
+    now: f64,
+    settings: &DrainSettings,
+) -> ReservationVerdict {
+    let release = |reason: &str| ReservationVerdict::Release {
         reason: reason.into(),
     };
-    let undrain = |reason: String| LeaseVerdict::Undrain { reason };
+    let undrain = |reason: String| ReservationVerdict::Undrain { reason };
     let (state, ready) = match node {
         NodeSeen::Gone => return release("the node is gone"),
         NodeSeen::Present { state: None, .. } => {
@@ -70,11 +74,11 @@ pub fn lease_verdict(node: NodeSeen<'_>, now: f64, settings: &DrainSettings) -> 
             "no notice with a deadline followed the {} within {NO_DEADLINE_MAX_WAIT_S} s",
             state.kind
         )),
-        Phase::Prewarmed => LeaseVerdict::Keep,
+        Phase::Prewarmed => ReservationVerdict::Keep,
         Phase::WaitingForReplacement | Phase::Evicting if owner_alive(state, now, settings) => {
-            LeaseVerdict::Keep
+            ReservationVerdict::Keep
         }
-        Phase::WaitingForReplacement | Phase::Evicting => LeaseVerdict::Resume,
+        Phase::WaitingForReplacement | Phase::Evicting => ReservationVerdict::Resume,
     }
 }
 
@@ -119,9 +123,9 @@ pub fn plan_resume(
     let active =
         state.is_some_and(|s| matches!(s.phase, Phase::WaitingForReplacement | Phase::Evicting));
     let verdict = if adopted && active {
-        LeaseVerdict::Resume
+        ReservationVerdict::Resume
     } else {
-        lease_verdict(NodeSeen::Present { state, ready }, now, settings)
+        reservation_verdict(NodeSeen::Present { state, ready }, now, settings)
     };
     let moot = |commands: Vec<Command>, reason: String| DrainStep {
         commands: commands
@@ -131,25 +135,25 @@ pub fn plan_resume(
         state: state.cloned(),
     };
     match (verdict, state) {
-        (LeaseVerdict::Resume, Some(s)) => plan_drain(
+        (ReservationVerdict::Resume, Some(s)) => plan_drain(
             node,
             pods,
             &notice_of_record(s, instance, NoticeStatus::Active),
             now,
             settings,
         ),
-        (LeaseVerdict::Undrain { .. }, Some(s)) => plan_drain(
+        (ReservationVerdict::Undrain { .. }, Some(s)) => plan_drain(
             node,
             pods,
             &notice_of_record(s, instance, NoticeStatus::Closed),
             now,
             settings,
         ),
-        (LeaseVerdict::Release { reason }, _) => moot(
+        (ReservationVerdict::Release { reason }, _) => moot(
             vec![Command::ReleaseReplacement],
-            format!("lease released: {reason}"),
+            format!("reservation released: {reason}"),
         ),
-        (LeaseVerdict::Keep, _) => moot(
+        (ReservationVerdict::Keep, _) => moot(
             vec![],
             "the drain is driven by its owner (or needs nothing now)".into(),
         ),
@@ -223,7 +227,7 @@ mod tests {
                 "resume",
             ),
             (
-                "drained, lease still held",
+                "drained, reservation still held",
                 present(Some(&drained), false),
                 T0 + 130.0,
                 "release",
@@ -254,11 +258,11 @@ mod tests {
             ),
         ];
         for (what, node, now, expected) in cases {
-            let got = match lease_verdict(node, now, &s) {
-                LeaseVerdict::Keep => "keep",
-                LeaseVerdict::Release { .. } => "release",
-                LeaseVerdict::Undrain { .. } => "undrain",
-                LeaseVerdict::Resume => "resume",
+            let got = match reservation_verdict(node, now, &s) {
+                ReservationVerdict::Keep => "keep",
+                ReservationVerdict::Release { .. } => "release",
+                ReservationVerdict::Undrain { .. } => "undrain",
+                ReservationVerdict::Resume => "resume",
             };
             assert_eq!(got, expected, "{what}");
         }
@@ -284,7 +288,9 @@ mod tests {
         let kind = |st: &DrainStep| match st.last() {
             Command::WaitUntil { .. } => "stepped".to_string(),
             Command::Done(Finish::Undrained) => "undrained".into(),
-            Command::Done(Finish::Moot { reason }) if reason.starts_with("lease released") => {
+            Command::Done(Finish::Moot { reason })
+                if reason.starts_with("reservation released") =>
+            {
                 "released".into()
             }
             Command::Done(Finish::Moot { .. }) => "moot".into(),
@@ -329,7 +335,7 @@ mod tests {
                 "moot",
             ),
             (
-                "no drain on the node: lease released",
+                "no drain on the node: reservation released",
                 None,
                 false,
                 T0,

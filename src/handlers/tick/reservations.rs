@@ -1,9 +1,9 @@
-//! The tick's collection of drain leases. The tick never writes a node or evicts (it holds no
+//! The tick's collection of drain reservations. The tick never writes a node or evicts (it holds no
 //! such rights): reservations nobody holds are released here (a headroom write, the tick's own
 //! object), while drains nobody drives and nodes to un-drain (survivors, expired cordon-prewarm)
 //! are handed to the interruption function as a resume-drain message on its queue, which steps
 //! them through the same step as a notice (`handlers::interruption::step`). What to do with each is
-//! `core::interruption::lease_verdict`; this module observes and acts. One failure never stops
+//! `core::interruption::reservation_verdict`; this module observes and acts. One failure never stops
 //! the others (each item is reported).
 
 use std::collections::BTreeSet;
@@ -17,7 +17,9 @@ pub use crate::adapters::kube::drain::collected::Collected;
 use crate::adapters::kube::drain::{instance_of_node, is_ready, list_nodes, replacement, surge};
 use crate::adapters::kube::headroom::{read_headroom, reservations};
 use crate::adapters::queue::send_resume;
-use crate::core::interruption::{lease_verdict, DrainSettings, DrainState, LeaseVerdict, NodeSeen};
+use crate::core::interruption::{
+    reservation_verdict, DrainSettings, DrainState, NodeSeen, ReservationVerdict,
+};
 use crate::core::TargetSpec;
 use crate::error::Result;
 
@@ -25,7 +27,7 @@ use crate::error::Result;
 /// and expired cordon-prewarm drains to the interruption function as resume-drain messages
 /// (`collect`), before the targets read their headroom. Only logged: a failure here never stops
 /// the tick.
-pub(super) async fn collect_drain_leases(
+pub(super) async fn collect_reservations(
     deps: &Arc<TickDeps>,
     client: &kube::Client,
     targets: &[TargetSpec],
@@ -34,8 +36,8 @@ pub(super) async fn collect_drain_leases(
     let Some(queue_url) = deps.config.interruption.queue_url.as_deref() else {
         // require_tick_ready refuses to start without it; kept total for tests that build deps.
         tracing::warn!(
-            event = "drain_lease",
-            "INTERRUPTION_QUEUE_URL unset: drain leases not collected"
+            event = "drain_reservation",
+            "INTERRUPTION_QUEUE_URL unset: drain reservations not collected"
         );
         return;
     };
@@ -48,17 +50,17 @@ pub(super) async fn collect_drain_leases(
         Ok(items) => {
             for c in items {
                 match &c.outcome {
-                    Ok(done) => tracing::info!(event = "drain_lease", instance = %c.instance,
+                    Ok(done) => tracing::info!(event = "drain_reservation", instance = %c.instance,
                         node = c.node.as_deref().unwrap_or(""), verdict = ?c.verdict, outcome = %done,
-                        "drain lease collected"),
-                    Err(e) => tracing::warn!(event = "drain_lease", instance = %c.instance,
+                        "drain reservation collected"),
+                    Err(e) => tracing::warn!(event = "drain_reservation", instance = %c.instance,
                         node = c.node.as_deref().unwrap_or(""), verdict = ?c.verdict, error = %e,
-                        "drain lease collection failed; next tick"),
+                        "drain reservation collection failed; next tick"),
                 }
             }
         }
         Err(e) => {
-            tracing::warn!(event = "drain_lease", error = %e, "could not collect drain leases")
+            tracing::warn!(event = "drain_reservation", error = %e, "could not collect drain reservations")
         }
     }
 }
@@ -69,7 +71,7 @@ pub struct Handover<'a> {
     pub queue_url: &'a str,
 }
 
-/// Collects every lease of `targets` and every drain state on the cluster's nodes.
+/// Collects every reservation of `targets` and every drain state on the cluster's nodes.
 pub async fn collect(
     client: &kube::Client,
     handover: &Handover<'_>,
@@ -78,15 +80,15 @@ pub async fn collect(
     now: f64,
 ) -> Result<Vec<Collected>> {
     let nodes = list_nodes(client).await?;
-    let mut leased: BTreeSet<String> = BTreeSet::new();
+    let mut reserved: BTreeSet<String> = BTreeSet::new();
     let mut out = Vec::new();
     for t in targets {
         match read_headroom(client, t).await {
-            Ok(read) => leased.extend(reservations(&read).keys().cloned()),
+            Ok(read) => reserved.extend(reservations(&read).keys().cloned()),
             Err(e) => out.push(Collected {
                 instance: String::new(),
                 node: None,
-                verdict: LeaseVerdict::Keep,
+                verdict: ReservationVerdict::Keep,
                 outcome: Err(format!("headroom of target {}: {e}", t.name)),
             }),
         }
@@ -99,16 +101,16 @@ pub async fn collect(
                     .ok()
                     .flatten();
             let instance = instance_of_node(n)?;
-            (state.is_some() || leased.contains(&instance)).then_some((n, instance, state))
+            (state.is_some() || reserved.contains(&instance)).then_some((n, instance, state))
         })
         .collect();
-    for instance in &leased {
+    for instance in &reserved {
         if !drained_nodes.iter().any(|(_, i, _)| i == instance)
             && !nodes
                 .iter()
                 .any(|n| instance_of_node(n).as_deref() == Some(instance))
         {
-            let verdict = lease_verdict(NodeSeen::Gone, now, settings);
+            let verdict = reservation_verdict(NodeSeen::Gone, now, settings);
             let outcome = release(client, targets, instance).await;
             out.push(Collected {
                 instance: instance.clone(),
@@ -124,15 +126,15 @@ pub async fn collect(
             state: state.as_ref(),
             ready: is_ready(node),
         };
-        let verdict = lease_verdict(seen, now, settings);
-        let has_lease = leased.contains(&instance);
+        let verdict = reservation_verdict(seen, now, settings);
+        let has_reservation = reserved.contains(&instance);
         let name = node.metadata.name.clone().unwrap_or_default();
         let outcome = match &verdict {
-            LeaseVerdict::Keep => continue,
-            LeaseVerdict::Release { .. } if !has_lease => continue,
-            LeaseVerdict::Release { .. } => release(client, targets, &instance).await,
+            ReservationVerdict::Keep => continue,
+            ReservationVerdict::Release { .. } if !has_reservation => continue,
+            ReservationVerdict::Release { .. } => release(client, targets, &instance).await,
             // Node writes and evictions are the interruption function's: hand the drain over.
-            LeaseVerdict::Undrain { .. } | LeaseVerdict::Resume => {
+            ReservationVerdict::Undrain { .. } | ReservationVerdict::Resume => {
                 hand_over(handover, &name, &instance, state.as_ref()).await
             }
         };
