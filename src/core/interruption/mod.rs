@@ -17,6 +17,8 @@ pub mod replacement;
 pub mod restore;
 pub mod state;
 pub mod surge;
+pub mod surge_floor;
+pub mod surge_step;
 
 pub use actions::{Action, ActionTable};
 pub use deadline::{eviction_deadline, instance_end, issued_at};
