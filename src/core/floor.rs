@@ -156,13 +156,14 @@ pub fn plan_floor(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    const NOW: f64 = 1_795_953_600.0; // 2026-11-29T12:00:00Z
-    const LEASE: f64 = 300.0;
+    pub(crate) const NOW: f64 = 1_795_953_600.0; // 2026-11-29T12:00:00Z
+    pub(crate) const LEASE: f64 = 300.0;
 
-    fn view(min: u32, max: u32, ann: &[(&str, &str)]) -> FloorView {
+    /// A floor object's view (the tables of `surge_floor` use it too).
+    pub(crate) fn view(min: u32, max: u32, ann: &[(&str, &str)]) -> FloorView {
         FloorView {
             min_replicas: min,
             max_replicas: max,

@@ -170,23 +170,9 @@ pub fn plan_beside_surge(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::floor::tests::{view, LEASE, NOW};
     use crate::floor::{LEASE_UNTIL, RAISED_MIN, USER_MIN};
     use crate::interruption::surge::{SURGE_BASE, SURGE_DRAINS};
-
-    const NOW: f64 = 1_795_953_600.0; // 2026-11-29T12:00:00Z
-    const LEASE: f64 = 300.0;
-
-    fn view(min: u32, max: u32, ann: &[(&str, &str)]) -> FloorView {
-        FloorView {
-            min_replicas: min,
-            max_replicas: max,
-            annotations: ann
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-            keda_owner: None,
-        }
-    }
 
     #[test]
     fn a_drain_surge_holds_the_floor_for_the_forecast() {

@@ -3,10 +3,12 @@
 //!
 //! Order: one node write with the drain state, cordon and taint (or, to un-drain, their removal;
 //! guarded by the resourceVersion read: on a conflict the caller observes again and re-plans),
-//! then the replacement placeholder (idempotent per drain id), then the remaining commands in the planner's order: the placeholder's deletion right before the
-//! evictions it stands in for (hand-over; the drain's surges stay raised), the evictions, and at
-//! the drain's end the placeholder's deletion and the surges given back. Each milestone is an Event on the node: claimed, replacement ready, each
-//! eviction, blocked, drained, un-drained.
+//! then the replacement placeholder (idempotent per drain id), then the remaining commands in the
+//! planner's order: the placeholder's deletion right before the evictions it stands in for
+//! (hand-over; the drain's surges stay raised), the surges (each before the evictions it may
+//! hold), the evictions, and at the drain's end the placeholder's deletion and the surges given
+//! back. Each milestone is an Event on the node: claimed, replacement ready, each eviction,
+//! blocked, drained, un-drained.
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::runtime::events::Recorder;
