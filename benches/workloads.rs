@@ -17,7 +17,7 @@ use criterion::{Criterion, Throughput};
 use std::hint::black_box;
 
 use prewarm::sim::engine::Request;
-use prewarm::sim::oracle;
+use prewarm::sim::ideal;
 use prewarm::sim::workload::rate_series::{RateRow, RateSeries};
 use prewarm::sim::workload::servegen::ServeGen;
 use prewarm::sim::workload::{self, DEFAULT_TOKENS_FILE};
@@ -115,8 +115,8 @@ fn full_pass(dir: &Path, rate_scale: f64) {
             client: r.client,
         }
     });
-    let ideal = oracle::run(requests, 0.0, 8, 1, 4, 15.0, oracle::Setups::default());
-    let busiest = ideal
+    let packing = ideal::run(requests, 0.0, 8, 1, 4, 15.0, ideal::Setups::default());
+    let busiest = packing
         .demand_gpus_per_step
         .iter()
         .cloned()
@@ -124,8 +124,8 @@ fn full_pass(dir: &Path, rate_scale: f64) {
         / 15.0;
     println!(
         "ideal packing: peak {} replicas (1 GPU each); busiest 15 s step {busiest:.0} GPUs on average; mean {:.0} GPUs; {:.1} s",
-        ideal.peak_replicas,
-        ideal.busy_gpu_seconds / ideal.end_s,
+        packing.peak_replicas,
+        packing.busy_gpu_seconds / packing.end_s,
         started.elapsed().as_secs_f64()
     );
 }

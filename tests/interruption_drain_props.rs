@@ -149,7 +149,10 @@ impl Model {
                         self.node.closed_event = closed_by.clone();
                     }
                 }
-                Command::Announce { .. } | Command::WaitUntil { .. } | Command::Done(_) => {}
+                Command::Announce { .. }
+                | Command::Surge { .. }
+                | Command::WaitUntil { .. }
+                | Command::Done(_) => {}
             }
         }
     }

@@ -121,6 +121,12 @@ pub fn command_text(c: &Command) -> String {
                 ""
             }
         ),
+        Command::Surge {
+            namespace,
+            deployment,
+            k,
+            held,
+        } => format!("surge {namespace}/{deployment} k={k} held={}", held.len()),
         Command::HandOver => "hand-over".into(),
         Command::ReleaseReplacement => "release-replacement".into(),
         Command::Undrain { uncordon, .. } => format!("undrain uncordon={uncordon}"),

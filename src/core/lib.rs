@@ -8,12 +8,14 @@
 //! - [`limits_room`], [`quantity`]: NodePool limits room for drains, in exact Kubernetes quantities.
 //! - [`node_index`]: which node holds an instance, without a full node list per notice.
 //! - [`lead`]: lead times learned from NodeClaims and pods, and the horizon they give.
+//! - [`floor`]: the HPA (or KEDA ScaledObject) floor prewarm raises, as a lease.
 //! - [`lease`]: the lease prewarm holds on a field of a user's object (save, write, keep an edit,
 //!   give back), one decision for every such field.
 //! - [`cloudwatch_periods`]: CloudWatch's period arithmetic and the publish intervals a step can
 //!   be read at (checked at start-up by the config, used by the CloudWatch source).
 
 pub mod cloudwatch_periods;
+pub mod floor;
 pub mod interruption;
 pub mod lead;
 pub mod lease;

@@ -22,11 +22,12 @@
 //! | waiting | `cordon-prewarm`, ready, no deadline | prewarmed | `Prewarmed`: the pods keep serving | `cordon_prewarm` |
 //! | waiting (`cordon-prewarm`) | 30 min after the claim (or the notice, if later), no notice with a deadline came | un-drained | `Undrain` (the notice remembered as closed, so a queued copy does nothing; a rebalance's is a false alarm), `ReleaseReplacement` | `cordon_prewarm` |
 //! | evicting | pods left | evicting | evict tier 1, then tier 2 (critical pods); refused ones again at every check; from the deadline, with `DELETE_PAST_PDB_AT_DEADLINE`, delete if a budget refuses; grace cut to the seconds left past the end | `evicting_to_evicting` |
+//! | evicting (`DRAIN_SURGE`) | a step that evicts a Deployment's pods, replacement ready, before the deadline | unchanged | `Surge` per such workload (raise by its `k` pods on the node, or renew), before the evictions; the evictions of a workload whose surge pods are not Ready yet move into its `Surge`, held until they are or the pod is due (`surge_step::plan_surges`, after this planner) | `surge_step_tests` |
 //! | evicting | nothing evictable left (DaemonSet, mirror, finished pods and pods stuck 60 s past their deletion do not count) | drained | `ReleaseReplacement` (the placeholder and the surges), `Drained` (the executor's Event `DrainFinished`), no continuation | `evicting_to_drained` |
 //! | evicting | pods still there 10 min after the later of the announced end (or the end of the wait) and the start of eviction: a budget that never allows their eviction, a node not reclaimed | un-drained | the Event `DrainAbandoned` saying why, `Undrain` (the notice remembered as closed), `ReleaseReplacement` | `evicting_to_undrained` |
 //!
 //! The tick's part (reservation collection, resume-drain messages, the survivor's un-drain) and the
-//! executor's (surges, the node gone mid-drain) are in docs/interruption.md. The tables are in
+//! executor's (the node gone mid-drain) are in docs/interruption.md. The tables are in
 //! `drain_tests/` (`claim.rs`, `waiting.rs`, `evicting.rs`).
 //!
 //! Why the rules are as they are:

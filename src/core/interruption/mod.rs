@@ -17,6 +17,8 @@ pub mod reservation;
 pub mod restore;
 pub mod state;
 pub mod surge;
+pub mod surge_floor;
+pub mod surge_step;
 
 pub use actions::{Action, ActionTable};
 pub use deadline::{eviction_deadline, instance_end, issued_at};
@@ -27,9 +29,6 @@ pub use model::{
 };
 pub use notice::{Notice, NoticeKind, NoticeStatus};
 pub use replacement::{placeholder_verdict, reservation_expiry, PlaceholderVerdict};
-/// The verdict's former name, for `adapters::kube::drain::surge` only, which another change is
-/// moving into the core: rename it there and delete this line.
-pub use reservation::ReservationVerdict as LeaseVerdict;
 pub use reservation::{
     notice_of_record, plan_resume, reservation_verdict, NodeSeen, ReservationVerdict,
 };

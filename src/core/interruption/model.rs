@@ -220,6 +220,16 @@ pub enum Command {
         grace_s: Option<i64>,
         delete_if_blocked: bool,
     },
+    /// Raise Deployment `namespace/deployment` by `k` for this drain (through its HPA's floor
+    /// when one targets it; `surge_step`), or renew the raise. `held`: the step's evictions of
+    /// its pods, held back until the surge pods are Ready, carried out in the surge's place only
+    /// if it cannot be written (a surge that could not be raised is no reason to wait).
+    Surge {
+        namespace: String,
+        deployment: String,
+        k: u32,
+        held: Vec<Command>,
+    },
     /// Hand-over: delete this drain's placeholder (only), right before the evictions it stands
     /// in for, so the evicted pods' successors (and the surge's pods) land in the room it held.
     /// The drain's surges stay raised: they are given back when the drain ends

@@ -245,6 +245,14 @@ pub fn parse_time(s: &str) -> Option<f64> {
         .map(|d| d.timestamp_millis() as f64 / 1000.0)
 }
 
+/// An RFC 3339 time a user may have edited (an annotation's lease end): blanks around it are
+/// allowed, and a malformed one says what was found.
+pub fn parse_annotation_time(raw: &str) -> Result<f64, String> {
+    DateTime::parse_from_rfc3339(raw.trim())
+        .map(|t| t.timestamp_millis() as f64 / 1000.0)
+        .map_err(|e| format!("expected an RFC 3339 time, got {raw:?} ({e})"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,8 +11,9 @@ use super::targets::DrainTargets;
 use super::Interruption;
 use crate::adapters::events::{instance_id, Parsed, ParsedRecord, ResumeDrain};
 use crate::adapters::kube::drain::execute::StepReport;
-use crate::adapters::kube::drain::{event_recorder, is_ready, surge};
+use crate::adapters::kube::drain::{event_recorder, is_ready};
 use crate::clock::unix_now;
+use crate::core::interruption::surge_step::SurgePlan;
 use crate::core::interruption::{
     notice_of_record, plan_drain, plan_resume, Command, DrainFigures, DrainStep, Finish, Notice,
     NoticeStatus,
@@ -381,7 +382,7 @@ fn finish_reason(f: &Finish) -> String {
 }
 
 /// One line per step that surged, held evictions back, or failed to surge.
-fn log_surge(event_id: &str, instance: &str, report: &surge::SurgeReport) {
+fn log_surge(event_id: &str, instance: &str, report: &SurgePlan) {
     if report.workloads.is_empty() && report.errors.is_empty() {
         return;
     }

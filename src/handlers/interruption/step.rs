@@ -1,7 +1,7 @@
 //! One step of one drain, the only way a drain moves: find the node of the instance (by
 //! `spec.providerID`; an instance not here costs nothing more, not even the targets' read),
-//! observe it and its pods, plan (`core::interruption`), gate the evictions
-//! (the surge), execute (`adapters::kube::drain::execute`). A node write
+//! observe it and its pods, plan (`core::interruption`), add the surge's commands (the
+//! workloads observed, the core deciding), execute (`adapters::kube::drain::execute`). A node write
 //! that conflicts (the kubelet, the node controller or another delivery wrote the node since it
 //! was read) is observed and planned again, up to `PLAN_ATTEMPTS` times. Notices and the tick's
 //! resume-drain messages both come through here; they differ only in how they plan.
@@ -10,9 +10,10 @@ use super::targets::DrainTargets;
 use crate::adapters::kube::conflict::retry_on_conflict;
 use crate::adapters::kube::drain::execute::{execute, StepContext, StepReport};
 use crate::adapters::kube::drain::find::NodeFinder;
-use crate::adapters::kube::drain::surge::{self, SurgeReport};
+use crate::adapters::kube::drain::surge;
 use crate::adapters::kube::drain::{observe, replacement, Observation};
 use crate::adapters::kube::shape::placeholder::PlaceholderSettings;
+use crate::core::interruption::surge_step::SurgePlan;
 use crate::core::interruption::DrainStep;
 use crate::error::{Error, Result};
 use kube::runtime::events::Recorder;
@@ -37,16 +38,16 @@ pub enum Stepped {
         observed: Observation,
         planned: Planned,
         report: StepReport,
-        /// What the surge gate did (None: `DRAIN_SURGE` off).
-        surge: Option<SurgeReport>,
+        /// What the surge planned, with what its writes did (None: `DRAIN_SURGE` off).
+        surge: Option<SurgePlan>,
         /// The clock the step was planned at.
         now: f64,
     },
 }
 
 /// Steps the drain of `instance` once. `plan` decides from the observation and the clock; it is
-/// called again after a conflict, with what is then observed. With `surge` on, the planned
-/// evictions pass the surge gate (`drain::surge`) before they are executed, whoever planned them.
+/// called again after a conflict, with what is then observed. With `surge` on, the step gets its
+/// surges (`drain::surge::gate`) before it is executed, whoever planned it.
 /// The node is found through the container's index (`nodes`; `sent`: when the record was sent,
 /// which tells whether the index's last list can answer for it). An instance with no node gives
 /// back what a drain of it holds only when `release_if_gone`: the message carries a drain (a
@@ -104,7 +105,7 @@ pub async fn step(
             replacement::seen_with_home(observed.view.replacement, targets, &observed.node);
         let now = clock();
         let mut planned = plan(&observed, now);
-        let surged = if surge {
+        let mut surged = if surge {
             Some(
                 Box::pin(surge::gate(
                     client,
@@ -131,6 +132,10 @@ pub async fn step(
         // Boxed, as the surge gate is: the executor's future is large (every write of a step),
         // and kept inline it overflowed a 2 MiB thread stack in debug builds.
         let report = Box::pin(execute(&context, &observed, &planned.step)).await?;
+        if let Some(plan) = surged.as_mut() {
+            plan.workloads.extend(report.surged.iter().cloned());
+            plan.errors.extend(report.surge_errors.iter().cloned());
+        }
         if report.conflict {
             return Err(Error::conflict(
                 "patch",

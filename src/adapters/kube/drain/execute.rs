@@ -3,15 +3,18 @@
 //!
 //! Order: one node write with the drain state, cordon and taint (or, to un-drain, their removal;
 //! guarded by the resourceVersion read: on a conflict the caller observes again and re-plans),
-//! then the replacement placeholder (idempotent per drain id), then the remaining commands in the planner's order: the placeholder's deletion right before the
-//! evictions it stands in for (hand-over; the drain's surges stay raised), the evictions, and at
-//! the drain's end the placeholder's deletion and the surges given back. Each milestone is an Event on the node: claimed, replacement ready, each
-//! eviction, blocked, drained, un-drained.
+//! then the replacement placeholder (idempotent per drain id), then the remaining commands in the
+//! planner's order: the placeholder's deletion right before the evictions it stands in for
+//! (hand-over; the drain's surges stay raised), the surges (each before the evictions it may
+//! hold), the evictions, and at the drain's end the placeholder's deletion and the surges given
+//! back. Each milestone is an Event on the node: claimed, replacement ready, each eviction,
+//! blocked, drained, un-drained.
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::runtime::events::Recorder;
 
 use super::replacement::{self, Requested};
+use super::surge::surge_workload;
 use super::{
     delete_pod, evict, node_patch, patch_node, pdbs_covering, pods_moved_patch, record_event,
     undrain_patch, EvictionOutcome, Observation,
@@ -20,6 +23,7 @@ use crate::adapters::kube::nodepool::limits_room::sync_room;
 use crate::adapters::kube::shape::node_pool_of;
 use crate::adapters::kube::shape::placeholder::PlaceholderSettings;
 use crate::core::interruption::state::format_time;
+use crate::core::interruption::surge::SurgeIntent;
 use crate::core::interruption::{
     ends_drain, reservation_expiry, Command, DrainStep, Finish, PodRef, ReplacementSeen,
 };
@@ -51,6 +55,10 @@ pub struct StepReport {
     pub eviction_errors: Vec<String>,
     /// Pods deleted past a PodDisruptionBudget at the deadline (DELETE_PAST_PDB_AT_DEADLINE).
     pub deleted_past_pdb: Vec<PodRef>,
+    /// The surges written (`namespace/deployment: outcome`).
+    pub surged: Vec<String>,
+    /// Surges that could not be written: their held evictions were carried out instead.
+    pub surge_errors: Vec<String>,
     pub released: Vec<String>,
     /// Releases that failed: the drain is not finished until the reservation is given back.
     pub release_errors: Vec<String>,
@@ -217,70 +225,29 @@ pub async fn execute(
 
     for command in &step.commands {
         match command {
-            Command::Evict {
-                pod,
-                uid,
-                grace_s,
-                delete_if_blocked,
-                ..
-            } => match evict(client, pod, uid.as_deref(), *grace_s).await {
-                Ok(EvictionOutcome::Blocked { message, .. }) if *delete_if_blocked => {
-                    // Opted in: the instance goes at its end regardless, and the user chose a
-                    // clean shutdown over the budget.
-                    match delete_pod(client, pod, uid.as_deref(), *grace_s).await {
-                        Ok(()) => {
-                            let note = format!(
-                                "deleted pod {pod} past its PodDisruptionBudget at the eviction deadline ({message}; DELETE_PAST_PDB_AT_DEADLINE, interruption event {event_id})"
-                            );
-                            event(
-                                recorder,
-                                observed,
-                                true,
-                                "DrainDeletedPastPDB",
-                                note,
-                                find_pod(observed, pod),
-                            )
-                            .await;
-                            report.deleted_past_pdb.push(pod.clone());
+            Command::Evict { .. } => evict_one(ctx, observed, command, &mut report).await,
+            Command::Surge {
+                namespace,
+                deployment,
+                k,
+                held,
+            } => {
+                let intent = SurgeIntent::Hold {
+                    drain: drain_id.to_string(),
+                    k: *k,
+                };
+                let name = format!("{namespace}/{deployment}");
+                match surge_workload(client, namespace, deployment, &intent, now).await {
+                    Ok(w) => report.surged.push(format!("{name}: {}", w.outcome)),
+                    // A surge that could not be raised is no reason to wait.
+                    Err(e) => {
+                        report.surge_errors.push(format!("{name}: {e}"));
+                        for evict in held {
+                            evict_one(ctx, observed, evict, &mut report).await;
                         }
-                        Err(e) => report
-                            .eviction_errors
-                            .push(format!("{pod}: delete past PDB: {e}")),
                     }
                 }
-                Ok(EvictionOutcome::Evicted) => {
-                    let grace = grace_s.map_or(String::new(), |g| {
-                        format!(" with its grace period cut to {g} s (the instance's end)")
-                    });
-                    let note = format!("evicted pod {pod}{grace} (interruption event {event_id})");
-                    event(
-                        recorder,
-                        observed,
-                        false,
-                        "DrainEvicted",
-                        note,
-                        find_pod(observed, pod),
-                    )
-                    .await;
-                    report.evicted.push(pod.clone())
-                }
-                Ok(EvictionOutcome::Gone) => report.already_gone.push(pod.clone()),
-                Ok(EvictionOutcome::Blocked { message, .. }) => {
-                    let object = find_pod(observed, pod);
-                    let pdbs = match object {
-                        Some(p) => pdbs_covering(client, p).await.unwrap_or_default(),
-                        None => Vec::new(),
-                    };
-                    let note = blocked_note(pod, &pdbs, &message, event_id);
-                    event(recorder, observed, true, "DrainBlockedByPDB", note, object).await;
-                    report.blocked.push(Blocked {
-                        pod: pod.clone(),
-                        pdbs,
-                        message,
-                    });
-                }
-                Err(e) => report.eviction_errors.push(format!("{pod}: {e}")),
-            },
+            }
             // The planner's reason, as a warning Event on the node.
             Command::Announce { reason, note } => {
                 event(recorder, observed, true, reason, note.clone(), None).await
@@ -312,6 +279,84 @@ pub async fn execute(
         }
     }
     Ok(report)
+}
+
+/// Carries out one `Command::Evict` (anything else is ignored).
+async fn evict_one(
+    ctx: &StepContext<'_>,
+    observed: &Observation,
+    command: &Command,
+    report: &mut StepReport,
+) {
+    let (client, recorder, event_id) = (ctx.client, ctx.recorder, ctx.event_id);
+    let Command::Evict {
+        pod,
+        uid,
+        grace_s,
+        delete_if_blocked,
+        ..
+    } = command
+    else {
+        return;
+    };
+    match evict(client, pod, uid.as_deref(), *grace_s).await {
+        Ok(EvictionOutcome::Blocked { message, .. }) if *delete_if_blocked => {
+            // Opted in: the instance goes at its end regardless, and the user chose a
+            // clean shutdown over the budget.
+            match delete_pod(client, pod, uid.as_deref(), *grace_s).await {
+                Ok(()) => {
+                    let note = format!(
+                    "deleted pod {pod} past its PodDisruptionBudget at the eviction deadline ({message}; DELETE_PAST_PDB_AT_DEADLINE, interruption event {event_id})"
+                );
+                    event(
+                        recorder,
+                        observed,
+                        true,
+                        "DrainDeletedPastPDB",
+                        note,
+                        find_pod(observed, pod),
+                    )
+                    .await;
+                    report.deleted_past_pdb.push(pod.clone());
+                }
+                Err(e) => report
+                    .eviction_errors
+                    .push(format!("{pod}: delete past PDB: {e}")),
+            }
+        }
+        Ok(EvictionOutcome::Evicted) => {
+            let grace = grace_s.map_or(String::new(), |g| {
+                format!(" with its grace period cut to {g} s (the instance's end)")
+            });
+            let note = format!("evicted pod {pod}{grace} (interruption event {event_id})");
+            event(
+                recorder,
+                observed,
+                false,
+                "DrainEvicted",
+                note,
+                find_pod(observed, pod),
+            )
+            .await;
+            report.evicted.push(pod.clone())
+        }
+        Ok(EvictionOutcome::Gone) => report.already_gone.push(pod.clone()),
+        Ok(EvictionOutcome::Blocked { message, .. }) => {
+            let object = find_pod(observed, pod);
+            let pdbs = match object {
+                Some(p) => pdbs_covering(client, p).await.unwrap_or_default(),
+                None => Vec::new(),
+            };
+            let note = blocked_note(pod, &pdbs, &message, event_id);
+            event(recorder, observed, true, "DrainBlockedByPDB", note, object).await;
+            report.blocked.push(Blocked {
+                pod: pod.clone(),
+                pdbs,
+                message,
+            });
+        }
+        Err(e) => report.eviction_errors.push(format!("{pod}: {e}")),
+    }
 }
 
 /// Deletes the drain's placeholder, noting what was released or why not.

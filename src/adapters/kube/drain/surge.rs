@@ -1,15 +1,15 @@
-//! The executor of drain surges (`core::interruption::surge` decides): before a step evicts
-//! pods owned by a Deployment (through its ReplicaSet), raise that workload — its autoscaling/v2
-//! HPA's `minReplicas` when an HPA targets it, else `spec.replicas` — by its pods on the node,
-//! and hold those evictions until the surge pods are Ready (or the pod is due: the deadline
-//! always wins). `release` gives a drain's share back when the drain finishes or un-drains;
-//! `collect_orphans` (called by the tick's lease collection) gives back shares of drains that no
-//! longer run.
+//! The adapter of drain surges. The core decides (`core::interruption::surge_step`: which
+//! workloads a step surges, by how much, and which evictions wait for the surge pods); this file
+//! observes each workload of the step's pods (`gate`: its Deployment through the pod's
+//! ReplicaSet, its replicas, and the floor object or Deployment the surge is recorded on) and
+//! writes one workload's surge (`surge_workload`, the executor's `Command::Surge`). `release`
+//! gives a drain's share back when the drain finishes or un-drains; `collect_orphans` (called by
+//! the tick's reservation collection) gives back shares of drains that no longer run.
 //!
 //! Surged objects carry the label `prewarm.io/surging=true` so releases list only them. Writes
 //! are JSON merge patches guarded by the resourceVersion read; the HPA's floor goes through the
-//! same floor code as the tick's (`hpa::floor::floor_object_of` + `FloorObject::plan`: the user's
-//! value saved, restored exactly, a user's edit kept) under its field manager
+//! same floor object and rules as the tick's (`hpa::floor::floor_object_of`, `core::floor`: the
+//! user's value saved, restored exactly, a user's edit kept) under its field manager
 //! `prewarm-hpa-floor`. An HPA owned by a KEDA ScaledObject is surged on the ScaledObject's
 //! `minReplicaCount`, the surge record beside the floor lease there: KEDA rewrites the HPA from
 //! its ScaledObject, so a surge written on the HPA would be undone at KEDA's next reconcile (and
@@ -26,12 +26,11 @@ use serde_json::{json, Value};
 use super::collected::Collected;
 use super::{instance_of_node, kube_error, Observation};
 use crate::adapters::kube::conflict::retry_on_conflict;
-use crate::adapters::kube::hpa::{self, floor::FloorIntent, scaled_object};
-use crate::core::interruption::surge::{
-    hold_evictions, orphaned_drains, plan_deployment_surge, plan_surge, surge_ready, wants_surge,
-    SurgeDecision, SurgeIntent, SurgeRecord, SURGE_BASE, SURGE_DRAINS, SURGE_WRITTEN_REPLICAS,
-};
-use crate::core::interruption::{DrainState, DrainStep, LeaseVerdict, Phase, PodRef};
+use crate::adapters::kube::hpa::{self, floor::FloorObject, scaled_object};
+use crate::core::interruption::surge::{orphaned_drains, SurgeIntent, SurgeRecord, SURGE_DRAINS};
+use crate::core::interruption::surge_floor::{plan_workload_surge, SurgeOn};
+use crate::core::interruption::surge_step::{plan_surges, surge_wanted, SurgePlan, WorkloadSeen};
+use crate::core::interruption::{DrainState, DrainStep, Phase, PodRef, ReservationVerdict};
 use crate::core::lease::LeaseOutcome;
 use crate::core::TargetSpec;
 use crate::error::{Error, Result};
@@ -39,22 +38,6 @@ use crate::error::{Error, Result};
 /// The label on every object a surge raised (removed on restore).
 pub const SURGING_LABEL: &str = "prewarm.io/surging";
 const FIELD_MANAGER: &str = "prewarm-drain-surge";
-/// The HPA floor lease of a surge: the tick's own floor logic restores an HPA it manages once
-/// this has passed; a drain renews it at every step, and the drain's end or the tick's
-/// collection restores it long before.
-const HPA_LEASE_S: f64 = 3600.0;
-
-/// What the surge did in one step, for the step's log line.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct SurgeReport {
-    /// `namespace/deployment: outcome (want, ready)` per workload touched.
-    pub workloads: Vec<String>,
-    /// Evictions held back until the surge pods are Ready.
-    pub held: Vec<PodRef>,
-    /// Failures (the evictions then go ahead as planned: a surge that could not be raised is
-    /// no reason to wait).
-    pub errors: Vec<String>,
-}
 
 fn controller_of<'a>(
     owners: Option<&'a Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference>>,
@@ -125,15 +108,6 @@ fn annotation_values(a: &BTreeMap<String, Option<String>>) -> serde_json::Map<St
         .collect()
 }
 
-/// The surge record's annotations set to null (merge-patch removal).
-fn record_removed() -> BTreeMap<String, Option<String>> {
-    [
-        (SURGE_DRAINS.to_string(), None),
-        (SURGE_BASE.to_string(), None),
-    ]
-    .into()
-}
-
 /// The surge label follows the record: present while any drain holds one.
 fn label_value(a: &BTreeMap<String, Option<String>>) -> Option<Value> {
     match a.get(SURGE_DRAINS) {
@@ -176,6 +150,64 @@ pub struct SurgeWrite {
     pub ready: u32,
 }
 
+/// Where a workload's surge is written: the floor object (the HPA that targets the Deployment,
+/// or the KEDA ScaledObject that owns that HPA: KEDA rewrites the HPA from it), or the
+/// Deployment itself.
+enum WrittenOn {
+    Floor(FloorObject),
+    Deployment {
+        api: Api<Deployment>,
+        version: Option<String>,
+    },
+}
+
+/// A Deployment as read for its surge: what the core plans from, and where the write goes.
+struct WorkloadRead {
+    replicas: u32,
+    ready: u32,
+    on: SurgeOn,
+    written_on: WrittenOn,
+    display: String,
+}
+
+async fn read_workload(client: &kube::Client, ns: &str, name: &str) -> Result<WorkloadRead> {
+    let api = Api::<Deployment>::namespaced(client.clone(), ns);
+    let display = format!("deployment/{ns}/{name}");
+    let d = api
+        .get(name)
+        .await
+        .map_err(|e| kube_error("get", &display, e))?;
+    let count = |n: Option<i32>, none: u32| n.map_or(none, |r| u32::try_from(r).unwrap_or(0));
+    let replicas = count(d.spec.as_ref().and_then(|s| s.replicas), 1);
+    let ready = count(d.status.as_ref().and_then(|s| s.ready_replicas), 0);
+    let (on, written_on, display) = match hpa_for(client, ns, name).await? {
+        Some(hpa) => {
+            let on = hpa::floor::floor_object_of(client, hpa).await?;
+            let display = on.object.clone();
+            (
+                SurgeOn::Floor(on.view.clone()),
+                WrittenOn::Floor(on),
+                display,
+            )
+        }
+        None => (
+            SurgeOn::Replicas(annotations_of(&d.metadata)),
+            WrittenOn::Deployment {
+                api,
+                version: d.metadata.resource_version.clone(),
+            },
+            display,
+        ),
+    };
+    Ok(WorkloadRead {
+        replicas,
+        ready,
+        on,
+        written_on,
+        display,
+    })
+}
+
 /// Applies `intent` to Deployment `name`'s surge (through its HPA if one targets it).
 pub async fn surge_workload(
     client: &kube::Client,
@@ -197,6 +229,15 @@ pub async fn surge_workload(
 /// times in a row while it rolls out, and 3 attempts were seen to lose to that on the stack.
 const SURGE_ATTEMPTS: usize = 5;
 
+fn plan_error(object: String, message: String) -> Error {
+    Error::Kube {
+        operation: "plan surge".into(),
+        object,
+        message,
+        retryable: false,
+    }
+}
+
 async fn surge_once(
     client: &kube::Client,
     ns: &str,
@@ -204,134 +245,47 @@ async fn surge_once(
     intent: &SurgeIntent,
     now: f64,
 ) -> Result<SurgeWrite> {
-    let deployments = Api::<Deployment>::namespaced(client.clone(), ns);
-    let display = format!("deployment/{ns}/{name}");
-    let d = deployments
-        .get(name)
-        .await
-        .map_err(|e| kube_error("get", &display, e))?;
-    let replicas = d
-        .spec
-        .as_ref()
-        .and_then(|s| s.replicas)
-        .map_or(1, |r| u32::try_from(r).unwrap_or(0));
-    let ready = d
-        .status
-        .as_ref()
-        .and_then(|s| s.ready_replicas)
-        .map_or(0, |r| u32::try_from(r).unwrap_or(0));
-    let plan_error = |object: String, message: String| Error::Kube {
-        operation: "plan surge".into(),
-        object,
-        message,
-        retryable: false,
-    };
-    if let Some(hpa) = hpa_for(client, ns, name).await? {
-        // The floor and the surge's record live on the object the floor is on: the HPA, or the
-        // KEDA ScaledObject that owns it (KEDA rewrites the HPA from it). One conditional write
-        // carries both, so the tick's forecast floor sees the surge (`hpa::floor::surge_floor`).
-        let on = hpa::floor::floor_object_of(client, hpa).await?;
-        let record = SurgeRecord::from_annotations(&on.view.annotations)
-            .map_err(|m| plan_error(on.object.clone(), m))?;
-        let max = on.view.max_replicas;
-        let decision = plan_surge(record.as_ref(), replicas, Some(max), intent);
-        let (floor_intent, mut surge_annotations, want) = match &decision {
-            SurgeDecision::Set { want, record } => (
-                FloorIntent::AtLeast(*want),
-                [
-                    (
-                        SURGE_DRAINS.to_string(),
-                        Some(serde_json::to_string(&record.drains).unwrap_or_default()),
-                    ),
-                    (SURGE_BASE.to_string(), Some(record.base.to_string())),
-                ]
-                .into(),
-                Some(*want),
-            ),
-            SurgeDecision::Restore => (FloorIntent::Restore, record_removed(), None),
-            SurgeDecision::Unchanged => {
-                let want = record
-                    .as_ref()
-                    .filter(|_| matches!(intent, SurgeIntent::Hold { .. }))
-                    .map(|r| r.want(Some(max)));
-                match want {
-                    // A live surge renews its floor lease.
-                    Some(w) => (FloorIntent::AtLeast(w), BTreeMap::new(), Some(w)),
-                    None => {
-                        return Ok(SurgeWrite {
-                            outcome: format!("{} unchanged", on.object),
-                            user_edit_kept: false,
-                            want: None,
-                            ready,
-                        })
-                    }
-                }
-            }
-        };
-        let floor = on.plan(floor_intent, now, HPA_LEASE_S)?;
-        // The user changed the floor while it was raised: the edit is theirs; the surge ends.
-        let user_edit_kept = floor.outcome == LeaseOutcome::UserEditKept;
-        let want = if user_edit_kept {
-            surge_annotations = record_removed();
-            None
-        } else {
-            want
-        };
-        let mut all = floor.annotations.clone();
-        all.extend(surge_annotations);
-        if floor.min_replicas.is_some() || !all.is_empty() {
-            let spec = floor.min_replicas.map(|m| json!({ on.field: m }));
-            on.write(&merge_body(Some(&on.resource_version), &all, spec))
-                .await?;
+    let read = read_workload(client, ns, name).await?;
+    let surge = plan_workload_surge(read.replicas, &read.on, intent, now)
+        .map_err(|m| plan_error(read.display.clone(), m))?;
+    let writes = surge.count.is_some() || !surge.annotations.is_empty();
+    let outcome = match (&read.written_on, surge.outcome) {
+        (WrittenOn::Floor(on), Some(o)) => format!("{} {} {o}", on.object, on.field),
+        (WrittenOn::Floor(on), None) => format!("{} unchanged", on.object),
+        (WrittenOn::Deployment { .. }, o) => {
+            format!("replicas {}", o.unwrap_or(LeaseOutcome::Unchanged))
         }
-        return Ok(SurgeWrite {
-            outcome: format!("{} {} {}", on.object, on.field, floor.outcome),
-            user_edit_kept,
-            want,
-            ready,
-        });
-    }
-    let annotations = annotations_of(&d.metadata);
-    let patch = plan_deployment_surge(replicas, &annotations, intent)
-        .map_err(|m| plan_error(display.clone(), m))?;
-    let user_edit_kept = patch.outcome == LeaseOutcome::UserEditKept;
-    let want = if user_edit_kept || matches!(intent, SurgeIntent::Release { .. }) {
-        None
-    } else {
-        patch.replicas.or_else(|| {
-            annotations
-                .get(SURGE_WRITTEN_REPLICAS)
-                .and_then(|w| w.parse().ok())
-        })
     };
-    if patch.replicas.is_some() || !patch.annotations.is_empty() {
-        let spec = patch.replicas.map(|r| json!({ "replicas": r }));
-        deployments
-            .patch(
-                name,
-                &PatchParams {
-                    field_manager: Some(FIELD_MANAGER.into()),
-                    ..PatchParams::default()
-                },
-                &Patch::Merge(merge_body(
-                    d.metadata.resource_version.as_ref(),
-                    &patch.annotations,
-                    spec,
-                )),
-            )
-            .await
-            .map_err(|e| kube_error("patch", &display, e))?;
+    match &read.written_on {
+        WrittenOn::Floor(on) if writes => {
+            let spec = surge.count.map(|m| json!({ on.field: m }));
+            let body = merge_body(Some(&on.resource_version), &surge.annotations, spec);
+            on.write(&body).await?;
+        }
+        WrittenOn::Deployment { api, version } if writes => {
+            let spec = surge.count.map(|r| json!({ "replicas": r }));
+            let params = PatchParams {
+                field_manager: Some(FIELD_MANAGER.into()),
+                ..PatchParams::default()
+            };
+            let body = merge_body(version.as_ref(), &surge.annotations, spec);
+            api.patch(name, &params, &Patch::Merge(body))
+                .await
+                .map_err(|e| kube_error("patch", &read.display, e))?;
+        }
+        _ => {}
     }
     Ok(SurgeWrite {
-        outcome: format!("replicas {}", patch.outcome),
-        user_edit_kept,
-        want,
-        ready,
+        outcome,
+        user_edit_kept: surge.user_edit_kept,
+        want: surge.want,
+        ready: read.ready,
     })
 }
 
-/// Raises the surges the step needs and takes out of it the evictions that wait for theirs.
-/// Does nothing unless the step evicts and the drain's replacement is ready before the deadline.
+/// Observes the workloads of the step's pods and lets the core add the step's surges
+/// (`core::interruption::surge_step`): the `Surge` commands, and the evictions they hold back.
+/// Reads nothing unless the step evicts and the drain wants surges now.
 pub async fn gate(
     client: &kube::Client,
     targets: &[TargetSpec],
@@ -339,61 +293,60 @@ pub async fn gate(
     step: &mut DrainStep,
     drain_id: &str,
     now: f64,
-) -> SurgeReport {
-    let namespaces = surge_namespaces(targets);
-    let mut report = SurgeReport::default();
-    let evicting: BTreeSet<PodRef> = step.evictions().cloned().collect();
-    if evicting.is_empty() || !step.state.as_ref().is_some_and(|s| wants_surge(s, now)) {
-        return report;
+) -> SurgePlan {
+    if !surge_wanted(step, now) {
+        return SurgePlan::default();
     }
-    // k per workload: its pods on the node that still serve (not terminating, not finished).
+    let (workloads, errors) = observe_workloads(client, targets, observed, step).await;
+    let mut plan = plan_surges(step, &observed.pod_views, &workloads, drain_id, now);
+    plan.errors.extend(errors);
+    plan
+}
+
+/// The workloads of the node's serving pods in the surge namespaces, as read; a workload that
+/// could not be read is an error (its evictions then go ahead as planned).
+async fn observe_workloads(
+    client: &kube::Client,
+    targets: &[TargetSpec],
+    observed: &Observation,
+    step: &DrainStep,
+) -> (Vec<WorkloadSeen>, Vec<String>) {
+    let namespaces = surge_namespaces(targets);
+    let evicting: BTreeSet<&PodRef> = step.evictions().collect();
+    let mut errors = Vec::new();
     let mut cache = BTreeMap::new();
-    let mut workloads: BTreeMap<(String, String), (u32, Vec<PodRef>)> = BTreeMap::new();
+    let mut pods_of: BTreeMap<(String, String), Vec<PodRef>> = BTreeMap::new();
     for (pod, view) in observed.pods.iter().zip(&observed.pod_views) {
         if view.terminating() || view.finished || !namespaces.contains(&view.pod.namespace) {
             continue;
         }
         match deployment_of(client, pod, &mut cache).await {
-            Ok(Some(d)) => {
-                let entry = workloads
-                    .entry((view.pod.namespace.clone(), d))
-                    .or_insert((0, Vec::new()));
-                entry.0 += 1;
-                entry.1.push(view.pod.clone());
-            }
+            Ok(Some(d)) => (pods_of.entry((view.pod.namespace.clone(), d)))
+                .or_default()
+                .push(view.pod.clone()),
             Ok(None) => {}
-            Err(e) => report.errors.push(e.to_string()),
+            Err(e) => errors.push(e.to_string()),
         }
     }
-    let mut held = BTreeSet::new();
-    for ((ns, name), (k, pods)) in workloads {
+    let mut workloads = Vec::new();
+    for ((namespace, deployment), pods) in pods_of {
+        // Only the workloads this step evicts from are surged.
         if !pods.iter().any(|p| evicting.contains(p)) {
             continue;
         }
-        let intent = SurgeIntent::Hold {
-            drain: drain_id.to_string(),
-            k,
-        };
-        match surge_workload(client, &ns, &name, &intent, now).await {
-            Ok(SurgeWrite {
-                outcome,
-                want,
-                ready,
-                ..
-            }) => {
-                let waiting = want.is_some_and(|w| !surge_ready(w, ready));
-                report.workloads.push(format!(
-                    "{ns}/{name}: {outcome} (k {k}, want {want:?}, ready {ready})"
-                ));
-                if waiting {
-                    held.extend(pods);
-                }
-            }
-            Err(e) => report.errors.push(format!("{ns}/{name}: {e}")),
+        match read_workload(client, &namespace, &deployment).await {
+            Ok(read) => workloads.push(WorkloadSeen {
+                namespace,
+                deployment,
+                pods,
+                replicas: read.replicas,
+                ready: read.ready,
+                on: read.on,
+            }),
+            Err(e) => errors.push(format!("{namespace}/{deployment}: {e}")),
         }
     }
-    report.held = hold_evictions(step, &observed.pod_views, &held, now);
-    report
+    (workloads, errors)
 }
 
 /// The namespaces surges may touch: the targets' podNamespaces, where the inference workloads
@@ -609,7 +562,7 @@ pub async fn collect_orphans(
     .map(|r| Collected {
         instance: String::new(),
         node: None,
-        verdict: LeaseVerdict::Release {
+        verdict: ReservationVerdict::Release {
             reason: "surge of a drain that no longer runs".into(),
         },
         outcome: r.map(|released| released.line).map_err(|e| e.to_string()),

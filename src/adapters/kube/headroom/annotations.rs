@@ -51,12 +51,8 @@ pub fn format_time(unix_s: f64) -> String {
         .to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
-/// Parses an RFC 3339 time into Unix seconds.
-pub fn parse_time(raw: &str) -> Result<f64, String> {
-    DateTime::parse_from_rfc3339(raw.trim())
-        .map(|t| t.timestamp_millis() as f64 / 1000.0)
-        .map_err(|e| format!("expected an RFC 3339 time, got {raw:?} ({e})"))
-}
+/// Parses an RFC 3339 time into Unix seconds (the core's, which the HPA floor's lease uses too).
+pub use crate::core::interruption::state::parse_annotation_time as parse_time;
 
 fn annotation_error(key: &str, message: impl std::fmt::Display) -> String {
     format!("annotation {key}: {message}")

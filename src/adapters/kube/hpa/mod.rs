@@ -18,14 +18,13 @@ use k8s_openapi::api::autoscaling::v2::{HorizontalPodAutoscaler, MetricSpec, Met
 use kube::Api;
 
 pub mod floor;
-pub mod floor_view;
 pub mod scaled_object;
 
 use super::api_error::from_kube;
+use crate::core::floor::FloorView;
 use crate::core::policy::observation::{HpaMetric, HpaStatus};
 use crate::core::spec::HpaRef;
 use crate::error::Result;
-use floor_view::FloorView;
 
 /// Name fragments of per-replica metrics that count requests in the system or running.
 const IN_SYSTEM_NAMES: [&str; 8] = [
@@ -324,8 +323,8 @@ mod tests {
 
     #[test]
     fn sizing_takes_the_users_floor_while_prewarm_holds_a_raise() {
-        use crate::adapters::kube::hpa::floor_view::{RAISED_MIN, USER_MIN};
         use crate::adapters::kube::hpa::scaled_object;
+        use crate::core::floor::{RAISED_MIN, USER_MIN};
         // The fixture HPA says minReplicas 2; prewarm raised it to 6 from the user's 2.
         let mut raised = hpa(serde_json::json!([]));
         raised.spec.as_mut().unwrap().min_replicas = Some(6);

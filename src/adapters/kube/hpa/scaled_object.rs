@@ -11,7 +11,7 @@
 //! needs `get` and `patch` on `scaledobjects.keda.sh` in the workload's namespace
 //! (infra/helm/prewarm/permissions.yaml).
 
-use super::floor_view::FloorView;
+use crate::core::floor::FloorView;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 
 /// KEDA's defaults when the fields are absent.

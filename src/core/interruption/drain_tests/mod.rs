@@ -260,6 +260,8 @@ fn show(step: &DrainStep) -> Vec<String> {
             }
             Command::HandOver => "hand-over".into(),
             Command::ReleaseReplacement => "release".into(),
+            // Added after the planner (`surge_step`): never in a planned step.
+            Command::Surge { deployment, k, .. } => format!("surge {deployment} by {k}"),
             Command::Evict {
                 pod,
                 tier,
