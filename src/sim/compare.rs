@@ -363,28 +363,46 @@ pub fn compare(
     let classes_of = classes.as_ref().map(|c| Arc::new(c.of_client()));
     let base = base_config(setup, warm, classes_of);
 
-    // Reactive first (the node hints read its node demand), the node hints last.
-    let mut jobs = vec![Job::Reactive];
-    if setup.policies.contains(&PolicyName::ClusterAutoscaler) {
-        jobs.push(Job::ClusterAutoscaler);
-    }
-    for &policy in &setup.policies {
-        for variant in knobs::variants(policy, setup.train_days, ideal.end_s) {
-            for knob in knobs::grid(
+    // Reactive first (the node hints read its node demand), the node hints last. prewarm's
+    // points next: its decide() every tick makes them the longest runs, and started early they
+    // do not leave one worker running alone at the end. A policy's points keep their order.
+    let points_of = |policy: PolicyName| {
+        let variants = knobs::variants(policy, setup.train_days, ideal.end_s);
+        variants.into_iter().flat_map(move |variant| {
+            knobs::grid(
                 policy,
                 peak,
                 setup.replicas_per_node(),
                 setup.buffer_max,
                 setup.model.hpa.target_utilization,
-            ) {
-                jobs.push(Job::Point {
-                    policy,
-                    knob,
-                    variant,
-                });
-            }
-        }
+            )
+            .into_iter()
+            .map(move |knob| Job::Point {
+                policy,
+                knob,
+                variant,
+            })
+        })
+    };
+    let decides = |p: &&PolicyName| matches!(p, PolicyName::Prewarm | PolicyName::PrewarmFloor);
+    let mut jobs = vec![Job::Reactive];
+    jobs.extend(
+        setup
+            .policies
+            .iter()
+            .filter(decides)
+            .flat_map(|&p| points_of(p)),
+    );
+    if setup.policies.contains(&PolicyName::ClusterAutoscaler) {
+        jobs.push(Job::ClusterAutoscaler);
     }
+    jobs.extend(
+        setup
+            .policies
+            .iter()
+            .filter(|p| !decides(p))
+            .flat_map(|&p| points_of(p)),
+    );
     if setup.policies.contains(&PolicyName::NodeHints) {
         jobs.push(Job::NodeHints);
     }

@@ -37,6 +37,23 @@ use crate::sim::stats::DAY_S;
 use super::pods::Phase;
 use super::{Replicas, Sim};
 
+/// The arrival rates of settled scrapes (`Sim::arrival_rate_at`), for one rate window.
+#[derive(Debug)]
+pub(super) struct RateMemo {
+    window_s: f64,
+    /// By scrape: None until computed; then the query's answer (None: too few scrapes).
+    rates: Vec<Option<Option<f64>>>,
+}
+
+impl Default for RateMemo {
+    fn default() -> Self {
+        RateMemo {
+            window_s: f64::NAN,
+            rates: Vec::new(),
+        }
+    }
+}
+
 impl Sim<'_> {
     /// Counts a completion (and its end-to-end latency) in the first scrape at or after `done`.
     pub(super) fn record_completion(&mut self, done: f64, latency_s: f64) {
@@ -122,10 +139,39 @@ impl Sim<'_> {
         prometheus_rate(&points, last as f64 * step, range_s)
     }
 
+    /// The arrival-rate query evaluated at scrape `b` (`fresh_arrival_rate_at`), remembered once
+    /// its scrapes can no longer change: every tick reads its season frames and recent window
+    /// again, slid by one tick, so most of what it asks was computed at an earlier tick.
+    fn arrival_rate_at(&self, b: i64, rate_window_s: f64) -> Option<f64> {
+        // A scrape's gauges are set when it is taken and its completions counted when they start
+        // (ahead of it), so scrape b and those before are final once scrape b + 2 is taken.
+        let settled = b >= 0 && (b as usize) + 2 < self.waiting_at_boundary.len();
+        if !settled {
+            return self.fresh_arrival_rate_at(b, rate_window_s);
+        }
+        let b = b as usize;
+        let mut memo = self.arrival_rates.borrow_mut();
+        if memo.window_s != rate_window_s {
+            *memo = RateMemo {
+                window_s: rate_window_s,
+                rates: Vec::new(),
+            };
+        }
+        if let Some(Some(rate)) = memo.rates.get(b) {
+            return *rate;
+        }
+        let rate = self.fresh_arrival_rate_at(b as i64, rate_window_s);
+        if memo.rates.len() <= b {
+            memo.rates.resize(b + 1, None);
+        }
+        memo.rates[b] = Some(rate);
+        rate
+    }
+
     /// The arrival-rate query evaluated at scrape `b`: completions `rate[W]` plus the clamped
     /// `deriv` of waiting + running, W = `rate_window_s` (RATE_WINDOW_SECONDS). None when the
     /// window holds fewer than two scrapes.
-    fn arrival_rate_at(&self, b: i64, rate_window_s: f64) -> Option<f64> {
+    fn fresh_arrival_rate_at(&self, b: i64, rate_window_s: f64) -> Option<f64> {
         let step = self.cfg.step_s;
         let rate = self.counter_rate(b, rate_window_s, |k| {
             f64::from(*self.completions_at.get(k).unwrap_or(&0))

@@ -301,6 +301,8 @@ struct Sim<'a> {
     serving_at_boundary: Vec<u32>,
     completions_at: Vec<u32>,
     latency_sum_at: Vec<f64>,
+    /// The arrival-rate query's answers already computed (eyes.rs).
+    arrival_rates: std::cell::RefCell<eyes::RateMemo>,
     headroom_state: HeadroomState,
     /// prewarm-floor: the HPA's minReplicas as prewarm raised it (None: the user's value), and
     /// until when its lease holds (a failing-static tick gives it back once expired).
@@ -346,6 +348,7 @@ impl<'a> Sim<'a> {
             serving_at_boundary: Vec::new(),
             completions_at: Vec::new(),
             latency_sum_at: Vec::new(),
+            arrival_rates: Default::default(),
             headroom_state: HeadroomState::default(),
             raised_min: None,
             raised_min_lease_until: 0.0,
