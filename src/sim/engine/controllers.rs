@@ -176,7 +176,6 @@ impl Sim<'_> {
             return None;
         }
         let in_system = self.in_system_at(scrape);
-        let load = self.cfg.model.model_load_s;
         let (mut with_metric, mut missing, mut pending) = (0, 0, 0);
         for &p in &self.live_pods {
             let pod = &self.pods[p];
@@ -186,9 +185,7 @@ impl Sim<'_> {
             match pod.phase {
                 Phase::Pending => pending += 1,
                 // Before the model load starts the container is not running: phase Pending.
-                Phase::Starting { serving_at, .. } if self.now < serving_at - load - 1e-9 => {
-                    pending += 1
-                }
+                Phase::Starting { .. } if self.now < pod.started_at - 1e-9 => pending += 1,
                 Phase::Starting { .. } => missing += 1,
                 Phase::Serving { .. } if pod.serving_since <= scraped_at + 1e-9 => with_metric += 1,
                 Phase::Serving { .. } => missing += 1,

@@ -35,6 +35,7 @@ pub use launch::LaunchModel;
 pub use lead::{LeadReport, LeadTime};
 pub use pool::{run_pool, PoolHeadroom, PoolResult};
 pub use residual::ResidualSeries;
+pub use world::{World, WorldName};
 
 /// One request as the engine sees it.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -138,6 +139,8 @@ pub struct RunConfig {
     /// Where prewarm's lead time comes from: LEAD_TIME_SECONDS as configured, or learned from
     /// the run's own node boots, pulls and loads (lead.rs).
     pub lead_time: LeadTime,
+    /// Where the simulated cluster departs from what prewarm is told (world.rs).
+    pub world: World,
 }
 
 /// One point of the recorded series, every `step_s`.
@@ -233,6 +236,7 @@ mod pool;
 mod requests;
 mod residual;
 mod waterfall;
+mod world;
 
 use events::{Event, Kind};
 use nodes::Node;
@@ -548,6 +552,8 @@ pub fn run(
 mod lead_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod world_tests;
 
 /// Balloons for `percent` % of `replicas`, rounded up.
 pub(crate) fn percent_of(replicas: u32, percent: f64) -> u32 {

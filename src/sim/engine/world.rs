@@ -1,0 +1,97 @@
+//! The world the simulated cluster lives in where it departs from what prewarm is told or can
+//! measure. The exact world (the default) is the one prewarm's settings describe: every image
+//! pull and model load takes the configured time, the metric store shows each scrape exactly
+//! INGESTION_LAG_SECONDS late. The rough world (`--world rough`) draws each node's image pull
+//! and each replica's model load from a lognormal around the configured medians. Its
+//! parameters and their sources are in docs/simulator.md ("The rough world").
+
+use serde::Serialize;
+
+use super::launch::{draw_stream, LaunchModel, Stream};
+use super::Sim;
+
+/// Which world a run lives in (`--world`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorldName {
+    Exact,
+    Rough,
+}
+
+/// How the simulated world differs from what prewarm assumes; `World::EXACT` differs in nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct World {
+    pub name: WorldName,
+    /// p99 / median of a node's image pull (lognormal, median `Model::image_pull_s`); 1: every
+    /// pull takes the median.
+    pub pull_p99_over_median: f64,
+    /// p99 / median of a replica's model load (median `Model::model_load_s`); 1: the median.
+    pub load_p99_over_median: f64,
+}
+
+impl World {
+    pub const EXACT: World = World {
+        name: WorldName::Exact,
+        pull_p99_over_median: 1.0,
+        load_p99_over_median: 1.0,
+    };
+
+    pub const ROUGH: World = World {
+        name: WorldName::Rough,
+        pull_p99_over_median: 2.5,
+        load_p99_over_median: 2.0,
+    };
+
+    pub fn named(name: WorldName) -> World {
+        match name {
+            WorldName::Exact => World::EXACT,
+            WorldName::Rough => World::ROUGH,
+        }
+    }
+
+    /// For `skip_serializing_if`: the exact world's reports stay as they were.
+    pub fn is_exact(&self) -> bool {
+        self.name == WorldName::Exact
+    }
+}
+
+/// A lognormal draw with this median and p99 / median (no capacity errors): the launch model's.
+fn draw(median_s: f64, p99_over_median: f64, seed: u64, who: Stream, ordinal: u64) -> f64 {
+    if p99_over_median <= 1.0 {
+        return median_s;
+    }
+    let spread = LaunchModel {
+        p99_over_median,
+        ..LaunchModel::CONSTANT
+    };
+    spread.sample(median_s, &mut draw_stream(seed, who, ordinal))
+}
+
+impl Sim<'_> {
+    /// The image pull of node `node` (each node's own draw, the same for every policy that
+    /// launches an n-th node: common random numbers).
+    pub(super) fn image_pull_s(&self, node: usize) -> f64 {
+        let w = &self.cfg.world;
+        let median = self.cfg.model.image_pull_s;
+        draw(
+            median,
+            w.pull_p99_over_median,
+            self.cfg.seed,
+            Stream::Pull,
+            node as u64,
+        )
+    }
+
+    /// The model load of inference pod `pod` (its own draw, keyed by its ordinal).
+    pub(super) fn model_load_s(&self, pod: usize) -> f64 {
+        let w = &self.cfg.world;
+        let median = self.cfg.model.model_load_s;
+        draw(
+            median,
+            w.load_p99_over_median,
+            self.cfg.seed,
+            Stream::Load,
+            pod as u64,
+        )
+    }
+}
