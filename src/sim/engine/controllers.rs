@@ -210,7 +210,8 @@ impl Sim<'_> {
             return None;
         }
         let scrape = (seen / self.cfg.step_s + 1e-9).floor() as usize;
-        (scrape < self.serving_at_boundary.len()).then_some(scrape)
+        // The metrics adapter's instant query: a lost scrape reads as the kept one before it.
+        (scrape < self.serving_at_boundary.len()).then(|| self.stored_scrape(scrape))
     }
 
     /// Requests waiting or running at a scrape.

@@ -16,6 +16,8 @@ pub enum Stream {
     Pull,
     /// The model load of the run's n-th inference pod (world.rs).
     Load,
+    /// Whether the metric store lost the n-th scrape (world.rs).
+    Scrape,
 }
 
 /// The random stream of one launch, keyed by the run's seed, who launches and the launch's
@@ -29,6 +31,7 @@ pub fn draw_stream(seed: u64, who: Stream, ordinal: u64) -> ChaCha8Rng {
         Stream::NodeHints => 1u64 << 63,
         Stream::Pull => 1u64 << 62,
         Stream::Load => 3u64 << 62,
+        Stream::Scrape => 1u64 << 61,
     };
     rng.set_stream(family | ordinal);
     rng

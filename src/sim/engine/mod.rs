@@ -305,6 +305,8 @@ struct Sim<'a> {
     serving_at_boundary: Vec<u32>,
     completions_at: Vec<u32>,
     latency_sum_at: Vec<f64>,
+    /// Scrapes the metric store lost (world.rs; empty when it loses none).
+    lost_scrapes: Vec<bool>,
     headroom_state: HeadroomState,
     /// prewarm-floor: the HPA's minReplicas as prewarm raised it (None: the user's value), and
     /// until when its lease holds (a failing-static tick gives it back once expired).
@@ -350,6 +352,7 @@ impl<'a> Sim<'a> {
             serving_at_boundary: Vec::new(),
             completions_at: Vec::new(),
             latency_sum_at: Vec::new(),
+            lost_scrapes: Vec::new(),
             headroom_state: HeadroomState::default(),
             raised_min: None,
             raised_min_lease_until: 0.0,

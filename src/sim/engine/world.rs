@@ -1,11 +1,15 @@
 //! The world the simulated cluster lives in where it departs from what prewarm is told or can
 //! measure. The exact world (the default) is the one prewarm's settings describe: every image
 //! pull and model load takes the configured time, the metric store shows each scrape exactly
-//! INGESTION_LAG_SECONDS late. The rough world (`--world rough`) draws each node's image pull
-//! and each replica's model load from a lognormal around the configured medians. Its
-//! parameters and their sources are in docs/simulator.md ("The rough world").
+//! INGESTION_LAG_SECONDS late and keeps every scrape. The rough world (`--world rough`) draws
+//! each node's image pull and each replica's model load from a lognormal around the
+//! configured medians; its metric store shows scrapes later than prewarm is told and loses a
+//! share of them.
+//! Its parameters and their sources are in docs/simulator.md ("The rough world").
 
 use serde::Serialize;
+
+use rand::Rng;
 
 use super::launch::{draw_stream, LaunchModel, Stream};
 use super::Sim;
@@ -27,6 +31,10 @@ pub struct World {
     pub pull_p99_over_median: f64,
     /// p99 / median of a replica's model load (median `Model::model_load_s`); 1: the median.
     pub load_p99_over_median: f64,
+    /// Seconds the metric store shows a scrape later than INGESTION_LAG_SECONDS says.
+    pub extra_ingestion_lag_s: f64,
+    /// Share of scrapes the store never gets (each scrape's own draw).
+    pub scrape_loss: f64,
 }
 
 impl World {
@@ -34,12 +42,16 @@ impl World {
         name: WorldName::Exact,
         pull_p99_over_median: 1.0,
         load_p99_over_median: 1.0,
+        extra_ingestion_lag_s: 0.0,
+        scrape_loss: 0.0,
     };
 
     pub const ROUGH: World = World {
         name: WorldName::Rough,
         pull_p99_over_median: 2.5,
         load_p99_over_median: 2.0,
+        extra_ingestion_lag_s: 30.0,
+        scrape_loss: 0.02,
     };
 
     pub fn named(name: WorldName) -> World {
@@ -93,5 +105,32 @@ impl Sim<'_> {
             Stream::Load,
             pod as u64,
         )
+    }
+}
+
+impl Sim<'_> {
+    /// Draws whether the store lost scrape `b` (only in a world that loses any).
+    pub(super) fn draw_scrape_loss(&mut self, b: usize) {
+        let loss = self.cfg.world.scrape_loss;
+        if loss <= 0.0 {
+            return;
+        }
+        if self.lost_scrapes.len() <= b {
+            self.lost_scrapes.resize(b + 1, false);
+        }
+        let u: f64 = draw_stream(self.cfg.seed, Stream::Scrape, b as u64).random();
+        self.lost_scrapes[b] = u < loss;
+    }
+
+    /// Whether the store holds scrape `b`'s samples (a range vector holds only these).
+    pub(super) fn kept(&self, b: usize) -> bool {
+        !self.lost_scrapes.get(b).copied().unwrap_or(false)
+    }
+
+    /// The scrape whose sample an instant query at scrape `b` gets: `b`, or when the store lost
+    /// it the newest kept one before it (Prometheus' lookback returns the last sample; a few
+    /// lost scrapes in a row stay well inside its 5 minutes). `b` itself if none was kept.
+    pub(super) fn stored_scrape(&self, b: usize) -> usize {
+        (0..=b).rev().find(|&k| self.kept(k)).unwrap_or(b)
     }
 }

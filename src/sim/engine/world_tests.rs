@@ -3,6 +3,7 @@
 use super::launch::{draw_stream, Stream};
 use super::tests::{config, step_to};
 use super::*;
+use crate::core::{HeadroomKind, Sample};
 
 /// Three pods at t = 0 on g5.xlarge (one replica a node), a static fleet: Karpenter's batch
 /// closes at 1 s and launches three nodes, Ready at 1 + 41 = 42; each node pulls from Ready
@@ -59,4 +60,51 @@ fn the_rough_world_draws_each_nodes_pull_and_each_pods_load() {
     // The draws differ from pod to pod, and the same seed gives the same run.
     assert!(got[0] != got[1] && got[1] != got[2], "{got:?}");
     assert_eq!(three_cold_pods(rough), got);
+}
+
+#[test]
+fn the_rough_store_shows_scrapes_late_and_a_lost_scrape_is_not_in_the_read() {
+    // prewarm is told INGESTION_LAG_SECONDS 0; the store shows scrapes 30 s late and lost
+    // scrape 17 (255 s). The servers exported 45·b completions in the interval ending at
+    // scrape b, 1 request waiting at every scrape but 5 at the lost one, nothing running.
+    // now = 300: the store shows scrapes up to (300 - 30) / 15 = 18, so a 60 s read ends at
+    // 270 (scrapes 15..=18), not at 300 where prewarm's lag puts it.
+    let mut cfg = config();
+    cfg.world = World {
+        extra_ingestion_lag_s: 30.0,
+        ..World::EXACT
+    };
+    let mut sim = Sim::new(&cfg);
+    sim.completions_at = (0..=40u32).map(|b| 45 * b).collect();
+    sim.latency_sum_at = vec![0.0; 41];
+    sim.waiting_at_boundary = vec![1; 41];
+    sim.waiting_at_boundary[17] = 5;
+    sim.running_at_boundary = vec![0; 41];
+    sim.lost_scrapes = vec![false; 41];
+    sim.lost_scrapes[17] = true;
+    sim.now = 300.0;
+    let policy = PolicySpec {
+        window_s: 60.0,
+        ingestion_lag_s: 0.0,
+        ..PolicySpec::default()
+    };
+    let target = TargetSpec::new("t", "gpu", HeadroomKind::NodePoolReplicas, 8);
+    let obs = sim.observation(&policy, &target);
+    let at = |s: &[Sample]| -> Vec<f64> { s.iter().map(|x| x.t - cfg.base_epoch).collect() };
+    let v = |s: &[Sample]| -> Vec<f64> { s.iter().map(|x| x.v).collect() };
+    assert_eq!(at(&obs.waiting), vec![225.0, 240.0, 255.0, 270.0]);
+    // The gauge at the lost scrape is the one before it (lookback): 1, not 5.
+    assert_eq!(v(&obs.waiting), vec![1.0; 4]);
+    // rate(completions[60s]) + clamped deriv(waiting): the deriv is 0 everywhere (the lost 5
+    // is in no range). Scrapes 12..=15 and 13..=16 are whole: 45(3b - 3) / 45 = 42 and 45.
+    // At 17 the range holds 14, 15, 16: increase 45(15 + 16) = 1395 over 30 s, extrapolated
+    // 15 s to the range's start and 15 s to its end (both under 1.1 × 15): 1395 × 60 / 30 /
+    // 60 = 46.5 (48 with the scrape). At 18: 15, 16, 18: 45(16 + 17 + 18) = 2295 over 45 s,
+    // 15 s to the start: 2295 / 45 = 51, as if nothing was lost.
+    let rates = v(&obs.arrival_rate);
+    let want = [42.0, 45.0, 46.5, 51.0];
+    assert!(
+        rates.len() == 4 && rates.iter().zip(want).all(|(r, w)| (r - w).abs() < 1e-9),
+        "arrival rate {rates:?}, want {want:?}"
+    );
 }
