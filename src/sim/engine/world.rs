@@ -1,10 +1,11 @@
 //! The world the simulated cluster lives in where it departs from what prewarm is told or can
 //! measure. The exact world (the default) is the one prewarm's settings describe: every image
 //! pull and model load takes the configured time, the metric store shows each scrape exactly
-//! INGESTION_LAG_SECONDS late and keeps every scrape. The rough world (`--world rough`) draws
+//! INGESTION_LAG_SECONDS late and keeps every scrape, a request's service time does not depend
+//! on how full its replica's batch is. The rough world (`--world rough`) draws
 //! each node's image pull and each replica's model load from a lognormal around the
 //! configured medians; its metric store shows scrapes later than prewarm is told and loses a
-//! share of them.
+//! share of them; a request takes longer the fuller its batch.
 //! Its parameters and their sources are in docs/simulator.md ("The rough world").
 
 use serde::Serialize;
@@ -35,6 +36,10 @@ pub struct World {
     pub extra_ingestion_lag_s: f64,
     /// Share of scrapes the store never gets (each scrape's own draw).
     pub scrape_loss: f64,
+    /// A request's service time with the replica's batch full, over a lone request's: a
+    /// request starting as the a-th in its replica's batch takes `1 + (this - 1)(a - 1) /
+    /// (slots - 1)` times its own service time. 1: the batch does not matter.
+    pub full_batch_slowdown: f64,
 }
 
 impl World {
@@ -44,6 +49,7 @@ impl World {
         load_p99_over_median: 1.0,
         extra_ingestion_lag_s: 0.0,
         scrape_loss: 0.0,
+        full_batch_slowdown: 1.0,
     };
 
     pub const ROUGH: World = World {
@@ -52,6 +58,7 @@ impl World {
         load_p99_over_median: 2.0,
         extra_ingestion_lag_s: 30.0,
         scrape_loss: 0.02,
+        full_batch_slowdown: 1.21,
     };
 
     pub fn named(name: WorldName) -> World {
@@ -132,5 +139,16 @@ impl Sim<'_> {
     /// lost scrapes in a row stay well inside its 5 minutes). `b` itself if none was kept.
     pub(super) fn stored_scrape(&self, b: usize) -> usize {
         (0..=b).rev().find(|&k| self.kept(k)).unwrap_or(b)
+    }
+
+    /// The factor on the service time of a request that starts as the `batch`-th in its
+    /// replica's batch (`World::full_batch_slowdown`). It is fixed when the request starts.
+    pub(super) fn batch_slowdown(&self, batch: u32) -> f64 {
+        let full = self.cfg.world.full_batch_slowdown;
+        let slots = self.slots();
+        if full == 1.0 || slots <= 1 {
+            return 1.0;
+        }
+        1.0 + (full - 1.0) * f64::from(batch.saturating_sub(1)) / f64::from(slots - 1)
     }
 }

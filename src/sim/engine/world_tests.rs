@@ -108,3 +108,31 @@ fn the_rough_store_shows_scrapes_late_and_a_lost_scrape_is_not_in_the_read() {
         "arrival rate {rates:?}, want {want:?}"
     );
 }
+
+#[test]
+fn a_request_takes_longer_the_fuller_its_replicas_batch() {
+    // One warm replica with 8 slots, three requests of 10 s arriving at 1 s. Full batch 1.21×:
+    // the a-th of the batch takes 10 × (1 + 0.21 (a - 1) / 7): 10, 10.3, 10.6, done at 11,
+    // 11.3, 11.6; their end-to-end latencies count in the scrape at 15 s: 30.9 s. The exact
+    // world: 30 s.
+    let latency = |world: World| {
+        let mut cfg = config();
+        cfg.world = world;
+        let mut sim = Sim::new(&cfg);
+        sim.warm_start();
+        let reqs = [1.0; 3].map(|arrival| Request {
+            arrival,
+            service_s: 10.0,
+            prefill_s: 0.0,
+            client: 0,
+        });
+        step_to(&mut sim, &reqs, 20.0);
+        sim.latency_sum_at[1]
+    };
+    assert_eq!(latency(World::EXACT), 30.0);
+    let rough = latency(World {
+        full_batch_slowdown: 1.21,
+        ..World::EXACT
+    });
+    assert!((rough - 30.9).abs() < 1e-9, "latency sum {rough}");
+}
