@@ -214,9 +214,15 @@ impl Sim<'_> {
         (scrape < self.serving_at_boundary.len()).then(|| self.stored_scrape(scrape))
     }
 
-    /// Requests waiting or running at a scrape.
+    /// The HPA metric's sum over the pods at a scrape: the requests waiting or running, or in
+    /// the rough world the running ones (the batch size, which the queue does not fill).
     fn in_system_at(&self, scrape: usize) -> u32 {
-        self.waiting_at_boundary[scrape] + self.running_at_boundary[scrape]
+        let waiting = if self.cfg.world.hpa_on_batch_size {
+            0
+        } else {
+            self.waiting_at_boundary[scrape]
+        };
+        waiting + self.running_at_boundary[scrape]
     }
 
     /// Removes `count` replicas: pending ones first, then starting, then the least busy.

@@ -2,10 +2,12 @@
 //! measure. The exact world (the default) is the one prewarm's settings describe: every image
 //! pull and model load takes the configured time, the metric store shows each scrape exactly
 //! INGESTION_LAG_SECONDS late and keeps every scrape, a request's service time does not depend
-//! on how full its replica's batch is. The rough world (`--world rough`) draws
+//! on how full its replica's batch is, and the HPA scales on the requests in the system per
+//! replica (the metric prewarm's `HpaStatus` reads). The rough world (`--world rough`) draws
 //! each node's image pull and each replica's model load from a lognormal around the
 //! configured medians; its metric store shows scrapes later than prewarm is told and loses a
-//! share of them; a request takes longer the fuller its batch.
+//! share of them; a request takes longer the fuller its batch; the HPA scales on the batch size
+//! (running requests per replica).
 //! Its parameters and their sources are in docs/simulator.md ("The rough world").
 
 use serde::Serialize;
@@ -40,6 +42,10 @@ pub struct World {
     /// request starting as the a-th in its replica's batch takes `1 + (this - 1)(a - 1) /
     /// (slots - 1)` times its own service time. 1: the batch does not matter.
     pub full_batch_slowdown: f64,
+    /// The HPA scales on the batch size (running requests per replica, as vLLM's
+    /// `num_requests_running`), which does not see the queue, instead of the requests in the
+    /// system per replica (the metric prewarm's `HpaStatus` reads).
+    pub hpa_on_batch_size: bool,
 }
 
 impl World {
@@ -50,6 +56,7 @@ impl World {
         extra_ingestion_lag_s: 0.0,
         scrape_loss: 0.0,
         full_batch_slowdown: 1.0,
+        hpa_on_batch_size: false,
     };
 
     pub const ROUGH: World = World {
@@ -59,6 +66,7 @@ impl World {
         extra_ingestion_lag_s: 30.0,
         scrape_loss: 0.02,
         full_batch_slowdown: 1.21,
+        hpa_on_batch_size: true,
     };
 
     pub fn named(name: WorldName) -> World {

@@ -136,3 +136,28 @@ fn a_request_takes_longer_the_fuller_its_replicas_batch() {
     });
     assert!((rough - 30.9).abs() < 1e-9, "latency sum {rough}");
 }
+
+#[test]
+fn the_rough_worlds_hpa_scales_on_the_batch_size_which_does_not_see_the_queue() {
+    // One warm replica with 8 slots under an HPA at target 1.0 (8 per pod), no metrics lag.
+    // Scrape 0 saw 8 running and 6 waiting. The exact world's HPA reads 14 per pod: ceil(14 /
+    // 8) = 2 replicas. On the batch size it reads the 8 running: ratio 1, one replica stays.
+    let replicas = |world: World| {
+        let mut cfg = config();
+        cfg.replicas = Replicas::Hpa;
+        cfg.world = world;
+        let mut sim = Sim::new(&cfg);
+        sim.warm_start();
+        sim.waiting_at_boundary = vec![6];
+        sim.running_at_boundary = vec![8];
+        sim.serving_at_boundary = vec![1];
+        sim.on_hpa();
+        sim.replica_count()
+    };
+    assert_eq!(replicas(World::EXACT), 2);
+    let batch = World {
+        hpa_on_batch_size: true,
+        ..World::EXACT
+    };
+    assert_eq!(replicas(batch), 1);
+}
