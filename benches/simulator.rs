@@ -7,7 +7,7 @@ use std::hint::black_box;
 
 use prewarm::core::{HeadroomKind, PolicySpec, TargetSpec};
 use prewarm::sim::engine::{
-    self, Headroom, LaunchModel, LeadTime, Replicas, Request, RunConfig, WarmStart,
+    self, Headroom, LaunchModel, LeadTime, Replicas, Request, RunConfig, WarmStart, World,
 };
 use prewarm::sim::model::{instance_type, Hpa, Model, Provisioner};
 use prewarm::sim::scenario::{transform, Scenario, ScenarioKind};
@@ -62,6 +62,7 @@ fn config(headroom: Headroom) -> RunConfig {
         prelaunch: None,
         classes: None,
         lead_time: LeadTime::Configured,
+        world: World::EXACT,
     }
 }
 

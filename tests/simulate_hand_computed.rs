@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use prewarm::sim::classes::{Class, Classifier, Thresholds};
 use prewarm::sim::engine::{
-    self, Headroom, LaunchModel, LeadTime, Replicas, Request, RunConfig, WarmStart,
+    self, Headroom, LaunchModel, LeadTime, Replicas, Request, RunConfig, WarmStart, World,
 };
 use prewarm::sim::model::{instance_type, Hpa, Model, Provisioner};
 use prewarm::sim::report::{PolicyReport, RunContext};
@@ -56,6 +56,7 @@ fn exact() -> RunConfig {
         prelaunch: None,
         classes: None,
         lead_time: LeadTime::Configured,
+        world: World::EXACT,
     }
 }
 

@@ -10,6 +10,7 @@
 use prewarm::core::{HeadroomKind, PolicySpec, TargetSpec};
 use prewarm::sim::engine::{
     self, Headroom, LaunchModel, LeadTime, Replicas, Request, RunConfig, RunResult, WarmStart,
+    World,
 };
 use prewarm::sim::model::{instance_type, Hpa, Model, Provisioner};
 
@@ -79,6 +80,7 @@ fn config(hint_s: f64, lead_time: LeadTime) -> RunConfig {
         prelaunch: None,
         classes: None,
         lead_time,
+        world: World::EXACT,
     }
 }
 

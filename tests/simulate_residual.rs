@@ -9,7 +9,7 @@
 use prewarm::core::policy::residual::Kind;
 use prewarm::core::{HeadroomKind, PolicySpec, TargetSpec};
 use prewarm::sim::engine::{
-    self, Headroom, LaunchModel, LeadTime, Replicas, Request, RunConfig, WarmStart,
+    self, Headroom, LaunchModel, LeadTime, Replicas, Request, RunConfig, WarmStart, World,
 };
 use prewarm::sim::model::{instance_type, Hpa, Model, Provisioner};
 
@@ -56,6 +56,7 @@ fn config(replicas: u32, service_s: f64) -> RunConfig {
         prelaunch: None,
         classes: None,
         lead_time: LeadTime::Configured,
+        world: World::EXACT,
     }
 }
 

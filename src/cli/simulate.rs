@@ -148,6 +148,10 @@ pub struct BenchArgs {
     /// window's mean rate per second, at least 1) exceeds this.
     #[arg(long, default_value_t = crate::sim::classes::DEFAULT_BATCH_CLUMP)]
     pub batch_clump: f64,
+    /// The simulated world: `exact` (pulls, loads and the metric store as prewarm is told) or
+    /// `rough` (drawn pulls and loads; docs/simulator.md, "The rough world").
+    #[arg(long, value_enum, default_value = "exact")]
+    pub world: crate::sim::engine::WorldName,
 }
 
 #[derive(Debug, Args)]
@@ -457,6 +461,7 @@ impl CommonArgs {
                 threads: b.threads,
                 batch_cv: b.batch_cv,
                 batch_clump: b.batch_clump,
+                world: b.world,
             },
             slo_wait: self.slo_wait,
             slo_fraction: self.slo_fraction,

@@ -12,7 +12,9 @@ use serde::Serialize;
 use crate::core::PolicySpec;
 
 use super::classes::{Classifier, ClientClasses};
-use super::engine::{self, Headroom, Point, Replicas, Request, RunConfig, RunResult, WarmStart};
+use super::engine::{
+    self, Headroom, Point, Replicas, Request, RunConfig, RunResult, WarmStart, World,
+};
 use super::ideal::{self, IdealResult};
 use super::knobs;
 use super::model::Model;
@@ -74,6 +76,9 @@ pub struct Comparison {
     pub classes: Option<ClientClasses>,
     /// Seconds of simulated time.
     pub duration_s: f64,
+    /// The world the runs lived in; left out for the exact world.
+    #[serde(skip_serializing_if = "World::is_exact")]
+    pub world: World,
     #[serde(skip)]
     pub plot: PlotData,
 }
@@ -319,6 +324,7 @@ pub(super) fn base_config(
         prelaunch: None,
         classes,
         lead_time: setup.prewarm_lead,
+        world: setup.world,
     }
 }
 
@@ -585,6 +591,7 @@ pub fn compare(
         training_peak_replicas: peak,
         classes,
         duration_s,
+        world: setup.world,
         plot,
     })
 }

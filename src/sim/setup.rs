@@ -11,7 +11,7 @@ use crate::core::{PolicySpec, TargetSpec};
 use crate::core::{HeadroomKind, ServerKind};
 
 use super::checks::{config_error, non_negative, positive};
-use super::engine::{LaunchModel, LeadTime};
+use super::engine::{LaunchModel, LeadTime, World, WorldName};
 use super::model::{self, Hpa, Model, Provisioner};
 
 /// The policies a comparison can run.
@@ -122,6 +122,8 @@ pub struct Setup {
     /// `--lead-time-hint`) as configured, or learned from each run's own events with it as
     /// the fallback.
     pub prewarm_lead: LeadTime,
+    /// Where the simulated cluster departs from what prewarm is told (`--world`).
+    pub world: World,
 }
 
 impl Setup {
@@ -246,6 +248,7 @@ pub struct BenchValues {
     pub threads: Option<usize>,
     pub batch_cv: f64,
     pub batch_clump: f64,
+    pub world: WorldName,
 }
 
 /// Everything [`build`] turns into a [`Setup`], as plain values.
@@ -489,6 +492,7 @@ pub fn build(v: &SetupValues, lead_time: Option<f64>) -> crate::Result<Setup> {
         },
         threads,
         prewarm_lead,
+        world: World::named(b.world),
         model,
         karpenter,
         cluster_autoscaler,

@@ -176,7 +176,6 @@ impl Sim<'_> {
             return None;
         }
         let in_system = self.in_system_at(scrape);
-        let load = self.cfg.model.model_load_s;
         let (mut with_metric, mut missing, mut pending) = (0, 0, 0);
         for &p in &self.live_pods {
             let pod = &self.pods[p];
@@ -186,9 +185,7 @@ impl Sim<'_> {
             match pod.phase {
                 Phase::Pending => pending += 1,
                 // Before the model load starts the container is not running: phase Pending.
-                Phase::Starting { serving_at, .. } if self.now < serving_at - load - 1e-9 => {
-                    pending += 1
-                }
+                Phase::Starting { .. } if self.now < pod.started_at - 1e-9 => pending += 1,
                 Phase::Starting { .. } => missing += 1,
                 Phase::Serving { .. } if pod.serving_since <= scraped_at + 1e-9 => with_metric += 1,
                 Phase::Serving { .. } => missing += 1,
@@ -213,12 +210,19 @@ impl Sim<'_> {
             return None;
         }
         let scrape = (seen / self.cfg.step_s + 1e-9).floor() as usize;
-        (scrape < self.serving_at_boundary.len()).then_some(scrape)
+        // The metrics adapter's instant query: a lost scrape reads as the kept one before it.
+        (scrape < self.serving_at_boundary.len()).then(|| self.stored_scrape(scrape))
     }
 
-    /// Requests waiting or running at a scrape.
+    /// The HPA metric's sum over the pods at a scrape: the requests waiting or running, or in
+    /// the rough world the running ones (the batch size, which the queue does not fill).
     fn in_system_at(&self, scrape: usize) -> u32 {
-        self.waiting_at_boundary[scrape] + self.running_at_boundary[scrape]
+        let waiting = if self.cfg.world.hpa_on_batch_size {
+            0
+        } else {
+            self.waiting_at_boundary[scrape]
+        };
+        waiting + self.running_at_boundary[scrape]
     }
 
     /// Removes `count` replicas: pending ones first, then starting, then the least busy.

@@ -85,11 +85,15 @@ impl Sim<'_> {
     }
 
     /// The newest scrape a query can see at `t` (trace time), as a scrape index.
+    /// The store's lag is `ingestion_lag_s` (what prewarm is told), and more in the rough world.
     fn newest_visible_at(&self, t: f64) -> i64 {
-        ((t - self.cfg.ingestion_lag_s) / self.cfg.step_s + 1e-9).floor() as i64
+        let lag = self.cfg.ingestion_lag_s + self.cfg.world.extra_ingestion_lag_s;
+        ((t - lag) / self.cfg.step_s + 1e-9).floor() as i64
     }
 
+    /// The gauges an instant query at scrape `b` returns (a lost scrape's: world.rs).
     fn gauges_at(&self, b: usize) -> (f64, f64) {
+        let b = self.stored_scrape(b);
         (
             *self.waiting_at_boundary.get(b).unwrap_or(&0) as f64,
             *self.running_at_boundary.get(b).unwrap_or(&0) as f64,
@@ -130,11 +134,14 @@ impl Sim<'_> {
             }
         }
         let mut counter = at_first;
-        let points: Vec<(f64, f64)> = std::iter::once((first as f64 * step, at_first))
+        let points: Vec<(f64, f64)> = std::iter::once((first, at_first))
             .chain((first + 1..=last).map(|k| {
                 counter += per_scrape(k);
-                (k as f64 * step, counter)
+                (k, counter)
             }))
+            // The range holds only the scrapes the store kept (world.rs).
+            .filter(|&(k, _)| self.kept(k))
+            .map(|(k, v)| (k as f64 * step, v))
             .collect();
         prometheus_rate(&points, last as f64 * step, range_s)
     }
@@ -178,6 +185,7 @@ impl Sim<'_> {
         })?;
         let (first, bu) = self.scrapes_in_range(b, rate_window_s)?;
         let points: Vec<(f64, f64)> = (first..=bu)
+            .filter(|&k| self.kept(k))
             .map(|k| {
                 let (w, r) = self.gauges_at(k);
                 (k as f64 * step, w + r)

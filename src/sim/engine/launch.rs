@@ -12,6 +12,12 @@ pub enum Stream {
     Provisioner,
     /// The node hints' n-th early launch.
     NodeHints,
+    /// The image pull of the run's n-th node (world.rs).
+    Pull,
+    /// The model load of the run's n-th inference pod (world.rs).
+    Load,
+    /// Whether the metric store lost the n-th scrape (world.rs).
+    Scrape,
 }
 
 /// The random stream of one launch, keyed by the run's seed, who launches and the launch's
@@ -23,6 +29,9 @@ pub fn draw_stream(seed: u64, who: Stream, ordinal: u64) -> ChaCha8Rng {
     let family = match who {
         Stream::Provisioner => 0,
         Stream::NodeHints => 1u64 << 63,
+        Stream::Pull => 1u64 << 62,
+        Stream::Load => 3u64 << 62,
+        Stream::Scrape => 1u64 << 61,
     };
     rng.set_stream(family | ordinal);
     rng

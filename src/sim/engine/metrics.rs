@@ -20,6 +20,7 @@ impl Sim<'_> {
         self.waiting_at_boundary[boundary] = waiting;
         self.running_at_boundary[boundary] = running;
         self.serving_at_boundary[boundary] = serving;
+        self.draw_scrape_loss(boundary);
         self.result.peak_replicas = self.result.peak_replicas.max(self.replica_count());
         let nodes = &self.cluster.nodes;
         self.cluster.live_nodes.retain(|&i| nodes[i].alive);

@@ -35,6 +35,7 @@ pub use launch::LaunchModel;
 pub use lead::{LeadReport, LeadTime};
 pub use pool::{run_pool, PoolHeadroom, PoolResult};
 pub use residual::ResidualSeries;
+pub use world::{World, WorldName};
 
 /// One request as the engine sees it.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -138,6 +139,8 @@ pub struct RunConfig {
     /// Where prewarm's lead time comes from: LEAD_TIME_SECONDS as configured, or learned from
     /// the run's own node boots, pulls and loads (lead.rs).
     pub lead_time: LeadTime,
+    /// Where the simulated cluster departs from what prewarm is told (world.rs).
+    pub world: World,
 }
 
 /// One point of the recorded series, every `step_s`.
@@ -233,6 +236,7 @@ mod pool;
 mod requests;
 mod residual;
 mod waterfall;
+mod world;
 
 use events::{Event, Kind};
 use nodes::Node;
@@ -303,6 +307,8 @@ struct Sim<'a> {
     latency_sum_at: Vec<f64>,
     /// The arrival-rate query's answers already computed (eyes.rs).
     arrival_rates: std::cell::RefCell<eyes::RateMemo>,
+    /// Scrapes the metric store lost (world.rs; empty when it loses none).
+    lost_scrapes: Vec<bool>,
     headroom_state: HeadroomState,
     /// prewarm-floor: the HPA's minReplicas as prewarm raised it (None: the user's value), and
     /// until when its lease holds (a failing-static tick gives it back once expired).
@@ -349,6 +355,7 @@ impl<'a> Sim<'a> {
             completions_at: Vec::new(),
             latency_sum_at: Vec::new(),
             arrival_rates: Default::default(),
+            lost_scrapes: Vec::new(),
             headroom_state: HeadroomState::default(),
             raised_min: None,
             raised_min_lease_until: 0.0,
@@ -551,6 +558,8 @@ pub fn run(
 mod lead_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod world_tests;
 
 /// Balloons for `percent` % of `replicas`, rounded up.
 pub(crate) fn percent_of(replicas: u32, percent: f64) -> u32 {

@@ -34,7 +34,7 @@ impl Sim<'_> {
         let image_ready_at = if ready_now {
             Some(self.now)
         } else if self.cfg.model.prepull {
-            Some(ready_at + self.cfg.model.image_pull_s)
+            Some(ready_at + self.image_pull_s(self.cluster.nodes.len()))
         } else {
             None
         };

@@ -57,8 +57,8 @@ impl Sim<'_> {
 
     /// Binds a pending inference pod to `node`; returns when it will serve.
     pub(super) fn bind(&mut self, pod: usize, node: usize) {
-        let load = self.cfg.model.model_load_s;
-        let pull = self.cfg.model.image_pull_s;
+        let load = self.model_load_s(pod);
+        let pull = self.image_pull_s(node);
         let now = self.now;
         let n = &mut self.cluster.nodes[node];
         n.empty_since = None;

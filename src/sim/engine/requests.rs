@@ -30,9 +30,10 @@ impl Sim<'_> {
     pub(super) fn start(&mut self, pod: usize, w: Waiting) {
         let wait = self.now - w.arrival;
         self.record_wait(w.arrival, wait, w.prefill_s, w.class);
+        let service_s = w.service_s * self.batch_slowdown(self.pods[pod].active + 1);
         // The servers' completion counter and end-to-end latency histogram (queueing included)
         // are recorded now for the scrape after the request ends: its end time is known here.
-        self.record_completion(self.now + w.service_s, wait + w.service_s);
+        self.record_completion(self.now + service_s, wait + service_s);
         let slots = self.slots();
         let p = &mut self.pods[pod];
         if p.active == 0 {
@@ -44,7 +45,7 @@ impl Sim<'_> {
         if full && self.free.last() == Some(&pod) {
             self.free.pop();
         }
-        let done = self.now + w.service_s;
+        let done = self.now + service_s;
         self.push(done, Kind::Completion { pod });
     }
 

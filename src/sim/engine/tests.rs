@@ -46,6 +46,7 @@ pub(super) fn config() -> RunConfig {
         prelaunch: None,
         classes: None,
         lead_time: LeadTime::Configured,
+        world: World::EXACT,
     }
 }
 

@@ -21,6 +21,12 @@ pub fn print_comparison(cmp: &Comparison, setup: &Setup, elapsed: f64) {
     } else {
         String::new()
     };
+    // The rough world's pulls and loads are medians of draws: say so up front.
+    let hint = if setup.world.is_exact() {
+        hint
+    } else {
+        format!("{hint}; rough world, medians")
+    };
     println!(
         "== {} - {:.1} h simulated, {} requests scored from t = {:.1} h; lead time {:.0} s (launch {:.0} + pull {:.0} + load {:.0}{hint}); SLO: wait <= {:.0} s for >= {:.2}% ==",
         cmp.workload,
