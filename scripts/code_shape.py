@@ -5,7 +5,7 @@ and the import circles between files (`use crate::...` / `use super::...` edges,
 module). Prints a table and the circles; `--check MAX` exits 1 when a file has more than MAX
 lines of code or any circle exists (tests/infra/test_code_shape.py runs it).
 
-Run: python3 scripts/code_shape.py [--check 600] [--root DIR]"""
+Run: python3 scripts/code_shape.py [--check 500] [--root DIR]"""
 import pathlib
 import re
 import sys

@@ -9,6 +9,7 @@ pub mod engine;
 pub mod history;
 pub mod hpa;
 pub mod ideal;
+pub mod jobs;
 pub mod knobs;
 pub mod model;
 pub mod parallel;

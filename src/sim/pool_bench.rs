@@ -18,9 +18,9 @@
 
 use std::sync::Arc;
 
-use super::compare;
 use super::engine::{self, Headroom, PoolHeadroom, Request, RunConfig, WarmStart};
 use super::ideal;
+use super::jobs;
 use super::knobs;
 use super::parallel;
 use super::setup::{PolicyName, Setup};
@@ -155,7 +155,7 @@ fn first_pass(workload: &Workload, setup: &Setup, models: usize) -> Result<First
         let (count, service_sum) = mine()
             .take_while(|r| r.arrival < WARM_WINDOW_S)
             .fold((0u64, 0.0), |(n, s), r| (n + 1, s + r.service_s));
-        warm.push(compare::warm_start(m, count, service_sum, WARM_WINDOW_S));
+        warm.push(jobs::warm_start(m, count, service_sum, WARM_WINDOW_S));
         let ideal = ideal::run(
             mine(),
             0.0,
@@ -215,15 +215,15 @@ fn configs(job: Job, setup: &Setup, pass: &FirstPass) -> (Vec<RunConfig>, PoolHe
                 _ => knob,
             };
             let one = match policy {
-                PolicyName::Reactive => compare::Job::Reactive,
-                _ => compare::Job::Point {
+                PolicyName::Reactive => jobs::Job::Reactive,
+                _ => jobs::Job::Point {
                     policy,
                     knob,
                     variant,
                 },
             };
-            let base = compare::base_config(setup, pass.warm[m], None);
-            let mut cfg = compare::job_config(one, &base, setup, &|_| Vec::new());
+            let base = jobs::base_config(setup, pass.warm[m], None);
+            let mut cfg = jobs::job_config(one, &base, setup, &|_| Vec::new());
             match &mut cfg.headroom {
                 // The pool's balloons, on the first deployment.
                 Headroom::Fixed(_) if m > 0 => cfg.headroom = Headroom::None,

@@ -559,6 +559,8 @@ mod lead_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod waterfall_tests;
+#[cfg(test)]
 mod world_tests;
 
 /// Balloons for `percent` % of `replicas`, rounded up.
