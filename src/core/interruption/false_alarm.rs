@@ -59,7 +59,7 @@ pub fn cooling_down_until(node: &NodeView, notice: &Notice, now: f64) -> Option<
 mod tests {
     use super::super::drain::plan_drain;
     use super::super::model::{
-        Command, DrainSettings, DrainStep, Finish, PodOwner, PodRef, PodView, ReplacementSeen,
+        Command, DrainSettings, DrainStep, Finish, PodView, ReplacementSeen,
     };
     use super::super::notice::NoticeStatus;
     use super::super::reservation::{
@@ -136,19 +136,9 @@ mod tests {
 
     fn gpu_pod() -> PodView {
         PodView {
-            pod: PodRef {
-                namespace: "llm".into(),
-                name: "vllm-0".into(),
-            },
             uid: Some("u-1".into()),
-            owner: PodOwner::Other,
-            critical: false,
-            do_not_disrupt: false,
-            deletion_at: None,
-            finished: false,
             gpus: 8,
-            requests_room: true,
-            grace_s: 30.0,
+            ..PodView::test("llm", "vllm-0", 30.0)
         }
     }
 

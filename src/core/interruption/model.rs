@@ -154,6 +154,27 @@ impl PodView {
     pub fn terminating(&self) -> bool {
         self.deletion_at.is_some()
     }
+
+    /// The tests' pod: one GPU, no owner that matters, nothing that protects it, uid
+    /// `uid-NAME`; a test changes what its row needs with `..PodView::test(..)`.
+    #[cfg(test)]
+    pub(crate) fn test(namespace: &str, name: &str, grace_s: f64) -> Self {
+        PodView {
+            pod: PodRef {
+                namespace: namespace.into(),
+                name: name.into(),
+            },
+            uid: Some(format!("uid-{name}")),
+            owner: PodOwner::Other,
+            critical: false,
+            do_not_disrupt: false,
+            deletion_at: None,
+            finished: false,
+            gpus: 1,
+            requests_room: true,
+            grace_s,
+        }
+    }
 }
 
 /// Why a drain step finishes the message.

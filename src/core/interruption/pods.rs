@@ -79,24 +79,9 @@ pub fn pods_to_evict(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::interruption::PodRef;
 
     fn pod(name: &str, grace_s: f64) -> PodView {
-        PodView {
-            pod: PodRef {
-                namespace: "ns".into(),
-                name: name.into(),
-            },
-            uid: Some(format!("uid-{name}")),
-            owner: PodOwner::Other,
-            critical: false,
-            do_not_disrupt: false,
-            deletion_at: None,
-            finished: false,
-            gpus: 1,
-            requests_room: true,
-            grace_s,
-        }
+        PodView::test("ns", name, grace_s)
     }
 
     #[test]

@@ -10,7 +10,7 @@ use crate::interruption::surge::{
     SURGE_BASE, SURGE_DRAINS, SURGE_USER_REPLICAS, SURGE_WRITTEN_REPLICAS,
 };
 use crate::interruption::surge_floor::WorkloadSurge;
-use crate::interruption::{NoticeKind, Phase, PodOwner};
+use crate::interruption::{NoticeKind, Phase};
 use crate::lease::LeaseOutcome;
 
 const NOW: f64 = 1_795_953_600.0; // 2026-11-29T12:00:00Z
@@ -40,21 +40,7 @@ fn state(ready_at: Option<f64>) -> DrainState {
 
 /// A pod of `inference` with a 30 s grace period: due at min(NOW+90, NOW+120-30) = NOW+90.
 fn pod(name: &str) -> PodView {
-    PodView {
-        pod: PodRef {
-            namespace: "inference".into(),
-            name: name.into(),
-        },
-        uid: Some(format!("uid-{name}")),
-        owner: PodOwner::Other,
-        critical: false,
-        do_not_disrupt: false,
-        deletion_at: None,
-        finished: false,
-        gpus: 1,
-        requests_room: true,
-        grace_s: 30.0,
-    }
+    PodView::test("inference", name, 30.0)
 }
 
 fn evict(name: &str) -> Command {

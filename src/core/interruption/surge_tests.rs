@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::*;
-use crate::interruption::{NoticeKind, Phase, PodOwner};
+use crate::interruption::{NoticeKind, Phase};
 
 const NOW: f64 = 1_795_953_600.0; // 2026-11-29T12:00:00Z
 
@@ -349,21 +349,7 @@ fn a_surge_starts_once_the_replacement_is_ready_and_before_the_deadline() {
 }
 
 fn pod(name: &str, grace_s: f64) -> PodView {
-    PodView {
-        pod: PodRef {
-            namespace: "inference".into(),
-            name: name.into(),
-        },
-        uid: Some(format!("uid-{name}")),
-        owner: PodOwner::Other,
-        critical: false,
-        do_not_disrupt: false,
-        deletion_at: None,
-        finished: false,
-        gpus: 1,
-        requests_room: true,
-        grace_s,
-    }
+    PodView::test("inference", name, grace_s)
 }
 
 fn evict(p: &PodView) -> Command {

@@ -6,7 +6,7 @@
 //! `evicting`, and walks of several steps (grace periods, surges) in `grace`.
 
 use super::*;
-use crate::interruption::{ActionTable, NoticeKind, PodOwner, PodRef};
+use crate::interruption::{ActionTable, NoticeKind, PodOwner};
 use NoticeKind::{
     CapacityBlock, CapacityReservation, Rebalance, ScheduledChange, SpotInterruption, StateChange,
 };
@@ -50,19 +50,10 @@ fn closed(kind: NoticeKind) -> Notice {
 /// A pod; only GPU pods request anything (CPU pods: `cpu_pod`).
 fn pod(name: &str, gpus: u32) -> PodView {
     PodView {
-        pod: PodRef {
-            namespace: "inference".into(),
-            name: name.into(),
-        },
         uid: None,
-        owner: PodOwner::Other,
-        critical: false,
-        do_not_disrupt: false,
-        deletion_at: None,
-        finished: false,
         gpus,
         requests_room: gpus > 0,
-        grace_s: 0.0,
+        ..PodView::test("inference", name, 0.0)
     }
 }
 
