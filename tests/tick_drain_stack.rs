@@ -2,7 +2,7 @@
 //! real `tick_once`, as the `prewarm-lambda` user, at its shipped 15 s interval.
 //!
 //! - A drain's surge holds through the whole drain: a target that names its HPA for sizing only
-//!   (`raiseMinReplicas` false, the default) never lowers the `minReplicas` a drain raised, and
+//!   (`raiseMinReplicas` false) never lowers the `minReplicas` a drain raised, and
 //!   gives back nothing of it when the drain has given it back itself.
 //! - The drains' safety net runs whatever the tick's mode: under DRY_RUN (and PAUSED, which
 //!   ticks as DRY_RUN does once its restore is through) the tick still hands a false-alarm
@@ -80,7 +80,8 @@ fn target(name: &str, hpa: Option<&str>) -> serde_json::Value {
         "headroom": {"kind": "balloon", "namespace": BALLOON_NS, "name": BALLOON}
     });
     if let Some(hpa) = hpa {
-        t["hpa"] = json!({"namespace": NS, "name": hpa});
+        // Named for sizing only: no floor of the tick's own beside the drain's surge.
+        t["hpa"] = json!({"namespace": NS, "name": hpa, "raiseMinReplicas": false});
     }
     t
 }
@@ -148,7 +149,7 @@ async fn the_tick_never_lowers_a_drains_surge_through_the_whole_drain() {
     make_node(&admin, &node, &instance).await;
     let sqs = drain_fixtures::sqs().await;
     let queue = drain_fixtures::queue(&sqs, "tick-surge-").await;
-    // raiseMinReplicas false, the default: the HPA is named for sizing only.
+    // raiseMinReplicas false: the HPA is named for sizing only.
     let deps = tick_deps(target(&name, Some(&name)), &queue, false).await;
     let targets: Vec<TargetSpec> = vec![serde_json::from_value(target(&name, None)).unwrap()];
     let min_of = |h: &HorizontalPodAutoscaler| h.spec.as_ref().unwrap().min_replicas.unwrap();

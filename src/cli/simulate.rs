@@ -592,7 +592,9 @@ mod tests {
             "name": "simulated", "nodePool": "gpu",
             "headroom": {"kind": "balloon", "namespace": "prewarm", "name": "balloon-gpu"},
             "maxSpare": 256,
-            "hpa": {"namespace": "inference", "name": "llm"}
+            // `prewarm` is the warm-nodes policy: its target turns the HPA floor off
+            // (`prewarm-floor` keeps the Lambda's default, on).
+            "hpa": {"namespace": "inference", "name": "llm", "raiseMinReplicas": false}
         }]);
         let target: Vec<TargetSpec> = serde_json::from_value(json).unwrap();
         assert_eq!(setup.prewarm_target, target[0]);

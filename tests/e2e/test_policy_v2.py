@@ -314,7 +314,7 @@ def test_a_raise_left_behind_when_the_option_is_turned_off_is_given_back_by_the_
     k8s.apply(raised)
     target = {
         "name": model, "nodePool": "gpu", "maxSpare": 4, "selector": f'model_name="{model}"',
-        "hpa": {"namespace": NAMESPACE, "name": app},
+        "hpa": {"namespace": NAMESPACE, "name": app, "raiseMinReplicas": False},
         "headroom": {"kind": "balloon", "namespace": NAMESPACE, "name": balloon_name},
     }
     watch = lambda_watch(tick_env(stack_env, target, SEASONS_SECONDS="none", TICK_SECONDS="60"))

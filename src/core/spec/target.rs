@@ -46,14 +46,19 @@ pub enum HeadroomKind {
 pub struct HpaRef {
     pub namespace: String,
     pub name: String,
-    /// Opt-in: also raise the HPA's `minReplicas` ahead of forecast demand (warm replicas, not
-    /// only warm nodes), restoring the user's value afterwards.
-    #[serde(default)]
+    /// Also raise the HPA's `minReplicas` ahead of forecast demand (warm replicas, not only warm
+    /// nodes), restoring the user's value afterwards. On unless turned off: loaded replicas are
+    /// what removes a cold start's model load, and the benchmark's cheapest way to the SLO.
+    #[serde(default = "raise_by_default")]
     pub raise_min_replicas: bool,
     /// The name of the HPA metric that counts requests in the system (waiting + running, or
     /// running) per replica, when its name does not say so (see `adapters::kube::hpa`).
     #[serde(default)]
     pub in_system_metric: Option<String>,
+}
+
+fn raise_by_default() -> bool {
+    true
 }
 
 /// A scheduled window: from each start the cron expression gives, for `duration_seconds`,

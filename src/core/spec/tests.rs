@@ -410,3 +410,21 @@ fn every_server_kind_parses_from_its_name() {
         assert_eq!(parsed.server, kind, "{name}");
     }
 }
+
+#[test]
+fn a_named_hpa_gets_warm_replicas_unless_turned_off() {
+    // Warm replicas are what the benchmark says to lead with, so naming the HPA turns its floor
+    // on; `raiseMinReplicas: false` keeps warm nodes only.
+    let hpa = |extra: &str| -> HpaRef {
+        serde_json::from_str(&format!(r#"{{"namespace":"ml","name":"llama"{extra}}}"#)).unwrap()
+    };
+    assert!(hpa("").raise_min_replicas, "default");
+    assert!(
+        !hpa(r#","raiseMinReplicas":false"#).raise_min_replicas,
+        "turned off"
+    );
+    assert!(
+        hpa(r#","raiseMinReplicas":true"#).raise_min_replicas,
+        "turned on"
+    );
+}
