@@ -1,9 +1,11 @@
 //! The drain's state machine. [`plan_drain`] plans one step of a node's drain from what the node
-//! and its pods look like now, the notice and the clock: a claim (whose drain this is, and whether
-//! this delivery carries it on), then the function of the phase the drain is in. Like Karpenter's
-//! disruption controller, planning and execution are separate: this only decides; the executor in
-//! `adapters::kube::drain` carries the commands out, and the next check plans again from what it
-//! then observes. Every command is idempotent, so re-planning after a partial step is safe.
+//! and its pods look like now, the notice and the clock: a claim (whose drain this is, whether
+//! this delivery carries it on, and the phase the step starts in), then the function of that
+//! phase, each of whose returns names the phase the step leaves the drain in (`Step::wait`,
+//! `Step::end`, `end_undrained`). Like Karpenter's disruption controller, planning and execution
+//! are separate: this only decides; the executor in `adapters::kube::drain` carries the commands
+//! out, and the next check plans again from what it then observes. Every command is idempotent,
+//! so re-planning after a partial step is safe.
 //!
 //! | From | Event | To | Commands | Table |
 //! |---|---|---|---|---|
@@ -226,7 +228,6 @@ fn waiting(mut state: DrainState, mut step: Step) -> DrainStep {
     };
     if start_evicting {
         state.evicting_since = Some(step.now);
-        state.phase = Phase::Evicting;
         return evicting(state, step);
     }
     step.request_placeholder(&mut state, false);
@@ -235,12 +236,12 @@ fn waiting(mut state: DrainState, mut step: Step) -> DrainStep {
     if prewarmed && step.deadline.is_none() {
         return step.end(state, Phase::Prewarmed, Finish::Prewarmed);
     }
-    state.phase = if prewarmed {
+    let phase = if prewarmed {
         Phase::Prewarmed
     } else {
         Phase::WaitingForReplacement
     };
-    step.wait(state, next_check)
+    step.wait(state, phase, next_check)
 }
 
 /// Evicting, tier by tier: every pod once the replacement was ready, at the deadline or the end
@@ -297,7 +298,6 @@ fn evicting(mut state: DrainState, mut step: Step) -> DrainStep {
     let delete_if_blocked = step.settings.delete_past_pdb && step.past_deadline;
     let (deadline, end, now) = (step.deadline, step.end, step.now);
     let evictions = pods_to_evict(&in_scope, everyone, deadline, end, now, delete_if_blocked);
-    state.phase = Phase::Evicting;
     // Hand-over: the placeholder goes in the same step, right before the evictions it stands in
     // for. Only the placeholder: the drain's surges stay raised until the drain ends
     // (`ReleaseReplacement`), or the surge pods raised for these very evictions would be given
@@ -311,7 +311,7 @@ fn evicting(mut state: DrainState, mut step: Step) -> DrainStep {
         step.commands.push(Command::HandOver);
     }
     step.commands.extend(evictions);
-    step.wait(state, next_check)
+    step.wait(state, Phase::Evicting, next_check)
 }
 
 /// What one step sees, worked out once from the node, its pods and the claimed record, and the
@@ -446,9 +446,10 @@ impl<'a> Step<'a> {
         next
     }
 
-    /// The step's commands, the state first (so concurrent duplicates see the claim), and a
-    /// check at `at`.
-    fn wait(mut self, state: DrainState, at: f64) -> DrainStep {
+    /// The step's commands, the state in `phase` first (so concurrent duplicates see the claim),
+    /// and a check at `at`.
+    fn wait(mut self, mut state: DrainState, phase: Phase, at: f64) -> DrainStep {
+        state.phase = phase;
         self.commands.push(Command::WaitUntil { at });
         self.recorded(state, None)
     }
