@@ -15,6 +15,7 @@ pub mod pods;
 pub mod replacement;
 pub mod reservation;
 pub mod restore;
+pub mod retry;
 pub mod state;
 pub mod surge;
 pub mod surge_floor;

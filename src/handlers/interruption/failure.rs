@@ -21,44 +21,12 @@
 use super::continuation::{
     delay_seconds, visibility_seconds, Continuation, Settlement, MAX_ATTEMPTS,
 };
+use crate::core::interruption::retry::{retry_in_s, Due};
 
 /// How long work not yet claimed on its node is retried by message after its first failure:
 /// half an hour, three times the ten minutes an apiserver outage or a control-plane upgrade may
 /// take. Past it, its retries count towards `maxReceiveCount`.
 pub const UNCLAIMED_RETRY_WINDOW_S: f64 = 1_800.0;
-/// The longest wait between two failed steps: the recheck doubles per failure up to this (or
-/// the recheck itself, when that is longer), so a throttled apiserver is asked less often but a
-/// drain resumes within a minute of the apiserver's return.
-pub const BACKOFF_CAP_S: f64 = 60.0;
-
-/// What the notice a record carries says about time: its eviction deadline and the instance's
-/// end (`core::interruption::deadline`); none for a resume-drain message (its node holds them).
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Due {
-    pub deadline: Option<f64>,
-    pub end: Option<f64>,
-}
-
-/// Seconds to wait before the step after `failures` consecutive failed steps (1 for the first):
-/// the recheck, doubled per further failure, at most `BACKOFF_CAP_S` (or the recheck).
-pub fn backoff_s(recheck_s: f64, failures: u32) -> f64 {
-    let doubled = recheck_s * 2f64.powi(failures.saturating_sub(1).min(16) as i32);
-    doubled.min(BACKOFF_CAP_S.max(recheck_s))
-}
-
-/// The wait before the next try: the backoff, except while the instance still runs — then the
-/// drain is as urgent as its own checks (every recheck, and at its deadline), so a throttled or
-/// briefly unreachable apiserver never makes it miss its deadline by a doubled wait.
-pub fn retry_in_s(recheck_s: f64, failures: u32, due: Due, now: f64) -> f64 {
-    if !due.end.is_some_and(|end| now < end) {
-        return backoff_s(recheck_s, failures);
-    }
-    match due.deadline {
-        Some(d) if now < d => recheck_s.min(d - now).max(1.0),
-        _ => recheck_s,
-    }
-}
-
 /// How to settle a record whose step failed, from whether trying again can help, the
 /// continuation the record came with, the clock and what its notice says about time.
 pub fn after_failure(
@@ -201,88 +169,6 @@ mod tests {
                 after_failure(retryable, &came_with, NOW, RECHECK, Due::default()),
                 expected,
                 "{what}"
-            );
-        }
-    }
-
-    #[test]
-    fn while_the_instance_runs_a_failed_step_is_retried_at_the_drains_own_pace() {
-        let spot = Due {
-            deadline: Some(NOW + 20.0),
-            end: Some(NOW + 50.0),
-        };
-        // (what, failures so far, due, expected delay)
-        let cases: Vec<(&str, u32, Due, i32)> = vec![
-            ("before the deadline: one recheck", 3, spot, 15),
-            (
-                "the deadline 6 s away: at the deadline",
-                3,
-                Due {
-                    deadline: Some(NOW + 6.0),
-                    ..spot
-                },
-                6,
-            ),
-            (
-                "past the deadline, before the end: one recheck",
-                5,
-                Due {
-                    deadline: Some(NOW - 1.0),
-                    ..spot
-                },
-                15,
-            ),
-            (
-                "past the instance's end: the backoff",
-                3,
-                Due {
-                    deadline: Some(NOW - 60.0),
-                    end: Some(NOW - 30.0),
-                },
-                60,
-            ),
-            (
-                "no notice times (a resume): the backoff",
-                3,
-                Due::default(),
-                60,
-            ),
-        ];
-        for (what, failures, due, delay) in cases {
-            assert_eq!(
-                after_failure(
-                    true,
-                    &came(3, failures, Some(NOW - 40.0)),
-                    NOW,
-                    RECHECK,
-                    due
-                ),
-                send(came(4, failures + 1, Some(NOW - 40.0)), delay),
-                "{what}"
-            );
-        }
-    }
-
-    #[test]
-    fn the_wait_doubles_to_a_cap() {
-        // (recheck, failures, expected seconds)
-        let cases = [
-            (15.0, 1, 15.0),
-            (15.0, 2, 30.0),
-            (15.0, 3, 60.0),
-            (15.0, 4, 60.0),
-            (15.0, u32::MAX, 60.0),
-            (2.0, 1, 2.0),
-            (2.0, 5, 32.0),
-            (2.0, 6, 60.0),
-            // A recheck longer than the cap is never shortened.
-            (120.0, 3, 120.0),
-        ];
-        for (recheck, failures, expected) in cases {
-            assert_eq!(
-                backoff_s(recheck, failures),
-                expected,
-                "{recheck} {failures}"
             );
         }
     }

@@ -26,12 +26,12 @@ pub use super::continuation::{
     FAILURES_ATTR, FANOUT_AFTER_ATTR, FANOUT_CHUNK, INSTANCE_ATTR, MAX_ATTEMPTS, MAX_DELAY_S,
     MAX_VISIBILITY_S,
 };
-use super::failure::Due;
 use super::Interruption;
 use crate::adapters::events::{Parsed, ParsedRecord};
 use crate::adapters::queue::{change_visibility, queue_url_from_arn, send_with_body, Outgoing};
 use crate::clock::unix_now;
 use crate::core::interruption::deadline::{eviction_deadline, instance_end};
+use crate::core::interruption::retry::Due;
 use crate::error::{Error, Result};
 
 /// What became of one record.
