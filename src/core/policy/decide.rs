@@ -11,8 +11,8 @@
 
 use super::assess::{assess, Inputs};
 use super::band::{self, Calibration};
-use super::fast_path::fast_path;
-use super::hpa_sizing::hpa_replicas;
+use super::fast_path::{fast_path, queue_now};
+use super::hpa_sizing::{hpa_replicas, hpa_replicas_for_in_system};
 use super::next_step::next_step_spare;
 use super::observation::Observation;
 use super::plan::{Action, ForecastSummary, Plan, Reason};
@@ -183,8 +183,12 @@ pub fn decide(
 
     let freeze_consolidation = consolidation(target, prior, &inputs, policy, now);
     // The HPA floor counts every replica, so its rails have no current need to subtract.
-    let hpa_floor =
-        Rails::new(target, prior, 0).replica_floor(sized.at_horizon, sized.now, sized.in_place);
+    let hpa_floor = Rails::new(target, prior, 0).replica_floor(
+        sized.at_horizon,
+        sized.now,
+        sized.in_place,
+        hpa_asks(observed, policy, sized.units, now),
+    );
     Plan {
         target: target.name.clone(),
         action,
@@ -324,6 +328,19 @@ fn seasonal_rise(
     }
     let trend_only = size(observed, target, policy, inputs, trend_rate).at_horizon;
     at_horizon.saturating_sub(trend_only)
+}
+
+/// The replicas the HPA asks for now from the requests in its queue (what its next sync
+/// scales towards), when it is sized in its own units; 0 when its metric or the queue cannot
+/// be read.
+fn hpa_asks(observed: &Observation, policy: &PolicySpec, units: &str, now: f64) -> u32 {
+    let hpa = observed.hpa.as_ref().filter(|_| units == "hpa");
+    match (hpa, queue_now(observed, policy, now)) {
+        (Some(hpa), Some((_, in_system))) => {
+            hpa_replicas_for_in_system(hpa, in_system).unwrap_or(0)
+        }
+        _ => 0,
+    }
 }
 
 /// Replicas wanted now and at the horizon, and those in place (ready, loading, pending).

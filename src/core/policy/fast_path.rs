@@ -42,18 +42,10 @@ fn window_mean(series: &[Sample], from: f64, to: f64) -> Option<f64> {
     (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
 }
 
-/// The fast path's verdict for this tick; None when it does not fire (or the queue series are
-/// missing or stale: missing data leaves it off, so it can never hand spare to pending pods
-/// through the rails on data it does not have).
-pub fn fast_path(
-    observed: &Observation,
-    target: &TargetSpec,
-    policy: &PolicySpec,
-    ready: u32,
-    arrival_rate: f64,
-    service_time_s: f64,
-    now: f64,
-) -> Option<FastPath> {
+/// The requests waiting and in the system (waiting + running), each the mean over the window
+/// that ends at the newest visible queue sample; None when the queue series are missing or
+/// stale.
+pub fn queue_now(observed: &Observation, policy: &PolicySpec, now: f64) -> Option<(f64, f64)> {
     // The window ends at the newest visible queue sample, not at `now`: a metric store shows a
     // sample only after its ingestion lag (AMP: ~30 s), which is as long as the window, so a
     // window ending at `now` would hold no sample and the fast path would never fire. A
@@ -71,7 +63,22 @@ pub fn fast_path(
     let from = newest - policy.fast_path_window_s;
     let waiting = window_mean(&observed.waiting, from, newest)?;
     let running = window_mean(&observed.running, from, newest).unwrap_or(0.0);
-    let in_system = waiting + running;
+    Some((waiting, waiting + running))
+}
+
+/// The fast path's verdict for this tick; None when it does not fire (or the queue series are
+/// missing or stale: missing data leaves it off, so it can never hand spare to pending pods
+/// through the rails on data it does not have).
+pub fn fast_path(
+    observed: &Observation,
+    target: &TargetSpec,
+    policy: &PolicySpec,
+    ready: u32,
+    arrival_rate: f64,
+    service_time_s: f64,
+    now: f64,
+) -> Option<FastPath> {
+    let (waiting, in_system) = queue_now(observed, policy, now)?;
     let slots = f64::from(target.replica_concurrency.max(1));
     let ready_slots = f64::from(ready) * slots;
     if waiting <= 0.0 || in_system < policy.fast_path_ratio * ready_slots {

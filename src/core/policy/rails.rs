@@ -139,10 +139,25 @@ impl Rails {
     /// replica, not a spare beyond those in use. A falling floor is not slowed: lowering it
     /// removes no pod (the HPA's own scale-down stabilisation does that), so the user's value
     /// comes back as soon as the forecast stops asking for more.
-    pub fn replica_floor(&self, at_horizon: u32, wanted_now: u32, in_place: u32) -> u32 {
-        let v = at_horizon
+    ///
+    /// A floor above the replicas in place is at least what the HPA asks for now from its
+    /// queue (`hpa_asks`): an HPA below its minReplicas sets minReplicas and reads no metric
+    /// at that sync (Kubernetes' `reconcileAutoscaler`), so a floor raised by less than the
+    /// HPA's own step would take its scale-up over and slow it, sync after sync. A floor not
+    /// above them leaves the HPA's scale-up to the HPA.
+    pub fn replica_floor(
+        &self,
+        at_horizon: u32,
+        wanted_now: u32,
+        in_place: u32,
+        hpa_asks: u32,
+    ) -> u32 {
+        let mut v = at_horizon
             .min(wanted_now.saturating_add(self.max_spare))
             .min(in_place.saturating_add(self.max_step_up));
+        if v > in_place {
+            v = v.max(hpa_asks);
+        }
         self.gpu_cap(v, &mut Vec::new())
     }
 

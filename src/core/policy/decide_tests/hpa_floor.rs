@@ -26,6 +26,15 @@ fn floor_case(min: u32, band: f64) -> (Observation, HeadroomState) {
     (observed, prior)
 }
 
+/// `observed` with `waiting` and `running` requests at the last two scrapes (up to NOW).
+fn queued(observed: Observation, waiting: f64, running: f64) -> Observation {
+    Observation {
+        waiting: series_ending(NOW, &[waiting; 2]),
+        running: series_ending(NOW, &[running; 2]),
+        ..observed
+    }
+}
+
 #[test]
 fn the_hpa_floor_is_the_horizon_within_the_rails() {
     let steps = |up: u32, max_spare: u32| TargetSpec {
@@ -86,7 +95,7 @@ fn the_hpa_floor_is_the_horizon_within_the_rails() {
                 gpus_per_replica: 2,
                 ..steps(20, 20)
             },
-            flat10,
+            flat10.clone(),
             reserved,
             Some(8),
         ),
@@ -98,6 +107,30 @@ fn the_hpa_floor_is_the_horizon_within_the_rails() {
             idle,
             prior(0),
             Some(2),
+        ),
+        // The queue says the HPA asks for more than the forecast now: 5 ready (in place),
+        // 40 waiting + running over the last samples at 1 per replica, so it asks ⌈40 / 1⌉ =
+        // 40 (within its max 50). The forecast's floor 9 (above) is above the 5 in place, so
+        // the HPA, below its minReplicas, would set 9 and read no metric at that sync
+        // (Kubernetes' reconcileAutoscaler), instead of scaling towards 40 itself: a floor
+        // raised above the replicas in place is at least the HPA's own ask, 40.
+        (
+            "a raised floor never holds the HPA below its own ask from the queue",
+            test_target(),
+            queued(flat10, 35.0, 5.0),
+            band10.clone(),
+            Some(40),
+        ),
+        // The same queue with no band: the HPA wants ⌈5⌉ = 5 at the horizon, the 5 in place:
+        // the floor is not raised above them, so the HPA's own scale-up reads its metric and
+        // the floor stays 5 (lifting it to the ask would only hold replicas against the
+        // HPA's scale-down later).
+        (
+            "a floor not above the replicas in place leaves the HPA's scale-up to the HPA",
+            test_target(),
+            queued(floor_case(1, 0.0).0, 35.0, 5.0),
+            floor_case(1, 0.0).1,
+            Some(5),
         ),
         // Failing static: no floor, the lease is held as it is.
         (
