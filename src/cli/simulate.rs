@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use crate::core::spec::BandByHour;
 use crate::sim::checks::positive;
 use crate::sim::run::{self, Output};
 use crate::sim::scenario::ScenarioKind;
@@ -339,9 +340,10 @@ pub struct PrewarmArgs {
     /// TargetSpec freezeConsolidation (the simulator honours the freeze for empty nodes).
     #[arg(long)]
     pub freeze_consolidation: bool,
-    /// BAND_BY_HOUR: one lead-time band per hour of day instead of one overall.
-    #[arg(long)]
-    pub band_by_hour: bool,
+    /// BAND_BY_HOUR: the lead-time band whole-day (off), per hour of day (day) or of week
+    /// (week), or the narrowest of the three out of sample at each calibration (auto).
+    #[arg(long, default_value = "auto", value_parser = parse_band_by_hour)]
+    pub band_by_hour: BandByHour,
     /// The simulated target names no HPA: prewarm sizes with Erlang C on the queue metrics
     /// instead of in the replicas the (simulated) HPA will want.
     #[arg(long)]
@@ -564,6 +566,11 @@ fn run_pools(jobs: Vec<(Workload, Setup)>, models: usize) -> crate::Result<()> {
 /// Runs the comparisons with the output the flags ask for.
 pub fn run_jobs(common: &CommonArgs, jobs: Vec<(Workload, Setup)>) -> crate::Result<()> {
     run::run_jobs(&common.output(), jobs)
+}
+
+/// `--band-by-hour`: the values BAND_BY_HOUR takes.
+fn parse_band_by_hour(raw: &str) -> Result<BandByHour, String> {
+    BandByHour::parse(raw).ok_or_else(|| format!("expected off, day, week or auto, got {raw:?}"))
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 
 use super::{parse_configmap_ref, region, Config, Vars};
 use crate::core::cloudwatch_periods::publish_interval_problem;
+use crate::core::spec::BandByHour;
 use crate::core::PolicySpec;
 use crate::error::{Error, Result};
 
@@ -73,7 +74,15 @@ impl Config {
                 .f64_or("FAST_PATH_WINDOW_SECONDS", defaults.fast_path_window_s)?,
             band_history_s: vars.f64_or("BAND_HISTORY_SECONDS", defaults.band_history_s)?,
             band_step_s: vars.f64_or("BAND_STEP_SECONDS", defaults.band_step_s)?,
-            band_by_hour: vars.bool_or("BAND_BY_HOUR", defaults.band_by_hour)?,
+            band_by_hour: match vars.get("BAND_BY_HOUR") {
+                None => defaults.band_by_hour,
+                Some(raw) => BandByHour::parse(&raw).ok_or_else(|| {
+                    Error::config(
+                        "BAND_BY_HOUR",
+                        format!("expected off, day, week or auto, got {raw:?}"),
+                    )
+                })?,
+            },
             calibrate_every_s: vars
                 .f64_or("CALIBRATE_EVERY_SECONDS", defaults.calibrate_every_s)?,
             delayed_request_cost: vars.opt_f64("DELAYED_REQUEST_COST")?,
@@ -290,7 +299,18 @@ mod tests {
         assert_eq!(c.policy.seasons_s, vec![3600.0, 25200.0]);
         assert_eq!(c.policy.time_zone, "America/New_York");
         assert_eq!(c.policy.fast_path_ratio, 3.0);
-        assert!(c.policy.band_by_hour);
+        assert_eq!(c.policy.band_by_hour, BandByHour::Day);
+        assert_eq!(defaults.policy.band_by_hour, BandByHour::Auto);
+        // (value, setting): the words and the yes-or-no values the flag once took.
+        for (raw, want) in [
+            ("off", BandByHour::Off),
+            ("false", BandByHour::Off),
+            ("Week", BandByHour::Week),
+            (" auto ", BandByHour::Auto),
+        ] {
+            let c = config(&[("BAND_BY_HOUR", raw)]).unwrap();
+            assert_eq!(c.policy.band_by_hour, want, "{raw}");
+        }
         assert_eq!(
             (c.policy.delayed_request_cost, c.policy.gpu_hour_cost),
             (Some(0.002), Some(4.0))

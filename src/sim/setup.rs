@@ -225,7 +225,7 @@ pub struct PrewarmValues {
     pub max_step_up: u32,
     pub max_step_down: u32,
     pub freeze_consolidation: bool,
-    pub band_by_hour: bool,
+    pub band_by_hour: crate::core::spec::BandByHour,
     pub queue_sizing: bool,
     /// LEAD_TIME_SECONDS as prewarm is told it (None: the true lead time).
     pub lead_time_hint: Option<f64>,

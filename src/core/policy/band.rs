@@ -12,27 +12,27 @@
 //! and reports the achieved coverage: the band fitted on the older two thirds of the history,
 //! scored on the newest third (out of sample), to put next to the nominal quantile.
 
-use chrono::{TimeZone, Timelike};
-
+use super::band_slots::{self, local_hour, slot};
 use super::forecast::{forecast, upper_quantile};
 use super::observation::{Sample, SeasonSeries};
 use super::seasonal::{seasonal_forecast, wall_clock_shift, Seasonal};
 pub use crate::spec::Calibration;
-use crate::spec::{PolicySpec, TargetSpec};
+use crate::spec::{BandSlots, PolicySpec, TargetSpec};
 
-/// Fewer lead-time windows than this give no band (the policy falls back and says so); an
-/// hour of day with fewer uses the overall band.
+/// Fewer lead-time windows than this give no band (the policy falls back and says so).
 pub const MIN_WINDOWS: usize = 30;
 
 impl Calibration {
-    /// The band for a forecast made at `now`.
+    /// The band for a forecast made at `now`: the hour's band is that of the end of the lead
+    /// time, when the capacity it sizes is in use (the calibration files each window there).
     pub fn band_at(&self, now: f64, zone: &chrono_tz::Tz) -> Option<f64> {
         let band = self.band?;
-        if self.by_hour.len() == 24 {
-            Some(self.by_hour[local_hour(now, zone)])
-        } else {
-            Some(band)
-        }
+        let slots = BandSlots::of(self.by_hour.len());
+        let due = now + self.lead_time_s.unwrap_or(0.0);
+        Some(match slots {
+            BandSlots::Whole => band,
+            _ => self.by_hour[slot(due, slots, zone)],
+        })
     }
 }
 
@@ -76,12 +76,6 @@ pub fn quantile(policy: &PolicySpec, target: &TargetSpec, service_time_s: f64) -
     }
 }
 
-fn local_hour(t: f64, zone: &chrono_tz::Tz) -> usize {
-    zone.timestamp_opt(t.floor() as i64, 0)
-        .single()
-        .map_or(0, |d| d.hour() as usize)
-}
-
 /// The trend model's constants for a coarser step: the same smoothing per second.
 fn coarse_policy(policy: &PolicySpec) -> PolicySpec {
     let k = policy.band_step_s / policy.step_s;
@@ -100,30 +94,6 @@ struct Window {
     actual: f64,
     trend: f64,
     seasonal: Option<f64>,
-}
-
-/// Overall and per-hour upper quantiles of `(t, error)`.
-fn bands(errors: &[(f64, f64)], q: f64, by_hour: bool, zone: &chrono_tz::Tz) -> (f64, Vec<f64>) {
-    let mut all: Vec<f64> = errors.iter().map(|e| e.1).collect();
-    let overall = upper_quantile(&mut all, q).max(0.0);
-    if !by_hour {
-        return (overall, Vec::new());
-    }
-    let hours = (0..24)
-        .map(|h| {
-            let mut bucket: Vec<f64> = errors
-                .iter()
-                .filter(|e| local_hour(e.0, zone) == h)
-                .map(|e| e.1)
-                .collect();
-            if bucket.len() >= MIN_WINDOWS {
-                upper_quantile(&mut bucket, q).max(0.0)
-            } else {
-                overall
-            }
-        })
-        .collect();
-    (overall, hours)
 }
 
 /// `history` on the BAND_STEP_SECONDS grid from its oldest kept sample (that sample's time
@@ -169,6 +139,7 @@ pub fn calibrate(history: &[Sample], policy: &PolicySpec, q: f64, now: f64) -> C
         quantile: q,
         band: None,
         by_hour: Vec::new(),
+        coverage_by_hour: Vec::new(),
         seasonal_weight: 0.0,
         coverage: None,
         windows: 0,
@@ -262,32 +233,48 @@ pub fn calibrate(history: &[Sample], policy: &PolicySpec, q: f64, now: f64) -> C
         out.note = Some("history shorter than a season: trend only".into());
     }
     let weight = out.seasonal_weight;
+    // Each error is filed at the end of its lead time: a burst at 09:00 is missed by the
+    // forecasts made a lead before it, and belongs to the 09:00 hour's band, not the 08:00's.
     let error = |w: &Window| {
         let point = match w.seasonal {
             Some(s) => (1.0 - weight) * w.trend + weight * s,
             None => w.trend,
         };
-        (w.t, w.actual - point)
+        (w.t + policy.lead_time_s, w.actual - point)
     };
     let fit_errors: Vec<(f64, f64)> = fit.iter().map(error).collect();
-    let (fit_band, fit_hours) = bands(&fit_errors, q, policy.band_by_hour, &zone);
-    let covered = test
+    let test_errors: Vec<(f64, f64)> = test.iter().map(error).collect();
+    // Each conditioning BAND_BY_HOUR allows, fitted on the older part, scored on the newest.
+    let scored: Vec<band_slots::Scored> = policy
+        .band_by_hour
+        .candidates()
         .iter()
-        .map(error)
-        .filter(|(t, e)| {
-            let band = if fit_hours.len() == 24 {
-                fit_hours[local_hour(*t, &zone)]
-            } else {
-                fit_band
-            };
-            *e <= band
-        })
-        .count();
-    out.coverage = (!test.is_empty()).then(|| covered as f64 / test.len() as f64);
+        .filter_map(|&s| band_slots::score(&fit_errors, &test_errors, q, s, &zone))
+        .collect();
+    let chosen = scored.get(band_slots::choose(&scored, q));
+    let slots = chosen.map_or(BandSlots::Whole, |c| c.slots);
+    if let Some(c) = chosen {
+        out.coverage = Some(c.coverage);
+        out.coverage_by_hour = (0..24)
+            .map(|h| {
+                let hour: Vec<&(f64, f64)> = test_errors
+                    .iter()
+                    .filter(|(t, _)| local_hour(*t, &zone) == h)
+                    .collect();
+                let covered = hour
+                    .iter()
+                    .filter(|(t, e)| *e <= c.bands[slot(*t, slots, &zone)])
+                    .count();
+                (!hour.is_empty()).then(|| covered as f64 / hour.len() as f64)
+            })
+            .collect();
+    }
     let all_errors: Vec<(f64, f64)> = windows.iter().map(error).collect();
-    let (band, hours) = bands(&all_errors, q, policy.band_by_hour, &zone);
-    out.band = Some(band);
-    out.by_hour = hours;
+    let mut all: Vec<f64> = all_errors.iter().map(|e| e.1).collect();
+    out.band = Some(upper_quantile(&mut all, q).max(0.0));
+    if slots != BandSlots::Whole {
+        out.by_hour = band_slots::bands(&all_errors, q, slots, &zone);
+    }
     out
 }
 
@@ -487,6 +474,7 @@ mod tests {
             quantile: 0.9,
             band: Some(1.0),
             by_hour: vec![],
+            coverage_by_hour: Vec::new(),
             seasonal_weight: 0.0,
             coverage: None,
             windows: 40,
@@ -535,6 +523,7 @@ mod tests {
             quantile: 0.9,
             band: Some(1.0),
             by_hour: (0..24).map(f64::from).collect(),
+            coverage_by_hour: Vec::new(),
             seasonal_weight: 0.0,
             coverage: None,
             windows: 40,
@@ -547,6 +536,69 @@ mod tests {
         assert_eq!(c.band_at(T0, &chrono_tz::UTC), Some(0.0));
         assert_eq!(c.band_at(T0, &berlin), Some(1.0));
         assert_eq!(c.band_at(T0 + 5.5 * 3600.0, &berlin), Some(6.0));
+    }
+
+    /// A burst at 09:00 every day chooses a band per hour of day (BAND_BY_HOUR's default).
+    /// Two days of minutes from T0 (00:00Z), 5 req/s, except 15 at 09:00, 09:10 … 09:50 of
+    /// day 1 and 14 on day 2. With the trend model of `policy()` (last value + last change
+    /// per step, lead 2), a forecast made 1 or 2 minutes before a spike errs by +10 (day 2:
+    /// +9), one made at a spike by −30 (−27), one made a minute after by +5; every other by 0.
+    /// Each error is filed at the end of its lead (origin + 2 min), so all of them fall in
+    /// the 09:00 hour: 60 windows a day, |errors| 12·10 + 6·5 + 6·30 = 330 on day 1 and
+    /// 12·9 + 6·5 + 6·27 = 300 on day 2. Windows: origins 4 … 2877, 2874 of them; the
+    /// newest third (958, from day 2 08:00, filed 08:02 on) is held back.
+    /// At q 0.999 the whole-day band is the 3rd largest of 2874 errors (rank 2872): 10, all
+    /// day. Per hour: mean |error| over all windows m = 630 / 2874; the 09:00 hour's scale
+    /// 630 / 120 + m, every other hour's m (its own errors are 0). The pooled quantile is the
+    /// 3rd largest score, 10 / scale₉, so the 09:00 band is 10 and every other hour's is
+    /// m · 10 / scale₉ ≈ 0.40. Held back, both cover every window (day 2's errors ≤ 9 ≤ 10),
+    /// and the hourly bands are narrower on average: hour of day is chosen. (Hour of week:
+    /// day 2's hours were never fitted, so it falls back to the whole day's band there and
+    /// ties with it.)
+    #[test]
+    fn a_daily_burst_gets_its_own_hour() {
+        let values: Vec<f64> = (0..2880)
+            .map(|i| {
+                let (day, minute) = (i / 1440, i % 1440);
+                let spike = (540..600).contains(&minute) && minute % 10 == 0;
+                match (spike, day) {
+                    (false, _) => 5.0,
+                    (true, 0) => 15.0,
+                    (true, _) => 14.0,
+                }
+            })
+            .collect();
+        let policy = PolicySpec {
+            band_history_s: 2.0 * 86_400.0,
+            ..policy()
+        };
+        let c = calibrate(&grid(&values), &policy, 0.999, T0 + 60.0 * 2879.0);
+        assert_eq!(c.windows, 2874);
+        assert_eq!(c.band, Some(10.0));
+        assert_eq!(c.by_hour.len(), 24, "{c:?}");
+        let m = 630.0 / 2874.0;
+        let scale = 630.0 / 120.0 + m;
+        assert!((c.by_hour[9] - 10.0).abs() < 1e-9, "{:?}", c.by_hour);
+        assert!(
+            (c.by_hour[3] - m * 10.0 / scale).abs() < 1e-9,
+            "{:?}",
+            c.by_hour
+        );
+        assert_eq!(c.coverage, Some(1.0));
+        // Coverage per hour: only the hours of the held-back part (08:00 … 23:59 of day 2).
+        let mut hours = vec![None; 8];
+        hours.extend([Some(1.0); 16]);
+        assert_eq!(c.coverage_by_hour, hours);
+        // Asked at 08:58 on day 3, the band is the 09:00 hour's: the lead ends at 09:00.
+        let at = T0 + 2.0 * 86_400.0 + 8.0 * 3600.0 + 58.0 * 60.0;
+        assert_eq!(c.band_at(at, &chrono_tz::UTC), Some(c.by_hour[9]));
+        // BAND_BY_HOUR=off: one band all day.
+        let off = PolicySpec {
+            band_by_hour: crate::spec::BandByHour::Off,
+            ..policy
+        };
+        let c = calibrate(&grid(&values), &off, 0.999, T0 + 60.0 * 2879.0);
+        assert_eq!((c.band, c.by_hour.len()), (Some(10.0), 0));
     }
 
     /// The replay reads a season back at the same wall-clock time, as the tick does. Three

@@ -124,6 +124,7 @@ mod tests {
             quantile: 0.9,
             band: Some(1.0),
             by_hour: vec![],
+            coverage_by_hour: Vec::new(),
             seasonal_weight: 0.5,
             coverage: None,
             windows: 30,

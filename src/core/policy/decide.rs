@@ -11,6 +11,7 @@
 
 use super::assess::{assess, Inputs};
 use super::band::{self, Calibration};
+use super::band_slots::local_hour;
 use super::fast_path::{fast_path, queue_now};
 use super::hpa_sizing::{hpa_replicas, hpa_replicas_for_in_system};
 use super::next_step::next_step_spare;
@@ -20,7 +21,7 @@ use super::rails::Rails;
 use super::schedule::scheduled_floor;
 use super::seasonal::{seasonal_forecast, Seasonal};
 use super::sizing::replicas_for;
-use crate::spec::{HeadroomState, PolicySpec, TargetSpec};
+use crate::spec::{BandSlots, HeadroomState, PolicySpec, TargetSpec};
 
 /// The plan when the inputs cannot be trusted: never lower the headroom, raise it only to the
 /// floor (`minSpare`, a scheduled window) within the ceiling and the GPU cap, say why, and leave
@@ -280,6 +281,12 @@ fn horizon_rate(
             summary.band_source = "lead_time".into();
             summary.quantile = c.quantile;
             summary.coverage = c.coverage;
+            summary.band_by = BandSlots::of(c.by_hour.len()).label().into();
+            summary.hour_coverage = c
+                .coverage_by_hour
+                .get(local_hour(now, &zone))
+                .copied()
+                .flatten();
             b
         }
         other => {

@@ -11,6 +11,7 @@
 
 pub mod assess;
 pub mod band;
+pub mod band_slots;
 pub mod calibration_cache;
 pub mod decide;
 pub mod fast_path;

@@ -115,6 +115,12 @@ pub struct ForecastSummary {
     pub quantile: f64,
     #[serde(default)]
     pub coverage: Option<f64>,
+    /// What the band was conditioned on (BAND_BY_HOUR's choice: "whole", "hour-of-day",
+    /// "hour-of-week") and its out-of-sample coverage at this local hour of day (0..1).
+    #[serde(default)]
+    pub band_by: String,
+    #[serde(default)]
+    pub hour_coverage: Option<f64>,
     /// "hpa" or "queue".
     #[serde(default)]
     pub sizing: String,

@@ -2,6 +2,82 @@
 
 use serde::{Deserialize, Serialize};
 
+/// BAND_BY_HOUR: the conditionings of the lead-time band a calibration may use.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BandByHour {
+    Off,
+    Day,
+    Week,
+    #[default]
+    Auto,
+}
+
+impl BandByHour {
+    /// The setting's value: `off`/`false`, `day`/`true` (what the flag meant when it was a
+    /// yes-or-no setting), `week`, `auto`.
+    pub fn parse(raw: &str) -> Option<Self> {
+        match raw.trim().to_ascii_lowercase().as_str() {
+            "off" | "false" => Some(Self::Off),
+            "day" | "true" => Some(Self::Day),
+            "week" => Some(Self::Week),
+            "auto" => Some(Self::Auto),
+            _ => None,
+        }
+    }
+
+    /// The conditionings the calibration scores, the whole-day band first (it wins ties).
+    pub fn candidates(self) -> &'static [BandSlots] {
+        match self {
+            Self::Off => &[BandSlots::Whole],
+            Self::Day => &[BandSlots::HourOfDay],
+            Self::Week => &[BandSlots::HourOfWeek],
+            Self::Auto => &[
+                BandSlots::Whole,
+                BandSlots::HourOfDay,
+                BandSlots::HourOfWeek,
+            ],
+        }
+    }
+}
+
+/// What the lead-time band is conditioned on: nothing, the hour of day, the hour of week.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BandSlots {
+    Whole,
+    HourOfDay,
+    HourOfWeek,
+}
+
+impl BandSlots {
+    /// Bands held: one, 24 or 168 (`Calibration::by_hour` is empty for one).
+    pub fn count(self) -> usize {
+        match self {
+            Self::Whole => 1,
+            Self::HourOfDay => 24,
+            Self::HourOfWeek => 168,
+        }
+    }
+
+    /// The conditioning of `bands` bands (`count`'s inverse; any other length is one band).
+    pub fn of(bands: usize) -> Self {
+        match bands {
+            24 => Self::HourOfDay,
+            168 => Self::HourOfWeek,
+            _ => Self::Whole,
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Whole => "whole",
+            Self::HourOfDay => "hour-of-day",
+            Self::HourOfWeek => "hour-of-week",
+        }
+    }
+}
+
 /// Function-wide decision settings. Field docs give the environment variable and default.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PolicySpec {
@@ -51,9 +127,11 @@ pub struct PolicySpec {
     /// BAND_STEP_SECONDS (60): resolution of that history (coarser than the tick's: cost).
     #[serde(default = "default_band_step")]
     pub band_step_s: f64,
-    /// BAND_BY_HOUR (false): one band per hour of day (in TIME_ZONE) instead of one overall.
+    /// BAND_BY_HOUR (auto): how the band follows the clock: `off` one band for the whole
+    /// day, `day` per hour of day, `week` per hour of week (in TIME_ZONE), `auto` the one of the
+    /// three narrowest out of sample at each calibration, per target (`policy::band_slots`).
     #[serde(default)]
-    pub band_by_hour: bool,
+    pub band_by_hour: BandByHour,
     /// CALIBRATE_EVERY_SECONDS (3600): long-window statistics are recomputed at most this often
     /// and cached on the headroom object.
     #[serde(default = "default_calibrate_every")]
@@ -142,7 +220,7 @@ impl Default for PolicySpec {
             fast_path_window_s: default_fast_window(),
             band_history_s: default_band_history(),
             band_step_s: default_band_step(),
-            band_by_hour: false,
+            band_by_hour: BandByHour::Auto,
             calibrate_every_s: default_calibrate_every(),
             delayed_request_cost: None,
             gpu_hour_cost: None,

@@ -43,13 +43,18 @@ pub struct Calibration {
     pub quantile: f64,
     /// The lead-time band (req/s); None when the history was too short (see `note`).
     pub band: Option<f64>,
-    /// Per hour of day in TIME_ZONE (24 values) when BAND_BY_HOUR; empty otherwise.
+    /// The band per hour of day (24 values) or of week (168, from Monday 00:00) in TIME_ZONE,
+    /// as BAND_BY_HOUR chose at this calibration; empty: `band` all day.
     #[serde(default)]
     pub by_hour: Vec<f64>,
     /// Weight of the seasonal forecast in the blend, 0..1 (0 without seasonal history).
     pub seasonal_weight: f64,
     /// Achieved out-of-sample coverage (0..1) of the band, when measurable.
     pub coverage: Option<f64>,
+    /// The out-of-sample coverage per hour of day in TIME_ZONE (24 values; None for an hour
+    /// the held-back part of the history did not reach).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub coverage_by_hour: Vec<Option<f64>>,
     /// Lead-time windows the band was fitted on.
     pub windows: u32,
     /// Why there is no band, or what was left out.

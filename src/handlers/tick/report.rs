@@ -171,6 +171,8 @@ pub fn log_decision(r: &TargetReport) {
     let nominal = forecast.map_or(f64::NAN, |f| f.quantile);
     let coverage = forecast.and_then(|f| f.coverage);
     let band_source = forecast.map_or("", |f| f.band_source.as_str());
+    let band_by = forecast.map_or("", |f| f.band_by.as_str());
+    let hour_coverage = forecast.and_then(|f| f.hour_coverage);
     let sizing = forecast.map_or("", |f| f.sizing.as_str());
     let seasonal = forecast.and_then(|f| f.seasonal_peak);
     let seasonal_weight = forecast.map_or(f64::NAN, |f| f.seasonal_weight);
@@ -216,6 +218,8 @@ pub fn log_decision(r: &TargetReport) {
             nominal_quantile = nominal,
             coverage,
             band_source,
+            band_by,
+            hour_coverage,
             sizing,
             seasonal,
             seasonal_weight,
@@ -267,6 +271,10 @@ pub fn emf_record(r: &TargetReport) -> EmfRecord {
             record = record
                 .metric("BandCoverage", 100.0 * c, Unit::Percent)
                 .metric("BandNominal", 100.0 * p.forecast.quantile, Unit::Percent);
+        }
+        // The same at this local hour (its Average by hour over a day: coverage per hour).
+        if let Some(c) = p.forecast.hour_coverage {
+            record = record.metric("BandCoverageHour", 100.0 * c, Unit::Percent);
         }
         let fast = p
             .reasons

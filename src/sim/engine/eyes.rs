@@ -883,6 +883,7 @@ mod tests {
             quantile: 0.9,
             band: Some(1.0),
             by_hour: Vec::new(),
+            coverage_by_hour: Vec::new(),
             seasonal_weight: 0.0,
             coverage: None,
             windows: 30,

@@ -164,6 +164,7 @@ fn calibrated(band: f64, seasonal_weight: f64) -> Calibration {
         quantile: 0.9,
         band: Some(band),
         by_hour: vec![],
+        coverage_by_hour: Vec::new(),
         seasonal_weight,
         coverage: Some(0.88),
         windows: 100,
