@@ -3,8 +3,8 @@
 //! calibration) against grafana's augurs, MSTL (a daily season, AutoETS on the rest) and
 //! non-seasonal AutoETS, refitted every `--refit-every` minutes as a calibration would.
 //!
-//! The rate series is a workload's arrivals per minute (`prewarm simulate --rates-out`). Every forecaster's band is the
-//! `ERROR_QUANTILE` upper quantile of `peak over the lead − its forecast` over the training days
+//! The rate series is a workload's arrivals per minute (`prewarm simulate --rates-out`). Every
+//! forecaster's band is the `ERROR_QUANTILE` upper quantile of `peak over the lead − its forecast` over the training days
 //! (prewarm's: `band::calibrate` on them); each is scored on the days after: the coverage (share
 //! of minutes whose peak stayed at or under forecast + band) and the width (mean of forecast +
 //! band − peak). augurs' own prediction interval (one-sided at the quantile) is scored beside.
@@ -98,7 +98,9 @@ fn cpu_ms() -> f64 {
         .map_or(f64::NAN, |ns| ns / 1e6)
 }
 
-/// One augurs model refitted along the series: per refit minute the point and upper paths.
+/// One augurs model refitted every `every` minutes on the `history_min` minutes up to the refit
+/// (the refit's minute included): per refit, the point and upper paths `horizon` minutes ahead
+/// (None: the fit failed or had too little history) and its CPU milliseconds.
 struct Fits {
     name: &'static str,
     paths: Vec<Option<(Vec<f64>, Vec<f64>)>>,
@@ -111,7 +113,7 @@ fn fit_along(
     every: usize,
     horizon: usize,
     fit: &dyn Fn(&[f64]) -> Option<augurs::Forecast>,
-    history: usize,
+    history_min: usize,
 ) -> Fits {
     let mut out = Fits {
         name,
@@ -119,7 +121,7 @@ fn fit_along(
         fit_ms: Vec::new(),
     };
     for c in (0..rates.len()).step_by(every) {
-        let from = (c + 1).saturating_sub(history);
+        let from = (c + 1).saturating_sub(history_min);
         let started = cpu_ms();
         let made = fit(&rates[from..=c]);
         out.fit_ms.push(cpu_ms() - started);
@@ -149,85 +151,83 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let name = std::path::Path::new(path)
         .file_stem()
         .map_or(path.clone(), |s| s.to_string_lossy().into_owned());
-    {
-        let rates = read_rates(path)?;
-        let split = train_days * DAY_MIN;
-        let mstl = fit_along(
-            "mstl",
-            &rates,
-            every,
-            horizon,
-            &|y| {
-                let model = MSTLModel::new(
-                    vec![DAY_MIN],
-                    AutoETSTrendModel::from(AutoETS::non_seasonal()),
-                );
-                (y.len() >= 2 * DAY_MIN)
-                    .then(|| model.fit(y).ok()?.predict(horizon, level).ok())
-                    .flatten()
-            },
-            3 * DAY_MIN,
-        );
-        let ets = fit_along(
-            "ets",
-            &rates,
-            every,
-            horizon,
-            &|y| {
-                let f = AutoETS::non_seasonal().fit(y).ok()?;
-                f.predict(horizon, level).ok()
-            },
-            360,
-        );
-        for (&lead_s, &lead) in leads_s.iter().zip(&leads) {
-            let policy = PolicySpec {
-                band_history_s: rates.len() as f64 * 60.0,
-                lead_time_s: lead_s,
-                ..PolicySpec::default()
-            };
-            let samples: Vec<Sample> = rates
-                .iter()
-                .enumerate()
-                .map(|(i, v)| Sample::new(T0 + 60.0 * i as f64, *v))
-                .collect();
-            let train_end = T0 + 60.0 * split as f64;
-            let cal = band::calibrate(&samples[..split], &policy, q, train_end - 60.0);
-            let windows = band::replay(&samples, &policy, T0 + 60.0 * (rates.len() - 1) as f64);
-            let index = |t: f64| ((t - T0) / 60.0).round() as usize;
-            let (train, test): (Vec<_>, Vec<_>) = windows.iter().partition(|w| w.t < train_end);
-            let today: Vec<(f64, f64)> = test
-                .iter()
-                .map(|w| (w.actual, w.point(cal.seasonal_weight)))
-                .collect();
-            row(
-                &name,
-                lead_s,
-                "trend+seasons",
-                cal.band.unwrap_or(f64::NAN),
-                &today,
-                q,
-                "",
+    let rates = read_rates(path)?;
+    let split = train_days * DAY_MIN;
+    let mstl = fit_along(
+        "mstl",
+        &rates,
+        every,
+        horizon,
+        &|y| {
+            let model = MSTLModel::new(
+                vec![DAY_MIN],
+                AutoETSTrendModel::from(AutoETS::non_seasonal()),
             );
-            for fits in [&mstl, &ets] {
-                let pairs = |part: &[&band::Window], upper: bool| -> Vec<(f64, f64)> {
-                    part.iter()
-                        .filter_map(|w| {
-                            let i = index(w.t);
-                            let k = i / every;
-                            let (point, up) = fits.paths.get(k)?.as_ref()?;
-                            let path = if upper { up } else { point };
-                            Some((w.actual, peak_ahead(path, k * every, i, lead)?))
-                        })
-                        .collect()
-                };
-                let b = band_of(&pairs(&train, false), q);
-                let mean = fits.fit_ms.iter().sum::<f64>() / fits.fit_ms.len().max(1) as f64;
-                let max = fits.fit_ms.iter().copied().fold(0.0, f64::max);
-                let cost = format!("{mean:.0} (max {max:.0})");
-                row(&name, lead_s, fits.name, b, &pairs(&test, false), q, &cost);
-                let own = format!("{} own interval", fits.name);
-                row(&name, lead_s, &own, 0.0, &pairs(&test, true), q, "");
-            }
+            (y.len() >= 2 * DAY_MIN)
+                .then(|| model.fit(y).ok()?.predict(horizon, level).ok())
+                .flatten()
+        },
+        3 * DAY_MIN,
+    );
+    let ets = fit_along(
+        "ets",
+        &rates,
+        every,
+        horizon,
+        &|y| {
+            let f = AutoETS::non_seasonal().fit(y).ok()?;
+            f.predict(horizon, level).ok()
+        },
+        360,
+    );
+    for (&lead_s, &lead) in leads_s.iter().zip(&leads) {
+        let policy = PolicySpec {
+            band_history_s: rates.len() as f64 * 60.0,
+            lead_time_s: lead_s,
+            ..PolicySpec::default()
+        };
+        let samples: Vec<Sample> = rates
+            .iter()
+            .enumerate()
+            .map(|(i, v)| Sample::new(T0 + 60.0 * i as f64, *v))
+            .collect();
+        let train_end = T0 + 60.0 * split as f64;
+        let cal = band::calibrate(&samples[..split], &policy, q, train_end - 60.0);
+        let windows = band::replay(&samples, &policy, T0 + 60.0 * (rates.len() - 1) as f64);
+        let index = |t: f64| ((t - T0) / 60.0).round() as usize;
+        let (train, test): (Vec<_>, Vec<_>) = windows.iter().partition(|w| w.t < train_end);
+        let today: Vec<(f64, f64)> = test
+            .iter()
+            .map(|w| (w.actual, w.point(cal.seasonal_weight)))
+            .collect();
+        row(
+            &name,
+            lead_s,
+            "trend+seasons",
+            cal.band.unwrap_or(f64::NAN),
+            &today,
+            q,
+            "",
+        );
+        for fits in [&mstl, &ets] {
+            let pairs = |part: &[&band::Window], upper: bool| -> Vec<(f64, f64)> {
+                part.iter()
+                    .filter_map(|w| {
+                        let i = index(w.t);
+                        let k = i / every;
+                        let (point, up) = fits.paths.get(k)?.as_ref()?;
+                        let path = if upper { up } else { point };
+                        Some((w.actual, peak_ahead(path, k * every, i, lead)?))
+                    })
+                    .collect()
+            };
+            let b = band_of(&pairs(&train, false), q);
+            let mean = fits.fit_ms.iter().sum::<f64>() / fits.fit_ms.len().max(1) as f64;
+            let max = fits.fit_ms.iter().copied().fold(0.0, f64::max);
+            let cost = format!("{mean:.0} (max {max:.0})");
+            row(&name, lead_s, fits.name, b, &pairs(&test, false), q, &cost);
+            let own = format!("{} own interval", fits.name);
+            row(&name, lead_s, &own, 0.0, &pairs(&test, true), q, "");
         }
     }
     Ok(())
