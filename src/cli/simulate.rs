@@ -59,6 +59,10 @@ pub struct SimulateArgs {
     /// "Several models on one NodePool"). Needs an input that knows its clients (ServeGen).
     #[arg(long)]
     pub models: Option<usize>,
+    /// Write the workload's arrival rate per minute as a rate CSV (t_seconds,rate_per_s) to
+    /// this file and simulate nothing (the input of tools/weigh-forecasters).
+    #[arg(long, conflicts_with = "all_shipped")]
+    pub rates_out: Option<PathBuf>,
     /// Workloads: --superpose, --rate-scale, --tokens-from, --days.
     #[command(flatten)]
     pub workload: WorkloadArgs,
@@ -530,6 +534,9 @@ pub fn run(args: SimulateArgs) -> crate::Result<()> {
     if args.models == Some(0) {
         return Err(crate::sim::checks::config_error("--models", "at least 1"));
     }
+    if let Some(path) = &args.rates_out {
+        return write_rates(&args, path);
+    }
     let mut jobs = Vec::new();
     for setup in setups(&args)? {
         for workload in workloads(&args, &setup)? {
@@ -540,6 +547,22 @@ pub fn run(args: SimulateArgs) -> crate::Result<()> {
         Some(models) => run_pools(jobs, models),
         None => run_jobs(&args.common, jobs),
     }
+}
+
+/// `--rates-out`: the workload's requests binned per minute, written as a rate CSV.
+fn write_rates(args: &SimulateArgs, path: &std::path::Path) -> crate::Result<()> {
+    use crate::sim::checks::config_error;
+    let setup = args.common.setup(None)?;
+    for workload in workloads(args, &setup)? {
+        let (requests, slot) = workload
+            .requests(&setup.model)
+            .map_err(|e| config_error("--trace", e.to_string()))?;
+        let csv = workload::rate_series::csv_of_arrivals(requests.map(|r| r.arrival), 60.0);
+        workload::requests::check(&slot).map_err(|e| config_error("--trace", e.to_string()))?;
+        std::fs::write(path, csv)
+            .map_err(|e| config_error("--rates-out", format!("{}: {e}", path.display())))?;
+    }
+    Ok(())
 }
 
 /// `--models K`: every workload split into K models on one NodePool, compared and printed.

@@ -88,12 +88,23 @@ fn coarse_policy(policy: &PolicySpec) -> PolicySpec {
     }
 }
 
-/// One replayed lead-time window.
-struct Window {
-    t: f64,
-    actual: f64,
-    trend: f64,
-    seasonal: Option<f64>,
+/// One replayed lead-time window: made at `t`, the highest rate over the next lead time
+/// (`actual`), the trend model's and the season's forecasts of it.
+pub struct Window {
+    pub t: f64,
+    pub actual: f64,
+    pub trend: f64,
+    pub seasonal: Option<f64>,
+}
+
+impl Window {
+    /// The blend the tick sizes with: `weight` on the season, the trend alone without one.
+    pub fn point(&self, weight: f64) -> f64 {
+        match self.seasonal {
+            Some(s) => (1.0 - weight) * self.trend + weight * s,
+            None => self.trend,
+        }
+    }
 }
 
 /// `history` on the BAND_STEP_SECONDS grid from its oldest kept sample (that sample's time
@@ -128,35 +139,26 @@ fn on_grid(history: &[Sample], policy: &PolicySpec, now: f64) -> Option<(f64, Ve
     Some((first, grid))
 }
 
-/// Fits the band (and the seasonal weight) on `history` (oldest first, on the
-/// BAND_STEP_SECONDS grid; gaps allowed). The shortest season in SEASONS_SECONDS that the
-/// history spans is the one replayed, each window's season back at the same wall-clock time.
-pub fn calibrate(history: &[Sample], policy: &PolicySpec, q: f64, now: f64) -> Calibration {
+/// The windows of `history` replayed as `calibrate` replays them (the instrument that weighs
+/// other forecasters against this one scores them on the same windows).
+pub fn replay(history: &[Sample], policy: &PolicySpec, now: f64) -> Vec<Window> {
+    on_grid(history, policy, now).map_or_else(Vec::new, |(first_t, grid)| {
+        replay_grid(first_t, &grid, policy).1
+    })
+}
+
+/// The shortest season the grid spans, and every window from the first full observation window
+/// to the last with a whole lead time after it.
+fn replay_grid(
+    first_t: f64,
+    grid: &[Option<f64>],
+    policy: &PolicySpec,
+) -> (Option<f64>, Vec<Window>) {
     let h = policy.band_step_s;
     let zone = policy.zone();
-    let mut out = Calibration {
-        computed_at: now,
-        quantile: q,
-        band: None,
-        by_hour: Vec::new(),
-        coverage_by_hour: Vec::new(),
-        seasonal_weight: 0.0,
-        coverage: None,
-        windows: 0,
-        note: None,
-        rise: None,
-        lead_time_s: Some(policy.lead_time_s),
-    };
-    let Some((first_t, grid)) = on_grid(history, policy, now) else {
-        out.note = Some("no history".into());
-        return out;
-    };
     let n = grid.len();
     let at = |i: usize| first_t + h * i as f64;
     let lead = (policy.lead_time_s / h).ceil().max(1.0) as usize;
-    // The residual's training rise over the same history and lead (a gap is no rise).
-    let values: Vec<f64> = grid.iter().map(|v| v.unwrap_or(f64::NAN)).collect();
-    out.rise = super::residual::training_rise(&values, lead, &(0..n));
     let w = ((policy.window_s / h).round() as usize).max(2);
     let span = h * n as f64;
     let season = policy
@@ -203,6 +205,38 @@ pub fn calibrate(history: &[Sample], policy: &PolicySpec, q: f64, now: f64) -> C
             seasonal,
         });
     }
+    (season, windows)
+}
+
+/// Fits the band (and the seasonal weight) on `history` (oldest first, on the
+/// BAND_STEP_SECONDS grid; gaps allowed). The shortest season in SEASONS_SECONDS that the
+/// history spans is the one replayed, each window's season back at the same wall-clock time.
+pub fn calibrate(history: &[Sample], policy: &PolicySpec, q: f64, now: f64) -> Calibration {
+    let h = policy.band_step_s;
+    let zone = policy.zone();
+    let mut out = Calibration {
+        computed_at: now,
+        quantile: q,
+        band: None,
+        by_hour: Vec::new(),
+        coverage_by_hour: Vec::new(),
+        seasonal_weight: 0.0,
+        coverage: None,
+        windows: 0,
+        note: None,
+        rise: None,
+        lead_time_s: Some(policy.lead_time_s),
+    };
+    let Some((first_t, grid)) = on_grid(history, policy, now) else {
+        out.note = Some("no history".into());
+        return out;
+    };
+    let n = grid.len();
+    let lead = (policy.lead_time_s / h).ceil().max(1.0) as usize;
+    // The residual's training rise over the same history and lead (a gap is no rise).
+    let values: Vec<f64> = grid.iter().map(|v| v.unwrap_or(f64::NAN)).collect();
+    out.rise = super::residual::training_rise(&values, lead, &(0..n));
+    let (season, windows) = replay_grid(first_t, &grid, policy);
     out.windows = windows.len() as u32;
     if windows.len() < MIN_WINDOWS {
         out.note = Some(format!(
@@ -235,13 +269,7 @@ pub fn calibrate(history: &[Sample], policy: &PolicySpec, q: f64, now: f64) -> C
     let weight = out.seasonal_weight;
     // Each error is filed at the end of its lead time: a burst at 09:00 is missed by the
     // forecasts made a lead before it, and belongs to the 09:00 hour's band, not the 08:00's.
-    let error = |w: &Window| {
-        let point = match w.seasonal {
-            Some(s) => (1.0 - weight) * w.trend + weight * s,
-            None => w.trend,
-        };
-        (w.t + policy.lead_time_s, w.actual - point)
-    };
+    let error = |w: &Window| (w.t + policy.lead_time_s, w.actual - w.point(weight));
     let fit_errors: Vec<(f64, f64)> = fit.iter().map(error).collect();
     let test_errors: Vec<(f64, f64)> = test.iter().map(error).collect();
     // Each conditioning BAND_BY_HOUR allows, fitted on the older part, scored on the newest.

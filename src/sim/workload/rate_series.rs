@@ -205,6 +205,25 @@ pub fn read_file(path: &Path) -> Result<RateSeries, TraceError> {
     read(std::io::BufReader::new(file), &path.display().to_string())
 }
 
+/// The rate CSV of arrival times (seconds from 0): one row per `step_s` step, the arrivals in
+/// it over its length (`prewarm simulate --rates-out`: a workload as the rate a metric store
+/// shows, read back by this module and by tools/weigh-forecasters).
+pub fn csv_of_arrivals(arrivals: impl Iterator<Item = f64>, step_s: f64) -> String {
+    let mut counts: Vec<u64> = Vec::new();
+    for t in arrivals {
+        let i = (t / step_s).floor().max(0.0) as usize;
+        if counts.len() <= i {
+            counts.resize(i + 1, 0);
+        }
+        counts[i] += 1;
+    }
+    let mut csv = format!("{HEADER}\n");
+    for (i, n) in counts.iter().enumerate() {
+        csv.push_str(&format!("{},{}\n", i as f64 * step_s, *n as f64 / step_s));
+    }
+    csv
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::renewal::{tests::rng, Renewal};
@@ -318,6 +337,19 @@ mod tests {
         assert_eq!(s.end, 720.0);
         // 2*60 + 4*60 + 0 + 0 + 1*60 + 1*60.
         assert_eq!(s.expected_requests(1.0), 480.0);
+    }
+
+    #[test]
+    fn arrivals_become_the_rate_of_each_step() {
+        // Step 60 s: 0.5, 10 and 59.9 fall in step 0 (3/60 = 0.05 req/s), 60 in step 1 and
+        // 130 in step 2 (1/60 each, printed as Rust prints f64).
+        let csv = csv_of_arrivals([0.5, 10.0, 59.9, 60.0, 130.0].into_iter(), 60.0);
+        assert_eq!(
+            csv,
+            "t_seconds,rate_per_s\n0,0.05\n60,0.016666666666666666\n120,0.016666666666666666\n"
+        );
+        // What it writes reads back as a rate series.
+        assert_eq!(read(csv.as_bytes(), "r.csv").unwrap().rows.len(), 3);
     }
 
     #[test]
