@@ -10,14 +10,14 @@ TRACES ?= $(abspath $(CURDIR)/../shared/traces)
 OUT ?= out
 ARCH ?= arm64
 
-.PHONY: help build test unit infra-test sam-build sam-artifact release lint e2e serving-gap drain-repeat soak stack-up stack-down demo goals bench fuzz invoke-local lambda-figures deploy drain-hpa drain-apf-storm
+.PHONY: help build test unit infra-test sam-build sam-artifact release lint e2e serving-gap drain-repeat soak stack-up stack-down demo goals bench weigh-forecasters fuzz invoke-local lambda-figures deploy drain-hpa drain-apf-storm
 
 help:
 	@echo "make demo    every policy and its frontier on 14 days of ServeGen, a superposed Azure trace and burst-180 (no cloud needed)"
 	@echo "make test    everything CI runs: lint, unit tests, infra tests, end-to-end on the local stack"
 	@echo "make goals   the policy's goals measured on the simulator (slow; not part of make test)"
 	@echo "make release VERSION=x.y.z [SOURCE_URL=https://...]   the release page's files in out/release/x.y.z (zip, template, chart, SHA256SUMS)"
-	@echo "make lint | unit | infra-test | sam-build | e2e | serving-gap | drain-repeat | drain-hpa | drain-apf-storm | soak | bench | fuzz | build | invoke-local | lambda-figures | deploy"
+	@echo "make lint | unit | infra-test | sam-build | e2e | serving-gap | drain-repeat | drain-hpa | drain-apf-storm | soak | bench | weigh-forecasters | fuzz | build | invoke-local | lambda-figures | deploy"
 
 ## Lambda artifacts (cargo-lambda + zig from PyPI, installed on first use).
 LAMBDA_VENV := $(HOME)/.cache/prewarm/venv/lambda/bin
@@ -139,6 +139,11 @@ goals:
 
 bench:
 	cargo bench
+
+## The instrument that weighs augurs' forecasters against prewarm's (its own workspace, so augurs
+## stays out of the Lambda's build): its tests. Figures: docs/notebook/.
+weigh-forecasters:
+	cargo test --release --manifest-path tools/weigh-forecasters/Cargo.toml
 
 ## Coverage-guided fuzzing of the interruption parsing (cargo-fuzz on nightly; NOT part of `make
 ## test`): FUZZ_RUNS executions per target from the committed corpus, stopping at the first
