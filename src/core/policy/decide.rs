@@ -282,9 +282,11 @@ fn horizon_rate(
             summary.quantile = c.quantile;
             summary.coverage = c.coverage;
             summary.band_by = BandSlots::of(c.by_hour.len()).label().into();
+            // The coverage of the hour whose band was used: the hour the lead time ends in.
+            let due = now + c.lead_time_s.unwrap_or(0.0);
             summary.hour_coverage = c
                 .coverage_by_hour
-                .get(local_hour(now, &zone))
+                .get(local_hour(due, &zone))
                 .copied()
                 .flatten();
             b

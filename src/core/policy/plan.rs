@@ -116,7 +116,8 @@ pub struct ForecastSummary {
     #[serde(default)]
     pub coverage: Option<f64>,
     /// What the band was conditioned on (BAND_BY_HOUR's choice: "whole", "hour-of-day",
-    /// "hour-of-week") and its out-of-sample coverage at this local hour of day (0..1).
+    /// "hour-of-week") and the out-of-sample coverage (0..1) of the local hour of day the lead
+    /// time ends in, whose band was used.
     #[serde(default)]
     pub band_by: String,
     #[serde(default)]

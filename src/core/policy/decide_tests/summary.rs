@@ -69,3 +69,32 @@ fn summary_reports_the_numbers_behind_the_plan() {
         (1.0, 11, 11)
     );
 }
+
+#[test]
+fn the_hour_coverage_reported_is_the_hour_whose_band_was_used() {
+    // NOW is 22:13:20 UTC; with a one-hour lead the band used is the 23:00 hour's (the hour the
+    // lead ends in), so the coverage reported beside it must be that hour's too: 0.23, not 0.22.
+    let policy = PolicySpec {
+        lead_time_s: 3600.0,
+        ..test_policy()
+    };
+    let calibration = Calibration {
+        by_hour: (0..24).map(f64::from).collect(),
+        coverage_by_hour: (0..24).map(|h| Some(f64::from(h) / 100.0)).collect(),
+        lead_time_s: Some(3600.0),
+        ..calibrated(2.0, 0.5)
+    };
+    let plan = decide(
+        &observe(&[5.0; 8], Some(6)),
+        &test_target(),
+        &policy,
+        &HeadroomState {
+            calibration: Some(calibration),
+            ..HeadroomState::default()
+        },
+        NOW,
+    );
+    let f = &plan.forecast;
+    assert_eq!(f.band_by, "hour-of-day");
+    assert_eq!(f.hour_coverage, Some(0.23));
+}
