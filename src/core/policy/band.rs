@@ -28,11 +28,21 @@ impl Calibration {
     pub fn band_at(&self, now: f64, zone: &chrono_tz::Tz) -> Option<f64> {
         let band = self.band?;
         let slots = BandSlots::of(self.by_hour.len());
-        let due = now + self.lead_time_s.unwrap_or(0.0);
         Some(match slots {
             BandSlots::Whole => band,
-            _ => self.by_hour[slot(due, slots, zone)],
+            _ => self.by_hour[slot(self.due(now), slots, zone)],
         })
+    }
+
+    /// The held-back coverage of the local hour whose band `band_at(now)` uses.
+    pub fn hour_coverage_at(&self, now: f64, zone: &chrono_tz::Tz) -> Option<f64> {
+        let hour = local_hour(self.due(now), zone);
+        self.coverage_by_hour.get(hour).copied().flatten()
+    }
+
+    /// When the capacity a forecast made at `now` sizes is in use: the end of the lead time.
+    fn due(&self, now: f64) -> f64 {
+        now + self.lead_time_s.unwrap_or(0.0)
     }
 }
 

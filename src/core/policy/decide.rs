@@ -11,7 +11,6 @@
 
 use super::assess::{assess, Inputs};
 use super::band::{self, Calibration};
-use super::band_slots::local_hour;
 use super::fast_path::{fast_path, queue_now};
 use super::hpa_sizing::{hpa_replicas, hpa_replicas_for_in_system};
 use super::next_step::next_step_spare;
@@ -282,13 +281,7 @@ fn horizon_rate(
             summary.quantile = c.quantile;
             summary.coverage = c.coverage;
             summary.band_by = BandSlots::of(c.by_hour.len()).label().into();
-            // The coverage of the hour whose band was used: the hour the lead time ends in.
-            let due = now + c.lead_time_s.unwrap_or(0.0);
-            summary.hour_coverage = c
-                .coverage_by_hour
-                .get(local_hour(due, &zone))
-                .copied()
-                .flatten();
+            summary.hour_coverage = c.hour_coverage_at(now, &zone);
             b
         }
         other => {
