@@ -553,16 +553,17 @@ pub fn run(args: SimulateArgs) -> crate::Result<()> {
 fn write_rates(args: &SimulateArgs, path: &std::path::Path) -> crate::Result<()> {
     use crate::sim::checks::config_error;
     let setup = args.common.setup(None)?;
-    for workload in workloads(args, &setup)? {
-        let (requests, slot) = workload
-            .requests(&setup.model)
-            .map_err(|e| config_error("--trace", e.to_string()))?;
-        let csv = workload::rate_series::csv_of_arrivals(requests.map(|r| r.arrival), 60.0);
-        workload::requests::check(&slot).map_err(|e| config_error("--trace", e.to_string()))?;
-        std::fs::write(path, csv)
-            .map_err(|e| config_error("--rates-out", format!("{}: {e}", path.display())))?;
-    }
-    Ok(())
+    // One file, so one workload: clap keeps --all-shipped out, the rest name one input.
+    let [workload]: [Workload; 1] = workloads(args, &setup)?
+        .try_into()
+        .map_err(|_| config_error("--rates-out", "writes one workload's rates"))?;
+    let (requests, slot) = workload
+        .requests(&setup.model)
+        .map_err(|e| config_error("--trace", e.to_string()))?;
+    let csv = workload::rate_series::csv_of_arrivals(requests.map(|r| r.arrival), 60.0);
+    workload::requests::check(&slot).map_err(|e| config_error("--trace", e.to_string()))?;
+    std::fs::write(path, csv)
+        .map_err(|e| config_error("--rates-out", format!("{}: {e}", path.display())))
 }
 
 /// `--models K`: every workload split into K models on one NodePool, compared and printed.

@@ -26,7 +26,7 @@ use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::core::interruption::{Notice, NoticeKind, NoticeStatus};
+use crate::core::interruption::{Notice, NoticeKind};
 use crate::error::{Error, Result};
 use detail::{clip, shorten, Outcome};
 pub use instance_id::InstanceIdRule;
@@ -344,21 +344,7 @@ fn base(
         .map(|t| t.timestamp_millis() as f64 / 1000.0)
         .ok_or("the envelope has no time")?;
     let detail = event.detail.as_object().ok_or("detail is not an object")?;
-    let notice = Notice {
-        event_id,
-        kind,
-        instance_ids: Vec::new(),
-        time,
-        instance_state: None,
-        window_start: None,
-        termination_time: None,
-        reservation_id: None,
-        reservation_end: None,
-        status: NoticeStatus::Active,
-        sent_time: None,
-        scheduled: false,
-    };
-    Ok((notice, detail))
+    Ok((Notice::new(event_id, kind, time), detail))
 }
 
 /// A file given to `prewarm explain`: an SQS event (`{"Records": [...]}`) or one bare

@@ -103,18 +103,9 @@ mod tests {
 
     fn notice(kind: NoticeKind, time: f64) -> Notice {
         Notice {
-            event_id: "e".into(),
-            kind,
             instance_ids: vec!["i-0123456789abcdef0".into()],
-            time,
-            instance_state: None,
-            window_start: None,
-            termination_time: None,
-            reservation_id: None,
-            reservation_end: None,
-            status: NoticeStatus::Active,
             sent_time: Some(SENT),
-            scheduled: false,
+            ..Notice::new("e", kind, time)
         }
     }
 

@@ -61,7 +61,6 @@ mod tests {
     use super::super::model::{
         Command, DrainSettings, DrainStep, Finish, PodView, ReplacementSeen,
     };
-    use super::super::notice::NoticeStatus;
     use super::super::reservation::{
         plan_resume, reservation_verdict, NodeSeen, ReservationVerdict,
     };
@@ -74,18 +73,9 @@ mod tests {
 
     fn notice(id: &str, kind: NoticeKind, time: f64) -> Notice {
         Notice {
-            event_id: id.into(),
-            kind,
             instance_ids: vec!["i-1".into()],
-            time,
-            instance_state: None,
-            window_start: None,
-            termination_time: None,
-            reservation_id: None,
-            reservation_end: None,
-            status: NoticeStatus::Active,
             sent_time: Some(time),
-            scheduled: false,
+            ..Notice::new(id, kind, time)
         }
     }
 

@@ -109,3 +109,24 @@ pub struct Notice {
     #[serde(skip)]
     pub scheduled: bool,
 }
+
+impl Notice {
+    /// An active notice of `kind` issued at `time`, naming no instance and no window yet: what
+    /// every notice starts as before its kind's fields are read.
+    pub fn new(event_id: impl Into<String>, kind: NoticeKind, time: f64) -> Notice {
+        Notice {
+            event_id: event_id.into(),
+            kind,
+            instance_ids: Vec::new(),
+            time,
+            instance_state: None,
+            window_start: None,
+            termination_time: None,
+            reservation_id: None,
+            reservation_end: None,
+            status: NoticeStatus::Active,
+            sent_time: None,
+            scheduled: false,
+        }
+    }
+}
