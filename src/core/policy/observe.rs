@@ -1,5 +1,5 @@
 //! The observe step, shared by the Lambda's tick (src/handlers/tick/observe.rs) and the
-//! simulator's eyes (src/sim/engine/eyes.rs) so that what the simulator assumes the Lambda sees
+//! simulator's eyes (src/sim/engine/lambda_view.rs) so that what the simulator assumes the Lambda sees
 //! cannot drift from what it sees: the plan of what one tick reads (`plan`,
 //! `calibration_window`) and the assembly of what the sources returned into the `Observation`
 //! (`assemble`). Changes when what a tick reads, or how a read becomes the observation, changes.
@@ -33,7 +33,7 @@
 //! - the queries' own `rate`/`deriv` windows (RATE_WINDOW_SECONDS, 1 m by default; twice it for
 //!   the latency) are the same setting for both (`queries::for_target` for the tick, the
 //!   policy's `rate_window_s` for the eyes), evaluated by Prometheus for the tick and by the
-//!   eyes with Prometheus' own `rate` extrapolation (`eyes::prometheus_rate`) over the scrapes
+//!   eyes with Prometheus' own `rate` extrapolation (`lambda_view::prometheus_rate`) over the scrapes
 //!   inside `(t - W, t]` (Prometheus 3's open start; Prometheus 2 includes a scrape exactly at
 //!   `t - W`), but only at scrape times, where the tick's points fall wherever `now - lag` puts
 //!   them; the eyes see no history before the trace starts.

@@ -13,7 +13,7 @@
 //!   within its disruption budget (disruption.rs); Cluster Autoscaler removes empty nodes;
 //! - a headroom controller sets the number of balloon pods: none, a fixed N, a percentage of
 //!   the serving replicas, or prewarm's own `crate::core::decide()` fed with the `Observation`
-//!   the Lambda's queries would return (eyes.rs); or, instead of balloons, a raised HPA floor
+//!   the Lambda's queries would return (lambda_view.rs); or, instead of balloons, a raised HPA floor
 //!   (minReplicas by hour, or prewarm's `Plan::hpa_floor`) that the HPA reads at its next sync;
 //! - the clairvoyant node hints launch a node one lead time before each moment a first pass
 //!   needed one (`RunConfig::prelaunch`).
@@ -30,7 +30,7 @@ use super::classes::Class;
 use super::model::{Hpa, Model, Provisioner};
 use super::stats::{DayStats, GpuSplit, LogHistogram, Waterfall};
 
-pub use eyes::BandCoverage;
+pub use lambda_view::BandCoverage;
 pub use launch::LaunchModel;
 pub use lead::{LeadReport, LeadTime};
 pub use pool::{run_pool, PoolHeadroom, PoolResult};
@@ -226,7 +226,7 @@ pub struct RunResult {
 mod controllers;
 mod disruption;
 mod events;
-mod eyes;
+mod lambda_view;
 mod launch;
 mod lead;
 mod metrics;
@@ -305,8 +305,8 @@ struct Sim<'a> {
     serving_at_boundary: Vec<u32>,
     completions_at: Vec<u32>,
     latency_sum_at: Vec<f64>,
-    /// The arrival-rate query's answers already computed (eyes.rs).
-    arrival_rates: std::cell::RefCell<eyes::RateMemo>,
+    /// The arrival-rate query's answers already computed (lambda_view.rs).
+    arrival_rates: std::cell::RefCell<lambda_view::RateMemo>,
     /// Scrapes the metric store lost (world.rs; empty when it loses none).
     lost_scrapes: Vec<bool>,
     headroom_state: HeadroomState,

@@ -1,4 +1,4 @@
-//! The Lambda's eyes: what the simulated prewarm sees before `crate::core::decide()`. The
+//! The Lambda's view: what the simulated prewarm sees before `crate::core::decide()`. The
 //! windows come from the tick's own read plan and the `Observation` from its own assembly
 //! (`crate::core::policy::observe`); this file only evaluates, for the windows the plan names,
 //! what the built-in vLLM queries (src/adapters/metrics/queries.rs) return from what the
