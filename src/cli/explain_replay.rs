@@ -127,6 +127,11 @@ pub fn command_text(c: &Command) -> String {
             k,
             held,
         } => format!("surge {namespace}/{deployment} k={k} held={}", held.len()),
+        Command::ReleaseSurge {
+            namespace,
+            deployment,
+            drain,
+        } => format!("release-surge {namespace}/{deployment} drain={drain}"),
         Command::HandOver => "hand-over".into(),
         Command::ReleaseReplacement => "release-replacement".into(),
         Command::Undrain { uncordon, .. } => format!("undrain uncordon={uncordon}"),
