@@ -110,6 +110,38 @@ fn drained(at: &str) -> (String, String, Vec<String>, String) {
 
 const TAINT: &str = "taint prewarm.io/draining=spot-interruption:NoSchedule";
 
+/// Step 2 at 12:00:15: the placeholder runs (the next comment says why): hand-over, then `then`.
+fn handed_over(then: &str) -> (String, String, Vec<String>, String) {
+    row(
+        "12:00:15",
+        "evicting",
+        &[
+            "record-state evicting",
+            "hand-over",
+            then,
+            "wait-until 2026-11-29T12:00:30.000Z",
+        ],
+        "12:00:30",
+    )
+}
+
+/// Step 1 of the spot warning's drain at 12:00:00 (the next comment says why).
+fn claimed() -> (String, String, Vec<String>, String) {
+    row(
+        "12:00:00",
+        "evicting",
+        &[
+            "record-state evicting",
+            "cordon",
+            TAINT,
+            "request-replacement gpus=2",
+            "evict inference/llama-slow tier=1 grace=120s",
+            "wait-until 2026-11-29T12:00:15.000Z",
+        ],
+        "12:00:15",
+    )
+}
+
 /// Step 1 claims: cordon, taint, a placeholder for llama-0's 2 GPUs, and llama-slow goes at
 /// once (due at end − 300 s = 11:57:00, before now; grace cut to the 120 s left). The placeholder
 /// runs on gpu-node-b (Ready, pool gpu). Step 2 (15 s later) sees it running: hand-over, llama-0
@@ -121,30 +153,8 @@ fn a_ready_replacement_hands_over_at_the_second_check() {
     assert_eq!(
         summary(&lines),
         vec![
-            row(
-                "12:00:00",
-                "evicting",
-                &[
-                    "record-state evicting",
-                    "cordon",
-                    TAINT,
-                    "request-replacement gpus=2",
-                    "evict inference/llama-slow tier=1 grace=120s",
-                    "wait-until 2026-11-29T12:00:15.000Z",
-                ],
-                "12:00:15"
-            ),
-            row(
-                "12:00:15",
-                "evicting",
-                &[
-                    "record-state evicting",
-                    "hand-over",
-                    "evict inference/llama-0 tier=1",
-                    "wait-until 2026-11-29T12:00:30.000Z",
-                ],
-                "12:00:30"
-            ),
+            claimed(),
+            handed_over("evict inference/llama-0 tier=1"),
             drained("12:00:30"),
         ]
     );
@@ -350,30 +360,8 @@ fn a_surge_holds_the_eviction_and_the_drains_end_gives_it_back() {
     assert_eq!(
         summary(&lines),
         vec![
-            row(
-                "12:00:00",
-                "evicting",
-                &[
-                    "record-state evicting",
-                    "cordon",
-                    TAINT,
-                    "request-replacement gpus=2",
-                    "evict inference/llama-slow tier=1 grace=120s",
-                    "wait-until 2026-11-29T12:00:15.000Z",
-                ],
-                "12:00:15"
-            ),
-            row(
-                "12:00:15",
-                "evicting",
-                &[
-                    "record-state evicting",
-                    "hand-over",
-                    surge,
-                    "wait-until 2026-11-29T12:00:30.000Z",
-                ],
-                "12:00:30"
-            ),
+            claimed(),
+            handed_over(surge),
             held("12:00:30", "12:00:45"),
             held("12:00:45", "12:01:00"),
             held("12:01:00", "12:01:15"),
