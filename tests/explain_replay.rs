@@ -26,6 +26,11 @@ fn replay(state: &Value, steps: u32) -> Vec<Value> {
 
 /// Runs the replay of `events/<event>` on `state` from 12:00:00; one JSON value per step.
 fn replay_event(state: &Value, event: &str, steps: u32) -> Vec<Value> {
+    replay_with(state, event, steps, TARGETS)
+}
+
+/// `replay_event` with the targets `targets`.
+fn replay_with(state: &Value, event: &str, steps: u32, targets: &str) -> Vec<Value> {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("state.json");
     std::fs::write(&path, state.to_string()).unwrap();
@@ -40,7 +45,7 @@ fn replay_event(state: &Value, event: &str, steps: u32) -> Vec<Value> {
         "--steps",
         &steps.to_string(),
         "--targets",
-        TARGETS,
+        targets,
         "--eviction-budget-seconds",
         "30",
         "--actions",
@@ -105,6 +110,38 @@ fn drained(at: &str) -> (String, String, Vec<String>, String) {
 
 const TAINT: &str = "taint prewarm.io/draining=spot-interruption:NoSchedule";
 
+/// Step 2 at 12:00:15: the placeholder runs (the next comment says why): hand-over, then `then`.
+fn handed_over(then: &str) -> (String, String, Vec<String>, String) {
+    row(
+        "12:00:15",
+        "evicting",
+        &[
+            "record-state evicting",
+            "hand-over",
+            then,
+            "wait-until 2026-11-29T12:00:30.000Z",
+        ],
+        "12:00:30",
+    )
+}
+
+/// Step 1 of the spot warning's drain at 12:00:00 (the next comment says why).
+fn claimed() -> (String, String, Vec<String>, String) {
+    row(
+        "12:00:00",
+        "evicting",
+        &[
+            "record-state evicting",
+            "cordon",
+            TAINT,
+            "request-replacement gpus=2",
+            "evict inference/llama-slow tier=1 grace=120s",
+            "wait-until 2026-11-29T12:00:15.000Z",
+        ],
+        "12:00:15",
+    )
+}
+
 /// Step 1 claims: cordon, taint, a placeholder for llama-0's 2 GPUs, and llama-slow goes at
 /// once (due at end − 300 s = 11:57:00, before now; grace cut to the 120 s left). The placeholder
 /// runs on gpu-node-b (Ready, pool gpu). Step 2 (15 s later) sees it running: hand-over, llama-0
@@ -116,30 +153,8 @@ fn a_ready_replacement_hands_over_at_the_second_check() {
     assert_eq!(
         summary(&lines),
         vec![
-            row(
-                "12:00:00",
-                "evicting",
-                &[
-                    "record-state evicting",
-                    "cordon",
-                    TAINT,
-                    "request-replacement gpus=2",
-                    "evict inference/llama-slow tier=1 grace=120s",
-                    "wait-until 2026-11-29T12:00:15.000Z",
-                ],
-                "12:00:15"
-            ),
-            row(
-                "12:00:15",
-                "evicting",
-                &[
-                    "record-state evicting",
-                    "hand-over",
-                    "evict inference/llama-0 tier=1",
-                    "wait-until 2026-11-29T12:00:30.000Z",
-                ],
-                "12:00:30"
-            ),
+            claimed(),
+            handed_over("evict inference/llama-0 tier=1"),
             drained("12:00:30"),
         ]
     );
@@ -298,4 +313,88 @@ fn a_capacity_block_warning_drains_the_node_labelled_with_its_reservation() {
         ]
     );
     assert_eq!(lines[0]["instance"], "i-0abc1111111111111");
+}
+
+/// With DRAIN_SURGE on (the default) and `inference` a target's podNamespace, llama-0's
+/// Deployment (llama: replicas 1, 1 ready; its ReplicaSet llama-5d9f in STATE) is surged once
+/// the replacement is ready (12:00:15): want = 1 + k 1 = 2 > 1 ready, so llama-0's eviction is
+/// held (due at min(deadline 12:01:30, end 12:02:00 − grace 30 s) = 12:01:30). No surge pod turns
+/// Ready offline: the surge is renewed each check (held) until 12:01:30, where the deadline has
+/// come (no surge wanted) and llama-0 goes; 12:01:45 finds the node empty and gives the surge
+/// back (the record on llama names this drain) before the placeholder. llama-slow's ReplicaSet
+/// is not in STATE: no surge for it, evicted at the claim as before.
+#[test]
+fn a_surge_holds_the_eviction_and_the_drains_end_gives_it_back() {
+    let mut state = state_fixture();
+    let items = state["items"].as_array_mut().unwrap();
+    items.push(
+        serde_json::json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+        "metadata": {"namespace": "inference", "name": "llama-5d9f", "ownerReferences": [
+            {"apiVersion": "apps/v1", "kind": "Deployment", "name": "llama", "uid": "d-1",
+             "controller": true}]}}),
+    );
+    items.push(
+        serde_json::json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"namespace": "inference", "name": "llama"},
+        "spec": {"replicas": 1, "selector": {}, "template": {}},
+        "status": {"replicas": 1, "readyReplicas": 1}}),
+    );
+    let targets = TARGETS.replace(
+        r#""maxSpare":8"#,
+        r#""maxSpare":8,"podNamespace":"inference""#,
+    );
+    let lines = replay_with(&state, "sqs-spot-interruption.json", 10, &targets);
+    let surge = "surge inference/llama k=1 held=1";
+    let held = |at: &str, next: &str| {
+        row(
+            at,
+            "evicting",
+            &[
+                "record-state evicting",
+                surge,
+                &format!("wait-until 2026-11-29T{next}.000Z"),
+            ],
+            next,
+        )
+    };
+    assert_eq!(
+        summary(&lines),
+        vec![
+            claimed(),
+            handed_over(surge),
+            held("12:00:30", "12:00:45"),
+            held("12:00:45", "12:01:00"),
+            held("12:01:00", "12:01:15"),
+            held("12:01:15", "12:01:30"),
+            row(
+                "12:01:30",
+                "evicting",
+                &[
+                    "record-state evicting",
+                    "evict inference/llama-0 tier=1",
+                    "wait-until 2026-11-29T12:01:45.000Z",
+                ],
+                "12:01:45"
+            ),
+            row(
+                "12:01:45",
+                "drained",
+                &[
+                    "record-state drained",
+                    "release-surge inference/llama drain=i-0abc1111111111111",
+                    "release-replacement",
+                    "done drained",
+                ],
+                "-"
+            ),
+        ]
+    );
+    assert_eq!(
+        lines[1]["applied"]["surges"],
+        serde_json::json!(["inference/llama: replicas raised"])
+    );
+    assert_eq!(
+        lines[7]["applied"]["surges"],
+        serde_json::json!(["inference/llama: replicas restored"])
+    );
 }

@@ -151,6 +151,7 @@ impl Model {
                 }
                 Command::Announce { .. }
                 | Command::Surge { .. }
+                | Command::ReleaseSurge { .. }
                 | Command::WaitUntil { .. }
                 | Command::Done(_) => {}
             }

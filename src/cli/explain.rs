@@ -70,7 +70,8 @@ pub struct ExplainArgs {
     pub accept_kwok_instance_ids: bool,
     /// Replay the drain offline on this cluster state: `kubectl get node/NAME pods,pdb ... -o
     /// json` (a List holding the Node of the notice's instance, its pods, other Nodes of its
-    /// pool, PodDisruptionBudgets). Prints one JSON line per step instead of the records.
+    /// pool, PodDisruptionBudgets, and for the surges the pods' Deployments, ReplicaSets and
+    /// HPAs). Prints one JSON line per step instead of the records.
     #[arg(long, requires = "at")]
     pub cluster_state: Option<PathBuf>,
     /// With --cluster-state: the time of the first step (RFC 3339), e.g. when the notice came.

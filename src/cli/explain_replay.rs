@@ -11,6 +11,7 @@ use super::replay_state::{Applied, ClusterState, DrainContext};
 use crate::adapters::events::{parse_event_document, InstanceIdRule, Parsed};
 use crate::adapters::kube::shape::placeholder::PlaceholderSettings;
 use crate::core::interruption::state::format_time;
+use crate::core::interruption::surge_step::{plan_releases, plan_surges};
 use crate::core::interruption::{
     plan_drain, Command, DrainSettings, DrainStep, Finish, NodeView, Notice, ReplacementSeen,
 };
@@ -22,7 +23,7 @@ pub struct ReplaySettings<'a> {
     pub placeholder: &'a PlaceholderSettings,
     pub targets: &'a [TargetSpec],
     pub rule: InstanceIdRule,
-    /// DRAIN_SURGE: not replayed; the steps whose evictions it may hold say so.
+    /// DRAIN_SURGE: each step surges the Deployments it evicts from (`replay_surge`).
     pub surge: bool,
 }
 
@@ -55,23 +56,31 @@ pub fn replay(
         .ok_or(
             "no notice of the event names an instance (or a capacity reservation) with a node in STATE (matched by spec.providerID, or by the reservation label)",
         )?;
-    let context = DrainContext {
-        drain_id: &instance,
-        event_id: &notice.event_id,
-        targets: settings.targets,
-        placeholder: settings.placeholder,
-    };
     let mut lines = Vec::new();
     let mut now = at;
     for number in 1..=checks + 1 {
+        let context = DrainContext {
+            drain_id: &instance,
+            now,
+            event_id: &notice.event_id,
+            targets: settings.targets,
+            placeholder: settings.placeholder,
+        };
         let observed = state.observe(&node_name, &instance, settings.targets);
-        let step = plan_drain(
+        let mut step = plan_drain(
             &observed.view,
             &observed.pod_views,
             notice,
             now,
             settings.drain,
         );
+        // The surges, as the handler's step adds them: with DRAIN_SURGE on, and at the drain's
+        // end whatever DRAIN_SURGE says now.
+        if settings.surge {
+            let workloads = state.workloads(&observed, settings.targets);
+            plan_surges(&mut step, &observed.pod_views, &workloads, &instance, now);
+        }
+        plan_releases(&mut step, &state.surged(settings.targets), &instance);
         let applied = state.apply(&observed, &step, &context);
         let next_check = match step.last() {
             Command::WaitUntil { at } => Some(*at),
@@ -127,6 +136,11 @@ pub fn command_text(c: &Command) -> String {
             k,
             held,
         } => format!("surge {namespace}/{deployment} k={k} held={}", held.len()),
+        Command::ReleaseSurge {
+            namespace,
+            deployment,
+            drain,
+        } => format!("release-surge {namespace}/{deployment} drain={drain}"),
         Command::HandOver => "hand-over".into(),
         Command::ReleaseReplacement => "release-replacement".into(),
         Command::Undrain { uncordon, .. } => format!("undrain uncordon={uncordon}"),
@@ -191,7 +205,7 @@ pub fn why(seen: &NodeView, step: &DrainStep, now: f64, surge: bool) -> String {
         parts.push(format!("{evicts} pod(s) evicted because {because}"));
         if surge && !past_deadline && state.replacement_ready_at.is_some() {
             parts.push(
-                "with DRAIN_SURGE on, the function first raises each Deployment by its pods here and holds their evictions until the surge pods are Ready or the pod is due (not replayed)"
+                "with DRAIN_SURGE on, the function first raises each Deployment by its pods here and holds their evictions until the surge pods are Ready or the pod is due (surge pods never turn Ready offline)"
                     .into(),
             );
         }
@@ -219,5 +233,6 @@ fn applied_json(a: &Applied) -> Value {
         "placeholder": a.placeholder,
         "placeholder_requests": a.placeholder_requests,
         "released": a.released,
+        "surges": a.surges,
     })
 }

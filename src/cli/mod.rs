@@ -10,6 +10,7 @@ pub mod explain_replay;
 pub mod explain_target;
 pub mod query_cost;
 pub mod replay_state;
+pub mod replay_surge;
 pub mod restore;
 pub mod simulate;
 pub mod tick;

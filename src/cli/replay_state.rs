@@ -1,5 +1,6 @@
 //! The cluster as `prewarm explain --cluster-state` holds it: the objects of a `kubectl get ...
-//! -o json` List (Nodes, Pods, PodDisruptionBudgets), shown to the planner through the
+//! -o json` List (Nodes, Pods, PodDisruptionBudgets, and the pods' Deployments, ReplicaSets and
+//! HorizontalPodAutoscalers for surges: `replay_surge`), shown to the planner through the
 //! handler's own shaping functions, and changed only by what a replayed step's commands do.
 //! One reason to change: how a drain's commands change the cluster, offline.
 //!
@@ -13,11 +14,16 @@
 //!   PodDisruptionBudget of STATE that selects it has `status.disruptionsAllowed` 0 (or no
 //!   status yet): then it is blocked, as the eviction API's 429 would say, or deleted when the
 //!   step deletes past budgets. Each eviction lowers the budgets that allowed it by one;
-//! - the hand-over and the release delete the drain's placeholder. Nothing else changes: no pod
-//!   comes back, no node appears or goes, no surge is raised.
+//! - the hand-over and the release delete the drain's placeholder;
+//! - a surge and its release are written on the Deployment or its HPA (`replay_surge`).
+//!
+//! Nothing else changes: no pod comes back (a surge's pods never turn Ready), no node appears
+//! or goes.
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use serde_json::{Map, Value};
@@ -45,6 +51,10 @@ pub struct ClusterState {
     pub nodes: Vec<Node>,
     pub pods: Vec<Pod>,
     pub pdbs: Vec<PodDisruptionBudget>,
+    /// The pods' workloads, where surges are written (`replay_surge`).
+    pub deployments: Vec<Deployment>,
+    pub replica_sets: Vec<ReplicaSet>,
+    pub hpas: Vec<HorizontalPodAutoscaler>,
 }
 
 /// What applying one step did, in words for the output.
@@ -60,11 +70,15 @@ pub struct Applied {
     pub placeholder_requests: Option<BTreeMap<String, String>>,
     /// Placeholders deleted (hand-over, release).
     pub released: Vec<String>,
+    /// Surges written and given back (`namespace/deployment: field outcome`).
+    pub surges: Vec<String>,
 }
 
 /// The drain a step is applied for, and what its placeholder is made of.
 pub struct DrainContext<'a> {
     pub drain_id: &'a str,
+    /// When the step was planned: surges are written as at this time.
+    pub now: f64,
     pub event_id: &'a str,
     pub targets: &'a [TargetSpec],
     pub placeholder: &'a PlaceholderSettings,
@@ -91,6 +105,15 @@ impl ClusterState {
                 "Pod" => state.pods.push(serde_json::from_value(item).map_err(bad)?),
                 "PodDisruptionBudget" => {
                     state.pdbs.push(serde_json::from_value(item).map_err(bad)?)
+                }
+                "Deployment" => {
+                    (state.deployments).push(serde_json::from_value(item).map_err(bad)?)
+                }
+                "ReplicaSet" => {
+                    (state.replica_sets).push(serde_json::from_value(item).map_err(bad)?)
+                }
+                "HorizontalPodAutoscaler" => {
+                    state.hpas.push(serde_json::from_value(item).map_err(bad)?)
                 }
                 _ => {}
             }
@@ -200,6 +223,9 @@ impl ClusterState {
                     delete_if_blocked,
                     ..
                 } => self.evict(pod, *delete_if_blocked, &mut applied),
+                Command::Surge { .. } | Command::ReleaseSurge { .. } => {
+                    (applied.surges).extend(self.write_surge(command, ctx.drain_id, ctx.now))
+                }
                 Command::HandOver | Command::ReleaseReplacement => {
                     let label = drain_label(ctx.drain_id);
                     self.pods.retain(|p| {
@@ -226,17 +252,10 @@ impl ClusterState {
     }
 
     fn patch_node(&mut self, node: &Node, patch: &Value) {
-        let Some(target) = self
-            .nodes
-            .iter_mut()
-            .find(|n| n.metadata.name == node.metadata.name)
-        else {
-            return;
-        };
-        let mut doc = serde_json::to_value(&*target).unwrap_or_default();
-        merge_patch(&mut doc, patch);
-        if let Ok(patched) = serde_json::from_value(doc) {
-            *target = patched;
+        if let Some(target) =
+            (self.nodes.iter_mut()).find(|n| n.metadata.name == node.metadata.name)
+        {
+            patch_object(target, patch);
         }
     }
 
@@ -345,6 +364,18 @@ impl ClusterState {
             }
         }
         self.pods.remove(at);
+    }
+}
+
+/// `object` with a JSON merge patch applied (unchanged if the result is not such an object).
+pub(super) fn patch_object<T: serde::Serialize + serde::de::DeserializeOwned>(
+    object: &mut T,
+    patch: &Value,
+) {
+    let mut doc = serde_json::to_value(&*object).unwrap_or_default();
+    merge_patch(&mut doc, patch);
+    if let Ok(patched) = serde_json::from_value(doc) {
+        *object = patched;
     }
 }
 

@@ -251,13 +251,21 @@ pub enum Command {
         k: u32,
         held: Vec<Command>,
     },
+    /// Give back drain `drain`'s share of the surge of Deployment `namespace/deployment` (the
+    /// user's value back exactly when no drain holds one any more; `surge_step::plan_releases`).
+    ReleaseSurge {
+        namespace: String,
+        deployment: String,
+        drain: String,
+    },
     /// Hand-over: delete this drain's placeholder (only), right before the evictions it stands
     /// in for, so the evicted pods' successors (and the surge's pods) land in the room it held.
     /// The drain's surges stay raised: they are given back when the drain ends
-    /// (`ReleaseReplacement`). A no-op when the placeholder is gone.
+    /// (`ReleaseSurge`). A no-op when the placeholder is gone.
     HandOver,
     /// The drain is over (drained) or un-drained (closed, expired, abandoned): delete its
-    /// placeholder and give back its surges (no-ops when there are none).
+    /// placeholder (a no-op when there is none). Its surges are given back by the
+    /// `ReleaseSurge` commands right before this one.
     ReleaseReplacement,
     /// Remove the taint and the drain state, and the cordon when prewarm set it (`uncordon`;
     /// a cordon that was there before the claim is someone else's and stays): the node serves

@@ -295,17 +295,6 @@ pub fn hold_evictions(
     kept_back
 }
 
-/// The drains named in a surge record that no longer hold it: not among the drains `active`
-/// now (a node with a drain waiting for its replacement or evicting). The tick releases them.
-pub fn orphaned_drains(record: &SurgeRecord, active: &BTreeSet<String>) -> Vec<String> {
-    record
-        .drains
-        .keys()
-        .filter(|d| !active.contains(*d))
-        .cloned()
-        .collect()
-}
-
 #[cfg(test)]
 #[path = "surge_tests.rs"]
 mod tests;

@@ -10,7 +10,7 @@
 use std::collections::BTreeSet;
 
 use super::model::{Command, DrainStep, PodRef, PodView};
-use super::surge::{hold_evictions, surge_ready, wants_surge, SurgeIntent};
+use super::surge::{hold_evictions, surge_ready, wants_surge, SurgeIntent, SurgeRecord};
 use super::surge_floor::{plan_workload_surge, SurgeOn};
 
 /// A workload (a Deployment) with serving pods on the draining node, as observed.
@@ -106,6 +106,56 @@ pub fn plan_surges(
         .unwrap_or(step.commands.len().saturating_sub(1));
     step.commands.splice(at..at, surges);
     plan
+}
+
+/// A workload's surge record, as observed on the object that was raised (its Deployment, the
+/// HPA that targets it, or that HPA's ScaledObject).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SurgedSeen {
+    pub namespace: String,
+    pub deployment: String,
+    pub record: SurgeRecord,
+}
+
+/// Whether `step` ends its drain (`ReleaseReplacement`: drained or un-drained): only then are
+/// the surge records observed, and the drain's shares given back.
+pub fn releases_wanted(step: &DrainStep) -> bool {
+    step.commands.contains(&Command::ReleaseReplacement)
+}
+
+/// Adds to a step that ends drain `drain_id` a `ReleaseSurge` for each of its surges in
+/// `surged`, right before the placeholder's release. A step that does not end the drain
+/// (its surges still needed) is left as it is.
+pub fn plan_releases(step: &mut DrainStep, surged: &[SurgedSeen], drain_id: &str) {
+    let Some(at) = (step.commands.iter()).position(|c| c == &Command::ReleaseReplacement) else {
+        return;
+    };
+    let releases = release_surges(surged, |d| d == drain_id);
+    step.commands.splice(at..at, releases);
+}
+
+/// A `ReleaseSurge` for each share in `surged` held by a drain `which` names (records of other
+/// drains untouched): the drain's own when it ends or its node is gone, orphans for the tick,
+/// every one for `prewarm restore`.
+pub fn release_surges(surged: &[SurgedSeen], which: impl Fn(&str) -> bool) -> Vec<Command> {
+    let shares = surged
+        .iter()
+        .flat_map(|s| s.record.drains.keys().map(move |d| (s, d)));
+    shares
+        .filter(|(_, drain)| which(drain))
+        .map(|(s, drain)| Command::ReleaseSurge {
+            namespace: s.namespace.clone(),
+            deployment: s.deployment.clone(),
+            drain: drain.clone(),
+        })
+        .collect()
+}
+
+/// The tick's collection: a `ReleaseSurge` for each share held by a drain not among those
+/// `active` now (a node with a drain waiting for its replacement or evicting): its message
+/// lost, its node gone, or its end's release not gone through.
+pub fn orphan_releases(surged: &[SurgedSeen], active: &BTreeSet<String>) -> Vec<Command> {
+    release_surges(surged, |d| !active.contains(d))
 }
 
 #[cfg(test)]

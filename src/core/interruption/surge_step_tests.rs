@@ -1,7 +1,7 @@
 //! Row tables of the surge's part of a step and of one workload's surge write; fixed clock,
 //! expected commands and annotations worked out by hand in each row's comment.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::*;
 use crate::floor::{FloorView, LEASE_UNTIL, RAISED_MIN, USER_MIN};
@@ -10,7 +10,7 @@ use crate::interruption::surge::{
     SURGE_BASE, SURGE_DRAINS, SURGE_USER_REPLICAS, SURGE_WRITTEN_REPLICAS,
 };
 use crate::interruption::surge_floor::WorkloadSurge;
-use crate::interruption::{NoticeKind, Phase};
+use crate::interruption::{Finish, NoticeKind, Phase};
 use crate::lease::LeaseOutcome;
 
 const NOW: f64 = 1_795_953_600.0; // 2026-11-29T12:00:00Z
@@ -369,4 +369,162 @@ fn one_workloads_surge_write() {
         let got = plan_workload_surge(replicas, &on, &intent, NOW).unwrap();
         assert_eq!(got, expected, "{name}");
     }
+}
+
+/// Deployment `inference/NAME`'s surge record: base 2, held by `drains`.
+fn surged(name: &str, drains: &[(&str, u32)]) -> SurgedSeen {
+    SurgedSeen {
+        namespace: "inference".into(),
+        deployment: name.into(),
+        record: SurgeRecord {
+            base: 2,
+            drains: drains.iter().map(|(d, k)| (d.to_string(), *k)).collect(),
+        },
+    }
+}
+
+fn release_surge(name: &str, drain: &str) -> Command {
+    Command::ReleaseSurge {
+        namespace: "inference".into(),
+        deployment: name.into(),
+        drain: drain.into(),
+    }
+}
+
+#[test]
+fn a_drain_gives_back_its_own_surges_when_it_ends_or_its_node_is_gone() {
+    // Drain i-a's steps at NOW + 60, as the planner makes them.
+    let ended = |phase: Phase, end: Vec<Command>| {
+        let s = DrainState {
+            phase,
+            ..state(Some(NOW + 30.0))
+        };
+        let mut commands = vec![Command::RecordState { state: s.clone() }];
+        commands.extend(end);
+        DrainStep {
+            commands,
+            state: Some(s),
+        }
+    };
+    let drained = || {
+        ended(
+            Phase::Drained,
+            vec![Command::ReleaseReplacement, Command::Done(Finish::Drained)],
+        )
+    };
+    let undrained = || {
+        ended(
+            Phase::Evicting,
+            vec![
+                Command::Undrain {
+                    uncordon: true,
+                    closed_by: None,
+                    false_alarm_at: None,
+                },
+                Command::ReleaseReplacement,
+                Command::Done(Finish::Undrained),
+            ],
+        )
+    };
+    let evicting = || {
+        ended(
+            Phase::Evicting,
+            vec![evict("llama-0"), Command::WaitUntil { at: NOW + 63.0 }],
+        )
+    };
+    // (situation, the step planned (None: the node is gone, no step), the surge records seen,
+    // the commands expected: the step's with the releases, or the releases alone)
+    type Row = (
+        &'static str,
+        Option<DrainStep>,
+        Vec<SurgedSeen>,
+        Vec<Command>,
+    );
+    let rows: Vec<Row> = vec![
+        (
+            // Drained: llama's share (i-a: 2) given back right before the placeholder's release.
+            "drain finished: its surge released before the placeholder",
+            Some(drained()),
+            vec![surged("llama", &[("i-a", 2)])],
+            {
+                let mut c = drained().commands;
+                c.insert(1, release_surge("llama", "i-a"));
+                c
+            },
+        ),
+        (
+            // Un-drained (closed, expired, abandoned): the same release, after the un-drain.
+            "drain un-drained: its surge released before the placeholder",
+            Some(undrained()),
+            vec![surged("llama", &[("i-a", 2)])],
+            {
+                let mut c = undrained().commands;
+                c.insert(2, release_surge("llama", "i-a"));
+                c
+            },
+        ),
+        (
+            // No step: the node went first; i-a's shares of llama and mistral both go back.
+            "node gone: every surge of the drain released",
+            None,
+            vec![
+                surged("llama", &[("i-a", 2)]),
+                surged("mistral", &[("i-a", 1)]),
+            ],
+            vec![
+                release_surge("llama", "i-a"),
+                release_surge("mistral", "i-a"),
+            ],
+        ),
+        (
+            // Still evicting (a check at NOW + 63): the surge holds on, the step is unchanged.
+            "surge still needed: no release",
+            Some(evicting()),
+            vec![surged("llama", &[("i-a", 2)])],
+            evicting().commands,
+        ),
+        (
+            // i-b's record and i-b's share of a shared record stay; only i-a's share goes.
+            "a surge record of another drain: untouched",
+            Some(drained()),
+            vec![
+                surged("mistral", &[("i-b", 1)]),
+                surged("llama", &[("i-a", 2), ("i-b", 1)]),
+            ],
+            {
+                let mut c = drained().commands;
+                c.insert(1, release_surge("llama", "i-a"));
+                c
+            },
+        ),
+        (
+            // The node gone, only another drain's record: nothing to give back.
+            "node gone with another drain's record: untouched",
+            None,
+            vec![surged("mistral", &[("i-b", 1)])],
+            vec![],
+        ),
+    ];
+    for (name, step, seen, expected) in rows {
+        let got = match step {
+            Some(mut step) => {
+                plan_releases(&mut step, &seen, "i-a");
+                step.commands
+            }
+            None => release_surges(&seen, |d| d == "i-a"),
+        };
+        assert_eq!(got, expected, "{name}");
+    }
+}
+
+#[test]
+fn orphaned_drains_are_those_not_draining_any_more() {
+    let r = surged("llama", &[("i-a", 2), ("i-b", 1)]);
+    let active: BTreeSet<String> = ["i-b".to_string(), "i-c".to_string()].into();
+    let r = std::slice::from_ref(&r);
+    assert_eq!(
+        orphan_releases(r, &active),
+        vec![release_surge("llama", "i-a")]
+    );
+    assert!(orphan_releases(r, &["i-a".into(), "i-b".into()].into()).is_empty());
 }

@@ -406,11 +406,3 @@ fn evictions_wait_for_the_surge_until_due() {
         );
     }
 }
-
-#[test]
-fn orphaned_drains_are_those_not_draining_any_more() {
-    let r = rec(3, &[("i-a", 2), ("i-b", 1)]);
-    let active: BTreeSet<String> = ["i-b".to_string(), "i-c".to_string()].into();
-    assert_eq!(orphaned_drains(&r, &active), vec!["i-a".to_string()]);
-    assert!(orphaned_drains(&r, &["i-a".into(), "i-b".into()].into()).is_empty());
-}

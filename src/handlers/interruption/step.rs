@@ -120,6 +120,14 @@ pub async fn step(
         } else {
             None
         };
+        // The drain's end gives its surges back, whether or not DRAIN_SURGE is on now.
+        let release_errors = Box::pin(surge::plan_release(
+            client,
+            targets,
+            &mut planned.step,
+            instance,
+        ))
+        .await;
         let context = StepContext {
             client,
             recorder,
@@ -131,7 +139,8 @@ pub async fn step(
         };
         // Boxed, as the surge gate is: the executor's future is large (every write of a step),
         // and kept inline it overflowed a 2 MiB thread stack in debug builds.
-        let report = Box::pin(execute(&context, &observed, &planned.step)).await?;
+        let mut report = Box::pin(execute(&context, &observed, &planned.step)).await?;
+        report.release_errors.extend(release_errors);
         if let Some(plan) = surged.as_mut() {
             plan.workloads.extend(report.surged.iter().cloned());
             plan.errors.extend(report.surge_errors.iter().cloned());

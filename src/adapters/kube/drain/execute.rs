@@ -6,15 +6,15 @@
 //! then the replacement placeholder (idempotent per drain id), then the remaining commands in the
 //! planner's order: the placeholder's deletion right before the evictions it stands in for
 //! (hand-over; the drain's surges stay raised), the surges (each before the evictions it may
-//! hold), the evictions, and at the drain's end the placeholder's deletion and the surges given
-//! back. Each milestone is an Event on the node: claimed, replacement ready, each eviction,
+//! hold), the evictions, and at the drain's end the surges given back (the core's `ReleaseSurge`
+//! commands) and the placeholder's deletion. Each milestone is an Event on the node: claimed, replacement ready, each eviction,
 //! blocked, drained, un-drained.
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::runtime::events::Recorder;
 
 use super::replacement::{self, Requested};
-use super::surge::surge_workload;
+use super::surge::{release_surge, surge_workload};
 use super::{
     delete_pod, evict, node_patch, patch_node, pdbs_covering, pods_moved_patch, record_event,
     undrain_patch, EvictionOutcome, Observation,
@@ -257,14 +257,16 @@ pub async fn execute(
             Command::HandOver => {
                 release_placeholder(client, targets, pool, drain_id, &mut report).await
             }
+            // The drain's surges end with it (a failure keeps the drain open, as below).
+            Command::ReleaseSurge {
+                namespace,
+                deployment,
+                drain,
+            } => match release_surge(client, namespace, deployment, drain, now).await {
+                Ok(r) => report.released.push(format!("surge {}", r.line)),
+                Err(e) => report.release_errors.push(format!("surge: {e}")),
+            },
             Command::ReleaseReplacement => {
-                // The drain's surges end with it (a failure keeps the drain open, as below).
-                for r in super::surge::release(client, targets, drain_id, now).await {
-                    match r {
-                        Ok(t) => report.released.push(format!("surge {t}")),
-                        Err(e) => report.release_errors.push(format!("surge: {e}")),
-                    }
-                }
                 release_placeholder(client, targets, pool, drain_id, &mut report).await
             }
             _ => {}

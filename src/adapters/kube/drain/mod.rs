@@ -3,8 +3,9 @@
 //! annotations, evictions through the Eviction API (policy/v1), and Events on the node naming the
 //! pod and PodDisruptionBudget that block the drain. (Interruption owner.)
 //!
-//! What to do is decided by `core::interruption::plan_drain`; this module only observes and acts,
-//! and every action is idempotent (a merge patch to a value already there, an eviction of a pod
+//! What to do is decided by `core::interruption::plan_drain` (and `surge_step` for the surges
+//! and their release, from the workloads and surge records `surge` observes); this module only
+//! observes and acts, and every action is idempotent (a merge patch to a value already there, an eviction of a pod
 //! already gone), so re-running a step after a partial failure does no harm.
 
 use std::collections::BTreeMap;

@@ -1,10 +1,12 @@
 //! The adapter of drain surges. The core decides (`core::interruption::surge_step`: which
-//! workloads a step surges, by how much, and which evictions wait for the surge pods); this file
-//! observes each workload of the step's pods (`gate`: its Deployment through the pod's
-//! ReplicaSet, its replicas, and the floor object or Deployment the surge is recorded on) and
-//! writes one workload's surge (`surge_workload`, the executor's `Command::Surge`). `release`
-//! gives a drain's share back when the drain finishes or un-drains; `collect_orphans` (called by
-//! the tick's reservation collection) gives back shares of drains that no longer run.
+//! workloads a step surges, by how much, which evictions wait for the surge pods, and which
+//! shares are given back); this file observes each workload of the step's pods (`gate`: its
+//! Deployment through the pod's ReplicaSet, its replicas, and the floor object or Deployment the
+//! surge is recorded on) and the surge records (`plan_release`, at the drain's end), and writes
+//! one workload's surge (`surge_workload`, the executor's `Command::Surge` and
+//! `Command::ReleaseSurge`). `release` (the drain's node gone), `collect_orphans` (the tick's
+//! reservation collection) and `release_all` (`prewarm restore`) observe the records and carry
+//! out the releases the core picks.
 //!
 //! Surged objects carry the label `prewarm.io/surging=true` so releases list only them. Writes
 //! are JSON merge patches guarded by the resourceVersion read; the HPA's floor goes through the
@@ -27,10 +29,15 @@ use super::collected::Collected;
 use super::{instance_of_node, kube_error, Observation};
 use crate::adapters::kube::conflict::retry_on_conflict;
 use crate::adapters::kube::hpa::{self, floor::FloorObject, scaled_object};
-use crate::core::interruption::surge::{orphaned_drains, SurgeIntent, SurgeRecord, SURGE_DRAINS};
-use crate::core::interruption::surge_floor::{plan_workload_surge, SurgeOn};
-use crate::core::interruption::surge_step::{plan_surges, surge_wanted, SurgePlan, WorkloadSeen};
-use crate::core::interruption::{DrainState, DrainStep, Phase, PodRef, ReservationVerdict};
+use crate::core::interruption::surge::{SurgeIntent, SurgeRecord, SURGE_DRAINS};
+use crate::core::interruption::surge_floor::{plan_workload_surge, SurgeOn, WorkloadSurge};
+use crate::core::interruption::surge_step::{
+    orphan_releases, plan_releases, plan_surges, release_surges, releases_wanted, surge_wanted,
+    SurgePlan, SurgedSeen, WorkloadSeen,
+};
+use crate::core::interruption::{
+    Command, DrainState, DrainStep, Phase, PodRef, PodView, ReservationVerdict,
+};
 use crate::core::lease::LeaseOutcome;
 use crate::core::TargetSpec;
 use crate::error::{Error, Result};
@@ -39,7 +46,8 @@ use crate::error::{Error, Result};
 pub const SURGING_LABEL: &str = "prewarm.io/surging";
 const FIELD_MANAGER: &str = "prewarm-drain-surge";
 
-fn controller_of<'a>(
+/// The name of the controller of kind `kind` among `owners`.
+pub fn controller_of<'a>(
     owners: Option<&'a Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference>>,
     kind: &str,
 ) -> Option<&'a str> {
@@ -84,16 +92,19 @@ async fn hpa_for(
         .list(&ListParams::default())
         .await
         .map_err(|e| kube_error("list", &format!("horizontalpodautoscalers in {ns}"), e))?;
-    Ok(hpas.items.into_iter().find(|h| {
-        h.spec.as_ref().is_some_and(|s| {
-            s.scale_target_ref.kind == "Deployment"
-                && s.scale_target_ref.name == name
-                && s.scale_target_ref
-                    .api_version
-                    .as_deref()
-                    .is_none_or(|v| v.starts_with("apps/"))
-        })
-    }))
+    Ok(hpas.items.into_iter().find(|h| scales(h, name)))
+}
+
+/// Whether HPA `h` scales Deployment `name`.
+pub fn scales(h: &HorizontalPodAutoscaler, name: &str) -> bool {
+    h.spec.as_ref().is_some_and(|s| {
+        s.scale_target_ref.kind == "Deployment"
+            && s.scale_target_ref.name == name
+            && s.scale_target_ref
+                .api_version
+                .as_deref()
+                .is_none_or(|v| v.starts_with("apps/"))
+    })
 }
 
 fn annotations_of(
@@ -177,9 +188,7 @@ async fn read_workload(client: &kube::Client, ns: &str, name: &str) -> Result<Wo
         .get(name)
         .await
         .map_err(|e| kube_error("get", &display, e))?;
-    let count = |n: Option<i32>, none: u32| n.map_or(none, |r| u32::try_from(r).unwrap_or(0));
-    let replicas = count(d.spec.as_ref().and_then(|s| s.replicas), 1);
-    let ready = count(d.status.as_ref().and_then(|s| s.ready_replicas), 0);
+    let (replicas, ready) = replica_counts(&d);
     let (on, written_on, display) = match hpa_for(client, ns, name).await? {
         Some(hpa) => {
             let on = hpa::floor::floor_object_of(client, hpa).await?;
@@ -206,6 +215,23 @@ async fn read_workload(client: &kube::Client, ns: &str, name: &str) -> Result<Wo
         written_on,
         display,
     })
+}
+
+/// A Deployment's `spec.replicas` (1 when unset) and ready replicas.
+pub fn replica_counts(d: &Deployment) -> (u32, u32) {
+    let count = |n: Option<i32>, none: u32| n.map_or(none, |r| u32::try_from(r).unwrap_or(0));
+    (
+        count(d.spec.as_ref().and_then(|s| s.replicas), 1),
+        count(d.status.as_ref().and_then(|s| s.ready_replicas), 0),
+    )
+}
+
+/// The merge patch that writes a planned surge on the object it is recorded on (`field`: the
+/// floor's, or the Deployment's `replicas`); None when there is nothing to write.
+pub fn surge_patch(version: Option<&String>, surge: &WorkloadSurge, field: &str) -> Option<Value> {
+    let writes = surge.count.is_some() || !surge.annotations.is_empty();
+    let spec = surge.count.map(|n| json!({ field: n }));
+    writes.then(|| merge_body(version, &surge.annotations, spec))
 }
 
 /// Applies `intent` to Deployment `name`'s surge (through its HPA if one targets it).
@@ -248,7 +274,6 @@ async fn surge_once(
     let read = read_workload(client, ns, name).await?;
     let surge = plan_workload_surge(read.replicas, &read.on, intent, now)
         .map_err(|m| plan_error(read.display.clone(), m))?;
-    let writes = surge.count.is_some() || !surge.annotations.is_empty();
     let outcome = match (&read.written_on, surge.outcome) {
         (WrittenOn::Floor(on), Some(o)) => format!("{} {} {o}", on.object, on.field),
         (WrittenOn::Floor(on), None) => format!("{} unchanged", on.object),
@@ -257,23 +282,22 @@ async fn surge_once(
         }
     };
     match &read.written_on {
-        WrittenOn::Floor(on) if writes => {
-            let spec = surge.count.map(|m| json!({ on.field: m }));
-            let body = merge_body(Some(&on.resource_version), &surge.annotations, spec);
-            on.write(&body).await?;
+        WrittenOn::Floor(on) => {
+            if let Some(body) = surge_patch(Some(&on.resource_version), &surge, on.field) {
+                on.write(&body).await?;
+            }
         }
-        WrittenOn::Deployment { api, version } if writes => {
-            let spec = surge.count.map(|r| json!({ "replicas": r }));
-            let params = PatchParams {
-                field_manager: Some(FIELD_MANAGER.into()),
-                ..PatchParams::default()
-            };
-            let body = merge_body(version.as_ref(), &surge.annotations, spec);
-            api.patch(name, &params, &Patch::Merge(body))
-                .await
-                .map_err(|e| kube_error("patch", &read.display, e))?;
+        WrittenOn::Deployment { api, version } => {
+            if let Some(body) = surge_patch(version.as_ref(), &surge, "replicas") {
+                let params = PatchParams {
+                    field_manager: Some(FIELD_MANAGER.into()),
+                    ..PatchParams::default()
+                };
+                api.patch(name, &params, &Patch::Merge(body))
+                    .await
+                    .map_err(|e| kube_error("patch", &read.display, e))?;
+            }
         }
-        _ => {}
     }
     Ok(SurgeWrite {
         outcome,
@@ -311,15 +335,11 @@ async fn observe_workloads(
     observed: &Observation,
     step: &DrainStep,
 ) -> (Vec<WorkloadSeen>, Vec<String>) {
-    let namespaces = surge_namespaces(targets);
     let evicting: BTreeSet<&PodRef> = step.evictions().collect();
     let mut errors = Vec::new();
     let mut cache = BTreeMap::new();
     let mut pods_of: BTreeMap<(String, String), Vec<PodRef>> = BTreeMap::new();
-    for (pod, view) in observed.pods.iter().zip(&observed.pod_views) {
-        if view.terminating() || view.finished || !namespaces.contains(&view.pod.namespace) {
-            continue;
-        }
+    for (pod, view) in surgeable_pods(observed, targets) {
         match deployment_of(client, pod, &mut cache).await {
             Ok(Some(d)) => (pods_of.entry((view.pod.namespace.clone(), d)))
                 .or_default()
@@ -349,6 +369,18 @@ async fn observe_workloads(
     (workloads, errors)
 }
 
+/// The node's pods a surge may stand in for: still serving (not terminating, not finished), in
+/// the surge namespaces.
+pub fn surgeable_pods<'a>(
+    observed: &'a Observation,
+    targets: &[TargetSpec],
+) -> impl Iterator<Item = (&'a Pod, &'a PodView)> {
+    let namespaces = surge_namespaces(targets);
+    let serving =
+        move |v: &PodView| !v.terminating() && !v.finished && namespaces.contains(&v.pod.namespace);
+    (observed.pods.iter().zip(&observed.pod_views)).filter(move |(_, v)| serving(v))
+}
+
 /// The namespaces surges may touch: the targets' podNamespaces, where the inference workloads
 /// run (the RBAC grants Deployments and HPAs there only; permissions.yaml). Pods elsewhere are
 /// evicted as planned, without a surge.
@@ -359,19 +391,33 @@ pub fn surge_namespaces(targets: &[TargetSpec]) -> BTreeSet<String> {
         .collect()
 }
 
-/// Gives back `drain_id`'s surges: every surged Deployment and HPA whose record names it.
-/// Returns one line per workload restored or lowered.
+/// Observes the surge records when `step` ends its drain and lets the core add the drain's
+/// `ReleaseSurge` commands (`surge_step::plan_releases`). Returns the listings that failed: the
+/// drain is then not finished, and its next step plans the release again.
+pub async fn plan_release(
+    client: &kube::Client,
+    targets: &[TargetSpec],
+    step: &mut DrainStep,
+    drain_id: &str,
+) -> Vec<String> {
+    if !releases_wanted(step) {
+        return Vec::new();
+    }
+    let (surged, failed) = surged_in(client, targets).await;
+    plan_releases(step, &surged, drain_id);
+    failed.iter().map(|e| format!("surge: {e}")).collect()
+}
+
+/// Gives back `drain_id`'s surges (its node is gone): the records observed, the core's
+/// `ReleaseSurge` commands carried out. One line per workload restored or lowered.
 pub async fn release(
     client: &kube::Client,
     targets: &[TargetSpec],
     drain_id: &str,
     now: f64,
 ) -> Vec<Result<String>> {
-    release_where(client, targets, now, |record: &SurgeRecord| {
-        record
-            .drains
-            .contains_key(drain_id)
-            .then(|| vec![drain_id.to_string()])
+    release_where(client, targets, now, false, |s| {
+        release_surges(s, |d| d == drain_id)
     })
     .await
     .into_iter()
@@ -379,11 +425,27 @@ pub async fn release(
     .collect()
 }
 
-/// Surged objects as (namespace, Deployment the surge is for, its record).
-async fn surged_workloads(
+/// Carries out one `Command::ReleaseSurge`: `drain`'s share of Deployment `ns/name`'s surge
+/// given back.
+pub async fn release_surge(
     client: &kube::Client,
     ns: &str,
-) -> Result<Vec<(String, String, SurgeRecord)>> {
+    name: &str,
+    drain: &str,
+    now: f64,
+) -> Result<Released> {
+    let intent = SurgeIntent::Release {
+        drain: drain.to_string(),
+    };
+    let w = surge_workload(client, ns, name, &intent, now).await?;
+    Ok(Released {
+        line: format!("{ns}/{name} (drain {drain}): {}", w.outcome),
+        user_edit_kept: w.user_edit_kept,
+    })
+}
+
+/// Surged objects in `ns`, with the Deployment each surge is for.
+async fn surged_workloads(client: &kube::Client, ns: &str) -> Result<Vec<SurgedSeen>> {
     let params = ListParams::default().labels(&format!("{SURGING_LABEL}=true"));
     let mut out = Vec::new();
     let deployments = Api::<Deployment>::namespaced(client.clone(), ns)
@@ -391,13 +453,8 @@ async fn surged_workloads(
         .await
         .map_err(|e| kube_error("list", &format!("surged deployments in {ns}"), e))?;
     for d in deployments.items {
-        if let Ok(Some(r)) = SurgeRecord::from_annotations(&annotations_of(&d.metadata)) {
-            out.push((
-                d.metadata.namespace.unwrap_or_default(),
-                d.metadata.name.unwrap_or_default(),
-                r,
-            ));
-        }
+        let name = d.metadata.name.clone().unwrap_or_default();
+        out.extend(surged_seen(&d.metadata, name));
     }
     let hpas = Api::<HorizontalPodAutoscaler>::namespaced(client.clone(), ns)
         .list(&params)
@@ -410,16 +467,24 @@ async fn surged_workloads(
             )
         })?;
     for h in hpas.items {
-        let target = h.spec.as_ref().map(|s| s.scale_target_ref.name.clone());
-        if let (Ok(Some(r)), Some(target)) = (
-            SurgeRecord::from_annotations(&annotations_of(&h.metadata)),
-            target,
-        ) {
-            out.push((h.metadata.namespace.unwrap_or_default(), target, r));
+        if let Some(target) = h.spec.as_ref().map(|s| s.scale_target_ref.name.clone()) {
+            out.extend(surged_seen(&h.metadata, target));
         }
     }
     out.extend(surged_scaled_objects(client, ns, &params).await?);
     Ok(out)
+}
+
+/// The surge record on an object raised for Deployment `deployment` (None: none, or unreadable).
+pub fn surged_seen(
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    deployment: String,
+) -> Option<SurgedSeen> {
+    Some(SurgedSeen {
+        namespace: meta.namespace.clone().unwrap_or_default(),
+        deployment,
+        record: SurgeRecord::from_annotations(&annotations_of(meta)).ok()??,
+    })
 }
 
 /// Surged KEDA ScaledObjects (the floor of a KEDA-owned HPA is raised there). A cluster without
@@ -428,7 +493,7 @@ async fn surged_scaled_objects(
     client: &kube::Client,
     ns: &str,
     params: &ListParams,
-) -> Result<Vec<(String, String, SurgeRecord)>> {
+) -> Result<Vec<SurgedSeen>> {
     let api: Api<DynamicObject> =
         Api::namespaced_with(client.clone(), ns, &scaled_object::resource());
     let listed = match api.list(params).await {
@@ -445,11 +510,8 @@ async fn surged_scaled_objects(
     Ok(listed
         .into_iter()
         .filter_map(|so| {
-            let target = so.data["spec"]["scaleTargetRef"]["name"]
-                .as_str()?
-                .to_string();
-            let record = SurgeRecord::from_annotations(&annotations_of(&so.metadata)).ok()??;
-            Some((so.metadata.namespace.unwrap_or_default(), target, record))
+            let target = so.data["spec"]["scaleTargetRef"]["name"].as_str()?;
+            surged_seen(&so.metadata, target.to_string())
         })
         .collect())
 }
@@ -463,22 +525,10 @@ pub async fn release_all(
     now: f64,
     dry_run: bool,
 ) -> Vec<Result<Released>> {
-    if !dry_run {
-        return release_where(client, targets, now, |record| {
-            Some(record.drains.keys().cloned().collect())
-        })
-        .await;
-    }
-    let (workloads, mut out) = surged_in(client, targets).await;
-    for (ns, name, record) in workloads {
-        for drain in record.drains.keys() {
-            out.push(Ok(Released {
-                line: format!("{ns}/{name} (drain {drain}): would be given back"),
-                user_edit_kept: false,
-            }));
-        }
-    }
-    out
+    release_where(client, targets, now, dry_run, |s| {
+        release_surges(s, |_| true)
+    })
+    .await
 }
 
 /// One drain's surge given back on one workload.
@@ -491,42 +541,45 @@ pub struct Released {
 }
 
 /// Every surged workload of `targets`' podNamespaces, and the listings that failed.
-async fn surged_in<T>(
-    client: &kube::Client,
-    targets: &[TargetSpec],
-) -> (Vec<(String, String, SurgeRecord)>, Vec<Result<T>>) {
+async fn surged_in(client: &kube::Client, targets: &[TargetSpec]) -> (Vec<SurgedSeen>, Vec<Error>) {
     let mut failed = Vec::new();
-    let mut workloads = Vec::new();
+    let mut surged = Vec::new();
     for ns in surge_namespaces(targets) {
         match surged_workloads(client, &ns).await {
-            Ok(w) => workloads.extend(w),
-            Err(e) => failed.push(Err(e)),
+            Ok(w) => surged.extend(w),
+            Err(e) => failed.push(e),
         }
     }
-    (workloads, failed)
+    (surged, failed)
 }
 
+/// Observes the surge records, lets `plan` (the core's) say which shares go back, and carries
+/// its `ReleaseSurge` commands out (`dry_run`: only says which would be given back).
 async fn release_where(
     client: &kube::Client,
     targets: &[TargetSpec],
     now: f64,
-    which: impl Fn(&SurgeRecord) -> Option<Vec<String>>,
+    dry_run: bool,
+    plan: impl Fn(&[SurgedSeen]) -> Vec<Command>,
 ) -> Vec<Result<Released>> {
-    let (workloads, mut out) = surged_in(client, targets).await;
-    for (ns, name, record) in workloads {
-        for drain in which(&record).unwrap_or_default() {
-            let intent = SurgeIntent::Release {
-                drain: drain.clone(),
-            };
-            out.push(
-                surge_workload(client, &ns, &name, &intent, now)
-                    .await
-                    .map(|w| Released {
-                        line: format!("{ns}/{name} (drain {drain}): {}", w.outcome),
-                        user_edit_kept: w.user_edit_kept,
-                    }),
-            );
-        }
+    let (surged, failed) = surged_in(client, targets).await;
+    let mut out: Vec<Result<Released>> = failed.into_iter().map(Err).collect();
+    for command in plan(&surged) {
+        let Command::ReleaseSurge {
+            namespace: ns,
+            deployment: name,
+            drain,
+        } = &command
+        else {
+            continue;
+        };
+        out.push(match dry_run {
+            true => Ok(Released {
+                line: format!("{ns}/{name} (drain {drain}): would be given back"),
+                user_edit_kept: false,
+            }),
+            false => release_surge(client, ns, name, drain, now).await,
+        });
     }
     out
 }
@@ -554,18 +607,16 @@ pub async fn collect_orphans(
     now: f64,
 ) -> Vec<Collected> {
     let active = active_drains(nodes);
-    release_where(client, targets, now, |record| {
-        Some(orphaned_drains(record, &active)).filter(|o| !o.is_empty())
-    })
-    .await
-    .into_iter()
-    .map(|r| Collected {
-        instance: String::new(),
-        node: None,
-        verdict: ReservationVerdict::Release {
-            reason: "surge of a drain that no longer runs".into(),
-        },
-        outcome: r.map(|released| released.line).map_err(|e| e.to_string()),
-    })
-    .collect()
+    release_where(client, targets, now, false, |s| orphan_releases(s, &active))
+        .await
+        .into_iter()
+        .map(|r| Collected {
+            instance: String::new(),
+            node: None,
+            verdict: ReservationVerdict::Release {
+                reason: "surge of a drain that no longer runs".into(),
+            },
+            outcome: r.map(|released| released.line).map_err(|e| e.to_string()),
+        })
+        .collect()
 }

@@ -253,6 +253,7 @@ fn show(step: &DrainStep) -> Vec<String> {
             Command::ReleaseReplacement => "release".into(),
             // Added after the planner (`surge_step`): never in a planned step.
             Command::Surge { deployment, k, .. } => format!("surge {deployment} by {k}"),
+            Command::ReleaseSurge { deployment, .. } => format!("release surge {deployment}"),
             Command::Evict {
                 pod,
                 tier,
