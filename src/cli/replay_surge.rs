@@ -16,11 +16,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::replay_state::{patch_object, ClusterState};
 use crate::adapters::kube::drain::surge::{
-    controller_of, replica_counts, scales, surge_namespaces, surge_patch, surgeable_pods,
-    surged_seen,
+    replica_counts, surge_namespaces, surge_patch, surgeable_pods, surged_seen,
 };
 use crate::adapters::kube::drain::Observation;
 use crate::adapters::kube::hpa::floor::floor_view;
+use crate::adapters::kube::shape::owners::{controller_of, scales};
 use crate::core::interruption::surge::SurgeIntent;
 use crate::core::interruption::surge_floor::{plan_workload_surge, SurgeOn};
 use crate::core::interruption::surge_step::{SurgedSeen, WorkloadSeen};

@@ -29,6 +29,7 @@ use super::collected::Collected;
 use super::{instance_of_node, kube_error, Observation};
 use crate::adapters::kube::conflict::retry_on_conflict;
 use crate::adapters::kube::hpa::{self, floor::FloorObject, scaled_object};
+use crate::adapters::kube::shape::owners::{controller_of, scales};
 use crate::core::interruption::surge::{SurgeIntent, SurgeRecord, SURGE_DRAINS};
 use crate::core::interruption::surge_floor::{plan_workload_surge, SurgeOn, WorkloadSurge};
 use crate::core::interruption::surge_step::{
@@ -45,17 +46,6 @@ use crate::error::{Error, Result};
 /// The label on every object a surge raised (removed on restore).
 pub const SURGING_LABEL: &str = "prewarm.io/surging";
 const FIELD_MANAGER: &str = "prewarm-drain-surge";
-
-/// The name of the controller of kind `kind` among `owners`.
-pub fn controller_of<'a>(
-    owners: Option<&'a Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference>>,
-    kind: &str,
-) -> Option<&'a str> {
-    owners?
-        .iter()
-        .find(|o| o.kind == kind && o.controller == Some(true))
-        .map(|o| o.name.as_str())
-}
 
 /// The Deployment of a pod (pod -> ReplicaSet -> Deployment), caching ReplicaSets per step.
 async fn deployment_of(
@@ -93,18 +83,6 @@ async fn hpa_for(
         .await
         .map_err(|e| kube_error("list", &format!("horizontalpodautoscalers in {ns}"), e))?;
     Ok(hpas.items.into_iter().find(|h| scales(h, name)))
-}
-
-/// Whether HPA `h` scales Deployment `name`.
-pub fn scales(h: &HorizontalPodAutoscaler, name: &str) -> bool {
-    h.spec.as_ref().is_some_and(|s| {
-        s.scale_target_ref.kind == "Deployment"
-            && s.scale_target_ref.name == name
-            && s.scale_target_ref
-                .api_version
-                .as_deref()
-                .is_none_or(|v| v.starts_with("apps/"))
-    })
 }
 
 fn annotations_of(

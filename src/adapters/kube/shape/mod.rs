@@ -2,6 +2,7 @@
 //! (their scheduling constraints and resource requests), and label selectors. No API calls here.
 
 pub mod constraints;
+pub mod owners;
 pub mod placeholder;
 pub mod requests;
 pub mod selector;
