@@ -16,9 +16,10 @@ use kube::runtime::events::Recorder;
 use super::replacement::{self, Requested};
 use super::surge::{release_surge, surge_workload};
 use super::{
-    delete_pod, evict, node_patch, patch_node, pdbs_covering, pods_moved_patch, record_event,
-    undrain_patch, EvictionOutcome, Observation,
+    kube_error, node_patch, patch_node, pdbs_covering, pods_moved_patch, record_event,
+    undrain_patch, Observation,
 };
+use crate::adapters::kube::api_error::is_pdb_refusal;
 use crate::adapters::kube::nodepool::limits_room::sync_room;
 use crate::adapters::kube::shape::node_pool_of;
 use crate::adapters::kube::shape::placeholder::PlaceholderSettings;
@@ -29,6 +30,7 @@ use crate::core::interruption::{
 };
 use crate::core::TargetSpec;
 use crate::error::Result;
+use kube::api::{Api, DeleteParams, EvictParams, Preconditions};
 
 /// An eviction a PodDisruptionBudget refused.
 #[derive(Clone, Debug, PartialEq)]
@@ -472,4 +474,119 @@ pub fn blocked_note(pod: &PodRef, pdbs: &[String], message: &str, event_id: &str
         ),
     };
     format!("eviction of pod {pod} blocked by {budget}: {message} (interruption event {event_id}); retrying")
+}
+
+/// What an eviction came to.
+#[derive(Clone, Debug, PartialEq)]
+pub enum EvictionOutcome {
+    /// Accepted: the pod is shutting down.
+    Evicted,
+    /// 404 or 409: already gone (or being replaced under the same name): nothing to do.
+    Gone,
+    /// 429 with a disruption-budget cause: a PodDisruptionBudget allows no disruption now.
+    Blocked {
+        pdb: Option<String>,
+        message: String,
+    },
+}
+
+/// Evicts one pod through the Eviction API, so PodDisruptionBudgets hold. `uid` makes it a
+/// precondition that the pod is still the one observed; `grace_s` cuts its grace period (to what
+/// the instance has left).
+pub async fn evict(
+    client: &kube::Client,
+    pod: &PodRef,
+    uid: Option<&str>,
+    grace_s: Option<i64>,
+) -> Result<EvictionOutcome> {
+    let api = Api::<Pod>::namespaced(client.clone(), &pod.namespace);
+    let params = EvictParams {
+        delete_options: Some(DeleteParams {
+            grace_period_seconds: grace_s.map(|g| g.max(1) as u32),
+            preconditions: uid.map(|u| Preconditions {
+                uid: Some(u.to_string()),
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        }),
+        ..EvictParams::default()
+    };
+    match api.evict(&pod.name, &params).await {
+        Ok(_) => Ok(EvictionOutcome::Evicted),
+        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(EvictionOutcome::Gone),
+        Err(e) => eviction_refused(e).map_err(|e| kube_error("evict", &format!("pod/{pod}"), e)),
+    }
+}
+
+/// What a refused eviction came to: gone, blocked by a budget, or an error. A 429 is a
+/// PodDisruptionBudget's block only when its Status says so (`api_error::is_pdb_refusal`); any
+/// other 429 is the apiserver throttling, a transient error the next check retries, which must
+/// never count as a block (a block at the deadline may delete past the budget).
+fn eviction_refused(e: kube::Error) -> std::result::Result<EvictionOutcome, kube::Error> {
+    match e {
+        kube::Error::Api(s) if s.code == 404 || s.code == 409 => Ok(EvictionOutcome::Gone),
+        kube::Error::Api(s) if is_pdb_refusal(&s) => Ok(EvictionOutcome::Blocked {
+            pdb: None,
+            message: s.message.clone(),
+        }),
+        other => Err(other),
+    }
+}
+
+/// Deletes one pod directly (no PodDisruptionBudget check), with the same UID precondition and
+/// grace as an eviction. Only for DELETE_PAST_PDB_AT_DEADLINE, at the deadline. 404/409: gone.
+pub async fn delete_pod(
+    client: &kube::Client,
+    pod: &PodRef,
+    uid: Option<&str>,
+    grace_s: Option<i64>,
+) -> Result<()> {
+    let params = DeleteParams {
+        grace_period_seconds: grace_s.map(|g| g.max(1) as u32),
+        preconditions: uid.map(|u| Preconditions {
+            uid: Some(u.to_string()),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
+    match Api::<Pod>::namespaced(client.clone(), &pod.namespace)
+        .delete(&pod.name, &params)
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(()),
+        Err(e) => Err(kube_error("delete", &format!("pod/{pod}"), e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A throttling 429 is an error the next check retries, never a block (which, at the
+    /// deadline with DELETE_PAST_PDB_AT_DEADLINE, deletes the pod past its budget).
+    #[test]
+    fn only_a_budgets_429_blocks_an_eviction() {
+        let api = |s: kube::core::Status| kube::Error::Api(s.boxed());
+        let budget: kube::core::Status = serde_json::from_value(json!({
+            "status": "Failure", "reason": "TooManyRequests", "code": 429,
+            "message": "Cannot evict pod as it would violate the pod's disruption budget.",
+            "details": {"causes": [{"reason": "DisruptionBudget",
+                "message": "The disruption budget llama needs 2 healthy pods and has 2 currently"}]}
+        }))
+        .unwrap();
+        let flow_control = kube::core::Status::failure(
+            "Too many requests, please try again later.",
+            "Failed to parse error data",
+        )
+        .with_code(429);
+        assert!(matches!(
+            eviction_refused(api(budget)),
+            Ok(EvictionOutcome::Blocked { .. })
+        ));
+        assert!(eviction_refused(api(flow_control)).is_err());
+        let gone = kube::core::Status::failure("not found", "NotFound").with_code(404);
+        assert_eq!(eviction_refused(api(gone)).unwrap(), EvictionOutcome::Gone);
+    }
 }

@@ -12,11 +12,11 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod, Taint};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use kube::api::{Api, DeleteParams, EvictParams, ListParams, Patch, PatchParams, Preconditions};
+use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use serde_json::{json, Value};
 
-use super::api_error::is_pdb_refusal;
+use super::shape::owners::controller_of;
 use super::shape::selector::selector_matches;
 use super::shape::{requests, DRAINING_TAINT};
 use crate::core::interruption::state::{
@@ -146,10 +146,7 @@ pub fn pod_view(pod: &Pod) -> PodView {
     let annotations = meta.annotations.as_ref();
     let owner = if annotations.is_some_and(|a| a.contains_key(MIRROR_ANNOTATION)) {
         PodOwner::Mirror
-    } else if meta.owner_references.as_ref().is_some_and(|os| {
-        os.iter()
-            .any(|o| o.kind == "DaemonSet" && o.controller == Some(true))
-    }) {
+    } else if controller_of(meta.owner_references.as_ref(), "DaemonSet").is_some() {
         PodOwner::DaemonSet
     } else {
         PodOwner::Other
@@ -332,89 +329,6 @@ pub async fn patch_node(client: &kube::Client, node: &Node, patch: &Value) -> Re
         Ok(_) => Ok(true),
         Err(e) if crate::adapters::kube::api_error::is_conflict(&e) => Ok(false),
         Err(e) => Err(kube_error("patch", &format!("node/{name}"), e)),
-    }
-}
-
-/// What an eviction came to.
-#[derive(Clone, Debug, PartialEq)]
-pub enum EvictionOutcome {
-    /// Accepted: the pod is shutting down.
-    Evicted,
-    /// 404 or 409: already gone (or being replaced under the same name): nothing to do.
-    Gone,
-    /// 429 with a disruption-budget cause: a PodDisruptionBudget allows no disruption now.
-    Blocked {
-        pdb: Option<String>,
-        message: String,
-    },
-}
-
-/// Evicts one pod through the Eviction API, so PodDisruptionBudgets hold. `uid` makes it a
-/// precondition that the pod is still the one observed; `grace_s` cuts its grace period (to what
-/// the instance has left).
-pub async fn evict(
-    client: &kube::Client,
-    pod: &PodRef,
-    uid: Option<&str>,
-    grace_s: Option<i64>,
-) -> Result<EvictionOutcome> {
-    let api = Api::<Pod>::namespaced(client.clone(), &pod.namespace);
-    let params = EvictParams {
-        delete_options: Some(DeleteParams {
-            grace_period_seconds: grace_s.map(|g| g.max(1) as u32),
-            preconditions: uid.map(|u| Preconditions {
-                uid: Some(u.to_string()),
-                resource_version: None,
-            }),
-            ..DeleteParams::default()
-        }),
-        ..EvictParams::default()
-    };
-    match api.evict(&pod.name, &params).await {
-        Ok(_) => Ok(EvictionOutcome::Evicted),
-        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(EvictionOutcome::Gone),
-        Err(e) => eviction_refused(e).map_err(|e| kube_error("evict", &format!("pod/{pod}"), e)),
-    }
-}
-
-/// What a refused eviction came to: gone, blocked by a budget, or an error. A 429 is a
-/// PodDisruptionBudget's block only when its Status says so (`api_error::is_pdb_refusal`); any
-/// other 429 is the apiserver throttling, a transient error the next check retries, which must
-/// never count as a block (a block at the deadline may delete past the budget).
-fn eviction_refused(e: kube::Error) -> std::result::Result<EvictionOutcome, kube::Error> {
-    match e {
-        kube::Error::Api(s) if s.code == 404 || s.code == 409 => Ok(EvictionOutcome::Gone),
-        kube::Error::Api(s) if is_pdb_refusal(&s) => Ok(EvictionOutcome::Blocked {
-            pdb: None,
-            message: s.message.clone(),
-        }),
-        other => Err(other),
-    }
-}
-
-/// Deletes one pod directly (no PodDisruptionBudget check), with the same UID precondition and
-/// grace as an eviction. Only for DELETE_PAST_PDB_AT_DEADLINE, at the deadline. 404/409: gone.
-pub async fn delete_pod(
-    client: &kube::Client,
-    pod: &PodRef,
-    uid: Option<&str>,
-    grace_s: Option<i64>,
-) -> Result<()> {
-    let params = DeleteParams {
-        grace_period_seconds: grace_s.map(|g| g.max(1) as u32),
-        preconditions: uid.map(|u| Preconditions {
-            uid: Some(u.to_string()),
-            resource_version: None,
-        }),
-        ..DeleteParams::default()
-    };
-    match Api::<Pod>::namespaced(client.clone(), &pod.namespace)
-        .delete(&pod.name, &params)
-        .await
-    {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(()),
-        Err(e) => Err(kube_error("delete", &format!("pod/{pod}"), e)),
     }
 }
 
@@ -624,32 +538,6 @@ mod tests {
 
     fn pod(json: Value) -> Pod {
         serde_json::from_value(json).unwrap()
-    }
-
-    /// A throttling 429 is an error the next check retries, never a block (which, at the
-    /// deadline with DELETE_PAST_PDB_AT_DEADLINE, deletes the pod past its budget).
-    #[test]
-    fn only_a_budgets_429_blocks_an_eviction() {
-        let api = |s: kube::core::Status| kube::Error::Api(s.boxed());
-        let budget: kube::core::Status = serde_json::from_value(json!({
-            "status": "Failure", "reason": "TooManyRequests", "code": 429,
-            "message": "Cannot evict pod as it would violate the pod's disruption budget.",
-            "details": {"causes": [{"reason": "DisruptionBudget",
-                "message": "The disruption budget llama needs 2 healthy pods and has 2 currently"}]}
-        }))
-        .unwrap();
-        let flow_control = kube::core::Status::failure(
-            "Too many requests, please try again later.",
-            "Failed to parse error data",
-        )
-        .with_code(429);
-        assert!(matches!(
-            eviction_refused(api(budget)),
-            Ok(EvictionOutcome::Blocked { .. })
-        ));
-        assert!(eviction_refused(api(flow_control)).is_err());
-        let gone = kube::core::Status::failure("not found", "NotFound").with_code(404);
-        assert_eq!(eviction_refused(api(gone)).unwrap(), EvictionOutcome::Gone);
     }
 
     #[test]

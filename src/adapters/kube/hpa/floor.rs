@@ -3,7 +3,7 @@
 //! request path too, and gives the user's value back afterwards.
 //!
 //! The raise is a lease kept in annotations on the HPA; its rules are the core's
-//! (`core::floor::plan_floor`, and `core::interruption::surge_floor::plan_beside_surge` beside a
+//! (`core::floor::plan_floor`, and `core::floor::plan_beside_surge` beside a
 //! drain's surge). This file reads the object and writes what they say. An HPA owned by a KEDA
 //! ScaledObject (an owner reference of kind ScaledObject, keda.sh) is driven through the
 //! ScaledObject's `spec.minReplicaCount` instead (`scaled_object`), with the same lease and
@@ -24,9 +24,9 @@ use serde_json::{json, Value};
 use super::scaled_object;
 use crate::adapters::kube::api_error::from_kube;
 pub use crate::core::floor::{
-    plan_floor, FloorIntent, FloorPatch, FloorView, LEASE_UNTIL, RAISED_MIN, USER_MIN,
+    plan_beside_surge, plan_floor, surge_floor, FloorIntent, FloorPatch, FloorView, LEASE_UNTIL,
+    RAISED_MIN, USER_MIN,
 };
-pub use crate::core::interruption::surge_floor::{plan_beside_surge, surge_floor};
 use crate::core::lease::LeaseOutcome;
 use crate::core::spec::HpaRef;
 use crate::error::{Error, Result};
