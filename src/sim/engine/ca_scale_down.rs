@@ -8,9 +8,9 @@
 //! Source: the Cluster Autoscaler FAQ (kubernetes/autoscaler, cluster-autoscaler/FAQ.md, "How
 //! does scale-down work?" and "What are the parameters to CA?"):
 //! - a scan every `--scan-interval` (10 s) re-checks which nodes are unneeded: requests under
-//!   `--scale-down-utilization-threshold` (0.5; on a GPU node the GPUs requested over
-//!   allocatable, `--scale-down-gpu-utilization-threshold`) and every pod movable to the other
-//!   nodes; a node that stops being unneeded starts its count again;
+//!   half the node's allocatable (on a node with GPUs the GPUs only,
+//!   `--scale-down-gpu-utilization-threshold` 0.5, per the flag's help in main.go) and every
+//!   pod movable to the other nodes; a node that stops being unneeded starts its count again;
 //! - no scale-down for `--scale-down-delay-after-add` (10 min) after a scale-up;
 //! - empty nodes go in bulk (up to `--max-scale-down-parallelism`, 10), nodes to drain one at a
 //!   time (`--max-drain-parallelism` 1): their pods are evicted, the node is deleted once they

@@ -48,7 +48,7 @@ pub struct World {
     /// `num_requests_running`), which does not see the queue, instead of the requests in the
     /// system per replica (the metric prewarm's `HpaStatus` reads).
     pub hpa_on_batch_size: bool,
-    /// Cluster Autoscaler's `--scale-down-utilization-threshold` (GPUs requested / allocatable):
+    /// Cluster Autoscaler's `--scale-down-gpu-utilization-threshold` (GPUs requested / allocatable):
     /// a node under it whose pods fit elsewhere is drained after `--scale-down-unneeded-time`
     /// (ca_scale_down.rs). 0: Cluster Autoscaler removes empty nodes only.
     pub ca_utilization_threshold: f64,
