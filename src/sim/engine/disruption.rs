@@ -1,19 +1,27 @@
-//! Karpenter's disruption controller for the simulated NodePool: emptiness and single-node
-//! consolidation (consolidationPolicy WhenEmptyOrUnderutilized), `consolidateAfter`, the node
-//! budget, the validation wait, and the repacking of the pods of a consolidated node. Changes
-//! when the simulated Karpenter's node removal is made to follow Karpenter more closely.
+//! Karpenter's disruption controller for the simulated NodePool: emptiness, single-node and (in
+//! the rough world) multi-node consolidation (consolidationPolicy WhenEmptyOrUnderutilized),
+//! `consolidateAfter`, the node budget, the validation wait, and the repacking of the pods of a
+//! consolidated node. Changes when the simulated Karpenter's node removal is made to follow
+//! Karpenter more closely.
 //!
 //! Sources (kubernetes-sigs/karpenter, pkg/controllers/):
 //! - nodeclaim/disruption/consolidation.go (`Consolidation.Reconcile`): a node is consolidatable
 //!   once `consolidateAfter` has passed since its last pod event (a pod bound to it or gone from
 //!   it), or since it was initialised if none;
-//! - disruption/controller.go: the methods are tried in order (emptiness, then consolidation),
-//!   one command per pass, a pass every 10 s while nothing is found;
+//! - disruption/controller.go: the methods are tried in order (emptiness, multi-node, then
+//!   single-node consolidation), one command per pass, a pass every 10 s while nothing is found;
 //! - disruption/emptiness.go and disruption/singlenodeconsolidation.go (`ComputeCommands`): empty
 //!   candidates are deleted up to the budget; otherwise the candidates are sorted by disruption
 //!   cost (about the number of pods on them) and the first whose pods all schedule on the other
 //!   nodes is deleted (or replaced by one cheaper node: not modelled, the simulated NodePool has
 //!   one instance type, so no replacement is ever cheaper);
+//! - disruption/multinodeconsolidation.go (`firstNConsolidationOption`), the rough world's
+//!   `World::multi_node_consolidation`: the candidates sorted by disruption cost, cut to the
+//!   budget, and the longest prefix of two or more whose pods all fit on the other nodes is
+//!   deleted in one command. Its other option, the prefix replaced by one cheaper node, is not
+//!   modelled: with one instance type and whole replicas, the pods of k nodes fit on the rest
+//!   plus one new node exactly when they fit on the rest with one of the k kept, so deleting
+//!   k - 1 frees the same nodes without a launch;
 //! - disruption/validation.go: a command is carried out only if it still holds `consolidationTTL`
 //!   (15 s) later;
 //! - NodePool `spec.disruption.budgets`: at most `budget_nodes` nodes being disrupted at once.
@@ -60,11 +68,9 @@ impl Sim<'_> {
     pub(super) fn on_disruption_validate(&mut self) {
         let command = std::mem::take(&mut self.cluster.disruption_pending);
         let still = self.budget_left() >= command.len() as u32
-            && command.iter().all(|&n| {
-                self.consolidatable(n)
-                    && (self.cluster.nodes[n].used == 0
-                        || self.room_elsewhere(n) >= self.to_repack(n))
-            });
+            && command.iter().all(|&n| self.consolidatable(n))
+            && (command.iter().all(|&n| self.cluster.nodes[n].used == 0)
+                || self.fits_without(&command));
         if still {
             for node in command {
                 self.delete_node(node);
@@ -105,28 +111,33 @@ impl Sim<'_> {
         self.free_gpus(node) / self.gpr()
     }
 
-    /// Replica-sized places free on the nodes other than `node` that are not going.
-    fn room_elsewhere(&self, node: usize) -> u32 {
-        self.cluster
+    /// Whether the pods that would need a place if `nodes` went, their own (replicas and
+    /// balloons) and those already pending (the scheduling simulation places them too), fit in
+    /// the replica-sized places free on the other nodes that are not going.
+    pub(super) fn fits_without(&self, nodes: &[usize]) -> bool {
+        let room: u32 = self
+            .cluster
             .live_nodes
             .iter()
             .filter(|&&i| {
-                i != node && self.cluster.nodes[i].alive && !self.cluster.nodes[i].deleting
+                !nodes.contains(&i)
+                    && self.cluster.nodes[i].alive
+                    && !self.cluster.nodes[i].deleting
             })
             .map(|&i| self.free_places(i))
-            .sum()
+            .sum();
+        let gpr = self.gpr();
+        let theirs: u32 = nodes
+            .iter()
+            .map(|&n| self.cluster.nodes[n].used / gpr)
+            .sum();
+        room >= theirs + self.pending_inference + self.cluster.pending_balloons
     }
 
-    /// Pods that would need a place if `node` went: its own (replicas and balloons) and the
-    /// pods already pending, which the scheduling simulation places too.
-    fn to_repack(&self, node: usize) -> u32 {
-        self.cluster.nodes[node].used / self.gpr()
-            + self.pending_inference
-            + self.cluster.pending_balloons
-    }
-
-    /// Empty consolidatable nodes up to the budget, else the cheapest-to-disrupt node whose
-    /// pods fit elsewhere (fewest pods, then the oldest), else nothing.
+    /// Empty consolidatable nodes up to the budget, else (multi-node consolidation) the longest
+    /// run of two or more of the cheapest to disrupt whose pods fit elsewhere, else the
+    /// cheapest-to-disrupt node whose pods fit elsewhere (fewest pods, then the oldest), else
+    /// nothing.
     fn disruption_command(&self) -> Vec<usize> {
         let budget = self.budget_left();
         if budget == 0 {
@@ -149,23 +160,28 @@ impl Sim<'_> {
         if !empty.is_empty() || !d.underutilized {
             return empty;
         }
-        let total_room: u32 = self
-            .cluster
-            .live_nodes
-            .iter()
-            .filter(|&&i| self.cluster.nodes[i].alive && !self.cluster.nodes[i].deleting)
-            .map(|&i| self.free_places(i))
-            .sum();
-        candidates
-            .filter(|&i| total_room - self.free_places(i) >= self.to_repack(i))
-            .min_by_key(|&i| (self.cluster.nodes[i].used, i))
+        let mut by_cost: Vec<usize> = candidates.collect();
+        by_cost.sort_by_key(|&i| (self.cluster.nodes[i].used, i));
+        if self.cfg.world.multi_node_consolidation {
+            by_cost.truncate(budget as usize);
+            // The longest prefix wins: one more node only takes room away and adds pods.
+            if let Some(n) = (2..=by_cost.len())
+                .rev()
+                .find(|&n| self.fits_without(&by_cost[..n]))
+            {
+                return by_cost[..n].to_vec();
+            }
+        }
+        by_cost
+            .into_iter()
+            .find(|&i| self.fits_without(&[i]))
             .into_iter()
             .collect()
     }
 
     /// Deletes a node: no more pods land on it, its balloons go pending, its inference pods are
     /// evicted and replaced; it terminates once its last evicted pod has finished.
-    fn delete_node(&mut self, node: usize) {
+    pub(super) fn delete_node(&mut self, node: usize) {
         let gpr = self.gpr();
         let n = &mut self.cluster.nodes[node];
         n.deleting = true;

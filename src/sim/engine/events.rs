@@ -26,6 +26,8 @@ pub(super) enum Kind {
     Prelaunch {
         index: usize,
     },
+    /// A scan of Cluster Autoscaler's scale-down (the rough world).
+    ScaleDown,
 }
 
 #[derive(Debug)]
@@ -69,5 +71,6 @@ pub(super) fn class(kind: &Kind) -> u8 {
         Kind::Disruption => 7,
         Kind::DisruptionValidate => 8,
         Kind::Prelaunch { .. } => 9,
+        Kind::ScaleDown => 10,
     }
 }

@@ -10,7 +10,8 @@
 //! - a pod on a fresh node waits for the node, the image/weights pull, then the model load;
 //!   on a warm node only for the model load;
 //! - Karpenter removes empty nodes and repacks underutilised ones after `consolidateAfter`,
-//!   within its disruption budget (disruption.rs); Cluster Autoscaler removes empty nodes;
+//!   within its disruption budget (disruption.rs); Cluster Autoscaler removes empty nodes, and
+//!   in the rough world drains nodes under half used (ca_scale_down.rs);
 //! - a headroom controller sets the number of balloon pods: none, a fixed N, a percentage of
 //!   the serving replicas, or prewarm's own `crate::core::decide()` fed with the `Observation`
 //!   the Lambda's queries would return (lambda_view.rs); or, instead of balloons, a raised HPA floor
@@ -223,6 +224,7 @@ pub struct RunResult {
     pub lead: Option<LeadReport>,
 }
 
+mod ca_scale_down;
 mod controllers;
 mod disruption;
 mod events;
@@ -258,6 +260,9 @@ struct Cluster {
     launches_drawn: u64,
     /// Karpenter's command waiting for its validation (nodes to delete).
     disruption_pending: Vec<usize>,
+    /// When the provisioner last launched a node (Cluster Autoscaler's scale-down waits
+    /// `--scale-down-delay-after-add` after it).
+    last_scale_up: Option<f64>,
 }
 
 /// The simulator state of one deployment.
@@ -411,6 +416,7 @@ impl<'a> Sim<'a> {
             Kind::EmptyCheck { node } => self.on_empty_check(node),
             Kind::Disruption => self.on_disruption(),
             Kind::DisruptionValidate => self.on_disruption_validate(),
+            Kind::ScaleDown => self.on_ca_scale_down(),
             Kind::Prelaunch { index } => self.on_prelaunch(index),
         }
     }
@@ -453,6 +459,7 @@ impl<'a> Sim<'a> {
             self.schedule_prelaunches(times);
         }
         self.start_disruption();
+        self.start_ca_scale_down();
     }
 
     /// A Ready node with a free replica-sized slot, launching one (Ready at once) if none.
@@ -556,6 +563,8 @@ pub fn run(
 
 #[cfg(test)]
 mod lead_tests;
+#[cfg(test)]
+mod scale_down_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

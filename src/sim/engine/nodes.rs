@@ -1,6 +1,6 @@
 //! Nodes: launch, readiness, the provisioner's batching, placement choices and removal of
-//! empty nodes without Karpenter's disruption controller (Cluster Autoscaler; disruption.rs has
-//! Karpenter's).
+//! empty nodes without Karpenter's disruption controller (Cluster Autoscaler in the exact world;
+//! disruption.rs has Karpenter's, ca_scale_down.rs the rough world's Cluster Autoscaler).
 
 use super::events::Kind;
 use super::launch::Stream;
@@ -18,8 +18,11 @@ pub(super) struct Node {
     /// When a pod was last bound to it or left it (Karpenter's lastPodEventTime; initially when
     /// it is Ready).
     pub(super) last_pod_event: f64,
-    /// Karpenter is deleting it: nothing more is placed on it, it goes when its pods are gone.
+    /// Karpenter (or Cluster Autoscaler draining it) is deleting it: nothing more is placed on
+    /// it, it goes when its pods are gone.
     pub(super) deleting: bool,
+    /// Since when Cluster Autoscaler has found it unneeded (ca_scale_down.rs).
+    pub(super) unneeded_since: Option<f64>,
     pub(super) alive: bool,
     /// Its boot has been learned, or has nothing to teach (lead.rs).
     pub(super) lead_learned: bool,
@@ -48,12 +51,14 @@ impl Sim<'_> {
             empty_since: None,
             last_pod_event: ready_at,
             deleting: false,
+            unneeded_since: None,
             alive: true,
             // A node Ready from the start booted before the trace: nothing to learn from it.
             lead_learned: ready_now,
         });
         self.result.nodes_launched += 1;
         if !ready_now {
+            self.cluster.last_scale_up = Some(self.now);
             self.result.launches.push((self.now, ready_at));
             if self.now >= self.cfg.score_from_s {
                 self.result.scored.nodes_launched += 1;
@@ -105,9 +110,10 @@ impl Sim<'_> {
     }
 
     /// Marks a node empty (and schedules its removal) when nothing is left on it; with
-    /// Karpenter's disruption controller, only terminates a node it is deleting once empty.
+    /// Karpenter's disruption controller or Cluster Autoscaler's scans, only terminates a node
+    /// it is deleting once empty.
     pub(super) fn check_empty(&mut self, node: usize) {
-        if self.cfg.provisioner.disruption.is_some() {
+        if self.cfg.provisioner.disruption.is_some() || self.ca_drains() {
             let n = &self.cluster.nodes[node];
             if n.alive && n.deleting && n.used == 0 {
                 self.terminate_node(node);

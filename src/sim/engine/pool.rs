@@ -116,8 +116,9 @@ impl<'a> Pool<'a> {
         let e = self.sims[m].events.pop().expect("peeked");
         let now = e.t;
         match (&e.kind, headroom) {
-            // One disruption controller for the pool: the first deployment's.
-            (Kind::Disruption | Kind::DisruptionValidate, _) if m > 0 => return,
+            // One disruption controller (or Cluster Autoscaler scale-down) for the pool: the
+            // first deployment's.
+            (Kind::Disruption | Kind::DisruptionValidate | Kind::ScaleDown, _) if m > 0 => return,
             // The pool's decision runs on the first deployment's ticks; the others' end.
             (Kind::Tick, PoolHeadroom::Split { .. }) if m > 0 => return,
             (
@@ -137,7 +138,7 @@ impl<'a> Pool<'a> {
             }
             _ => {}
         }
-        let validate = matches!(e.kind, Kind::DisruptionValidate);
+        let validate = matches!(e.kind, Kind::DisruptionValidate | Kind::ScaleDown);
         self.with(m, now, |s| {
             s.now = now;
             s.handle(e.kind)

@@ -7,7 +7,9 @@
 //! each node's image pull and each replica's model load from a lognormal around the
 //! configured medians; its metric store shows scrapes later than prewarm is told and loses a
 //! share of them; a request takes longer the fuller its batch; the HPA scales on the batch size
-//! (running requests per replica).
+//! (running requests per replica); Cluster Autoscaler also drains nodes under half used
+//! (ca_scale_down.rs) and Karpenter deletes several underutilised nodes in one command
+//! (disruption.rs).
 //! Its parameters and their sources are in docs/simulator.md ("The rough world").
 
 use serde::Serialize;
@@ -46,6 +48,14 @@ pub struct World {
     /// `num_requests_running`), which does not see the queue, instead of the requests in the
     /// system per replica (the metric prewarm's `HpaStatus` reads).
     pub hpa_on_batch_size: bool,
+    /// Cluster Autoscaler's `--scale-down-gpu-utilization-threshold` (GPUs requested / allocatable):
+    /// a node under it whose pods fit elsewhere is drained after `--scale-down-unneeded-time`
+    /// (ca_scale_down.rs). 0: Cluster Autoscaler removes empty nodes only.
+    pub ca_utilization_threshold: f64,
+    /// Karpenter's multi-node consolidation: one command deletes several underutilised nodes,
+    /// up to the disruption budget, whose pods fit on the rest (disruption.rs). Off: one node
+    /// per command.
+    pub multi_node_consolidation: bool,
 }
 
 impl World {
@@ -57,6 +67,8 @@ impl World {
         scrape_loss: 0.0,
         full_batch_slowdown: 1.0,
         hpa_on_batch_size: false,
+        ca_utilization_threshold: 0.0,
+        multi_node_consolidation: false,
     };
 
     pub const ROUGH: World = World {
@@ -67,6 +79,8 @@ impl World {
         scrape_loss: 0.02,
         full_batch_slowdown: 1.21,
         hpa_on_batch_size: true,
+        ca_utilization_threshold: 0.5,
+        multi_node_consolidation: true,
     };
 
     pub fn named(name: WorldName) -> World {
