@@ -890,6 +890,8 @@ mod tests {
             note: None,
             rise: None,
             lead_time_s: None,
+            forecaster: Default::default(),
+            profile: Vec::new(),
         });
         assert!(sim.calibration_history(&policy, now).is_empty());
         // An hour old: due again.
