@@ -33,14 +33,13 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
-use prewarm::config::Config;
 use prewarm::core::spec::{Calibration, Forecaster};
 use prewarm::handlers::tick::{tick_once, TickDeps};
 use serde_json::json;
 
 mod common;
 use common::kwok_pools::{gpu_pool, pools, unique_hex};
-use common::{as_user, env, prometheus_backfill};
+use common::{as_user, prometheus_backfill, tick_config};
 
 const DAY: i64 = 86_400;
 
@@ -162,12 +161,8 @@ async fn the_first_calibration_chooses_the_profile_and_the_next_tick_sizes_with_
         "headroom": {"kind": "balloon", "namespace": ns, "name": "balloon-fc"}
     }])
     .to_string();
-    let vars = [
+    let config = tick_config(&[
         ("PREWARM_TARGETS", targets),
-        ("METRIC_SOURCE", "prometheus".to_string()),
-        ("PROMETHEUS_URL", env("PROMETHEUS_URL")),
-        ("KUBECONFIG", env("PREWARM_LAMBDA_KUBECONFIG")),
-        ("INTERRUPTION_QUEUE_URL", env("INTERRUPTION_QUEUE_URL")),
         ("INGESTION_LAG_SECONDS", "0".to_string()),
         ("RATE_WINDOW_SECONDS", "60".to_string()),
         ("LEAD_TIME_SECONDS", "180".to_string()),
@@ -178,13 +173,7 @@ async fn the_first_calibration_chooses_the_profile_and_the_next_tick_sizes_with_
         ("ERROR_QUANTILE", "0.999".to_string()),
         ("TIME_ZONE", "UTC".to_string()),
         ("TICK_SECONDS", "15".to_string()),
-    ];
-    let config = Config::from_lookup(|k| {
-        vars.iter()
-            .find(|(name, _)| *name == k)
-            .map(|(_, v)| v.clone())
-    })
-    .unwrap();
+    ]);
     let tick = |at: f64| {
         let config = config.clone();
         async move {

@@ -249,23 +249,13 @@ async fn learn() {
         "headroom": {"kind": "balloon", "namespace": ns, "name": "balloon-lead"}
     }])
     .to_string();
-    let vars = [
+    let config = common::tick_config(&[
         ("PREWARM_TARGETS", targets),
-        ("METRIC_SOURCE", "prometheus".to_string()),
-        ("PROMETHEUS_URL", env("PROMETHEUS_URL")),
-        ("KUBECONFIG", env("PREWARM_LAMBDA_KUBECONFIG")),
-        ("INTERRUPTION_QUEUE_URL", env("INTERRUPTION_QUEUE_URL")),
         ("INGESTION_LAG_SECONDS", "0".to_string()),
         ("LEAD_TIME_SECONDS", "180".to_string()),
         // The second tick comes one tick later (an earlier one within a tick is skipped).
         ("TICK_SECONDS", "5".to_string()),
-    ];
-    let config = Config::from_lookup(|k| {
-        vars.iter()
-            .find(|(name, _)| *name == k)
-            .map(|(_, v)| v.clone())
-    })
-    .unwrap();
+    ]);
 
     // Tick 1: the boots are learned before the targets decide; the pods' pulls and loads
     // during the tick, for the next one. The book is written.

@@ -407,13 +407,13 @@ pub fn calibrate(history: &[Sample], policy: &PolicySpec, q: f64, now: f64) -> C
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::spec::HeadroomKind;
 
     const T0: f64 = 1_700_006_400.0; // a multiple of 3600 s (2023-11-15T00:00:00Z)
 
-    fn policy() -> PolicySpec {
+    pub(crate) fn policy() -> PolicySpec {
         // One-minute grid, lead 2 steps, window 4 steps, α = β = φ = 1 at that step (converted
         // constants: 1 − 0^k = 1 and 1^k = 1), so the trend model is "last value + last change
         // per step" and the hand arithmetic stays short.

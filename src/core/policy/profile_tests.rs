@@ -66,22 +66,14 @@ fn the_replay_sees_only_the_days_before() {
     );
 }
 
-/// One-minute grid, lead 2 steps, window 4 steps, α = β = φ = 1 (the trend model is "last
-/// value + last change per step", its forecast over the lead max(y + c, y + 2c), never below
-/// 0), no seasons (the blend is the trend alone), one band all day.
+/// band's tests' grid and trend model (one-minute grid, lead 2 steps, window 4 steps, the trend
+/// "last value + last change per step", its forecast over the lead max(y + c, y + 2c), never
+/// below 0, no seasons: the blend is the trend alone), `days` of band history, one band all day.
 fn policy(days: f64) -> PolicySpec {
     PolicySpec {
-        step_s: 60.0,
-        band_step_s: 60.0,
-        lead_time_s: 120.0,
-        window_s: 240.0,
-        ewma_alpha: 1.0,
-        trend_beta: 1.0,
-        trend_damping: 1.0,
-        seasons_s: vec![],
         band_history_s: days * 86_400.0,
         band_by_hour: BandByHour::Off,
-        ..PolicySpec::default()
+        ..crate::policy::band::tests::policy()
     }
 }
 
