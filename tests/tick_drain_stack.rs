@@ -32,7 +32,7 @@ use prewarm::handlers::tick::{tick_once, TickDeps};
 use serde_json::json;
 
 mod common;
-use common::{as_user, env, now, tick_config};
+use common::{as_user, now, tick_config};
 #[path = "common/drain_fixtures.rs"]
 mod drain_fixtures;
 use drain_fixtures::{
