@@ -6,7 +6,8 @@
 //! The history, every 15 s up to `END`, which is 50 minutes past a whole hour `H` (UTC): 1 req/s
 //! of 1 s requests (8 running, none waiting), except 10 req/s over [H + 35 min, H + 45 min) one,
 //! two and three days before (none today). SEASONS_SECONDS=none (the blend is the damped trend
-//! alone), BAND_BY_HOUR=off, BAND_HISTORY_SECONDS three days, ERROR_QUANTILE 0.999.
+//! alone), BAND_BY_HOUR=off, BAND_HISTORY_SECONDS three days, ERROR_QUANTILE 0.999,
+//! FORECASTER=auto.
 //!
 //! By hand, as in policy::profile's tests: the calibration reads back to END − 3 days − 18 min
 //! (H + 32 min three days ago, so the first burst is read, before the first window); its
@@ -173,6 +174,7 @@ async fn the_first_calibration_chooses_the_profile_and_the_next_tick_sizes_with_
         ("ERROR_QUANTILE", "0.999".to_string()),
         ("TIME_ZONE", "UTC".to_string()),
         ("TICK_SECONDS", "15".to_string()),
+        ("FORECASTER", "auto".to_string()),
     ]);
     let tick = |at: f64| {
         let config = config.clone();

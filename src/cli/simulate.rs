@@ -350,7 +350,7 @@ pub struct PrewarmArgs {
     pub band_by_hour: BandByHour,
     /// FORECASTER: the blend of the trend and the seasons only (blend), or per target the blend
     /// or the hour-of-day profile of peaks, narrowest out of sample at each calibration (auto).
-    #[arg(long, default_value = "auto", value_parser = parse_forecaster)]
+    #[arg(long, default_value = "blend", value_parser = parse_forecaster)]
     pub forecaster: ForecasterChoice,
     /// The simulated target names no HPA: prewarm sizes with Erlang C on the queue metrics
     /// instead of in the replicas the (simulated) HPA will want.

@@ -700,11 +700,8 @@ pub(crate) mod tests {
                 }
             })
             .collect();
-        // The blend alone: the profile would forecast day 2's bursts from day 1's, with a band
-        // of 0 (policy::profile's tests); this test is the blend's band by hour.
         let policy = PolicySpec {
             band_history_s: 2.0 * 86_400.0,
-            forecaster: crate::spec::ForecasterChoice::Blend,
             ..policy()
         };
         let c = calibrate(&grid(&values), &policy, 0.999, T0 + 60.0 * 2879.0);

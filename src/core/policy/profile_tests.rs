@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::policy::band::calibrate;
-use crate::spec::{BandByHour, Forecaster, PolicySpec};
+use crate::spec::{BandByHour, Forecaster, ForecasterChoice, PolicySpec};
 
 const T0: f64 = 1_700_006_400.0; // 2023-11-15T00:00:00Z
 const UTC: chrono_tz::Tz = chrono_tz::UTC;
@@ -68,11 +68,13 @@ fn the_replay_sees_only_the_days_before() {
 
 /// band's tests' grid and trend model (one-minute grid, lead 2 steps, window 4 steps, the trend
 /// "last value + last change per step", its forecast over the lead max(y + c, y + 2c), never
-/// below 0, no seasons: the blend is the trend alone), `days` of band history, one band all day.
+/// below 0, no seasons: the blend is the trend alone), `days` of band history, one band all day,
+/// FORECASTER=auto.
 fn policy(days: f64) -> PolicySpec {
     PolicySpec {
         band_history_s: days * 86_400.0,
         band_by_hour: BandByHour::Off,
+        forecaster: ForecasterChoice::Auto,
         ..crate::policy::band::tests::policy()
     }
 }

@@ -46,9 +46,9 @@ impl BandByHour {
 #[serde(rename_all = "lowercase")]
 pub enum ForecasterChoice {
     /// The blend of the damped trend and the seasons only.
+    #[default]
     Blend,
     /// The blend or the hour-of-day profile, whichever is narrowest out of sample.
-    #[default]
     Auto,
 }
 
@@ -154,9 +154,11 @@ pub struct PolicySpec {
     /// three narrowest out of sample at each calibration, per target (`policy::band_slots`).
     #[serde(default)]
     pub band_by_hour: BandByHour,
-    /// FORECASTER (auto): `blend` sizes with the damped trend blended with the seasons;
+    /// FORECASTER (blend): `blend` sizes with the damped trend blended with the seasons;
     /// `auto` chooses per target at each calibration between it and the hour-of-day profile
-    /// of peaks, whichever has the narrowest upper band out of sample (`policy::band`).
+    /// of peaks, whichever has the narrowest upper band out of sample (`policy::band`). Off by
+    /// default: on the simulator's cron bursts the profile, chosen, cost more GPU-hours at
+    /// the same delay.
     #[serde(default)]
     pub forecaster: ForecasterChoice,
     /// CALIBRATE_EVERY_SECONDS (3600): long-window statistics are recomputed at most this often
@@ -248,7 +250,7 @@ impl Default for PolicySpec {
             band_history_s: default_band_history(),
             band_step_s: default_band_step(),
             band_by_hour: BandByHour::Auto,
-            forecaster: ForecasterChoice::Auto,
+            forecaster: ForecasterChoice::Blend,
             calibrate_every_s: default_calibrate_every(),
             delayed_request_cost: None,
             gpu_hour_cost: None,
