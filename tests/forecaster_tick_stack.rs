@@ -39,7 +39,7 @@ use prewarm::handlers::tick::{tick_once, TickDeps};
 use serde_json::json;
 
 mod common;
-use common::kwok_pools::{gpu_pool, pools, unique_hex};
+use common::kwok_pools::{balloon, gpu_pool, pools, unique_hex};
 use common::{as_user, prometheus_backfill, tick_config};
 
 const DAY: i64 = 86_400;
@@ -135,22 +135,7 @@ async fn the_first_calibration_chooses_the_profile_and_the_next_tick_sizes_with_
         .await
         .unwrap();
     let deployments = Api::<Deployment>::namespaced(admin.clone(), &ns);
-    let balloon: Deployment = serde_json::from_value(json!({
-        "metadata": {"name": "balloon-fc", "namespace": ns},
-        "spec": {
-            "replicas": 0,
-            "selector": {"matchLabels": {"app": "balloon-fc"}},
-            "template": {
-                "metadata": {"labels": {"app": "balloon-fc"}},
-                "spec": {
-                    "priorityClassName": "prewarm-balloon",
-                    "nodeSelector": {"prewarm.io/kube-test-never": "true"},
-                    "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10"}]
-                }
-            }
-        }
-    }))
-    .unwrap();
+    let balloon: Deployment = serde_json::from_value(balloon(&ns, "balloon-fc")).unwrap();
     deployments
         .create(&PostParams::default(), &balloon)
         .await

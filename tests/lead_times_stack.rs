@@ -83,25 +83,6 @@ fn true_since(status: &Value, kind: &str) -> Option<f64> {
         .map(|c| unix(c["lastTransitionTime"].as_str().unwrap()))
 }
 
-fn balloon(ns: &str) -> Value {
-    json!({
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": "balloon-lead", "namespace": ns},
-        "spec": {
-            "replicas": 0,
-            "selector": {"matchLabels": {"app": "balloon-lead"}},
-            "template": {
-                "metadata": {"labels": {"app": "balloon-lead"}},
-                "spec": {
-                    "priorityClassName": "prewarm-balloon",
-                    "nodeSelector": {"prewarm.io/kube-test-never": "true"},
-                    "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10"}]
-                }
-            }
-        }
-    })
-}
-
 /// A model server of `pool` that needs a node of its own (40 of the g5.12xlarge's 48 cpu).
 fn server(ns: &str, name: &str, pool: &str) -> Pod {
     serde_json::from_value(json!({
@@ -147,7 +128,7 @@ async fn learn() {
     deployments
         .create(
             &PostParams::default(),
-            &serde_json::from_value(balloon(&ns)).unwrap(),
+            &serde_json::from_value(common::kwok_pools::balloon(&ns, "balloon-lead")).unwrap(),
         )
         .await
         .unwrap();
