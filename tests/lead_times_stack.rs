@@ -83,25 +83,6 @@ fn true_since(status: &Value, kind: &str) -> Option<f64> {
         .map(|c| unix(c["lastTransitionTime"].as_str().unwrap()))
 }
 
-fn balloon(ns: &str) -> Value {
-    json!({
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": "balloon-lead", "namespace": ns},
-        "spec": {
-            "replicas": 0,
-            "selector": {"matchLabels": {"app": "balloon-lead"}},
-            "template": {
-                "metadata": {"labels": {"app": "balloon-lead"}},
-                "spec": {
-                    "priorityClassName": "prewarm-balloon",
-                    "nodeSelector": {"prewarm.io/kube-test-never": "true"},
-                    "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10"}]
-                }
-            }
-        }
-    })
-}
-
 /// A model server of `pool` that needs a node of its own (40 of the g5.12xlarge's 48 cpu).
 fn server(ns: &str, name: &str, pool: &str) -> Pod {
     serde_json::from_value(json!({
@@ -147,7 +128,7 @@ async fn learn() {
     deployments
         .create(
             &PostParams::default(),
-            &serde_json::from_value(balloon(&ns)).unwrap(),
+            &serde_json::from_value(common::kwok_pools::balloon(&ns, "balloon-lead")).unwrap(),
         )
         .await
         .unwrap();
@@ -249,23 +230,13 @@ async fn learn() {
         "headroom": {"kind": "balloon", "namespace": ns, "name": "balloon-lead"}
     }])
     .to_string();
-    let vars = [
+    let config = common::tick_config(&[
         ("PREWARM_TARGETS", targets),
-        ("METRIC_SOURCE", "prometheus".to_string()),
-        ("PROMETHEUS_URL", env("PROMETHEUS_URL")),
-        ("KUBECONFIG", env("PREWARM_LAMBDA_KUBECONFIG")),
-        ("INTERRUPTION_QUEUE_URL", env("INTERRUPTION_QUEUE_URL")),
         ("INGESTION_LAG_SECONDS", "0".to_string()),
         ("LEAD_TIME_SECONDS", "180".to_string()),
         // The second tick comes one tick later (an earlier one within a tick is skipped).
         ("TICK_SECONDS", "5".to_string()),
-    ];
-    let config = Config::from_lookup(|k| {
-        vars.iter()
-            .find(|(name, _)| *name == k)
-            .map(|(_, v)| v.clone())
-    })
-    .unwrap();
+    ]);
 
     // Tick 1: the boots are learned before the targets decide; the pods' pulls and loads
     // during the tick, for the next one. The book is written.

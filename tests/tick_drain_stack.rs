@@ -25,7 +25,6 @@ use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, DeleteParams, PostParams};
 use prewarm::adapters::kube::drain::surge::{release, surge_workload};
-use prewarm::config::Config;
 use prewarm::core::interruption::surge::SurgeIntent;
 use prewarm::core::TargetSpec;
 use prewarm::handlers::restore::{restore_everything, Scope};
@@ -33,7 +32,7 @@ use prewarm::handlers::tick::{tick_once, TickDeps};
 use serde_json::json;
 
 mod common;
-use common::{as_user, env, now};
+use common::{as_user, now, tick_config};
 #[path = "common/drain_fixtures.rs"]
 mod drain_fixtures;
 use drain_fixtures::{
@@ -56,20 +55,11 @@ fn time(t: f64) -> String {
 /// The tick's environment: one target on the stack's `gpu` pool and balloon, its pods and HPA in
 /// `prewarm`, DRY_RUN as given.
 async fn tick_deps(target: serde_json::Value, queue_url: &str, dry_run: bool) -> Arc<TickDeps> {
-    let vars = [
+    let config = tick_config(&[
         ("PREWARM_TARGETS", json!([target]).to_string()),
-        ("METRIC_SOURCE", "prometheus".to_string()),
-        ("PROMETHEUS_URL", env("PROMETHEUS_URL")),
-        ("KUBECONFIG", env("PREWARM_LAMBDA_KUBECONFIG")),
         ("INTERRUPTION_QUEUE_URL", queue_url.to_string()),
         ("DRY_RUN", dry_run.to_string()),
-    ];
-    let config = Config::from_lookup(|k| {
-        vars.iter()
-            .find(|(name, _)| *name == k)
-            .map(|(_, v)| v.clone())
-    })
-    .unwrap();
+    ]);
     Arc::new(TickDeps::build(config).await.unwrap())
 }
 

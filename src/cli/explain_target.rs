@@ -4,6 +4,7 @@
 //! `prewarm backtest --target` reads it (the tick's configuration, queries and credentials),
 //! the first `--train-days` days learn the largest rise over one lead, the rest is scored.
 
+use crate::core::policy::band::{self, Calibration};
 use crate::core::policy::residual::{self, Decomposition, Series, Setting};
 use crate::core::policy::residual_history::from_history;
 use crate::error::Result;
@@ -91,6 +92,12 @@ pub async fn run(args: &TargetExplain) -> Result<()> {
         },
     );
     let lead = super::explain_lead::horizon(config, target, crate::clock::unix_now()).await;
+    // The tick's calibration on the newest of this history: its band and the forecaster it
+    // chooses (at the nominal quantile of the mean service time read).
+    let service: Vec<f64> = observed.service_time_s.iter().map(|s| s.v).collect();
+    let service_s = service.iter().sum::<f64>() / service.len().max(1) as f64;
+    let q = band::quantile(&config.policy, target, service_s);
+    let calibration = band::calibrate(&observed.arrival_rate, &config.policy, q, end);
     if args.json {
         let steps: Vec<_> = d.steps.clone();
         let out = serde_json::json!({
@@ -101,6 +108,7 @@ pub async fn run(args: &TargetExplain) -> Result<()> {
             "train_days": args.train_days,
             "lead_time_s": config.policy.lead_time_s,
             "lead": lead,
+            "calibration": calibration,
             "slo_wait_s": args.slo_wait_s,
             "usd_per_gpu_hour": usd,
             "decomposition": d,
@@ -109,6 +117,7 @@ pub async fn run(args: &TargetExplain) -> Result<()> {
         println!("{out}");
     } else {
         print!("{}", text(name, args, &d, config.policy.lead_time_s, usd));
+        print!("{}", forecaster_text(&calibration));
         print!("{}", super::explain_lead::text(&lead));
     }
     Ok(())
@@ -136,6 +145,23 @@ fn text(name: &str, args: &TargetExplain, d: &Decomposition, lead_s: f64, usd: f
         ));
     }
     out
+}
+
+/// The forecaster the tick's calibration chooses on this history, with its band.
+fn forecaster_text(c: &Calibration) -> String {
+    let note = c
+        .note
+        .as_deref()
+        .map_or(String::new(), |n| format!(" ({n})"));
+    match (c.band, c.coverage) {
+        (Some(band), Some(coverage)) => format!(
+            "forecaster: {}, the narrowest upper band held back as the tick's calibration chooses it on this history: band {band:.3} req/s, {:.1}% of the newest third covered at a quantile of {:.1}%{note}\n",
+            c.forecaster.label(),
+            100.0 * coverage,
+            100.0 * c.quantile,
+        ),
+        _ => format!("forecaster: {}, no band on this history{note}\n", c.forecaster.label()),
+    }
 }
 
 #[cfg(test)]
@@ -176,6 +202,23 @@ mod tests {
         assert_eq!(lines[1], "policy  delayed  forecastable  lead miss  unforecastable  training rise     reserve  reserve GPU-h  reserve $", "{out}");
         assert_eq!(lines[2], "ex            4       2 (50%)     0 (0%)         2 (50%)     2.00 req/s  9 replicas          216.1        432", "{out}");
         assert!(lines[3].contains("$432.30 at $2.000 per GPU-hour"), "{out}");
+    }
+
+    #[test]
+    fn the_forecaster_chosen_is_named_with_its_band() {
+        let c = band::calibrate(&[], &crate::core::PolicySpec::default(), 0.9, 0.0);
+        assert_eq!(
+            forecaster_text(&c),
+            "forecaster: blend, no band on this history (no history)\n"
+        );
+        let c = Calibration {
+            band: Some(2.0),
+            coverage: Some(0.995),
+            forecaster: crate::core::spec::Forecaster::Profile,
+            note: None,
+            ..c
+        };
+        assert_eq!(forecaster_text(&c), "forecaster: profile, the narrowest upper band held back as the tick's calibration chooses it on this history: band 2.000 req/s, 99.5% of the newest third covered at a quantile of 90.0%\n");
     }
 
     #[test]

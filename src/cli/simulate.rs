@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::core::spec::BandByHour;
+use crate::core::spec::{BandByHour, ForecasterChoice};
 use crate::sim::checks::positive;
 use crate::sim::run::{self, Output};
 use crate::sim::scenario::ScenarioKind;
@@ -348,6 +348,10 @@ pub struct PrewarmArgs {
     /// (week), or the narrowest of the three out of sample at each calibration (auto).
     #[arg(long, default_value = "auto", value_parser = parse_band_by_hour)]
     pub band_by_hour: BandByHour,
+    /// FORECASTER: the blend of the trend and the seasons only (blend), or per target the blend
+    /// or the hour-of-day profile of peaks, narrowest out of sample at each calibration (auto).
+    #[arg(long, default_value = "blend", value_parser = parse_forecaster)]
+    pub forecaster: ForecasterChoice,
     /// The simulated target names no HPA: prewarm sizes with Erlang C on the queue metrics
     /// instead of in the replicas the (simulated) HPA will want.
     #[arg(long)]
@@ -451,6 +455,7 @@ impl CommonArgs {
                 max_step_down: p.max_step_down,
                 freeze_consolidation: p.freeze_consolidation,
                 band_by_hour: p.band_by_hour,
+                forecaster: p.forecaster,
                 queue_sizing: p.queue_sizing,
                 lead_time_hint: p.lead_time_hint,
                 learn_lead_time: !p.no_lead_learning,
@@ -590,6 +595,11 @@ fn run_pools(jobs: Vec<(Workload, Setup)>, models: usize) -> crate::Result<()> {
 /// Runs the comparisons with the output the flags ask for.
 pub fn run_jobs(common: &CommonArgs, jobs: Vec<(Workload, Setup)>) -> crate::Result<()> {
     run::run_jobs(&common.output(), jobs)
+}
+
+/// `--forecaster`: the values FORECASTER takes.
+fn parse_forecaster(raw: &str) -> Result<ForecasterChoice, String> {
+    ForecasterChoice::parse(raw).ok_or_else(|| format!("expected blend or auto, got {raw:?}"))
 }
 
 /// `--band-by-hour`: the values BAND_BY_HOUR takes.

@@ -384,6 +384,7 @@ mod tests {
             (&[("TIME_ZONE", "Europe/Atlantis")], "TIME_ZONE"),
             (&[("FAST_PATH_RATIO", "0.5")], "FAST_PATH_RATIO"),
             (&[("BAND_BY_HOUR", "sometimes")], "BAND_BY_HOUR"),
+            (&[("FORECASTER", "augurs")], "FORECASTER"),
             (&[("BAND_HISTORY_SECONDS", "60")], "BAND_HISTORY_SECONDS"),
             (&[("DELAYED_REQUEST_COST", "0.01")], "GPU_HOUR_COST"),
             (&[("DRY_RUN", "maybe")], "DRY_RUN"),

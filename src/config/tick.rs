@@ -4,7 +4,7 @@
 
 use super::{parse_configmap_ref, region, Config, Vars};
 use crate::core::cloudwatch_periods::publish_interval_problem;
-use crate::core::spec::BandByHour;
+use crate::core::spec::{BandByHour, ForecasterChoice};
 use crate::core::PolicySpec;
 use crate::error::{Error, Result};
 
@@ -81,6 +81,12 @@ impl Config {
                         "BAND_BY_HOUR",
                         format!("expected off, day, week or auto, got {raw:?}"),
                     )
+                })?,
+            },
+            forecaster: match vars.get("FORECASTER") {
+                None => defaults.forecaster,
+                Some(raw) => ForecasterChoice::parse(&raw).ok_or_else(|| {
+                    Error::config("FORECASTER", format!("expected blend or auto, got {raw:?}"))
                 })?,
             },
             calibrate_every_s: vars
@@ -310,6 +316,14 @@ mod tests {
         ] {
             let c = config(&[("BAND_BY_HOUR", raw)]).unwrap();
             assert_eq!(c.policy.band_by_hour, want, "{raw}");
+        }
+        assert_eq!(defaults.policy.forecaster, ForecasterChoice::Blend);
+        for (raw, want) in [
+            ("blend", ForecasterChoice::Blend),
+            (" Auto ", ForecasterChoice::Auto),
+        ] {
+            let c = config(&[("FORECASTER", raw)]).unwrap();
+            assert_eq!(c.policy.forecaster, want, "{raw}");
         }
         assert_eq!(
             (c.policy.delayed_request_cost, c.policy.gpu_hour_cost),

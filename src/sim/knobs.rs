@@ -251,12 +251,12 @@ pub fn choice_days(policy: PolicyName, train_days: Option<u32>) -> Range<usize> 
 /// user's minReplicas).
 pub fn scheduled_peaks(peak_by_hour: &[u32], fit_days: Option<u32>, slots: Slots) -> Vec<u32> {
     let hours = fit_days.map_or(peak_by_hour.len(), |d| d as usize * 24);
-    let mut peaks = vec![0; slots.count()];
-    for (h, &p) in peak_by_hour.iter().take(hours).enumerate() {
-        let slot = &mut peaks[h % slots.count()];
-        *slot = (*slot).max(p);
-    }
-    peaks
+    let n = slots.count();
+    let seen = peak_by_hour.iter().take(hours).enumerate();
+    crate::core::policy::profile::slot_peaks(seen.map(|(h, &p)| (h % n, p)), n)
+        .into_iter()
+        .map(Option::unwrap_or_default)
+        .collect()
 }
 
 /// The scheduled floor for knob `factor`: each slot's peak times the factor, rounded up to whole

@@ -226,6 +226,7 @@ pub struct PrewarmValues {
     pub max_step_down: u32,
     pub freeze_consolidation: bool,
     pub band_by_hour: crate::core::spec::BandByHour,
+    pub forecaster: crate::core::spec::ForecasterChoice,
     pub queue_sizing: bool,
     /// LEAD_TIME_SECONDS as prewarm is told it (None: the true lead time).
     pub lead_time_hint: Option<f64>,
@@ -424,6 +425,7 @@ pub fn build(v: &SetupValues, lead_time: Option<f64>) -> crate::Result<Setup> {
         trend_beta: p.trend_beta,
         trend_damping: p.trend_damping,
         band_by_hour: p.band_by_hour,
+        forecaster: p.forecaster,
         // --ingestion-lag is both how late the simulated metric store shows a scrape (the
         // eyes, `RunConfig::ingestion_lag_s`, set from this field) and the Lambda's
         // INGESTION_LAG_SECONDS: one value.

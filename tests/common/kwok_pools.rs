@@ -40,6 +40,26 @@ pub fn gpu_pool(name: &str, limits: &Value, taint: &str) -> Value {
     })
 }
 
+/// A balloon Deployment `name` in `ns` of no replicas whose pods would land on no node.
+pub fn balloon(ns: &str, name: &str) -> Value {
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "priorityClassName": "prewarm-balloon",
+                    "nodeSelector": {"prewarm.io/kube-test-never": "true"},
+                    "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10"}]
+                }
+            }
+        }
+    })
+}
+
 pub fn pools(client: &kube::Client) -> Api<DynamicObject> {
     Api::all_with(client.clone(), &node_pool())
 }

@@ -74,6 +74,25 @@ fn has_capacity(node: &Node, capacity: &Value) -> bool {
 }
 
 /// A variable of the running stack's environment, or a panic that says how to get it.
+/// The tick's configuration as the stack's prewarm-lambda user, on the stack's Prometheus and
+/// interruption queue, with `settings` (name, value) over those.
+pub fn tick_config(settings: &[(&str, String)]) -> prewarm::config::Config {
+    let stack = [
+        ("METRIC_SOURCE", "prometheus".to_string()),
+        ("PROMETHEUS_URL", env("PROMETHEUS_URL")),
+        ("KUBECONFIG", env("PREWARM_LAMBDA_KUBECONFIG")),
+        ("INTERRUPTION_QUEUE_URL", env("INTERRUPTION_QUEUE_URL")),
+    ];
+    prewarm::config::Config::from_lookup(|k| {
+        settings
+            .iter()
+            .chain(&stack)
+            .find(|(name, _)| *name == k)
+            .map(|(_, v)| v.clone())
+    })
+    .unwrap()
+}
+
 pub fn env(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| {
         panic!("{name} is not set: source tests/stack/.run/env (needs the local stack, make e2e)")

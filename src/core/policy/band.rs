@@ -11,13 +11,21 @@
 //! also fits the weight of the seasonal forecaster in the blend (inverse mean squared error),
 //! and reports the achieved coverage: the band fitted on the older two thirds of the history,
 //! scored on the newest third (out of sample), to put next to the nominal quantile.
+//!
+//! It also chooses the target's forecaster (FORECASTER=auto): the blend, or the profile of each
+//! hour of day's peak on the days before (policy::profile). Each, with each conditioning
+//! BAND_BY_HOUR allows, is fitted on the older two thirds and scored on the newest by its mean
+//! upper band (point + band); the narrowest among those covering at least the blend's whole-day
+//! band (or the nominal quantile, if lower) wins, the blend on a tie (`band_slots::choose`).
+//! The tick and the simulator both reach it here.
 
 use super::band_slots::{self, local_hour, slot};
 use super::forecast::{forecast, upper_quantile};
 use super::observation::{Sample, SeasonSeries};
+use super::profile;
 use super::seasonal::{seasonal_forecast, wall_clock_shift, Seasonal};
 pub use crate::spec::Calibration;
-use crate::spec::{BandSlots, PolicySpec, TargetSpec};
+use crate::spec::{BandSlots, Forecaster, ForecasterChoice, PolicySpec, TargetSpec};
 
 /// Fewer lead-time windows than this give no band (the policy falls back and says so).
 pub const MIN_WINDOWS: usize = 30;
@@ -38,6 +46,16 @@ impl Calibration {
     pub fn hour_coverage_at(&self, now: f64, zone: &chrono_tz::Tz) -> Option<f64> {
         let hour = local_hour(self.due(now), zone);
         self.coverage_by_hour.get(hour).copied().flatten()
+    }
+
+    /// The profile forecaster's peak over the lead from `now`, when this calibration chose it
+    /// and has a band (None otherwise, or for an hour the history never saw: the blend then).
+    pub fn profile_peak(&self, now: f64, zone: &chrono_tz::Tz) -> Option<f64> {
+        let chosen = self.forecaster == Forecaster::Profile && self.band.is_some();
+        let lead = self.lead_time_s.unwrap_or(0.0);
+        chosen
+            .then(|| profile::peak_over(&self.profile, now, lead, zone))
+            .flatten()
     }
 
     /// When the capacity a forecast made at `now` sizes is in use: the end of the lead time.
@@ -218,6 +236,44 @@ fn replay_grid(
     (season, windows)
 }
 
+/// One forecaster's errors `(end of the lead, actual − point)` on the windows it forecast, the
+/// fitted (older) part and the held-back one, and its mean point forecast held back.
+struct Candidate {
+    forecaster: Forecaster,
+    fit: Vec<(f64, f64)>,
+    test: Vec<(f64, f64)>,
+    mean_point: f64,
+}
+
+impl Candidate {
+    fn new(
+        forecaster: Forecaster,
+        windows: &[Window],
+        points: &[Option<f64>],
+        split: usize,
+        policy: &PolicySpec,
+    ) -> Self {
+        // Each error is filed at the end of its lead time: a burst at 09:00 is missed by the
+        // forecasts made a lead before it, and belongs to the 09:00 hour's band, not the 08:00's.
+        let errors = |from: usize, to: usize| -> Vec<(f64, f64, f64)> {
+            (from..to)
+                .filter_map(|i| {
+                    let w = &windows[i];
+                    points[i].map(|p| (w.t + policy.lead_time_s, w.actual - p, p))
+                })
+                .collect()
+        };
+        let pairs = |e: &[(f64, f64, f64)]| e.iter().map(|e| (e.0, e.1)).collect::<Vec<_>>();
+        let (fit, test) = (errors(0, split), errors(split, windows.len()));
+        Candidate {
+            forecaster,
+            fit: pairs(&fit),
+            test: pairs(&test),
+            mean_point: test.iter().map(|e| e.2).sum::<f64>() / test.len().max(1) as f64,
+        }
+    }
+}
+
 /// Fits the band (and the seasonal weight) on `history` (oldest first, on the
 /// BAND_STEP_SECONDS grid; gaps allowed). The shortest season in SEASONS_SECONDS that the
 /// history spans is the one replayed, each window's season back at the same wall-clock time.
@@ -236,6 +292,8 @@ pub fn calibrate(history: &[Sample], policy: &PolicySpec, q: f64, now: f64) -> C
         note: None,
         rise: None,
         lead_time_s: Some(policy.lead_time_s),
+        forecaster: Default::default(),
+        profile: Vec::new(),
     };
     let Some((first_t, grid)) = on_grid(history, policy, now) else {
         out.note = Some("no history".into());
@@ -256,7 +314,7 @@ pub fn calibrate(history: &[Sample], policy: &PolicySpec, q: f64, now: f64) -> C
         return out;
     }
     let split = windows.len() * 2 / 3;
-    let (fit, test) = windows.split_at(split);
+    let fit = &windows[..split];
 
     // Inverse-MSE weight of the seasonal forecast, on the fitting part only.
     let both: Vec<&Window> = fit.iter().filter(|w| w.seasonal.is_some()).collect();
@@ -277,25 +335,54 @@ pub fn calibrate(history: &[Sample], policy: &PolicySpec, q: f64, now: f64) -> C
         out.note = Some("history shorter than a season: trend only".into());
     }
     let weight = out.seasonal_weight;
-    // Each error is filed at the end of its lead time: a burst at 09:00 is missed by the
-    // forecasts made a lead before it, and belongs to the 09:00 hour's band, not the 08:00's.
-    let error = |w: &Window| (w.t + policy.lead_time_s, w.actual - w.point(weight));
-    let fit_errors: Vec<(f64, f64)> = fit.iter().map(error).collect();
-    let test_errors: Vec<(f64, f64)> = test.iter().map(error).collect();
-    // Each conditioning BAND_BY_HOUR allows, fitted on the older part, scored on the newest.
-    let scored: Vec<band_slots::Scored> = policy
-        .band_by_hour
-        .candidates()
-        .iter()
-        .filter_map(|&s| band_slots::score(&fit_errors, &test_errors, q, s, &zone))
+    // The forecasters to choose between, each with its point forecast of every window (None
+    // where it has none). The profile is replayed from the days before each window; without a
+    // day before enough of the fitted windows it cannot be judged, and the blend stays.
+    let blend: Vec<Option<f64>> = windows.iter().map(|w| Some(w.point(weight))).collect();
+    let samples: Vec<Sample> = (0..n)
+        .filter_map(|j| grid[j].map(|v| Sample::new(first_t + h * j as f64, v)))
         .collect();
-    let chosen = scored.get(band_slots::choose(&scored, q));
-    let slots = chosen.map_or(BandSlots::Whole, |c| c.slots);
-    if let Some(c) = chosen {
+    let times: Vec<f64> = windows.iter().map(|w| w.t).collect();
+    let mut candidates = vec![Candidate::new(
+        Forecaster::Blend,
+        &windows,
+        &blend,
+        split,
+        policy,
+    )];
+    if policy.forecaster == ForecasterChoice::Auto {
+        let replayed = profile::replay(&samples, &times, policy.lead_time_s, &zone);
+        if replayed[..split].iter().flatten().count() >= MIN_WINDOWS {
+            let c = Candidate::new(Forecaster::Profile, &windows, &replayed, split, policy);
+            candidates.push(c);
+        } else {
+            let why = "no day before enough of the fitted windows to judge the profile: blend";
+            out.note = Some(out.note.map_or(why.into(), |n| format!("{n}; {why}")));
+        }
+    }
+    // Each forecaster with each conditioning BAND_BY_HOUR allows, fitted on the older part and
+    // scored on the newest: its mean upper band there (point + band) is what it costs. The
+    // blend with the first conditioning comes first: today's forecaster wins ties.
+    let mut scored: Vec<(usize, band_slots::Scored)> = Vec::new();
+    for (i, c) in candidates.iter().enumerate() {
+        for &slots in policy.band_by_hour.candidates() {
+            if let Some(mut s) = band_slots::score(&c.fit, &c.test, q, slots, &zone) {
+                s.width += c.mean_point;
+                scored.push((i, s));
+            }
+        }
+    }
+    let only: Vec<band_slots::Scored> = scored.iter().map(|s| s.1.clone()).collect();
+    let chosen = scored.get(band_slots::choose(&only, q));
+    let (picked, slots) = chosen.map_or((0, BandSlots::Whole), |(i, c)| (*i, c.slots));
+    let picked = &candidates[picked];
+    out.forecaster = picked.forecaster;
+    if let Some((_, c)) = chosen {
         out.coverage = Some(c.coverage);
         out.coverage_by_hour = (0..24)
             .map(|h| {
-                let hour: Vec<&(f64, f64)> = test_errors
+                let hour: Vec<&(f64, f64)> = picked
+                    .test
                     .iter()
                     .filter(|(t, _)| local_hour(*t, &zone) == h)
                     .collect();
@@ -307,23 +394,26 @@ pub fn calibrate(history: &[Sample], policy: &PolicySpec, q: f64, now: f64) -> C
             })
             .collect();
     }
-    let all_errors: Vec<(f64, f64)> = windows.iter().map(error).collect();
+    let all_errors: Vec<(f64, f64)> = picked.fit.iter().chain(&picked.test).copied().collect();
     let mut all: Vec<f64> = all_errors.iter().map(|e| e.1).collect();
     out.band = Some(upper_quantile(&mut all, q).max(0.0));
     if slots != BandSlots::Whole {
         out.by_hour = band_slots::bands(&all_errors, q, slots, &zone);
     }
+    if out.forecaster == Forecaster::Profile {
+        out.profile = profile::fit(&samples, &zone);
+    }
     out
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::spec::HeadroomKind;
 
     const T0: f64 = 1_700_006_400.0; // a multiple of 3600 s (2023-11-15T00:00:00Z)
 
-    fn policy() -> PolicySpec {
+    pub(crate) fn policy() -> PolicySpec {
         // One-minute grid, lead 2 steps, window 4 steps, α = β = φ = 1 at that step (converted
         // constants: 1 − 0^k = 1 and 1^k = 1), so the trend model is "last value + last change
         // per step" and the hand arithmetic stays short.
@@ -519,6 +609,8 @@ mod tests {
             note: None,
             rise: None,
             lead_time_s: lead,
+            forecaster: Default::default(),
+            profile: Vec::new(),
         }
     }
 
@@ -568,6 +660,8 @@ mod tests {
             note: None,
             rise: None,
             lead_time_s: None,
+            forecaster: Default::default(),
+            profile: Vec::new(),
         };
         // T0 is 00:00 UTC = 01:00 in Berlin (CET, UTC+1 in November).
         let berlin: chrono_tz::Tz = "Europe/Berlin".parse().unwrap();

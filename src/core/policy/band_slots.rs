@@ -15,7 +15,8 @@
 //! Which conditioning a target uses is chosen at each calibration on its own history
 //! (`choose`): each candidate is fitted on the older two thirds and scored on the newest third;
 //! the narrowest on average wins among those whose coverage there is at least the whole-day
-//! band's (or the nominal quantile, if lower). A conditioning the held-back part cannot judge
+//! band's (or the nominal quantile, if lower). The calibration scores each forecaster with each
+//! conditioning the same way, by its mean upper band (`band::calibrate`). A conditioning the held-back part cannot judge
 //! (its hours were never in the fitted part) falls back to the whole-day band there, scores
 //! exactly as it does, and loses the tie.
 
@@ -99,7 +100,8 @@ pub struct Scored {
     pub slots: BandSlots,
     /// Share of the held-back windows whose error the band covered.
     pub coverage: f64,
-    /// The mean band over the held-back windows (req/s): what the conditioning costs.
+    /// The mean band over the held-back windows (req/s): what the conditioning costs (the
+    /// calibration adds its forecaster's mean point: the mean upper band).
     pub width: f64,
     /// The bands fitted on the older part (one per slot).
     pub bands: Vec<f64>,
@@ -129,15 +131,12 @@ pub fn score(
     })
 }
 
-/// The index of the conditioning to use: the narrowest (the first on a tie) of those whose
-/// held-back coverage is at least the whole-day band's, or the nominal `q` when the whole-day
-/// band covers more than that (no conditioning is held to more than asked). Without a
-/// whole-day candidate every one qualifies.
+/// The index of the candidate to use: the narrowest (the first on a tie) of those whose
+/// held-back coverage is at least the first candidate's (today's forecaster with the whole-day
+/// band, when BAND_BY_HOUR offers it), or the nominal `q` when that covers more than asked (no
+/// candidate is held to more than asked).
 pub fn choose(scored: &[Scored], q: f64) -> usize {
-    let need = scored
-        .iter()
-        .find(|s| s.slots == BandSlots::Whole)
-        .map_or(0.0, |w| w.coverage.min(q));
+    let need = scored.first().map_or(0.0, |w| w.coverage.min(q));
     let mut best: Option<usize> = None;
     for (i, s) in scored.iter().enumerate() {
         if s.coverage + 1e-12 < need {

@@ -131,6 +131,8 @@ mod tests {
             note: None,
             rise: None,
             lead_time_s: None,
+            forecaster: Default::default(),
+            profile: Vec::new(),
         }
     }
 

@@ -20,7 +20,7 @@ use super::rails::Rails;
 use super::schedule::scheduled_floor;
 use super::seasonal::{seasonal_forecast, Seasonal};
 use super::sizing::replicas_for;
-use crate::spec::{BandSlots, HeadroomState, PolicySpec, TargetSpec};
+use crate::spec::{BandSlots, Forecaster, HeadroomState, PolicySpec, TargetSpec};
 
 /// The plan when the inputs cannot be trusted: never lower the headroom, raise it only to the
 /// floor (`minSpare`, a scheduled window) within the ceiling and the GPU cap, say why, and leave
@@ -232,7 +232,8 @@ fn calibration(
     ))
 }
 
-/// The blended point forecast plus the band. The trend model's point forecast is blended with
+/// The point forecast plus the band: the hour's profile when the calibration chose it, else the
+/// blend. The trend model's point forecast is blended with
 /// the seasonal one (weight from the calibration; an even blend before the first one), and
 /// the lead-time band of the calibration is added; without it, the one-step band of the trend
 /// model (the fallback, logged). Never below the rate observed now (`rate_to_cover`).
@@ -270,11 +271,21 @@ fn horizon_rate(
         (Some(_), _) => 0.5,
     };
     summary.seasonal_weight = weight;
-    let point = match seasonal {
+    let blend = match seasonal {
         Some(s) => (1.0 - weight) * trend + weight * s,
         None => trend,
     };
+    // The forecaster the calibration chose: the profile of the hour's peaks, or the blend (also
+    // for an hour the profile never saw).
     let zone = policy.zone();
+    summary.profile_peak = calibration.and_then(|c| c.profile_peak(now, &zone));
+    let point = summary.profile_peak.unwrap_or(blend);
+    summary.forecaster = match summary.profile_peak {
+        Some(_) => Forecaster::Profile,
+        None => Forecaster::Blend,
+    }
+    .label()
+    .into();
     let band = match calibration.map(|c| (c, c.band_at(now, &zone))) {
         Some((c, Some(b))) => {
             summary.band_source = "lead_time".into();
@@ -306,9 +317,9 @@ fn rate_to_cover(point: f64, band: f64, observed: f64) -> f64 {
     (point + band).max(0.0).max(observed)
 }
 
-/// The replicas the seasonal forecast adds at the horizon above the trend-only forecast (the
-/// same band and the same floor at the observed rate, sized the same way): 0 without a
-/// seasonal forecast in the blend, or when the trend alone asks for as many.
+/// The replicas the seasonal forecast (or the hour's profile, when it sizes) adds at the horizon
+/// above the trend-only forecast (the same band and the same floor at the observed rate, sized
+/// the same way): 0 without either, or when the trend alone asks for as many.
 fn seasonal_rise(
     observed: &Observation,
     target: &TargetSpec,
@@ -317,7 +328,8 @@ fn seasonal_rise(
     summary: &ForecastSummary,
     at_horizon: u32,
 ) -> u32 {
-    if summary.seasonal_peak.is_none() || summary.seasonal_weight <= 0.0 {
+    let seasonal = summary.seasonal_peak.is_some() && summary.seasonal_weight > 0.0;
+    if !seasonal && summary.profile_peak.is_none() {
         return 0;
     }
     let trend_rate = rate_to_cover(

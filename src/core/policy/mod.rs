@@ -2,7 +2,8 @@
 //! (what the metric sources saw; `observe` plans the reads and assembles them, for the tick and
 //! the simulator alike), assess (which numbers can be trusted, or fail static),
 //! forecast (damped trend), seasonal (the same clock time a season back), band (the calibrated
-//! error quantile; calibration_cache: when the tick re-reads its history), sizing (Erlang C)
+//! error quantile, and the choice of forecaster per target: profile, the hour of day's peak;
+//! calibration_cache: when the tick re-reads its history), sizing (Erlang C)
 //! and hpa_sizing (the HPA's own units), fast_path (a surge already in the system), next_step,
 //! schedule (cron windows), rails (floors, caps, steps, cooldowns, holds) and plan (the
 //! decision and its log line). `decide` joins them. Beside the tick, residual decomposes the
@@ -21,6 +22,7 @@ pub mod next_step;
 pub mod observation;
 pub mod observe;
 pub mod plan;
+pub mod profile;
 pub mod rails;
 pub mod residual;
 pub mod residual_history;

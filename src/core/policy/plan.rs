@@ -122,6 +122,13 @@ pub struct ForecastSummary {
     pub band_by: String,
     #[serde(default)]
     pub hour_coverage: Option<f64>,
+    /// The forecaster that sized this tick ("blend": the trend with the seasons; "profile":
+    /// the peak of the hour on the days before, as the calibration chose for the target) and
+    /// the profile's forecast over the lead (req/s), when it did.
+    #[serde(default)]
+    pub forecaster: String,
+    #[serde(default)]
+    pub profile_peak: Option<f64>,
     /// "hpa" or "queue".
     #[serde(default)]
     pub sizing: String,

@@ -41,6 +41,28 @@ impl BandByHour {
     }
 }
 
+/// FORECASTER: the forecasters a calibration chooses between.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ForecasterChoice {
+    /// The blend of the damped trend and the seasons only.
+    #[default]
+    Blend,
+    /// The blend or the hour-of-day profile, whichever is narrowest out of sample.
+    Auto,
+}
+
+impl ForecasterChoice {
+    /// The setting's value: `blend` or `auto`.
+    pub fn parse(raw: &str) -> Option<Self> {
+        match raw.trim().to_ascii_lowercase().as_str() {
+            "blend" => Some(Self::Blend),
+            "auto" => Some(Self::Auto),
+            _ => None,
+        }
+    }
+}
+
 /// What the lead-time band is conditioned on: nothing, the hour of day, the hour of week.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -132,6 +154,13 @@ pub struct PolicySpec {
     /// three narrowest out of sample at each calibration, per target (`policy::band_slots`).
     #[serde(default)]
     pub band_by_hour: BandByHour,
+    /// FORECASTER (blend): `blend` sizes with the damped trend blended with the seasons;
+    /// `auto` chooses per target at each calibration between it and the hour-of-day profile
+    /// of peaks, whichever has the narrowest upper band out of sample (`policy::band`). Off by
+    /// default: on the simulator's cron bursts the profile, chosen, cost more GPU-hours at
+    /// the same delay.
+    #[serde(default)]
+    pub forecaster: ForecasterChoice,
     /// CALIBRATE_EVERY_SECONDS (3600): long-window statistics are recomputed at most this often
     /// and cached on the headroom object.
     #[serde(default = "default_calibrate_every")]
@@ -221,6 +250,7 @@ impl Default for PolicySpec {
             band_history_s: default_band_history(),
             band_step_s: default_band_step(),
             band_by_hour: BandByHour::Auto,
+            forecaster: ForecasterChoice::Blend,
             calibrate_every_s: default_calibrate_every(),
             delayed_request_cost: None,
             gpu_hour_cost: None,

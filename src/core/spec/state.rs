@@ -70,4 +70,32 @@ pub struct Calibration {
     /// written before it was recorded: kept until its CALIBRATE_EVERY_SECONDS refresh.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lead_time_s: Option<f64>,
+    /// The forecaster this calibration chose for the target (`policy::band::calibrate`); the
+    /// blend on objects written before the choice existed.
+    #[serde(default)]
+    pub forecaster: Forecaster,
+    /// The profile forecaster's table when it was chosen: the peak rate (req/s) of each local
+    /// hour of day in TIME_ZONE over the history (24 values, None for an hour never seen).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub profile: Vec<Option<f64>>,
+}
+
+/// The forecasters a calibration chooses between (`policy::band::calibrate`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Forecaster {
+    /// Holt's damped trend blended with the seasons (`policy::forecast`, `policy::seasonal`).
+    #[default]
+    Blend,
+    /// The peak rate of the same local hour of day on the days before (`policy::profile`).
+    Profile,
+}
+
+impl Forecaster {
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Blend => "blend",
+            Self::Profile => "profile",
+        }
+    }
 }

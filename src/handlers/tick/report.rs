@@ -173,6 +173,8 @@ pub fn log_decision(r: &TargetReport) {
     let band_source = forecast.map_or("", |f| f.band_source.as_str());
     let band_by = forecast.map_or("", |f| f.band_by.as_str());
     let hour_coverage = forecast.and_then(|f| f.hour_coverage);
+    let forecaster = forecast.map_or("", |f| f.forecaster.as_str());
+    let profile_peak = forecast.and_then(|f| f.profile_peak);
     let sizing = forecast.map_or("", |f| f.sizing.as_str());
     let seasonal = forecast.and_then(|f| f.seasonal_peak);
     let seasonal_weight = forecast.map_or(f64::NAN, |f| f.seasonal_weight);
@@ -220,6 +222,8 @@ pub fn log_decision(r: &TargetReport) {
             band_source,
             band_by,
             hour_coverage,
+            forecaster,
+            profile_peak,
             sizing,
             seasonal,
             seasonal_weight,
@@ -276,6 +280,14 @@ pub fn emf_record(r: &TargetReport) -> EmfRecord {
         if let Some(c) = p.forecast.hour_coverage {
             record = record.metric("BandCoverageHour", 100.0 * c, Unit::Percent);
         }
+        // Which forecaster sized the tick: 1 the hour's profile, 0 the blend (its Average is
+        // the share of ticks the profile sized).
+        let profile = if p.forecast.forecaster == "profile" {
+            1.0
+        } else {
+            0.0
+        };
+        record = record.metric("ForecasterProfile", profile, Unit::Count);
         let fast = p
             .reasons
             .iter()
@@ -419,6 +431,27 @@ mod tests {
         assert_eq!(got["LeadNodeBootSeconds"], 32.0);
         assert!(got.get("LeadModelLoadSeconds").is_none());
         assert!(line(None).get("LeadTimeSeconds").is_none());
+    }
+
+    /// ForecasterProfile: 1 when the hour's profile sized the tick, 0 for the blend, absent
+    /// without a plan.
+    #[test]
+    fn emf_says_which_forecaster_sized_the_tick() {
+        let line = |forecaster: Option<&str>| -> Value {
+            let plan = forecaster.map(|f| {
+                let mut p = plan(None);
+                p.forecast.forecaster = f.into();
+                p
+            });
+            let r = TargetReport {
+                plan,
+                ..TargetReport::new("llama", false)
+            };
+            serde_json::from_str(&emf_record(&r).render("Prewarm", 0)).unwrap()
+        };
+        assert_eq!(line(Some("profile"))["ForecasterProfile"], 1.0);
+        assert_eq!(line(Some("blend"))["ForecasterProfile"], 0.0);
+        assert!(line(None).get("ForecasterProfile").is_none());
     }
 
     #[test]

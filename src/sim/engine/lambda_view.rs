@@ -340,7 +340,7 @@ impl Sim<'_> {
 
 impl Sim<'_> {
     /// Remembers, for a scored decision made with the lead-time band, the upper forecast it
-    /// was asked to cover (blended point plus band) from its newest visible scrape on, over the
+    /// was asked to cover (the forecaster's point plus band) from its newest visible scrape on, over the
     /// lead time it decided with (learned ones change from decision to decision).
     pub(super) fn record_band(&mut self, f: &ForecastSummary, lead_time_s: f64) {
         if f.band_source != "lead_time" || self.now < self.cfg.score_from_s {
@@ -348,9 +348,11 @@ impl Sim<'_> {
         }
         let seasonal = f.seasonal_peak.unwrap_or(f.trend_peak);
         let w = f.seasonal_weight;
-        let upper = (1.0 - w) * f.trend_peak + w * seasonal + f.error_quantile;
+        let blend = (1.0 - w) * f.trend_peak + w * seasonal;
+        let upper = f.profile_peak.unwrap_or(blend) + f.error_quantile;
+        let by_profile = f.profile_peak.is_some();
         self.band_checks
-            .push((self.newest_visible_scrape(), upper, lead_time_s));
+            .push((self.newest_visible_scrape(), upper, lead_time_s, by_profile));
         self.result.band.nominal = f.quantile;
     }
 
@@ -359,7 +361,7 @@ impl Sim<'_> {
     pub(super) fn score_bands(&mut self, policy: &PolicySpec) {
         let step = self.cfg.step_s;
         let last = self.waiting_at_boundary.len() as i64 - 1;
-        for &(b, upper, lead_time_s) in &std::mem::take(&mut self.band_checks) {
+        for &(b, upper, lead_time_s, by_profile) in &std::mem::take(&mut self.band_checks) {
             let lead = (lead_time_s / step).ceil().max(1.0) as i64;
             if b + lead > last {
                 continue;
@@ -381,6 +383,7 @@ impl Sim<'_> {
                 days[day].0 += 1;
             }
             self.result.band.hits.push(covered);
+            self.result.band.by_profile += u64::from(by_profile);
         }
     }
 }
@@ -392,6 +395,8 @@ pub struct BandCoverage {
     pub nominal: f64,
     pub days: Vec<(u64, u64)>,
     pub hits: Vec<bool>,
+    /// Scored decisions the hour's profile sized (the others: the blend).
+    pub by_profile: u64,
     /// Seconds between two decisions (TICK_SECONDS).
     pub tick_s: f64,
 }
@@ -890,6 +895,8 @@ mod tests {
             note: None,
             rise: None,
             lead_time_s: None,
+            forecaster: Default::default(),
+            profile: Vec::new(),
         });
         assert!(sim.calibration_history(&policy, now).is_empty());
         // An hour old: due again.

@@ -319,9 +319,9 @@ struct Sim<'a> {
     /// until when its lease holds (a failing-static tick gives it back once expired).
     raised_min: Option<u32>,
     raised_min_lease_until: f64,
-    /// Prewarm: (newest visible scrape, upper forecast, lead time it was asked for) of each
-    /// scored decision with a band.
-    band_checks: Vec<(i64, f64, f64)>,
+    /// Prewarm: (newest visible scrape, upper forecast, lead time it was asked for, whether the
+    /// profile sized it) of each scored decision with a band.
+    band_checks: Vec<(i64, f64, f64, bool)>,
     /// The lead times learned so far (`LeadTime::Learned`).
     lead_book: LeadBook,
     result: RunResult,

@@ -75,6 +75,10 @@ pub struct PolicyReport {
     pub band_nominal_quantile: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub band_coverage_ci95: Option<(f64, f64)>,
+    /// prewarm: share of those decisions the hour-of-day profile sized (the forecaster the
+    /// calibrations chose; the others the blend).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile_share: Option<f64>,
     /// The delayed requests decomposed (forecastable, lead miss, unforecastable at this lead)
     /// and the constant reserve that removes the unforecastable part (core::policy::residual);
     /// None for the packings, which delay nothing.
@@ -257,6 +261,7 @@ impl PolicyReport {
             band_coverage: None,
             band_nominal_quantile: None,
             band_coverage_ci95: None,
+            profile_share: None,
             classes: Class::ALL
                 .iter()
                 .zip(&s.classes)
@@ -287,6 +292,7 @@ impl PolicyReport {
         if total > 0 {
             self.band_coverage = Some(covered as f64 / total as f64);
             self.band_nominal_quantile = Some(b.nominal);
+            self.profile_share = Some(b.by_profile as f64 / total as f64);
             // Moving-block bootstrap over the scored decisions in time order, blocks of one
             // hour of decisions: long enough to hold the dependence of neighbouring decisions
             // (their lead times overlap; a burst is missed by every decision before it), short
@@ -391,6 +397,7 @@ impl PolicyReport {
             band_coverage: None,
             band_nominal_quantile: None,
             band_coverage_ci95: None,
+            profile_share: None,
             residual: None,
             classes: Vec::new(),
             lead_time: None,

@@ -171,6 +171,8 @@ fn calibrated(band: f64, seasonal_weight: f64) -> Calibration {
         note: None,
         rise: None,
         lead_time_s: None,
+        forecaster: Default::default(),
+        profile: Vec::new(),
     }
 }
 

@@ -98,3 +98,56 @@ fn the_hour_coverage_reported_is_the_hour_whose_band_was_used() {
     assert_eq!(f.band_by, "hour-of-day");
     assert_eq!(f.hour_coverage, Some(0.23));
 }
+
+#[test]
+fn the_chosen_profile_sizes_the_tick_and_says_so() {
+    // NOW is 22:13:20 UTC; the lead (180 s) ends at 22:16:20, inside the 22:00 hour. The
+    // calibration chose the profile: 40 req/s at 22:00, 1 elsewhere, band 2. Observed 5 flat
+    // with no seasonal history: the blend is the trend, 5.
+    // (name, the profile's 22:00 hour, forecaster, profile peak, rate to cover, seasonal rise)
+    // by hand: the profile 40 + 2 = 42 (43 replicas at one per req/s, ⌊r⌋ + 1) against the
+    // trend's 5 + 2 = 7 (8): 35 replicas above the trend, within the forecast's 43 − 6 serving;
+    // an hour the profile never saw: the blend, 7, and no rise.
+    let rows = [
+        (
+            "the hour seen",
+            Some(40.0),
+            "profile",
+            Some(40.0),
+            42.0,
+            Some(35),
+        ),
+        ("an hour never seen", None, "blend", None, 7.0, None),
+    ];
+    for (name, hour_22, forecaster, peak, rate, rise) in rows {
+        let mut profile = vec![Some(1.0); 24];
+        profile[22] = hour_22;
+        let calibration = Calibration {
+            forecaster: crate::spec::Forecaster::Profile,
+            profile,
+            lead_time_s: Some(180.0),
+            ..calibrated(2.0, 0.0)
+        };
+        let plan = decide(
+            &observe(&[5.0; 8], Some(6)),
+            &test_target(),
+            &test_policy(),
+            &HeadroomState {
+                calibration: Some(calibration),
+                ..HeadroomState::default()
+            },
+            NOW,
+        );
+        let f = &plan.forecast;
+        assert_eq!(
+            (f.forecaster.as_str(), f.profile_peak, f.rate_at_horizon),
+            (forecaster, peak, rate),
+            "{name}"
+        );
+        let seasonal = plan.reasons.iter().find_map(|r| match r {
+            Reason::SeasonalRise { replicas } => Some(*replicas),
+            _ => None,
+        });
+        assert_eq!(seasonal, rise, "{name}: {:?}", plan.reasons);
+    }
+}
