@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::core::spec::{BandByHour, ForecasterChoice};
+use crate::core::spec::{BandByHour, ForecasterChoice, ScaleDownDelay};
 use crate::sim::checks::positive;
 use crate::sim::run::{self, Output};
 use crate::sim::scenario::ScenarioKind;
@@ -302,9 +302,9 @@ pub struct PrewarmArgs {
     /// TARGET_WAIT_SECONDS.
     #[arg(long, default_value_t = 2.0)]
     pub target_wait: f64,
-    /// SCALE_DOWN_DELAY_SECONDS.
-    #[arg(long, default_value_t = 300.0)]
-    pub scale_down_delay: f64,
+    /// SCALE_DOWN_DELAY_SECONDS: seconds, or `lead` for one lead time (the learned horizon).
+    #[arg(long, default_value = "300")]
+    pub scale_down_delay: ScaleDownDelay,
     /// COOLDOWN_SECONDS.
     #[arg(long, default_value_t = 60.0)]
     pub cooldown: f64,

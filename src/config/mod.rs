@@ -360,6 +360,20 @@ mod tests {
         );
     }
 
+    /// SCALE_DOWN_DELAY_SECONDS is seconds or the word `lead` (any case, spaces trimmed).
+    #[test]
+    fn the_scale_down_delay_is_seconds_or_one_lead() {
+        use crate::core::spec::ScaleDownDelay;
+        for (raw, want) in [
+            ("90", ScaleDownDelay::Seconds(90.0)),
+            ("lead", ScaleDownDelay::Lead),
+            (" Lead ", ScaleDownDelay::Lead),
+        ] {
+            let c = config(&[("SCALE_DOWN_DELAY_SECONDS", raw)]).unwrap();
+            assert_eq!(c.policy.scale_down_delay, want, "{raw:?}");
+        }
+    }
+
     #[test]
     fn each_bad_setting_is_named() {
         let cases: &[(&[(&str, &str)], &str)] = &[
@@ -385,6 +399,14 @@ mod tests {
             (&[("FAST_PATH_RATIO", "0.5")], "FAST_PATH_RATIO"),
             (&[("BAND_BY_HOUR", "sometimes")], "BAND_BY_HOUR"),
             (&[("FORECASTER", "augurs")], "FORECASTER"),
+            (
+                &[("SCALE_DOWN_DELAY_SECONDS", "later")],
+                "SCALE_DOWN_DELAY_SECONDS",
+            ),
+            (
+                &[("SCALE_DOWN_DELAY_SECONDS", "-1")],
+                "SCALE_DOWN_DELAY_SECONDS",
+            ),
             (&[("BAND_HISTORY_SECONDS", "60")], "BAND_HISTORY_SECONDS"),
             (&[("DELAYED_REQUEST_COST", "0.01")], "GPU_HOUR_COST"),
             (&[("DRY_RUN", "maybe")], "DRY_RUN"),

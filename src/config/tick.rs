@@ -61,8 +61,12 @@ impl Config {
             step_s: vars.f64_or("METRICS_STEP_SECONDS", defaults.step_s)?,
             error_quantile: vars.f64_or("ERROR_QUANTILE", defaults.error_quantile)?,
             target_wait_s: vars.f64_or("TARGET_WAIT_SECONDS", defaults.target_wait_s)?,
-            scale_down_delay_s: vars
-                .f64_or("SCALE_DOWN_DELAY_SECONDS", defaults.scale_down_delay_s)?,
+            scale_down_delay: match vars.get("SCALE_DOWN_DELAY_SECONDS") {
+                None => defaults.scale_down_delay,
+                Some(raw) => raw
+                    .parse()
+                    .map_err(|m| Error::config("SCALE_DOWN_DELAY_SECONDS", m))?,
+            },
             cooldown_s: vars.f64_or("COOLDOWN_SECONDS", defaults.cooldown_s)?,
             stale_after_s: vars.f64_or("STALE_AFTER_SECONDS", defaults.stale_after_s)?,
             seasons_s: vars.f64_list_or("SEASONS_SECONDS", defaults.seasons_s.clone())?,

@@ -32,6 +32,9 @@ pub struct FrontierPoint {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slots: Option<knobs::Slots>,
     pub gpu_hours: f64,
+    /// Those GPU-hours by cause: what each point holds past need (a slow release's warm excess,
+    /// balloons) is read here for every point, not only the chosen one.
+    pub waterfall: super::stats::Waterfall,
     pub delayed_fraction: f64,
     /// The longest wait on the scored days (0: no request waited; the lower bound's level).
     pub max_wait_s: f64,
@@ -393,6 +396,7 @@ pub fn compare(
                                     _ => None,
                                 },
                                 gpu_hours: row.gpu_hours,
+                                waterfall: row.waterfall,
                                 delayed_fraction: row.delayed_fraction,
                                 max_wait_s: row.max_wait_s,
                                 cold_starts: row.cold_starts,

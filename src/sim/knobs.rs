@@ -21,8 +21,9 @@
 //!
 //! prewarm's release of spare after a burst is swept with its quantile: `slow` is the Lambda's
 //! defaults (SCALE_DOWN_DELAY_SECONDS 300, maxStepDown 1, COOLDOWN_SECONDS 60: one replica a
-//! minute), `fast` holds the high-water mark one lead time and then releases at once (no step
-//! limit, no cooldown). Both are chosen like any knob: on the training days.
+//! minute), `fast` holds the high-water mark one lead time (SCALE_DOWN_DELAY_SECONDS=lead: the
+//! horizon each decision used, learned once learned, as the Lambda would) and then releases at
+//! once (no step limit, no cooldown). Both are chosen like any knob: on the training days.
 //!
 //! P is the ideal packing's peak replicas over the training days (the whole trace without
 //! `--train-days`). Replica counts (static replicas, the buffer's N, each hour's floor) are
@@ -70,7 +71,7 @@ impl Release {
             Release::Slow => (policy, target),
             Release::Fast => (
                 crate::core::PolicySpec {
-                    scale_down_delay_s: policy.lead_time_s,
+                    scale_down_delay: crate::core::spec::ScaleDownDelay::Lead,
                     cooldown_s: 0.0,
                     ..policy
                 },
@@ -656,7 +657,10 @@ mod tests {
         let (p, t) = Release::Slow.apply(policy.clone(), target.clone());
         assert_eq!((p, t), (policy.clone(), target.clone()));
         let (p, t) = Release::Fast.apply(policy, target);
-        assert_eq!((p.scale_down_delay_s, p.cooldown_s), (90.0, 0.0));
+        assert_eq!(
+            (p.scale_down_delay, p.cooldown_s),
+            (crate::core::spec::ScaleDownDelay::Lead, 0.0)
+        );
         assert_eq!(t.max_step_down, 40);
         assert_eq!(variants(PolicyName::Prewarm, None, DAY_S).len(), 2);
         assert_eq!(

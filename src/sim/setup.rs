@@ -6,6 +6,7 @@
 
 use serde::Serialize;
 
+use crate::core::spec::ScaleDownDelay;
 use crate::core::{PolicySpec, TargetSpec};
 
 use crate::core::{HeadroomKind, ServerKind};
@@ -212,7 +213,7 @@ pub struct PrewarmValues {
     pub step: f64,
     pub error_quantile: f64,
     pub target_wait: f64,
-    pub scale_down_delay: f64,
+    pub scale_down_delay: ScaleDownDelay,
     pub cooldown: f64,
     pub stale_after: f64,
     pub ewma_alpha: f64,
@@ -418,7 +419,7 @@ pub fn build(v: &SetupValues, lead_time: Option<f64>) -> crate::Result<Setup> {
         step_s: p.step,
         error_quantile: p.error_quantile,
         target_wait_s: p.target_wait,
-        scale_down_delay_s: p.scale_down_delay,
+        scale_down_delay: p.scale_down_delay,
         cooldown_s: p.cooldown,
         stale_after_s: p.stale_after,
         ewma_alpha: p.ewma_alpha,

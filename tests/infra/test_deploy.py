@@ -153,6 +153,22 @@ def test_parameter_bounds_equal_the_binarys(template):
         assert lo <= float(p["Default"]) <= hi, var
 
 
+def test_the_scale_down_delay_pattern_admits_the_binarys_values(template):
+    """SCALE_DOWN_DELAY_SECONDS is seconds within SCALE_DOWN_DELAY_BOUNDS or `lead`: its string
+    parameter's pattern admits those ends and the word, and nothing just beyond them."""
+    text = (REPO / "src/core/spec/policy.rs").read_text()
+    lo, hi = re.search(r'SCALE_DOWN_DELAY_BOUNDS: \(&str, f64, f64\) =\s*\("SCALE_DOWN_DELAY_SECONDS",\s*([-0-9._]+),\s*([-0-9._]+)\)', text).groups()
+    assert (float(lo), float(hi.replace("_", ""))) == (0.0, 86400.0)
+    p = template["Parameters"][env_to_parameter(template)["SCALE_DOWN_DELAY_SECONDS"]]
+    assert p["Type"] == "String"
+    admits = lambda v: re.fullmatch(p["AllowedPattern"], v) is not None  # noqa: E731
+    for v in ["lead", "0", "0.5", "300", "9999.9", "10000", "79999", "85999", "86399.9", "86400"]:
+        assert admits(v), v
+    for v in ["-1", "86400.5", "86401", "86500", "90000", "100000", "soon", "", "300s"]:
+        assert not admits(v), v
+    assert admits(str(p["Default"]))
+
+
 def test_the_bounds_reader_reads_rust():
     tmp = REPO / "target-test-bounds.rs"
     try:

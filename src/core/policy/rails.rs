@@ -259,9 +259,9 @@ impl Rails {
         }
         let hold = match active_hold {
             Some(h) if h.spare >= wanted => Some(h),
-            _ if policy.scale_down_delay_s > 0.0 => Some(Hold {
+            _ if policy.hold_s() > 0.0 => Some(Hold {
                 spare: wanted,
-                until: now + policy.scale_down_delay_s,
+                until: now + policy.hold_s(),
             }),
             _ => None,
         };
@@ -289,7 +289,7 @@ impl Rails {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::HeadroomKind;
+    use crate::spec::{HeadroomKind, ScaleDownDelay};
 
     /// The fixed clock of every row.
     const NOW: f64 = 1_700_000_000.0;
@@ -342,6 +342,17 @@ mod tests {
         }
     }
 
+    /// `policy` deciding on a horizon learned at 60 s (`Horizon::applied_to`, as the tick and
+    /// the simulator apply it).
+    fn learned_60(policy: PolicySpec) -> PolicySpec {
+        crate::lead::Horizon {
+            seconds: 60.0,
+            phases: Vec::new(),
+            fallback: None,
+        }
+        .applied_to(&policy)
+    }
+
     fn spare(spare: u32) -> HeadroomState {
         HeadroomState {
             spare,
@@ -357,7 +368,7 @@ mod tests {
                 // SCALE_DOWN_DELAY_SECONDS=0: no hold is kept, so nothing is persisted.
                 name: "scale-down delay 0 keeps no hold",
                 policy: PolicySpec {
-                    scale_down_delay_s: 0.0,
+                    scale_down_delay: ScaleDownDelay::Seconds(0.0),
                     ..PolicySpec::default()
                 },
                 hold: None,
@@ -368,7 +379,7 @@ mod tests {
                 // it still blocks the step down (3 → 2) until it ends, and is carried as is.
                 name: "scale-down delay 0 honours an old hold",
                 policy: PolicySpec {
-                    scale_down_delay_s: 0.0,
+                    scale_down_delay: ScaleDownDelay::Seconds(0.0),
                     ..PolicySpec::default()
                 },
                 prior: HeadroomState {
@@ -391,6 +402,21 @@ mod tests {
                         until: NOW + 10.0,
                     },
                 ],
+                ..base()
+            },
+            Row {
+                // A hold of one lead time, with the horizon learned at 60 s while
+                // LEAD_TIME_SECONDS stays 180: the fresh hold of 2 ends one learned lead from
+                // now, NOW + 60 (the horizon this decision looked ahead by), not NOW + 180.
+                name: "a hold of one lead is the learned horizon",
+                policy: learned_60(PolicySpec {
+                    scale_down_delay: ScaleDownDelay::Lead,
+                    ..PolicySpec::default()
+                }),
+                hold: Some(Hold {
+                    spare: 2,
+                    until: NOW + 60.0,
+                }),
                 ..base()
             },
             Row {

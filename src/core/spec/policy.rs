@@ -100,6 +100,71 @@ impl BandSlots {
     }
 }
 
+/// SCALE_DOWN_DELAY_SECONDS: how long a high-water mark of wanted spare is held.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "DelayText", into = "DelayText")]
+pub enum ScaleDownDelay {
+    /// A fixed number of seconds.
+    Seconds(f64),
+    /// `lead`: one lead time, the horizon the decision looked ahead by (the learned one once
+    /// learned, LEAD_TIME_SECONDS until then): a burst's spare is kept as long as a replica
+    /// released now would take to come back, no longer.
+    Lead,
+}
+
+impl std::str::FromStr for ScaleDownDelay {
+    type Err = String;
+
+    fn from_str(raw: &str) -> Result<Self, String> {
+        let raw = raw.trim();
+        if raw.eq_ignore_ascii_case("lead") {
+            return Ok(Self::Lead);
+        }
+        raw.parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite())
+            .map(Self::Seconds)
+            .ok_or_else(|| format!("expected seconds or lead, got {raw:?}"))
+    }
+}
+
+impl std::fmt::Display for ScaleDownDelay {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Seconds(s) => write!(f, "{s}"),
+            Self::Lead => f.write_str("lead"),
+        }
+    }
+}
+
+/// The serialized form: a number of seconds or the word `lead`, as the variable is written.
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum DelayText {
+    Seconds(f64),
+    Word(String),
+}
+
+impl TryFrom<DelayText> for ScaleDownDelay {
+    type Error = String;
+
+    fn try_from(text: DelayText) -> Result<Self, String> {
+        match text {
+            DelayText::Seconds(s) => Ok(Self::Seconds(s)),
+            DelayText::Word(w) => w.parse(),
+        }
+    }
+}
+
+impl From<ScaleDownDelay> for DelayText {
+    fn from(delay: ScaleDownDelay) -> Self {
+        match delay {
+            ScaleDownDelay::Seconds(s) => Self::Seconds(s),
+            ScaleDownDelay::Lead => Self::Word("lead".into()),
+        }
+    }
+}
+
 /// Function-wide decision settings. Field docs give the environment variable and default.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PolicySpec {
@@ -115,8 +180,10 @@ pub struct PolicySpec {
     pub error_quantile: f64,
     /// TARGET_WAIT_SECONDS (2): mean queueing wait the sizing aims for.
     pub target_wait_s: f64,
-    /// SCALE_DOWN_DELAY_SECONDS (300): hold the maximum desired headroom over this window.
-    pub scale_down_delay_s: f64,
+    /// SCALE_DOWN_DELAY_SECONDS (300): hold the maximum desired headroom over this window
+    /// (`hold_s`).
+    #[serde(alias = "scale_down_delay_s")]
+    pub scale_down_delay: ScaleDownDelay,
     /// COOLDOWN_SECONDS (60): minimum time between two changes of one target.
     pub cooldown_s: f64,
     /// STALE_AFTER_SECONDS (120): newest sample older than this means "metrics missing".
@@ -237,7 +304,7 @@ impl Default for PolicySpec {
             step_s: 15.0,
             error_quantile: 0.9,
             target_wait_s: 2.0,
-            scale_down_delay_s: 300.0,
+            scale_down_delay: ScaleDownDelay::Seconds(300.0),
             cooldown_s: 60.0,
             stale_after_s: 120.0,
             ewma_alpha: 0.3,
@@ -277,14 +344,13 @@ fn check(name: &str, value: f64, lo: f64, hi: f64) -> Result<(), (String, String
 /// Static inclusive bounds of the policy's environment variables: `(variable, min, max)`.
 /// template.yaml's parameters carry exactly these as MinValue/MaxValue, so a value CloudFormation
 /// accepts never fails at Init (tests/template_bounds.rs holds the two equal).
-pub const POLICY_BOUNDS: [(&str, f64, f64); 13] = [
+pub const POLICY_BOUNDS: [(&str, f64, f64); 12] = [
     ("LEAD_TIME_SECONDS", 1.0, 3600.0),
     ("TICK_SECONDS", 1.0, 60.0),
     ("METRICS_STEP_SECONDS", 1.0, 300.0),
     ("METRICS_WINDOW_SECONDS", 60.0, 86_400.0),
     ("ERROR_QUANTILE", 0.5, 0.999),
     ("TARGET_WAIT_SECONDS", 0.01, 600.0),
-    ("SCALE_DOWN_DELAY_SECONDS", 0.0, 86_400.0),
     ("COOLDOWN_SECONDS", 0.0, 3600.0),
     ("STALE_AFTER_SECONDS", 1.0, 3600.0),
     ("TARGET_TIMEOUT_SECONDS", 1.0, 60.0),
@@ -292,6 +358,11 @@ pub const POLICY_BOUNDS: [(&str, f64, f64); 13] = [
     ("SCRAPE_INTERVAL_SECONDS", 1.0, 900.0),
     ("INGESTION_LAG_SECONDS", 0.0, 600.0),
 ];
+
+/// SCALE_DOWN_DELAY_SECONDS's bounds when it is seconds (`lead` is LEAD_TIME_SECONDS's). Its
+/// template.yaml parameter is a string (seconds or `lead`) whose pattern admits exactly these
+/// (tests/infra/test_deploy.py holds the two equal).
+pub const SCALE_DOWN_DELAY_BOUNDS: (&str, f64, f64) = ("SCALE_DOWN_DELAY_SECONDS", 0.0, 86_400.0);
 
 impl PolicySpec {
     /// Validates ranges. The error is `(variable name, message)`.
@@ -303,7 +374,6 @@ impl PolicySpec {
             self.window_s,
             self.error_quantile,
             self.target_wait_s,
-            self.scale_down_delay_s,
             self.cooldown_s,
             self.stale_after_s,
             self.target_timeout_s,
@@ -313,6 +383,10 @@ impl PolicySpec {
         ];
         for ((name, lo, hi), value) in POLICY_BOUNDS.iter().zip(values) {
             check(name, value, *lo, *hi)?;
+        }
+        if let ScaleDownDelay::Seconds(s) = self.scale_down_delay {
+            let (name, lo, hi) = SCALE_DOWN_DELAY_BOUNDS;
+            check(name, s, lo, hi)?;
         }
         // The one bound that depends on another setting (CloudFormation parameters cannot say
         // it): the forecast needs at least four samples of history.
@@ -386,6 +460,22 @@ impl PolicySpec {
             (None, Some(g)) => check("GPU_HOUR_COST", g, 1e-9, 1e6)?,
         }
         Ok(())
+    }
+
+    /// The seconds a high-water mark is held: SCALE_DOWN_DELAY_SECONDS, or for `lead` this
+    /// policy's lead time, which is the horizon the decision uses once the tick or the
+    /// simulator has applied it (`Horizon::applied_to`).
+    pub fn hold_s(&self) -> f64 {
+        match self.scale_down_delay {
+            ScaleDownDelay::Seconds(s) => s,
+            ScaleDownDelay::Lead => self.lead_time_s,
+        }
+    }
+
+    /// The lease of a raised HPA floor, renewed each tick: the hold, never under 120 s (a few
+    /// ticks, so one that fails to renew it does not give the floor back).
+    pub fn floor_lease_s(&self) -> f64 {
+        self.hold_s().max(120.0)
     }
 
     /// The configured zone (validated at start-up; UTC if it somehow does not parse).

@@ -25,7 +25,7 @@ fn policy_bounds_table() {
             p.target_wait_s = v
         }),
         ("SCALE_DOWN_DELAY_SECONDS", 0.0, 86_400.0, |p, v| {
-            p.scale_down_delay_s = v
+            p.scale_down_delay = ScaleDownDelay::Seconds(v)
         }),
         ("COOLDOWN_SECONDS", 0.0, 3600.0, |p, v| p.cooldown_s = v),
         ("STALE_AFTER_SECONDS", 1.0, 3600.0, |p, v| {

@@ -159,7 +159,7 @@ pub async fn tick_target(
         } else {
             hpa::floor::FloorIntent::Restore
         };
-        let lease_s = policy.scale_down_delay_s.max(120.0);
+        let lease_s = policy.floor_lease_s();
         let outcome = hpa::floor::apply_floor(client, r, intent, now, lease_s, dry_run).await;
         // An unchanged floor is reported only when the option is on; a change or an error always.
         if r.raise_min_replicas || !matches!(outcome, Ok(LeaseOutcome::Unchanged)) {

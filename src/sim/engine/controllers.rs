@@ -147,7 +147,7 @@ impl Sim<'_> {
                 let want = want.min(hpa.max_replicas);
                 if want > hpa.min_replicas {
                     self.raised_min = Some(want);
-                    self.raised_min_lease_until = self.now + policy.scale_down_delay_s.max(120.0);
+                    self.raised_min_lease_until = self.now + policy.floor_lease_s();
                 } else {
                     self.raised_min = None;
                 }

@@ -421,6 +421,7 @@ fn a_scheduled_floor_changes_at_the_hour_boundary_and_the_hpa_holds_it_from_that
 /// A prewarm-floor run's config (Kubernetes HPA min 1 max 10; SCALE_DOWN_DELAY_SECONDS 300, so
 /// the floor's lease is 300 s) with a tick far away: the test drives the floor by hand.
 pub(super) fn prewarm_floor_config() -> RunConfig {
+    use crate::core::spec::ScaleDownDelay;
     use crate::core::{HeadroomKind, PolicySpec, TargetSpec};
     let mut cfg = config();
     cfg.replicas = Replicas::Hpa;
@@ -441,7 +442,7 @@ pub(super) fn prewarm_floor_config() -> RunConfig {
     });
     cfg.headroom = Headroom::PrewarmFloor {
         policy: PolicySpec {
-            scale_down_delay_s: 300.0,
+            scale_down_delay: ScaleDownDelay::Seconds(300.0),
             tick_s: 100_000.0,
             ..PolicySpec::default()
         },

@@ -5,7 +5,7 @@
 
 use super::*;
 use crate::policy::observation::{HpaMetric, HpaStatus, Sample, SeasonSeries};
-use crate::spec::{HeadroomKind, Hold, ScheduleWindow};
+use crate::spec::{HeadroomKind, Hold, ScaleDownDelay, ScheduleWindow};
 
 /// The fixed clock of every row.
 const NOW: f64 = 1_700_000_000.0;

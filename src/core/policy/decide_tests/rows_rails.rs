@@ -384,7 +384,7 @@ pub(super) fn rows() -> Vec<Row> {
             // SCALE_DOWN_DELAY_SECONDS=0: no hold is persisted; 2 → 1 in one step.
             name: "scale-down delay 0",
             policy: PolicySpec {
-                scale_down_delay_s: 0.0,
+                scale_down_delay: ScaleDownDelay::Seconds(0.0),
                 ..test_policy()
             },
             prior: prior(2),
