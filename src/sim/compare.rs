@@ -1,5 +1,5 @@
 //! One comparison: every selected policy on the same request stream, each policy with a knob
-//! swept over its grid (knobs.rs) and reported at the point chosen on the training days, the
+//! swept over its grid (knob_grid.rs) and reported at the point chosen on the training days, the
 //! clairvoyant node hints, and the ideal-packing bound. Runs are independent and use every core.
 
 use std::cell::RefCell;
@@ -13,7 +13,7 @@ use super::classes::{Classifier, ClientClasses};
 use super::engine::{self, Point, Request, RunResult, WarmStart, World};
 use super::ideal::{self, IdealResult};
 use super::jobs::{base_config, job_config, warm_start, Job};
-use super::knobs;
+use super::knob_grid;
 use super::parallel;
 use super::report::{ClassReport, PolicyReport, RunContext, TrainingTotals};
 use super::setup::{PolicyName, Setup};
@@ -25,12 +25,12 @@ use super::workload::{requests::check, Workload};
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct FrontierPoint {
     pub knob: f64,
-    /// prewarm: how spare is released after a burst (swept with the knob; knobs.rs).
+    /// prewarm: how spare is released after a burst (swept with the knob; knob_grid.rs).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub release: Option<knobs::Release>,
+    pub release: Option<knob_grid::Release>,
     /// scheduled-floor: the table's slots, hours of the day or of the week (part of its knob).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub slots: Option<knobs::Slots>,
+    pub slots: Option<knob_grid::Slots>,
     pub gpu_hours: f64,
     /// Those GPU-hours by cause: what each point holds past need (a slow release's warm excess,
     /// balloons) is read here for every point, not only the chosen one.
@@ -184,7 +184,7 @@ pub fn compare(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Comparison, TraceError> {
     let step_s = setup.prewarm_policy.step_s;
-    let score_from_s = knobs::score_from(setup.burn_in_s, setup.train_days);
+    let score_from_s = knob_grid::score_from(setup.burn_in_s, setup.train_days);
     let FirstPass {
         ideal,
         warm,
@@ -213,8 +213,9 @@ pub fn compare(
         });
     }
     let peak = ideal.training_peak(setup.train_days);
-    let fit_days = knobs::floor_fit_days(setup.train_days);
-    let floor_peaks = |slots| knobs::scheduled_peaks(&ideal.peak_replicas_by_hour, fit_days, slots);
+    let fit_days = knob_grid::floor_fit_days(setup.train_days);
+    let floor_peaks =
+        |slots| knob_grid::scheduled_peaks(&ideal.peak_replicas_by_hour, fit_days, slots);
     let classes_of = classes.as_ref().map(|c| Arc::new(c.of_client()));
     let base = base_config(setup, warm, classes_of);
 
@@ -222,9 +223,9 @@ pub fn compare(
     // points next: its decide() every tick makes them the longest runs, and started early they
     // do not leave one worker running alone at the end. A policy's points keep their order.
     let points_of = |policy: PolicyName| {
-        let variants = knobs::variants(policy, setup.train_days, ideal.end_s);
+        let variants = knob_grid::variants(policy, setup.train_days, ideal.end_s);
         variants.into_iter().flat_map(move |variant| {
-            knobs::grid(
+            knob_grid::grid(
                 policy,
                 peak,
                 setup.replicas_per_node(),
@@ -359,8 +360,8 @@ pub fn compare(
                 run_of(|j| matches!(j, Job::ClusterAutoscaler)),
             ),
             _ => {
-                let swept = knobs::variants(policy, setup.train_days, ideal.end_s).len() > 1;
-                let points: Vec<(f64, knobs::Variant, &RunResult)> = jobs
+                let swept = knob_grid::variants(policy, setup.train_days, ideal.end_s).len() > 1;
+                let points: Vec<(f64, knob_grid::Variant, &RunResult)> = jobs
                     .iter()
                     .zip(&runs)
                     .filter_map(|(j, r)| match j {
@@ -373,12 +374,12 @@ pub fn compare(
                     })
                     .collect();
                 let days: Vec<&[_]> = points.iter().map(|(_, _, r)| r.days.as_slice()).collect();
-                let on = knobs::choice_days(policy, setup.train_days);
+                let on = knob_grid::choice_days(policy, setup.train_days);
                 let chosen = match setup.delayed_request_cost {
-                    Some(usd) => knobs::choose_by_cost(&days, on, usd, ctx.usd_per_gpu_hour),
-                    None => knobs::choose(&days, on, setup.slo_fraction),
+                    Some(usd) => knob_grid::choose_by_cost(&days, on, usd, ctx.usd_per_gpu_hour),
+                    None => knob_grid::choose(&days, on, setup.slo_fraction),
                 };
-                let name = knobs::knob_name(policy).expect("policy with a knob");
+                let name = knob_grid::knob_name(policy).expect("policy with a knob");
                 frontiers.insert(
                     policy.label().to_string(),
                     points
@@ -388,11 +389,11 @@ pub fn compare(
                             FrontierPoint {
                                 knob: *knob,
                                 release: match variant {
-                                    knobs::Variant::Release(r) if swept => Some(*r),
+                                    knob_grid::Variant::Release(r) if swept => Some(*r),
                                     _ => None,
                                 },
                                 slots: match variant {
-                                    knobs::Variant::Slots(s) => Some(*s),
+                                    knob_grid::Variant::Slots(s) => Some(*s),
                                     _ => None,
                                 },
                                 gpu_hours: row.gpu_hours,
@@ -410,8 +411,8 @@ pub fn compare(
                 knob_names.insert(policy.label().to_string(), name.to_string());
                 let (knob, variant, run) = points[chosen];
                 let variant = match variant {
-                    knobs::Variant::Release(r) if swept => format!(", release {}", r.label()),
-                    knobs::Variant::Slots(s) => format!(", {}", s.label()),
+                    knob_grid::Variant::Release(r) if swept => format!(", release {}", r.label()),
+                    knob_grid::Variant::Slots(s) => format!(", {}", s.label()),
                     _ => String::new(),
                 };
                 let tuned = match (policy, setup.train_days) {

@@ -32,7 +32,7 @@ pub struct IdealResult {
     /// Most replicas needed at once, per day from t = 0 (knob grids use the training days').
     pub peak_replicas_by_day: Vec<u32>,
     /// Most replicas needed at once, per hour from t = 0 (every hour an interval touches): what
-    /// the scheduled floor learns from its training hours (knobs.rs `scheduled_peaks`).
+    /// the scheduled floor learns from its training hours (knob_grid.rs `scheduled_peaks`).
     pub peak_replicas_by_hour: Vec<u32>,
     /// Mean replica GPUs needed in each step (for the plot's demand line).
     pub demand_gpus_per_step: Vec<f64>,

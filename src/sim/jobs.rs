@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::core::PolicySpec;
 
 use super::engine::{Headroom, Replicas, RunConfig, WarmStart};
-use super::knobs;
+use super::knob_grid;
 use super::model::Model;
 use super::setup::{PolicyName, Setup};
 
@@ -21,17 +21,17 @@ pub(super) enum Job {
     Point {
         policy: PolicyName,
         knob: f64,
-        variant: knobs::Variant,
+        variant: knob_grid::Variant,
     },
 }
 
 /// The run configuration of `job` (the node hints' foresight passed separately); `floor_peaks`
-/// gives the scheduled floor's table before its knob for its slots (knobs.rs `scheduled_peaks`).
+/// gives the scheduled floor's table before its knob for its slots (knob_grid.rs `scheduled_peaks`).
 pub(super) fn job_config(
     job: Job,
     base: &RunConfig,
     setup: &Setup,
-    floor_peaks: &dyn Fn(knobs::Slots) -> Vec<u32>,
+    floor_peaks: &dyn Fn(knob_grid::Slots) -> Vec<u32>,
 ) -> RunConfig {
     let with_headroom = |headroom| RunConfig {
         headroom,
@@ -71,7 +71,7 @@ pub(super) fn job_config(
                 })
             }
             PolicyName::ScheduledFloor => with_headroom(Headroom::ScheduledFloor {
-                floors: Arc::new(knobs::scheduled_floor(
+                floors: Arc::new(knob_grid::scheduled_floor(
                     &floor_peaks(variant.slots()),
                     knob,
                     setup.replicas_per_node(),
@@ -153,7 +153,7 @@ pub(super) fn base_config(
         // The simulated store's lag is the prewarm policy's INGESTION_LAG_SECONDS (one value).
         ingestion_lag_s: setup.prewarm_policy.ingestion_lag_s,
         burn_in_s: setup.burn_in_s,
-        score_from_s: knobs::score_from(setup.burn_in_s, setup.train_days),
+        score_from_s: knob_grid::score_from(setup.burn_in_s, setup.train_days),
         prelaunch: None,
         classes,
         lead_time: setup.prewarm_lead,

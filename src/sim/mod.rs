@@ -10,7 +10,7 @@ pub mod history;
 pub mod hpa;
 pub mod ideal;
 pub mod jobs;
-pub mod knobs;
+pub mod knob_grid;
 pub mod model;
 pub mod parallel;
 pub mod plot;

@@ -6,7 +6,7 @@
 //! each to the model with the fewest requests so far: every model gets a share of the load, and
 //! the same workload always splits the same way). Each model is one deployment of the setup's
 //! model with its own HPA; every policy runs on the same requests and launch draws, its knob
-//! chosen on the training days (knobs::choose on the pool's days) and reported on the scored days:
+//! chosen on the training days (knob_grid::choose on the pool's days) and reported on the scored days:
 //! - `reactive`: the HPAs and Karpenter alone;
 //! - `static-peak`: a fixed fleet for the pool, the static grid's replicas on the pool's training
 //!   peak (whole nodes), split between the models by their own training peaks;
@@ -21,7 +21,7 @@ use std::sync::Arc;
 use super::engine::{self, Headroom, PoolHeadroom, Request, RunConfig, WarmStart};
 use super::ideal;
 use super::jobs;
-use super::knobs;
+use super::knob_grid;
 use super::parallel;
 use super::setup::{PolicyName, Setup};
 use super::stats::{DayStats, DAY_S};
@@ -190,7 +190,7 @@ fn jobs(policies: &[PolicyName], setup: &Setup, pool_peak: u32) -> Vec<Job> {
             PolicyName::Reactive => vec![0.0],
             // Every model has the setup's replica size, so the pool's nodes hold
             // replicas_per_node of any of them: its fleets and balloons are whole nodes too.
-            _ => knobs::grid(
+            _ => knob_grid::grid(
                 policy,
                 pool_peak,
                 setup.replicas_per_node(),
@@ -206,7 +206,7 @@ fn jobs(policies: &[PolicyName], setup: &Setup, pool_peak: u32) -> Vec<Job> {
 /// The deployments' configurations (compare's job of each model) and the pool's headroom.
 fn configs(job: Job, setup: &Setup, pass: &FirstPass) -> (Vec<RunConfig>, PoolHeadroom) {
     let Job { policy, knob } = job;
-    let variant = knobs::variants(policy, setup.train_days, 0.0)[0];
+    let variant = knob_grid::variants(policy, setup.train_days, 0.0)[0];
     let fleets = split_fleet(knob as u32, &pass.peaks);
     let cfgs: Vec<RunConfig> = (0..pass.warm.len())
         .map(|m| {
@@ -326,8 +326,8 @@ pub fn compare_pool(
         .map(|p| {
             let of: Vec<&PoolPoint> = points.iter().filter(|x| x.policy == p.label()).collect();
             let days: Vec<&[DayStats]> = of.iter().map(|x| x.days.as_slice()).collect();
-            let on = knobs::choice_days(*p, setup.train_days);
-            of[knobs::choose(&days, on, setup.slo_fraction)].clone()
+            let on = knob_grid::choice_days(*p, setup.train_days);
+            of[knob_grid::choose(&days, on, setup.slo_fraction)].clone()
         })
         .collect();
     Ok(PoolComparison {
@@ -361,7 +361,7 @@ pub fn print(c: &PoolComparison, workload: &str, setup: &Setup) {
         "train GPU-h"
     );
     let line = |p: &PoolPoint| {
-        let train = knobs::training_totals(&p.days, setup.train_days);
+        let train = knob_grid::training_totals(&p.days, setup.train_days);
         println!(
             "{:<14} {:>6} {:>9.4} {:>9.1} {:>8} {:>10} {:>6.2} {:>5.2} {:>9.4} {:>9.1}",
             p.policy,

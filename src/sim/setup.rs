@@ -35,7 +35,7 @@ pub enum PolicyName {
     LowerBound,
     /// The true lower bound when each request may wait up to the SLO's wait (sim/wait_bound.rs).
     SloBound,
-    /// The HPA with a replica floor by hour (KEDA cron, scheduled scaling): knobs.rs.
+    /// The HPA with a replica floor by hour (KEDA cron, scheduled scaling): knob_grid.rs.
     ScheduledFloor,
     /// The HPA with a lower target utilisation.
     HpaTarget,
@@ -102,7 +102,7 @@ pub struct Setup {
     /// Largest fraction of requests waiting longer than `slo_wait_s` that meets the SLO.
     pub slo_fraction: f64,
     /// With a price of a delayed request (USD), knobs are chosen on the training days for the
-    /// least cost (`knobs::choose_by_cost`) instead of against `slo_fraction`.
+    /// least cost (`knob_grid::choose_by_cost`) instead of against `slo_fraction`.
     pub delayed_request_cost: Option<f64>,
     pub policies: Vec<PolicyName>,
     /// Cap on the buffer grid's N.

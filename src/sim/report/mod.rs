@@ -152,7 +152,7 @@ impl TrainingTotals {
     /// The totals over the first `train_days` days of `run` (None when there are none).
     pub fn of(run: &RunResult, train_days: Option<u32>) -> Option<Self> {
         let d = train_days?;
-        let t = super::knobs::training_totals(&run.days, Some(d));
+        let t = super::knob_grid::training_totals(&run.days, Some(d));
         Some(TrainingTotals {
             requests: t.requests,
             delayed_fraction: t.delayed_fraction(),
