@@ -283,17 +283,8 @@ pub fn calibrate(history: &[Sample], policy: &PolicySpec, q: f64, now: f64) -> C
     let mut out = Calibration {
         computed_at: now,
         quantile: q,
-        band: None,
-        by_hour: Vec::new(),
-        coverage_by_hour: Vec::new(),
-        seasonal_weight: 0.0,
-        coverage: None,
-        windows: 0,
-        note: None,
-        rise: None,
         lead_time_s: Some(policy.lead_time_s),
-        forecaster: Default::default(),
-        profile: Vec::new(),
+        ..Calibration::default()
     };
     let Some((first_t, grid)) = on_grid(history, policy, now) else {
         out.note = Some("no history".into());
@@ -601,16 +592,9 @@ pub(crate) mod tests {
             computed_at: T0,
             quantile: 0.9,
             band: Some(1.0),
-            by_hour: vec![],
-            coverage_by_hour: Vec::new(),
-            seasonal_weight: 0.0,
-            coverage: None,
             windows: 40,
-            note: None,
-            rise: None,
             lead_time_s: lead,
-            forecaster: Default::default(),
-            profile: Vec::new(),
+            ..Calibration::default()
         }
     }
 

@@ -123,16 +123,9 @@ mod tests {
             computed_at,
             quantile: 0.9,
             band: Some(1.0),
-            by_hour: vec![],
-            coverage_by_hour: Vec::new(),
             seasonal_weight: 0.5,
-            coverage: None,
             windows: 30,
-            note: None,
-            rise: None,
-            lead_time_s: None,
-            forecaster: Default::default(),
-            profile: Vec::new(),
+            ..Calibration::default()
         }
     }
 

@@ -34,7 +34,7 @@ pub struct Hold {
 }
 
 /// The long-window statistics of a target, cached on its headroom object.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Calibration {
     /// When it was computed (Unix seconds).

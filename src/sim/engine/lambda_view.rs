@@ -887,16 +887,8 @@ mod tests {
             computed_at: now - 600.0,
             quantile: 0.9,
             band: Some(1.0),
-            by_hour: Vec::new(),
-            coverage_by_hour: Vec::new(),
-            seasonal_weight: 0.0,
-            coverage: None,
             windows: 30,
-            note: None,
-            rise: None,
-            lead_time_s: None,
-            forecaster: Default::default(),
-            profile: Vec::new(),
+            ..Calibration::default()
         });
         assert!(sim.calibration_history(&policy, now).is_empty());
         // An hour old: due again.

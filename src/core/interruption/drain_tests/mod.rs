@@ -18,18 +18,10 @@ const T0: f64 = 1_795_953_600.0;
 
 fn notice(kind: NoticeKind) -> Notice {
     Notice {
-        event_id: "ev-1".into(),
-        kind,
         instance_ids: vec!["i-0abc".into()],
-        time: T0,
         instance_state: (kind == StateChange).then(|| "stopping".into()),
         window_start: (kind == ScheduledChange).then_some(T0 + 86_400.0),
-        termination_time: None,
-        reservation_id: None,
-        reservation_end: None,
-        status: NoticeStatus::Active,
-        sent_time: None,
-        scheduled: false,
+        ..Notice::new("ev-1", kind, T0)
     }
 }
 

@@ -163,16 +163,10 @@ fn calibrated(band: f64, seasonal_weight: f64) -> Calibration {
         computed_at: NOW - 60.0,
         quantile: 0.9,
         band: Some(band),
-        by_hour: vec![],
-        coverage_by_hour: Vec::new(),
         seasonal_weight,
         coverage: Some(0.88),
         windows: 100,
-        note: None,
-        rise: None,
-        lead_time_s: None,
-        forecaster: Default::default(),
-        profile: Vec::new(),
+        ..Calibration::default()
     }
 }
 
