@@ -65,22 +65,7 @@ fn plan(action: Action, current: u32, desired: u32, next: HeadroomState) -> Plan
 }
 
 fn balloon(name: &str) -> Value {
-    json!({
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": name, "namespace": "prewarm"},
-        "spec": {
-            "replicas": 0,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {
-                    "priorityClassName": "prewarm-balloon",
-                    "nodeSelector": {"prewarm.io/kube-test-never": "true"},
-                    "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10"}]
-                }
-            }
-        }
-    })
+    common::kwok_pools::balloon("prewarm", name)
 }
 
 fn replicas_of(object: &DynamicObject) -> u64 {
