@@ -255,21 +255,20 @@ impl Candidate {
     ) -> Self {
         // Each error is filed at the end of its lead time: a burst at 09:00 is missed by the
         // forecasts made a lead before it, and belongs to the 09:00 hour's band, not the 08:00's.
-        let errors = |from: usize, to: usize| -> Vec<(f64, f64, f64)> {
+        let errors = |from: usize, to: usize| -> Vec<(f64, f64)> {
             (from..to)
                 .filter_map(|i| {
                     let w = &windows[i];
-                    points[i].map(|p| (w.t + policy.lead_time_s, w.actual - p, p))
+                    points[i].map(|p| (w.t + policy.lead_time_s, w.actual - p))
                 })
                 .collect()
         };
-        let pairs = |e: &[(f64, f64, f64)]| e.iter().map(|e| (e.0, e.1)).collect::<Vec<_>>();
-        let (fit, test) = (errors(0, split), errors(split, windows.len()));
+        let held: Vec<f64> = points[split..windows.len()].iter().flatten().copied().collect();
         Candidate {
             forecaster,
-            fit: pairs(&fit),
-            test: pairs(&test),
-            mean_point: test.iter().map(|e| e.2).sum::<f64>() / test.len().max(1) as f64,
+            fit: errors(0, split),
+            test: errors(split, windows.len()),
+            mean_point: held.iter().sum::<f64>() / held.len().max(1) as f64,
         }
     }
 }
