@@ -32,14 +32,13 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
+use kube::api::Api;
 use prewarm::core::spec::{Calibration, Forecaster};
 use prewarm::handlers::tick::{tick_once, TickDeps};
 use serde_json::json;
 
 mod common;
-use common::kwok_pools::{balloon, gpu_pool, pools, unique_hex};
+use common::kwok_pools::{delete_namespace_and_pool, namespace_pool_and_balloon, unique_hex};
 use common::{as_user, prometheus_backfill, tick_config};
 
 const DAY: i64 = 86_400;
@@ -120,26 +119,8 @@ async fn the_first_calibration_chooses_the_profile_and_the_next_tick_sizes_with_
     let admin = as_user("KUBECONFIG").await;
     let ns = unique_hex("fcast-");
     let pool = unique_hex("fcast");
-    Api::<Namespace>::all(admin.clone())
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap(),
-        )
-        .await
-        .unwrap();
-    let p: DynamicObject =
-        serde_json::from_value(gpu_pool(&pool, &json!({"cpu": "1000"}), "prewarm.io/fcast"))
-            .unwrap();
-    pools(&admin)
-        .create(&PostParams::default(), &p)
-        .await
-        .unwrap();
+    namespace_pool_and_balloon(&admin, &ns, &pool, "prewarm.io/fcast", "balloon-fc").await;
     let deployments = Api::<Deployment>::namespaced(admin.clone(), &ns);
-    let balloon: Deployment = serde_json::from_value(balloon(&ns, "balloon-fc")).unwrap();
-    deployments
-        .create(&PostParams::default(), &balloon)
-        .await
-        .unwrap();
 
     let targets = json!([{
         "name": "fc", "nodePool": pool, "maxSpare": 16, "replicaConcurrency": 8,
@@ -203,9 +184,6 @@ async fn the_first_calibration_chooses_the_profile_and_the_next_tick_sizes_with_
         assert_eq!(cached.computed_at, t1, "not recalibrated at tick 2");
     }
     .await;
-    let _ = Api::<Namespace>::all(admin.clone())
-        .delete(&ns, &DeleteParams::default())
-        .await;
-    let _ = pools(&admin).delete(&pool, &DeleteParams::default()).await;
+    delete_namespace_and_pool(&admin, &ns, &pool).await;
     result
 }

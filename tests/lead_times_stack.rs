@@ -19,14 +19,16 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
 use prewarm::config::Config;
 use prewarm::handlers::tick::{emf_record, tick_once, TickDeps};
 use serde_json::{json, Value};
 
 mod common;
-use common::kwok_pools::{gpu_pool, pools, unique_hex, wait_for};
+use common::kwok_pools::{
+    delete_namespace_and_pool, namespace_pool_and_balloon, unique_hex, wait_for,
+};
 
 const TAINT: &str = "prewarm.io/lead-times-test";
 const LOAD: &str = "20s";
@@ -103,35 +105,7 @@ async fn learn() {
     let ns = unique_hex("lead-");
     let pool = unique_hex("lead");
     let target = format!("{pool}-llama");
-    Api::<Namespace>::all(admin.clone())
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap(),
-        )
-        .await
-        .unwrap();
-    let p: DynamicObject =
-        serde_json::from_value(gpu_pool(&pool, &json!({"cpu": "1000"}), TAINT)).unwrap();
-    pools(&admin)
-        .create(&PostParams::default(), &p)
-        .await
-        .unwrap();
-    let deployments = Api::<DynamicObject>::namespaced_with(
-        admin.clone(),
-        &ns,
-        &kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
-            "apps",
-            "v1",
-            "Deployment",
-        )),
-    );
-    deployments
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(common::kwok_pools::balloon(&ns, "balloon-lead")).unwrap(),
-        )
-        .await
-        .unwrap();
+    namespace_pool_and_balloon(&admin, &ns, &pool, TAINT, "balloon-lead").await;
     // The book's ConfigMap as the chart makes it: empty, the tick only gets and updates it.
     let configmaps = Api::<ConfigMap>::namespaced(admin.clone(), "prewarm");
     let _ = configmaps
@@ -376,10 +350,7 @@ async fn learn() {
     let _ = pods
         .delete_collection(&DeleteParams::default(), &ListParams::default())
         .await;
-    let _ = pools(&admin).delete(&pool, &DeleteParams::default()).await;
-    let _ = Api::<Namespace>::all(admin.clone())
-        .delete(&ns, &DeleteParams::default())
-        .await;
+    delete_namespace_and_pool(&admin, &ns, &pool).await;
     let _ = configmaps
         .delete("prewarm-lead-times", &DeleteParams::default())
         .await;

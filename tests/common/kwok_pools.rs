@@ -3,7 +3,9 @@
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use kube::api::{Api, DynamicObject};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
 use prewarm::adapters::kube::nodepool::limits::SAVED_LIMITS;
 use prewarm::adapters::kube::resources::node_pool;
 use serde_json::{json, Value};
@@ -58,6 +60,39 @@ pub fn balloon(ns: &str, name: &str) -> Value {
             }
         }
     })
+}
+
+/// What a tick test's target names, made fresh: the namespace `ns`, a NodePool `pool` (room for
+/// 1000 cpu, tainted `taint`) and the empty balloon `balloon_name` in `ns`.
+pub async fn namespace_pool_and_balloon(
+    client: &kube::Client,
+    ns: &str,
+    pool: &str,
+    taint: &str,
+    balloon_name: &str,
+) {
+    let created = PostParams::default();
+    let namespace: Namespace = serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap();
+    Api::<Namespace>::all(client.clone())
+        .create(&created, &namespace)
+        .await
+        .unwrap();
+    let p: DynamicObject =
+        serde_json::from_value(gpu_pool(pool, &json!({"cpu": "1000"}), taint)).unwrap();
+    pools(client).create(&created, &p).await.unwrap();
+    let b: Deployment = serde_json::from_value(balloon(ns, balloon_name)).unwrap();
+    Api::<Deployment>::namespaced(client.clone(), ns)
+        .create(&created, &b)
+        .await
+        .unwrap();
+}
+
+/// Deletes what `namespace_pool_and_balloon` made (the pool's nodes go with it).
+pub async fn delete_namespace_and_pool(client: &kube::Client, ns: &str, pool: &str) {
+    let _ = pools(client).delete(pool, &DeleteParams::default()).await;
+    let _ = Api::<Namespace>::all(client.clone())
+        .delete(ns, &DeleteParams::default())
+        .await;
 }
 
 pub fn pools(client: &kube::Client) -> Api<DynamicObject> {

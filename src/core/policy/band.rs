@@ -263,7 +263,11 @@ impl Candidate {
                 })
                 .collect()
         };
-        let held: Vec<f64> = points[split..windows.len()].iter().flatten().copied().collect();
+        let held: Vec<f64> = points[split..windows.len()]
+            .iter()
+            .flatten()
+            .copied()
+            .collect();
         Candidate {
             forecaster,
             fit: errors(0, split),
