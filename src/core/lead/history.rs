@@ -64,8 +64,13 @@ impl LeadHistory {
         if seconds.len() < super::MIN_SAMPLES {
             return None;
         }
-        seconds.sort_by(f64::total_cmp);
         let rank = (q.clamp(0.0, 1.0) * seconds.len() as f64).ceil() as usize;
-        Some(seconds[rank.clamp(1, seconds.len()) - 1])
+        let len = seconds.len();
+        // Under `total_cmp` equal values are the same bits, so the selected value is the sorted one.
+        Some(
+            *seconds
+                .select_nth_unstable_by(rank.clamp(1, len) - 1, f64::total_cmp)
+                .1,
+        )
     }
 }

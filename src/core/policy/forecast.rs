@@ -44,7 +44,17 @@ fn damped_steps(phi: f64, k: f64) -> f64 {
     } else if phi <= 0.0 {
         0.0
     } else {
-        phi * (1.0 - phi.powf(k)) / (1.0 - phi)
+        phi * (1.0 - damping(phi, k)) / (1.0 - phi)
+    }
+}
+
+/// φ^k. Most gaps are one step, and φ^1 is φ (what `powf` returns for it too, its error being
+/// under one ulp), without the cost of `powf` on every sample of every tick.
+fn damping(phi: f64, k: f64) -> f64 {
+    if k == 1.0 {
+        phi
+    } else {
+        phi.powf(k)
     }
 }
 
@@ -54,9 +64,11 @@ pub fn upper_quantile(values: &mut [f64], q: f64) -> f64 {
     if values.is_empty() {
         return 0.0;
     }
-    values.sort_by(f64::total_cmp);
     let rank = (q * values.len() as f64).ceil() as usize;
-    values[rank.clamp(1, values.len()) - 1]
+    // Under `total_cmp` equal values are the same bits, so the selected value is the sorted one.
+    *values
+        .select_nth_unstable_by(rank.clamp(1, values.len()) - 1, f64::total_cmp)
+        .1
 }
 
 /// Forecasts `series` (oldest first, on the `policy.step_s` grid) over `policy.lead_time_s`.
@@ -97,7 +109,7 @@ pub fn forecast(series: &[Sample], policy: &PolicySpec) -> Option<Forecast> {
         let new_level = alpha * y + (1.0 - alpha) * predicted;
         // Trend per step: the level's change spread over the gap, blended with the damped
         // trend carried over it. For steps = 1 this is the textbook Holt update.
-        trend = beta * (new_level - level) / steps + (1.0 - beta) * trend * phi.powf(steps);
+        trend = beta * (new_level - level) / steps + (1.0 - beta) * trend * damping(phi, steps);
         level = new_level;
         last_t = t;
     }

@@ -37,12 +37,15 @@ use crate::sim::stats::DAY_S;
 use super::pods::Phase;
 use super::{Replicas, Sim};
 
-/// The arrival rates of settled scrapes (`Sim::arrival_rate_at`), for one rate window.
+/// The answers of settled scrapes (`Sim::settled`), for one rate window: by scrape, None until
+/// computed, then the query's answer (None: no sample).
 #[derive(Debug)]
 pub(super) struct RateMemo {
     window_s: f64,
-    /// By scrape: None until computed; then the query's answer (None: too few scrapes).
+    /// The arrival-rate query (`fresh_arrival_rate_at`).
     rates: Vec<Option<Option<f64>>>,
+    /// The service-time query (`fresh_service_time_at`).
+    service_times: Vec<Option<Option<f64>>>,
 }
 
 impl Default for RateMemo {
@@ -50,6 +53,7 @@ impl Default for RateMemo {
         RateMemo {
             window_s: f64::NAN,
             rates: Vec::new(),
+            service_times: Vec::new(),
         }
     }
 }
@@ -147,32 +151,61 @@ impl Sim<'_> {
     }
 
     /// The arrival-rate query evaluated at scrape `b` (`fresh_arrival_rate_at`), remembered once
-    /// its scrapes can no longer change: every tick reads its season frames and recent window
-    /// again, slid by one tick, so most of what it asks was computed at an earlier tick.
+    /// settled.
     fn arrival_rate_at(&self, b: i64, rate_window_s: f64) -> Option<f64> {
+        self.settled(
+            b,
+            rate_window_s,
+            |m| &mut m.rates,
+            || self.fresh_arrival_rate_at(b, rate_window_s),
+        )
+    }
+
+    /// The service-time query evaluated at scrape `b` (`fresh_service_time_at`), remembered once
+    /// settled.
+    fn service_time_at(&self, b: i64, rate_window_s: f64) -> Option<f64> {
+        self.settled(
+            b,
+            rate_window_s,
+            |m| &mut m.service_times,
+            || self.fresh_service_time_at(b, rate_window_s),
+        )
+    }
+
+    /// A query's answer at scrape `b` (`fresh`), remembered in `memo` once its scrapes can no
+    /// longer change: every tick reads its season frames and recent window again, slid by one
+    /// tick, so most of what it asks was computed at an earlier tick.
+    fn settled(
+        &self,
+        b: i64,
+        rate_window_s: f64,
+        memo: impl Fn(&mut RateMemo) -> &mut Vec<Option<Option<f64>>>,
+        fresh: impl Fn() -> Option<f64>,
+    ) -> Option<f64> {
         // A scrape's gauges are set when it is taken and its completions counted when they start
         // (ahead of it), so scrape b and those before are final once scrape b + 2 is taken.
         let settled = b >= 0 && (b as usize) + 2 < self.waiting_at_boundary.len();
         if !settled {
-            return self.fresh_arrival_rate_at(b, rate_window_s);
+            return fresh();
         }
         let b = b as usize;
-        let mut memo = self.arrival_rates.borrow_mut();
-        if memo.window_s != rate_window_s {
-            *memo = RateMemo {
+        let mut all = self.settled_answers.borrow_mut();
+        if all.window_s != rate_window_s {
+            *all = RateMemo {
                 window_s: rate_window_s,
-                rates: Vec::new(),
+                ..RateMemo::default()
             };
         }
-        if let Some(Some(rate)) = memo.rates.get(b) {
-            return *rate;
+        let known = memo(&mut all);
+        if let Some(Some(answer)) = known.get(b) {
+            return *answer;
         }
-        let rate = self.fresh_arrival_rate_at(b as i64, rate_window_s);
-        if memo.rates.len() <= b {
-            memo.rates.resize(b + 1, None);
+        let answer = fresh();
+        if known.len() <= b {
+            known.resize(b + 1, None);
         }
-        memo.rates[b] = Some(rate);
-        rate
+        known[b] = Some(answer);
+        answer
     }
 
     /// The arrival-rate query evaluated at scrape `b`: completions `rate[W]` plus the clamped
@@ -194,12 +227,28 @@ impl Sim<'_> {
         Some(rate + slope(&points).max(0.0))
     }
 
+    /// The service-time query evaluated at scrape `b`: `rate(sum[2W]) / rate(count[2W])` of the
+    /// end-to-end latency; None when nothing completed (0/0).
+    fn fresh_service_time_at(&self, b: i64, rate_window_s: f64) -> Option<f64> {
+        let latency_window = 2.0 * rate_window_s;
+        let count = self.counter_rate(b, latency_window, |k| {
+            f64::from(*self.completions_at.get(k).unwrap_or(&0))
+        });
+        let sum = self.counter_rate(b, latency_window, |k| {
+            *self.latency_sum_at.get(k).unwrap_or(&0.0)
+        });
+        match (sum, count) {
+            (Some(sum), Some(count)) if count > 0.0 => Some(sum / count),
+            _ => None,
+        }
+    }
+
     /// The arrival-rate samples of the scrapes `from..=to` (those a query can see), each at
     /// its scrape time.
     fn arrival_samples(&self, from: i64, to: i64, every: i64, rate_window_s: f64) -> Vec<Sample> {
         let (step, base) = (self.cfg.step_s, self.cfg.base_epoch);
         let to = to.min(self.newest_visible_scrape());
-        let mut out = Vec::new();
+        let mut out = Vec::with_capacity(((to - from.max(0)) / every.max(1) + 1).max(0) as usize);
         let mut b = from.max(0);
         while b <= to {
             if let Some(v) = self.arrival_rate_at(b, rate_window_s) {
@@ -290,8 +339,16 @@ impl Sim<'_> {
         let base = self.cfg.base_epoch;
         let steps = ((window.end - window.start) / step).round().max(1.0) as i64;
         let newest = ((window.end / step + 1e-9).floor() as i64).min(self.newest_visible_scrape());
-        let mut signals = RecentSignals::default();
-        for b in (newest - steps + 1).max(0)..=newest {
+        let scrapes = (newest - steps + 1).max(0)..=newest;
+        // Sized up front: the tick asks for these every time.
+        let n = scrapes.clone().count();
+        let mut signals = RecentSignals {
+            arrival_rate: Vec::with_capacity(n),
+            service_time_s: Vec::with_capacity(n),
+            waiting: Vec::with_capacity(n),
+            running: Vec::with_capacity(n),
+        };
+        for b in scrapes {
             let t = base + b as f64 * step;
             let bu = b as usize;
             let (waiting, running) = self.gauges_at(bu);
@@ -300,18 +357,8 @@ impl Sim<'_> {
             if let Some(rate) = self.arrival_rate_at(b, rate_window_s) {
                 signals.arrival_rate.push(Sample::new(t, rate));
             }
-            // rate(sum[2W]) / rate(count[2W]): no sample when nothing completed (0/0).
-            let latency_window = 2.0 * rate_window_s;
-            let count = self.counter_rate(b, latency_window, |k| {
-                f64::from(*self.completions_at.get(k).unwrap_or(&0))
-            });
-            let sum = self.counter_rate(b, latency_window, |k| {
-                *self.latency_sum_at.get(k).unwrap_or(&0.0)
-            });
-            if let (Some(sum), Some(count)) = (sum, count) {
-                if count > 0.0 {
-                    signals.service_time_s.push(Sample::new(t, sum / count));
-                }
+            if let Some(service_s) = self.service_time_at(b, rate_window_s) {
+                signals.service_time_s.push(Sample::new(t, service_s));
             }
         }
         signals

@@ -310,8 +310,8 @@ struct Sim<'a> {
     serving_at_boundary: Vec<u32>,
     completions_at: Vec<u32>,
     latency_sum_at: Vec<f64>,
-    /// The arrival-rate query's answers already computed (lambda_view.rs).
-    arrival_rates: std::cell::RefCell<lambda_view::RateMemo>,
+    /// The arrival-rate and service-time queries' answers already computed (lambda_view.rs).
+    settled_answers: std::cell::RefCell<lambda_view::RateMemo>,
     /// Scrapes the metric store lost (world.rs; empty when it loses none).
     lost_scrapes: Vec<bool>,
     headroom_state: HeadroomState,
@@ -359,7 +359,7 @@ impl<'a> Sim<'a> {
             serving_at_boundary: Vec::new(),
             completions_at: Vec::new(),
             latency_sum_at: Vec::new(),
-            arrival_rates: Default::default(),
+            settled_answers: Default::default(),
             lost_scrapes: Vec::new(),
             headroom_state: HeadroomState::default(),
             raised_min: None,
