@@ -18,7 +18,7 @@
 
 use std::sync::Arc;
 
-use super::engine::{self, Headroom, PoolHeadroom, Request, RunConfig, WarmStart};
+use super::engine::{self, Headroom, Request, RunConfig, WarmStart};
 use super::jobs::{self, Job};
 use super::knob_grid;
 use super::parallel;
@@ -184,12 +184,11 @@ fn policy_knob(job: Job) -> (PolicyName, f64) {
     }
 }
 
-/// The deployments' configurations (compare's job of each model, a static fleet split between
-/// them) and the pool's headroom.
-fn configs(job: Job, setup: &Setup, pass: &FirstPass) -> (Vec<RunConfig>, PoolHeadroom) {
-    let (policy, knob) = policy_knob(job);
-    let fleets = split_fleet(knob as u32, &pass.peaks);
-    let cfgs: Vec<RunConfig> = (0..pass.warm.len())
+/// The deployments' configurations: compare's job of each model, a static fleet split between
+/// them.
+fn configs(job: Job, setup: &Setup, pass: &FirstPass) -> Vec<RunConfig> {
+    let fleets = split_fleet(policy_knob(job).1 as u32, &pass.peaks);
+    (0..pass.warm.len())
         .map(|m| {
             let one = match job {
                 Job::Point {
@@ -217,23 +216,7 @@ fn configs(job: Job, setup: &Setup, pass: &FirstPass) -> (Vec<RunConfig>, PoolHe
             }
             cfg
         })
-        .collect();
-    let headroom = match (policy, &cfgs[0].headroom) {
-        (PolicyName::PrewarmSplit, Headroom::PrewarmFloor { policy, .. }) => PoolHeadroom::Split {
-            policy: policy.clone(),
-            targets: cfgs
-                .iter()
-                .map(|c| match &c.headroom {
-                    Headroom::PrewarmFloor { target, .. } => (**target).clone(),
-                    _ => unreachable!("every model's headroom is prewarm's floor"),
-                })
-                .collect(),
-            // Independent errors: the clients of different models are different users.
-            correlation: 0.0,
-        },
-        _ => PoolHeadroom::PerModel,
-    };
-    (cfgs, headroom)
+        .collect()
 }
 
 /// A static fleet of `total` replicas split between the models in proportion to their training
@@ -280,11 +263,11 @@ pub fn compare_pool(
     let policies = pool_policies(&setup.policies);
     let jobs = jobs(&policies, setup, pool_peak);
     let points = parallel::map(&jobs, setup.threads, |&job| {
-        let (cfgs, headroom) = configs(job, setup, &pass);
         let (policy, knob) = policy_knob(job);
         let r = engine::run_pool(
-            &cfgs,
-            &headroom,
+            &configs(job, setup, &pass),
+            // prewarm-split: the same decisions as prewarm-floor's, the pool's spare split.
+            policy == PolicyName::PrewarmSplit,
             &pass.model_of,
             pass.requests.iter().copied(),
             parallel::batched(progress),
