@@ -64,29 +64,14 @@ fn pool_policies(asked: &[PolicyName]) -> Vec<PolicyName> {
 pub struct PoolPoint {
     pub policy: PolicyName,
     pub knob: f64,
-    pub requests: u64,
-    pub delayed: u64,
-    pub gpu_hours: f64,
-    /// Inference pods that waited for a node; replicas that loaded while requests queued.
-    pub cold_starts: u64,
-    pub replica_cold_starts: u64,
+    /// The scored days' figures, every model's added up.
+    pub scored: DayStats,
     /// prewarm-split: the share of its decisions that chose the split tier, and the mean warm
     /// nodes they asked for.
     pub split_share: f64,
     pub mean_warm_nodes: f64,
     /// The pool's days (for the choice of the knob on the training days).
     pub days: Vec<DayStats>,
-}
-
-impl PoolPoint {
-    pub fn delayed_fraction(&self) -> f64 {
-        DayStats {
-            requests: self.requests,
-            delayed: self.delayed,
-            ..DayStats::default()
-        }
-        .delayed_fraction()
-    }
 }
 
 /// What one pool comparison found: every point, and per policy the one chosen on the training
@@ -272,15 +257,20 @@ pub fn compare_pool(
             pass.requests.iter().copied(),
             parallel::batched(progress),
         );
-        let sum = |f: fn(&engine::RunResult) -> u64| r.models.iter().map(f).sum::<u64>();
+        let mut scored = DayStats::default();
+        for m in r.models.iter().map(|m| &m.scored) {
+            scored.add(&DayStats {
+                requests: m.requests,
+                delayed: m.delayed,
+                gpu_seconds: m.gpu.total,
+                cold_starts: m.cold_starts,
+                replica_cold_starts: m.replica_cold_starts,
+            });
+        }
         PoolPoint {
             policy,
             knob,
-            requests: sum(|m| m.scored.requests),
-            delayed: sum(|m| m.scored.delayed),
-            gpu_hours: r.gpu_seconds() / 3600.0,
-            cold_starts: sum(|m| m.scored.cold_starts),
-            replica_cold_starts: sum(|m| m.scored.replica_cold_starts),
+            scored,
             split_share: r.split_chosen as f64 / r.split_ticks.max(1) as f64,
             mean_warm_nodes: r.warm_nodes_sum as f64 / r.split_ticks.max(1) as f64,
             days: pool_days(&r.models),
@@ -330,10 +320,10 @@ pub fn print(c: &PoolComparison, workload: &str, setup: &Setup) {
             "{:<14} {:>6} {:>9.4} {:>9.1} {:>8} {:>10} {:>6.2} {:>5.2} {:>9.4} {:>9.1}",
             p.policy.label(),
             p.knob,
-            100.0 * p.delayed_fraction(),
-            p.gpu_hours,
-            p.cold_starts,
-            p.replica_cold_starts,
+            100.0 * p.scored.delayed_fraction(),
+            p.scored.gpu_seconds / 3600.0,
+            p.scored.cold_starts,
+            p.scored.replica_cold_starts,
             p.split_share,
             p.mean_warm_nodes,
             100.0 * train.delayed_fraction(),
