@@ -1,6 +1,7 @@
 //! What one simulation of a comparison is (`Job`) and the run configuration it gets: the
 //! comparison's base (the cluster, the model, the warm start before the trace) with the job's
-//! policy and knob applied. `compare` and the pool's comparison both build their runs here.
+//! policy and knob applied, and the warm start and ideal packing each first pass learns.
+//! `compare` and the pool's comparison both build their runs here.
 
 use std::sync::Arc;
 

@@ -6,7 +6,8 @@
 //! each to the model with the fewest requests so far: every model gets a share of the load, and
 //! the same workload always splits the same way). Each model is one deployment of the setup's
 //! model with its own HPA; every policy runs on the same requests and launch draws, its knob
-//! chosen on the training days (knob_grid::choose on the pool's days) and reported on the scored days:
+//! chosen on the training days (knob_grid::chosen on the pool's days) and reported on the scored
+//! days:
 //! - `reactive`: the HPAs and Karpenter alone;
 //! - `static-peak`: a fixed fleet for the pool, the static grid's replicas on the pool's training
 //!   peak (whole nodes), split between the models by their own training peaks;
@@ -175,18 +176,15 @@ fn configs(job: Job, setup: &Setup, pass: &FirstPass) -> Vec<RunConfig> {
     let fleets = split_fleet(policy_knob(job).1 as u32, &pass.peaks);
     (0..pass.warm.len())
         .map(|m| {
-            let one = match job {
-                Job::Point {
-                    policy: PolicyName::StaticPeak,
-                    variant,
-                    ..
-                } => Job::Point {
-                    policy: PolicyName::StaticPeak,
-                    knob: fleets[m] as f64,
-                    variant,
-                },
-                _ => job,
-            };
+            let mut one = job;
+            if let Job::Point {
+                policy: PolicyName::StaticPeak,
+                knob,
+                ..
+            } = &mut one
+            {
+                *knob = fleets[m] as f64;
+            }
             let base = jobs::base_config(setup, pass.warm[m], None);
             let mut cfg = jobs::job_config(one, &base, setup, &|_| Vec::new());
             match &mut cfg.headroom {
