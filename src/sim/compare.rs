@@ -11,8 +11,8 @@ use serde::Serialize;
 
 use super::classes::{Classifier, ClientClasses};
 use super::engine::{self, Point, Request, RunResult, WarmStart, World};
-use super::ideal::{self, IdealResult};
-use super::jobs::{base_config, job_config, warm_start, Job};
+use super::ideal::IdealResult;
+use super::jobs::{self, base_config, job_config, warm_and_ideal, Job};
 use super::knob_grid;
 use super::parallel;
 use super::report::{ClassReport, PolicyReport, RunContext, TrainingTotals};
@@ -106,20 +106,11 @@ struct FirstPass {
 }
 
 /// The steady state before t = 0 and the ideal-packing bound, from one pass over the requests.
-fn first_pass(
-    workload: &Workload,
-    setup: &Setup,
-    step_s: f64,
-    from_s: f64,
-) -> Result<FirstPass, TraceError> {
-    const WARM_WINDOW_S: f64 = 300.0;
+fn first_pass(workload: &Workload, setup: &Setup, from_s: f64) -> Result<FirstPass, TraceError> {
     let (reqs, slot) = workload.requests(&setup.model)?;
     // Clients are classified on the training days only (every day, in hindsight, without them).
     let until_s = setup.train_days.map_or(f64::INFINITY, |d| d as f64 * DAY_S);
     let mut classifier = workload.clients().map(|n| Classifier::new(n, until_s));
-    let mut count = 0u64;
-    let mut service_sum = 0.0;
-    let mut last = 0.0f64;
     let mut kept = Some(Vec::new());
     let reqs = reqs.inspect(|r| {
         if let Some(c) = &mut classifier {
@@ -132,22 +123,8 @@ fn first_pass(
                 kept = None;
             }
         }
-        if r.arrival < WARM_WINDOW_S {
-            count += 1;
-            service_sum += r.service_s;
-            last = last.max(r.arrival);
-        }
     });
-    let m = &setup.model;
-    let packing = ideal::run(
-        reqs,
-        from_s,
-        m.slots_per_replica,
-        m.gpus_per_replica,
-        setup.karpenter.instance.gpus,
-        step_s,
-        setup.bound_setups(),
-    );
+    let (packing, warm) = warm_and_ideal(reqs, setup, from_s);
     check(&slot)?;
     if packing.requests == 0 {
         return Err(TraceError::Format {
@@ -155,12 +132,6 @@ fn first_pass(
             message: "no requests".into(),
         });
     }
-    let span = if packing.end_s < WARM_WINDOW_S {
-        last.max(step_s)
-    } else {
-        WARM_WINDOW_S
-    };
-    let warm = warm_start(m, count, service_sum, span);
     let classes = classifier.map(|c| ClientClasses {
         thresholds: setup.classes,
         on: match setup.train_days {
@@ -190,7 +161,7 @@ pub fn compare(
         warm,
         kept,
         classes,
-    } = first_pass(workload, setup, step_s, score_from_s)?;
+    } = first_pass(workload, setup, score_from_s)?;
     let days = ideal.end_s / DAY_S;
     if let Some(d) = setup.train_days {
         if days < d as f64 + 1.0 {
@@ -224,21 +195,7 @@ pub fn compare(
     // do not leave one worker running alone at the end. A policy's points keep their order.
     let points_of = |policy: PolicyName| {
         let variants = knob_grid::variants(policy, setup.train_days, ideal.end_s);
-        variants.into_iter().flat_map(move |variant| {
-            knob_grid::grid(
-                policy,
-                peak,
-                setup.replicas_per_node(),
-                setup.buffer_max,
-                setup.model.hpa.target_utilization,
-            )
-            .into_iter()
-            .map(move |knob| Job::Point {
-                policy,
-                knob,
-                variant,
-            })
-        })
+        jobs::points(policy, setup, peak, variants)
     };
     let decides = |p: &&PolicyName| matches!(p, PolicyName::Prewarm | PolicyName::PrewarmFloor);
     let mut jobs = vec![Job::Reactive];
@@ -310,8 +267,7 @@ pub fn compare(
         train_days: setup.train_days,
         bound_gpu_hours: ideal.lower_bound_gpu_seconds / 3600.0,
         slo_bound_gpu_hours: ideal.slo_bound_gpu_seconds / 3600.0,
-        usd_per_gpu_hour: setup.karpenter.usd_per_node_hour()
-            / setup.karpenter.instance.gpus as f64,
+        usd_per_gpu_hour: setup.usd_per_gpu_hour(),
         scored_s: (ideal.end_s - score_from_s).max(0.0),
         lead_time_s: setup.lead_time_s(),
     };
@@ -374,11 +330,7 @@ pub fn compare(
                     })
                     .collect();
                 let days: Vec<&[_]> = points.iter().map(|(_, _, r)| r.days.as_slice()).collect();
-                let on = knob_grid::choice_days(policy, setup.train_days);
-                let chosen = match setup.delayed_request_cost {
-                    Some(usd) => knob_grid::choose_by_cost(&days, on, usd, ctx.usd_per_gpu_hour),
-                    None => knob_grid::choose(&days, on, setup.slo_fraction),
-                };
+                let chosen = knob_grid::chosen(policy, &days, setup);
                 let name = knob_grid::knob_name(policy).expect("policy with a knob");
                 frontiers.insert(
                     policy.label().to_string(),

@@ -1,14 +1,15 @@
 //! What one simulation of a comparison is (`Job`) and the run configuration it gets: the
 //! comparison's base (the cluster, the model, the warm start before the trace) with the job's
-//! policy and knob applied. `compare` and the pool's comparison both build their runs here.
+//! policy and knob applied, and the warm start and ideal packing each first pass learns.
+//! `compare` and the pool's comparison both build their runs here.
 
 use std::sync::Arc;
 
 use crate::core::PolicySpec;
 
-use super::engine::{Headroom, Replicas, RunConfig, WarmStart};
+use super::engine::{Headroom, Replicas, Request, RunConfig, WarmStart};
+use super::ideal::{self, IdealResult};
 use super::knob_grid;
-use super::model::Model;
 use super::setup::{PolicyName, Setup};
 
 /// One simulation a comparison needs (in a pool, of each of its models).
@@ -23,6 +24,31 @@ pub(super) enum Job {
         knob: f64,
         variant: knob_grid::Variant,
     },
+}
+
+/// The runs of `policy`'s knob: each of `variants` (knob_grid.rs) at every point of the knob's
+/// grid on `peak`, the training peak replicas, in that order.
+pub(super) fn points(
+    policy: PolicyName,
+    setup: &Setup,
+    peak: u32,
+    variants: Vec<knob_grid::Variant>,
+) -> impl Iterator<Item = Job> + '_ {
+    variants.into_iter().flat_map(move |variant| {
+        knob_grid::grid(
+            policy,
+            peak,
+            setup.replicas_per_node(),
+            setup.buffer_max,
+            setup.model.hpa.target_utilization,
+        )
+        .into_iter()
+        .map(move |knob| Job::Point {
+            policy,
+            knob,
+            variant,
+        })
+    })
 }
 
 /// The run configuration of `job` (the node hints' foresight passed separately); `floor_peaks`
@@ -115,11 +141,44 @@ pub(super) fn job_config(
     }
 }
 
-/// The steady state before t = 0 from the `count` requests of the first `span` seconds (their
-/// service times add up to `service_sum`): the HPA's replicas for the work then running.
-pub(super) fn warm_start(m: &Model, count: u64, service_sum: f64, span: f64) -> WarmStart {
+/// The steady state before t = 0 (the HPA's replicas for the work running in the first
+/// `WARM_WINDOW_S`) and the ideal packing of one deployment's `requests`, scored from `from_s`:
+/// what every comparison, of one model or of a pool's each, learns in its first pass.
+pub(super) fn warm_and_ideal(
+    requests: impl Iterator<Item = Request>,
+    setup: &Setup,
+    from_s: f64,
+) -> (IdealResult, WarmStart) {
+    const WARM_WINDOW_S: f64 = 300.0;
+    let step_s = setup.prewarm_policy.step_s;
+    let mut count = 0u64;
+    let mut service_sum = 0.0;
+    let mut last = 0.0f64;
+    let requests = requests.inspect(|r| {
+        if r.arrival < WARM_WINDOW_S {
+            count += 1;
+            service_sum += r.service_s;
+            last = last.max(r.arrival);
+        }
+    });
+    let m = &setup.model;
+    let packing = ideal::run(
+        requests,
+        from_s,
+        m.slots_per_replica,
+        m.gpus_per_replica,
+        setup.karpenter.instance.gpus,
+        step_s,
+        setup.bound_setups(),
+    );
+    // A trace shorter than the window: the work over the span it has.
+    let span = if packing.end_s < WARM_WINDOW_S {
+        last.max(step_s)
+    } else {
+        WARM_WINDOW_S
+    };
     let running = service_sum / span;
-    WarmStart {
+    let warm = WarmStart {
         replicas: m
             .hpa
             .raw_desired(running.ceil() as u64, m.slots_per_replica),
@@ -130,7 +189,8 @@ pub(super) fn warm_start(m: &Model, count: u64, service_sum: f64, span: f64) -> 
             1.0
         },
         running,
-    }
+    };
+    (packing, warm)
 }
 
 /// Every run's configuration before its policy: the HPA and Karpenter alone, from `warm`.

@@ -32,7 +32,7 @@
 
 use std::ops::Range;
 
-use super::setup::PolicyName;
+use super::setup::{PolicyName, Setup};
 use super::stats::{DayStats, DAY_S};
 
 /// Static fleets from a quarter of the peak: a fleet that lets requests wait within the SLO
@@ -331,6 +331,17 @@ pub fn choose_by_cost(
                 .then(a.1.gpu_seconds.total_cmp(&b.1.gpu_seconds))
         })
         .map_or(0, |(i, _)| i)
+}
+
+/// The index of the point a comparison reports for `policy` among `points` (each a run's days):
+/// on its `choice_days`, the least cost with a price of a delayed request, else `choose`
+/// against the SLO.
+pub fn chosen(policy: PolicyName, points: &[&[DayStats]], setup: &Setup) -> usize {
+    let on = choice_days(policy, setup.train_days);
+    match setup.delayed_request_cost {
+        Some(usd) => choose_by_cost(points, on, usd, setup.usd_per_gpu_hour()),
+        None => choose(points, on, setup.slo_fraction),
+    }
 }
 
 /// Where scoring starts: after the burn-in, and after the training days.

@@ -6,7 +6,8 @@
 //! each to the model with the fewest requests so far: every model gets a share of the load, and
 //! the same workload always splits the same way). Each model is one deployment of the setup's
 //! model with its own HPA; every policy runs on the same requests and launch draws, its knob
-//! chosen on the training days (knob_grid::choose on the pool's days) and reported on the scored days:
+//! chosen on the training days (knob_grid::chosen on the pool's days) and reported on the scored
+//! days:
 //! - `reactive`: the HPAs and Karpenter alone;
 //! - `static-peak`: a fixed fleet for the pool, the static grid's replicas on the pool's training
 //!   peak (whole nodes), split between the models by their own training peaks;
@@ -18,9 +19,8 @@
 
 use std::sync::Arc;
 
-use super::engine::{self, Headroom, PoolHeadroom, Request, RunConfig, WarmStart};
-use super::ideal;
-use super::jobs;
+use super::engine::{self, Headroom, Request, RunConfig, WarmStart};
+use super::jobs::{self, Job};
 use super::knob_grid;
 use super::parallel;
 use super::setup::{PolicyName, Setup};
@@ -61,33 +61,18 @@ fn pool_policies(asked: &[PolicyName]) -> Vec<PolicyName> {
 }
 
 /// One run's figures, the pool's (every model added up).
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct PoolPoint {
-    pub policy: &'static str,
+    pub policy: PolicyName,
     pub knob: f64,
-    pub requests: u64,
-    pub delayed: u64,
-    pub gpu_hours: f64,
-    /// Inference pods that waited for a node; replicas that loaded while requests queued.
-    pub cold_starts: u64,
-    pub replica_cold_starts: u64,
+    /// The scored days' figures, every model's added up.
+    pub scored: DayStats,
     /// prewarm-split: the share of its decisions that chose the split tier, and the mean warm
     /// nodes they asked for.
     pub split_share: f64,
     pub mean_warm_nodes: f64,
     /// The pool's days (for the choice of the knob on the training days).
     pub days: Vec<DayStats>,
-}
-
-impl PoolPoint {
-    pub fn delayed_fraction(&self) -> f64 {
-        DayStats {
-            requests: self.requests,
-            delayed: self.delayed,
-            ..DayStats::default()
-        }
-        .delayed_fraction()
-    }
 }
 
 /// What one pool comparison found: every point, and per policy the one chosen on the training
@@ -112,7 +97,6 @@ struct FirstPass {
 }
 
 fn first_pass(workload: &Workload, setup: &Setup, models: usize) -> Result<FirstPass, TraceError> {
-    const WARM_WINDOW_S: f64 = 300.0;
     let (reqs, slot) = workload.requests(&setup.model)?;
     let requests: Vec<Request> = reqs.collect();
     check(&slot)?;
@@ -140,31 +124,15 @@ fn first_pass(workload: &Workload, setup: &Setup, models: usize) -> Result<First
     for (c, &l) in load.iter().enumerate() {
         model_load[model_of[c]] += l;
     }
-    let m = &setup.model;
     let mut warm = Vec::with_capacity(models);
     let mut peaks = Vec::with_capacity(models);
     for model in 0..models {
-        let model_of = &model_of;
-        let mine = || {
-            requests
-                .iter()
-                .copied()
-                .filter(move |r| model_of[r.client as usize] == model)
-        };
-        // The steady state before t = 0, as the one-model comparison takes it.
-        let (count, service_sum) = mine()
-            .take_while(|r| r.arrival < WARM_WINDOW_S)
-            .fold((0u64, 0.0), |(n, s), r| (n + 1, s + r.service_s));
-        warm.push(jobs::warm_start(m, count, service_sum, WARM_WINDOW_S));
-        let ideal = ideal::run(
-            mine(),
-            0.0,
-            m.slots_per_replica,
-            m.gpus_per_replica,
-            setup.karpenter.instance.gpus,
-            setup.prewarm_policy.step_s,
-            setup.bound_setups(),
-        );
+        let mine = requests
+            .iter()
+            .copied()
+            .filter(|r| model_of[r.client as usize] == model);
+        let (ideal, w) = jobs::warm_and_ideal(mine, setup, 0.0);
+        warm.push(w);
         peaks.push(ideal.training_peak(setup.train_days));
     }
     Ok(FirstPass {
@@ -176,52 +144,47 @@ fn first_pass(workload: &Workload, setup: &Setup, models: usize) -> Result<First
     })
 }
 
-/// One run of the comparison: a policy at a knob (static-peak's: the pool's replicas).
-#[derive(Clone, Copy, Debug)]
-struct Job {
-    policy: PolicyName,
-    knob: f64,
-}
-
+/// The runs of `policies` (Karpenter alone once, each other policy's knob over its grid on the
+/// pool's training peak, in its first variant: prewarm's slow release).
 fn jobs(policies: &[PolicyName], setup: &Setup, pool_peak: u32) -> Vec<Job> {
     let mut out = Vec::new();
     for &policy in policies {
-        let grid = match policy {
-            PolicyName::Reactive => vec![0.0],
+        match policy {
+            PolicyName::Reactive => out.push(Job::Reactive),
             // Every model has the setup's replica size, so the pool's nodes hold
             // replicas_per_node of any of them: its fleets and balloons are whole nodes too.
-            _ => knob_grid::grid(
-                policy,
-                pool_peak,
-                setup.replicas_per_node(),
-                setup.buffer_max,
-                setup.model.hpa.target_utilization,
-            ),
-        };
-        out.extend(grid.into_iter().map(|knob| Job { policy, knob }));
+            _ => {
+                let first = knob_grid::variants(policy, setup.train_days, 0.0)[0];
+                out.extend(jobs::points(policy, setup, pool_peak, vec![first]));
+            }
+        }
     }
     out
 }
 
-/// The deployments' configurations (compare's job of each model) and the pool's headroom.
-fn configs(job: Job, setup: &Setup, pass: &FirstPass) -> (Vec<RunConfig>, PoolHeadroom) {
-    let Job { policy, knob } = job;
-    let variant = knob_grid::variants(policy, setup.train_days, 0.0)[0];
-    let fleets = split_fleet(knob as u32, &pass.peaks);
-    let cfgs: Vec<RunConfig> = (0..pass.warm.len())
+/// A run's policy and knob (Karpenter alone's: 0).
+fn policy_knob(job: Job) -> (PolicyName, f64) {
+    match job {
+        Job::Point { policy, knob, .. } => (policy, knob),
+        _ => (PolicyName::Reactive, 0.0),
+    }
+}
+
+/// The deployments' configurations: compare's job of each model, a static fleet split between
+/// them.
+fn configs(job: Job, setup: &Setup, pass: &FirstPass) -> Vec<RunConfig> {
+    let fleets = split_fleet(policy_knob(job).1 as u32, &pass.peaks);
+    (0..pass.warm.len())
         .map(|m| {
-            let knob = match policy {
-                PolicyName::StaticPeak => fleets[m] as f64,
-                _ => knob,
-            };
-            let one = match policy {
-                PolicyName::Reactive => jobs::Job::Reactive,
-                _ => jobs::Job::Point {
-                    policy,
-                    knob,
-                    variant,
-                },
-            };
+            let mut one = job;
+            if let Job::Point {
+                policy: PolicyName::StaticPeak,
+                knob,
+                ..
+            } = &mut one
+            {
+                *knob = fleets[m] as f64;
+            }
             let base = jobs::base_config(setup, pass.warm[m], None);
             let mut cfg = jobs::job_config(one, &base, setup, &|_| Vec::new());
             match &mut cfg.headroom {
@@ -236,23 +199,7 @@ fn configs(job: Job, setup: &Setup, pass: &FirstPass) -> (Vec<RunConfig>, PoolHe
             }
             cfg
         })
-        .collect();
-    let headroom = match (policy, &cfgs[0].headroom) {
-        (PolicyName::PrewarmSplit, Headroom::PrewarmFloor { policy, .. }) => PoolHeadroom::Split {
-            policy: policy.clone(),
-            targets: cfgs
-                .iter()
-                .map(|c| match &c.headroom {
-                    Headroom::PrewarmFloor { target, .. } => (**target).clone(),
-                    _ => unreachable!("every model's headroom is prewarm's floor"),
-                })
-                .collect(),
-            // Independent errors: the clients of different models are different users.
-            correlation: 0.0,
-        },
-        _ => PoolHeadroom::PerModel,
-    };
-    (cfgs, headroom)
+        .collect()
 }
 
 /// A static fleet of `total` replicas split between the models in proportion to their training
@@ -299,23 +246,29 @@ pub fn compare_pool(
     let policies = pool_policies(&setup.policies);
     let jobs = jobs(&policies, setup, pool_peak);
     let points = parallel::map(&jobs, setup.threads, |&job| {
-        let (cfgs, headroom) = configs(job, setup, &pass);
+        let (policy, knob) = policy_knob(job);
         let r = engine::run_pool(
-            &cfgs,
-            &headroom,
+            &configs(job, setup, &pass),
+            // prewarm-split: the same decisions as prewarm-floor's, the pool's spare split.
+            policy == PolicyName::PrewarmSplit,
             &pass.model_of,
             pass.requests.iter().copied(),
             parallel::batched(progress),
         );
-        let sum = |f: fn(&engine::RunResult) -> u64| r.models.iter().map(f).sum::<u64>();
+        let mut scored = DayStats::default();
+        for m in r.models.iter().map(|m| &m.scored) {
+            scored.add(&DayStats {
+                requests: m.requests,
+                delayed: m.delayed,
+                gpu_seconds: m.gpu.total,
+                cold_starts: m.cold_starts,
+                replica_cold_starts: m.replica_cold_starts,
+            });
+        }
         PoolPoint {
-            policy: job.policy.label(),
-            knob: job.knob,
-            requests: sum(|m| m.scored.requests),
-            delayed: sum(|m| m.scored.delayed),
-            gpu_hours: r.gpu_seconds() / 3600.0,
-            cold_starts: sum(|m| m.scored.cold_starts),
-            replica_cold_starts: sum(|m| m.scored.replica_cold_starts),
+            policy,
+            knob,
+            scored,
             split_share: r.split_chosen as f64 / r.split_ticks.max(1) as f64,
             mean_warm_nodes: r.warm_nodes_sum as f64 / r.split_ticks.max(1) as f64,
             days: pool_days(&r.models),
@@ -324,10 +277,9 @@ pub fn compare_pool(
     let chosen = policies
         .iter()
         .map(|p| {
-            let of: Vec<&PoolPoint> = points.iter().filter(|x| x.policy == p.label()).collect();
+            let of: Vec<&PoolPoint> = points.iter().filter(|x| x.policy == *p).collect();
             let days: Vec<&[DayStats]> = of.iter().map(|x| x.days.as_slice()).collect();
-            let on = knob_grid::choice_days(*p, setup.train_days);
-            of[knob_grid::choose(&days, on, setup.slo_fraction)].clone()
+            of[knob_grid::chosen(*p, &days, setup)].clone()
         })
         .collect();
     Ok(PoolComparison {
@@ -364,12 +316,12 @@ pub fn print(c: &PoolComparison, workload: &str, setup: &Setup) {
         let train = knob_grid::training_totals(&p.days, setup.train_days);
         println!(
             "{:<14} {:>6} {:>9.4} {:>9.1} {:>8} {:>10} {:>6.2} {:>5.2} {:>9.4} {:>9.1}",
-            p.policy,
+            p.policy.label(),
             p.knob,
-            100.0 * p.delayed_fraction(),
-            p.gpu_hours,
-            p.cold_starts,
-            p.replica_cold_starts,
+            100.0 * p.scored.delayed_fraction(),
+            p.scored.gpu_seconds / 3600.0,
+            p.scored.cold_starts,
+            p.scored.replica_cold_starts,
             p.split_share,
             p.mean_warm_nodes,
             100.0 * train.delayed_fraction(),

@@ -133,6 +133,11 @@ impl Setup {
         (self.karpenter.instance.gpus / self.model.gpus_per_replica.max(1)).max(1)
     }
 
+    /// What a GPU-hour of Karpenter's nodes costs.
+    pub fn usd_per_gpu_hour(&self) -> f64 {
+        self.karpenter.usd_per_node_hour() / self.karpenter.instance.gpus as f64
+    }
+
     /// The true lead time of a cold start on a fresh node: the median launch, the pull and the
     /// load (what the simulated cluster takes, whatever prewarm is told).
     pub fn lead_time_s(&self) -> f64 {

@@ -34,7 +34,7 @@ use super::stats::{DayStats, GpuSplit, LogHistogram, Waterfall};
 pub use lambda_view::BandCoverage;
 pub use launch::LaunchModel;
 pub use lead::{LeadReport, LeadTime};
-pub use pool::{run_pool, PoolHeadroom, PoolResult};
+pub use pool::{run_pool, PoolResult};
 pub use residual::ResidualSeries;
 pub use world::{World, WorldName};
 
@@ -557,7 +557,7 @@ pub fn run(
     on_request: impl FnMut(),
 ) -> RunResult {
     let one = std::slice::from_ref(cfg);
-    let mut result = run_pool(one, &PoolHeadroom::PerModel, &[], requests, on_request);
+    let mut result = run_pool(one, false, &[], requests, on_request);
     result.models.pop().expect("one deployment")
 }
 

@@ -29,23 +29,16 @@ use super::pods::Phase;
 use super::waterfall::Rates;
 use super::{Cluster, Headroom, Request, RunConfig, RunResult, Sim};
 
-/// Who sets the pool's spare.
-#[derive(Clone, Debug)]
-// PolicySpec is large; one per pool run, not worth a box (as `Headroom`).
-#[allow(clippy::large_enum_variant)]
-pub enum PoolHeadroom {
-    /// Each deployment's own `RunConfig::headroom` (balloons, if any, on the first only: they
-    /// are the pool's).
-    PerModel,
-    /// prewarm decides per deployment every tick, and `tier_split` divides the pool's spare
-    /// between each deployment's HPA floor and warm nodes (balloons) shared by the pool. Every
-    /// deployment's headroom must be `Headroom::PrewarmFloor`.
-    Split {
-        policy: PolicySpec,
-        targets: Vec<TargetSpec>,
-        /// Correlation of the deployments' forecast errors (tier_split).
-        correlation: f64,
-    },
+/// The correlation of the deployments' forecast errors in the split (tier_split): independent,
+/// the clients of different models are different users.
+const SPLIT_CORRELATION: f64 = 0.0;
+
+/// A split deployment's prewarm policy and target (every one of them sets prewarm's HPA floor).
+fn floor_of(cfg: &RunConfig) -> (&PolicySpec, &TargetSpec) {
+    match &cfg.headroom {
+        Headroom::PrewarmFloor { policy, target } => (policy, target),
+        _ => unreachable!("the split sets prewarm's HPA floor"),
+    }
 }
 
 /// What a pool run measured: each deployment's own result (the nodes' GPU-seconds are charged
@@ -70,6 +63,8 @@ impl PoolResult {
 
 struct Pool<'a> {
     sims: Vec<Sim<'a>>,
+    /// Whether the pool's spare is split (`run_pool`).
+    split: bool,
     /// The pool's node set while no deployment's event runs.
     cluster: Cluster,
     result: PoolResult,
@@ -112,25 +107,20 @@ impl<'a> Pool<'a> {
         best.map(|(m, t, _)| (m, t))
     }
 
-    fn handle(&mut self, m: usize, headroom: &PoolHeadroom) {
+    fn handle(&mut self, m: usize) {
         let e = self.sims[m].events.pop().expect("peeked");
         let now = e.t;
-        match (&e.kind, headroom) {
+        match &e.kind {
             // One disruption controller (or Cluster Autoscaler scale-down) for the pool: the
             // first deployment's.
-            (Kind::Disruption | Kind::DisruptionValidate | Kind::ScaleDown, _) if m > 0 => return,
-            // The pool's decision runs on the first deployment's ticks; the others' end.
-            (Kind::Tick, PoolHeadroom::Split { .. }) if m > 0 => return,
-            (
-                Kind::Tick,
-                PoolHeadroom::Split {
-                    policy,
-                    targets,
-                    correlation,
-                },
-            ) => {
+            Kind::Disruption | Kind::DisruptionValidate | Kind::ScaleDown if m > 0 => return,
+            // The pool's decision runs on the first deployment's ticks (its policy); the
+            // others' end.
+            Kind::Tick if self.split && m > 0 => return,
+            Kind::Tick if self.split => {
+                let (policy, _) = floor_of(self.sims[0].cfg);
                 self.sims[0].now = now;
-                self.split_tick(now, policy, targets, *correlation);
+                self.split_tick(now, policy);
                 let next = now + policy.tick_s;
                 self.sims[0].push(next, Kind::Tick);
                 self.schedule_others(usize::MAX, now);
@@ -153,10 +143,11 @@ impl<'a> Pool<'a> {
 
     /// prewarm's decision for every deployment, split by `tier_split` between their HPA floors
     /// and the pool's warm nodes (balloons of the first deployment's size).
-    fn split_tick(&mut self, now: f64, policy: &PolicySpec, targets: &[TargetSpec], rho: f64) {
+    fn split_tick(&mut self, now: f64, policy: &PolicySpec) {
         let mut plans = Vec::with_capacity(self.sims.len());
         let mut demands = Vec::with_capacity(self.sims.len());
-        for (m, target) in targets.iter().enumerate() {
+        for m in 0..self.sims.len() {
+            let (_, target) = floor_of(self.sims[m].cfg);
             let (plan, held) = self.with(m, now, |s| {
                 (
                     s.prewarm_decision(policy, target),
@@ -192,7 +183,7 @@ impl<'a> Pool<'a> {
             plans.push(plan);
         }
         let node_gpus = self.sims[0].cfg.provisioner.instance.gpus;
-        let split = tier_split::split(&demands, node_gpus, rho);
+        let split = tier_split::split(&demands, node_gpus, SPLIT_CORRELATION);
         self.result.split_ticks += 1;
         if split.tier == Tier::Split {
             self.result.split_chosen += 1;
@@ -266,25 +257,30 @@ impl Sim<'_> {
 }
 
 /// Runs the deployments `cfgs` on one NodePool (the first's provisioner, launch model and seed).
-/// Each request goes to the deployment `model_of_client[client]` (0 past the end).
+/// Each request goes to the deployment `model_of_client[client]` (0 past the end). Each
+/// deployment's own `RunConfig::headroom` sets its spare (balloons, if any, on the first only:
+/// they are the pool's), or with `split` prewarm decides per deployment every tick (the first's
+/// policy, each its own target) and `tier_split` divides the pool's spare between each
+/// deployment's HPA floor and warm nodes (balloons) shared by the pool: every deployment's
+/// headroom must then be `Headroom::PrewarmFloor`.
 pub fn run_pool(
     cfgs: &[RunConfig],
-    headroom: &PoolHeadroom,
+    split: bool,
     model_of_client: &[usize],
     requests: impl Iterator<Item = Request>,
     mut on_request: impl FnMut(),
 ) -> PoolResult {
     assert!(!cfgs.is_empty(), "a pool needs a deployment");
-    if let PoolHeadroom::Split { targets, .. } = headroom {
-        assert_eq!(targets.len(), cfgs.len(), "one target per deployment");
-        assert!(
-            cfgs.iter()
+    assert!(
+        !split
+            || cfgs
+                .iter()
                 .all(|c| matches!(c.headroom, Headroom::PrewarmFloor { .. })),
-            "the split sets prewarm's HPA floor"
-        );
-    }
+        "the split sets prewarm's HPA floor"
+    );
     let mut pool = Pool {
         sims: cfgs.iter().map(Sim::new).collect(),
+        split,
         cluster: Cluster::default(),
         result: PoolResult::default(),
         rates: Rates::default(),
@@ -314,7 +310,7 @@ pub fn run_pool(
             let (m, t) = event.expect("peeked");
             pool.accrue(t);
             let moves = pool.moves_pods(m);
-            pool.handle(m, headroom);
+            pool.handle(m);
             if moves {
                 pool.retake_rates();
             }

@@ -45,11 +45,10 @@ fn with_one_target_the_split_is_prewarms_own_floor() {
     // One target: pooling saves nothing, so the split keeps every band in the floor (tier
     // Replicas) and the run is the prewarm-floor run, tick for tick.
     let mut cfg = prewarm_floor_config();
-    let Headroom::PrewarmFloor { policy, target } = &mut cfg.headroom else {
+    let Headroom::PrewarmFloor { policy, .. } = &mut cfg.headroom else {
         unreachable!()
     };
     policy.tick_s = 60.0;
-    let (policy, target) = (policy.clone(), (**target).clone());
     cfg.model.image_pull_s = 100.0;
     cfg.model.model_load_s = 30.0;
     // A ramp: 1 request a second of 20 s, then 3 a second from 1200 s, to 2400 s.
@@ -60,14 +59,9 @@ fn with_one_target_the_split_is_prewarms_own_floor() {
         })
         .collect();
     let alone = run(&cfg, reqs.iter().copied(), || {});
-    let split = PoolHeadroom::Split {
-        policy,
-        targets: vec![target],
-        correlation: 0.0,
-    };
     let pool = run_pool(
         std::slice::from_ref(&cfg),
-        &split,
+        true,
         &[0],
         reqs.iter().copied(),
         || {},
@@ -91,13 +85,7 @@ fn replicas_of_two_models_share_one_node() {
     cfg.provisioner.instance = instance_type("g5.12xlarge").unwrap().clone();
     cfg.replicas = Replicas::Static(1);
     let reqs = [req(0.0, 100.0, 0), req(0.0, 100.0, 1)];
-    let pool = run_pool(
-        &[cfg.clone(), cfg],
-        &PoolHeadroom::PerModel,
-        &[0, 1],
-        reqs.into_iter(),
-        || {},
-    );
+    let pool = run_pool(&[cfg.clone(), cfg], false, &[0, 1], reqs.into_iter(), || {});
     assert_eq!(pool.gpu_seconds(), 400.0);
     let served: Vec<u64> = pool.models.iter().map(|r| r.scored.requests).collect();
     assert_eq!(served, vec![1, 1]);
@@ -118,7 +106,7 @@ fn a_balloon_of_the_pool_serves_whichever_model_bursts() {
         };
         let pool = run_pool(
             &[first, cfg.clone()],
-            &PoolHeadroom::PerModel,
+            false,
             &[0, 1],
             reqs.iter().copied(),
             || {},
@@ -152,6 +140,7 @@ fn a_node_karpenter_deletes_has_every_models_pods_evicted() {
     let cfgs = [cfg.clone(), cfg];
     let mut pool = Pool {
         sims: cfgs.iter().map(Sim::new).collect(),
+        split: false,
         cluster: Cluster::default(),
         result: PoolResult::default(),
         rates: Default::default(),
@@ -173,7 +162,7 @@ fn a_node_karpenter_deletes_has_every_models_pods_evicted() {
         if t > 700.0 {
             break;
         }
-        pool.handle(m, &PoolHeadroom::PerModel);
+        pool.handle(m);
     }
     assert!(!pool.cluster.nodes[0].alive);
     assert!(pool.cluster.nodes[1].alive);
@@ -206,13 +195,7 @@ fn room_one_model_frees_takes_another_models_pending_pod_at_once() {
     first.warm.replicas = 3;
     cfg.warm.replicas = 1;
     let reqs = vec![req(0.0, 10_000.0, 1); 16];
-    let pool = run_pool(
-        &[first, cfg],
-        &PoolHeadroom::PerModel,
-        &[0, 1],
-        reqs.into_iter(),
-        || {},
-    );
+    let pool = run_pool(&[first, cfg], false, &[0, 1], reqs.into_iter(), || {});
     let launched: u64 = pool.models.iter().map(|r| r.scored.nodes_launched).sum();
     assert_eq!((pool.models[1].scored.cold_starts, launched), (0, 0));
     assert!(pool.models[1].peak_replicas >= 2);
