@@ -25,23 +25,6 @@ pub const MIN_TARGET_WAIT_S: f64 = 0.001;
 /// Relative slack in the wait comparison, so a wait equal to the target up to rounding passes.
 const WAIT_TOLERANCE: f64 = 1e-9;
 
-/// Erlang C: probability that an arrival waits, for `servers` servers and offered load `load`
-/// Erlangs. 1 when the queue is unstable (servers ≤ load).
-pub fn erlang_c(servers: u64, load: f64) -> f64 {
-    if load.is_nan() || load <= 0.0 {
-        return 0.0;
-    }
-    let c = servers as f64;
-    if c <= load {
-        return 1.0;
-    }
-    let mut b = 1.0;
-    for k in 1..=servers {
-        b = load * b / (k as f64 + load * b);
-    }
-    c * b / (c - load * (1.0 - b))
-}
-
 /// Replicas of `concurrency` slots each needed to serve `rate` req/s with mean service time
 /// `service_time_s` so the mean queueing wait stays within `target_wait_s` (Erlang C over
 /// `replicas * concurrency` servers; Little's law gives the offered load).
@@ -89,54 +72,6 @@ pub fn replicas_for(rate: f64, service_time_s: f64, concurrency: u32, target_wai
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Textbook Erlang C, straight from the formula (fine for small c):
-    /// C = (a^c/c! · c/(c−a)) / (Σ_{k<c} a^k/k! + a^c/c! · c/(c−a)).
-    fn erlang_c_textbook(c: u32, a: f64) -> f64 {
-        let mut term = 1.0; // a^k / k!
-        let mut sum = 0.0;
-        for k in 0..c {
-            sum += term;
-            term *= a / f64::from(k + 1);
-        }
-        let top = term * f64::from(c) / (f64::from(c) - a);
-        top / (sum + top)
-    }
-
-    #[test]
-    fn erlang_c_matches_the_textbook_formula() {
-        for (c, a) in [
-            (1, 0.5),
-            (2, 0.5),
-            (2, 1.5),
-            (5, 3.0),
-            (10, 8.0),
-            (20, 15.5),
-        ] {
-            let want = erlang_c_textbook(c, a);
-            let got = erlang_c(u64::from(c), a);
-            assert!(
-                (got - want).abs() < 1e-12,
-                "C({c}, {a}) = {got}, want {want}"
-            );
-        }
-        // M/M/1: C(1, ρ) = ρ.
-        assert!((erlang_c(1, 0.3) - 0.3).abs() < 1e-12);
-        // M/M/2: C(2, a) = a² / (2 + a); a = 0.5 gives 0.25 / 2.5 = 0.1.
-        assert!((erlang_c(2, 0.5) - 0.1).abs() < 1e-12);
-        assert_eq!(erlang_c(3, 3.0), 1.0, "unstable queue always waits");
-        assert_eq!(erlang_c(3, 0.0), 0.0);
-    }
-
-    #[test]
-    fn erlang_c_is_finite_for_thousands_of_servers() {
-        // Square-root staffing c = a + β√a: Halfin–Whitt gives C → (1 + β·Φ(β)/φ(β))⁻¹;
-        // for β = 2, Φ(2) = 0.97725 and φ(2) = e⁻²/√(2π) = 0.053991, so C → 1/37.2 = 0.0269.
-        let a: f64 = 10_000.0;
-        let c = (a + 2.0 * a.sqrt()) as u64;
-        let got = erlang_c(c, a);
-        assert!((got - 0.0269).abs() < 0.003, "C({c}, {a}) = {got}");
-    }
 
     struct Row {
         name: &'static str,
