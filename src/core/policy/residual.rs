@@ -131,14 +131,6 @@ impl Decomposition {
         self.forecastable + self.lead_miss + self.unforecastable
     }
 
-    /// The unforecastable share of the delayed (0 with nothing delayed).
-    pub fn unforecastable_share(&self) -> f64 {
-        match self.delayed() {
-            0 => 0.0,
-            n => self.unforecastable as f64 / n as f64,
-        }
-    }
-
     /// The kind of the delayed step `index` (None: not a scored delayed step): how a caller
     /// groups its own delayed requests (by client class, by day) by the step they arrived in.
     pub fn kind_of(&self, index: usize) -> Option<Kind> {
@@ -428,7 +420,8 @@ mod tests {
         assert!((d.scored_hours - 1.0 / 15.0).abs() < 1e-12);
         assert!((d.reserve_gpu_hours - 4.0 / 15.0).abs() < 1e-12);
         assert!((d.reserve_usd - 16.0 / 15.0).abs() < 1e-12);
-        assert_eq!(d.unforecastable_share(), 0.75);
+        // 10 forecastable and 30 unforecastable of 40 delayed.
+        assert_eq!(d.shares(), (0.25, 0.0, 0.75));
         assert_eq!(d.kind_of(7), Some(Kind::Unforecastable));
         assert_eq!(d.kind_of(9), Some(Kind::Forecastable));
         assert_eq!(d.kind_of(8), None);
