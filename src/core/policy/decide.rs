@@ -403,14 +403,7 @@ fn size(
     } else if target.hpa.is_some() {
         fallback = Some("HPA not read".into());
     }
-    let size = |rate: f64| {
-        replicas_for(
-            rate,
-            inputs.service_time_s,
-            target.replica_concurrency,
-            policy.target_wait_s,
-        )
-    };
+    let size = |rate| queue_replicas(rate, inputs, target, policy);
     let now = size(inputs.observed_rate);
     let in_use = observed.serving_replicas.unwrap_or(now);
     Sized {
@@ -420,6 +413,17 @@ fn size(
         units: "queue",
         fallback,
     }
+}
+
+/// Replicas the queue model sizes for `rate` req/s with the target's service time, slots and
+/// wait target.
+fn queue_replicas(rate: f64, inputs: &Inputs, target: &TargetSpec, policy: &PolicySpec) -> u32 {
+    replicas_for(
+        rate,
+        inputs.service_time_s,
+        target.replica_concurrency,
+        policy.target_wait_s,
+    )
 }
 
 /// Freeze consolidation while the point forecast (without the error band) needs more replicas
@@ -436,14 +440,7 @@ fn consolidation(
     if !target.freeze_consolidation {
         return None;
     }
-    let size = |rate: f64| {
-        replicas_for(
-            rate,
-            inputs.service_time_s,
-            target.replica_concurrency,
-            policy.target_wait_s,
-        )
-    };
+    let size = |rate| queue_replicas(rate, inputs, target, policy);
     let rising = size(inputs.forecast.point_over_horizon) > size(inputs.forecast.level);
     let hold_expired = prior.hold.is_none_or(|h| h.until <= now);
     if rising {
