@@ -111,23 +111,9 @@ mod tests {
     /// (the survivor grace) unless it finishes first.
     fn drain(phase: Phase) -> DrainState {
         DrainState {
-            event_id: "ev".into(),
-            kind: NoticeKind::SpotInterruption,
-            phase,
-            notice_time: T0,
             deadline: Some(T0 + 90.0),
-            started_at: T0,
-            replacement_requested_at: Some(T0),
-            replacement_ready_at: None,
-            evicting_since: None,
-            finished_at: None,
-            replacement_gpus: 8,
             instance_end: Some(T0 + 120.0),
-            last_step_at: Some(T0),
-            next_check_at: None,
-            event_time: None,
-            user_cordoned: false,
-            pods_moved: 0,
+            ..DrainState::test(NoticeKind::SpotInterruption, phase, T0)
         }
     }
 

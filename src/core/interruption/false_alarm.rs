@@ -83,22 +83,13 @@ mod tests {
     fn drained_rebalance() -> DrainState {
         DrainState {
             event_id: "reb-1".into(),
-            kind: NoticeKind::Rebalance,
-            phase: Phase::Drained,
-            notice_time: T0,
             event_time: Some(T0),
-            deadline: None,
-            started_at: T0,
-            replacement_requested_at: Some(T0),
             replacement_ready_at: Some(T0 + 2.0 * MIN),
             evicting_since: Some(T0 + 2.0 * MIN),
             finished_at: Some(T0 + 5.0 * MIN),
-            replacement_gpus: 8,
-            instance_end: None,
             last_step_at: Some(T0 + 5.0 * MIN),
-            next_check_at: None,
-            user_cordoned: false,
             pods_moved: 1,
+            ..DrainState::test(NoticeKind::Rebalance, Phase::Drained, T0)
         }
     }
 

@@ -67,23 +67,16 @@ mod tests {
         end: Option<f64>,
     ) -> DrainState {
         DrainState {
-            event_id: "e-1".into(),
-            kind: NoticeKind::SpotInterruption,
-            phase: Phase::Drained,
             notice_time: T,
             event_time: Some(T),
             deadline: end.map(|e| e - 30.0),
-            started_at: T + 1.0,
-            replacement_requested_at: Some(T + 1.0),
             replacement_ready_at: ready.map(|r| T + r),
             evicting_since: evicting.map(|e| T + e),
             finished_at: finished.map(|f| T + f),
-            replacement_gpus: 8,
             instance_end: end.map(|e| T + e),
             last_step_at: finished.map(|f| T + f),
-            next_check_at: None,
-            user_cordoned: false,
             pods_moved,
+            ..DrainState::test(NoticeKind::SpotInterruption, Phase::Drained, T + 1.0)
         }
     }
 

@@ -70,23 +70,10 @@ mod tests {
 
     fn state(phase: Phase, end: Option<f64>) -> DrainState {
         DrainState {
-            event_id: "ev".into(),
-            kind: NoticeKind::SpotInterruption,
-            phase,
-            notice_time: T0,
             deadline: end.map(|e| e - 30.0),
-            started_at: T0,
-            replacement_requested_at: Some(T0),
-            replacement_ready_at: None,
-            evicting_since: None,
-            finished_at: None,
             replacement_gpus: 4,
             instance_end: end,
-            last_step_at: Some(T0),
-            next_check_at: None,
-            event_time: None,
-            user_cordoned: false,
-            pods_moved: 0,
+            ..DrainState::test(NoticeKind::SpotInterruption, phase, T0)
         }
     }
 

@@ -170,23 +170,11 @@ mod tests {
 
     fn state(kind: NoticeKind, phase: Phase, last_step: f64) -> DrainState {
         DrainState {
-            event_id: "ev".into(),
-            kind,
-            phase,
-            notice_time: T0,
             deadline: Some(T0 + 90.0),
-            started_at: T0,
-            replacement_requested_at: Some(T0),
-            replacement_ready_at: None,
-            evicting_since: None,
-            finished_at: None,
             replacement_gpus: 4,
             instance_end: Some(T0 + 120.0),
             last_step_at: Some(last_step),
-            next_check_at: None,
-            event_time: None,
-            user_cordoned: false,
-            pods_moved: 0,
+            ..DrainState::test(kind, phase, T0)
         }
     }
 

@@ -117,23 +117,12 @@ mod tests {
         user_cordoned: bool,
     ) -> DrainState {
         DrainState {
-            event_id: "ev-1".into(),
-            kind: NoticeKind::SpotInterruption,
-            phase,
-            notice_time: NOW - 300.0,
             deadline: Some(NOW + 60.0),
-            started_at: NOW - 300.0,
             replacement_requested_at: Some(NOW - 299.0),
-            replacement_ready_at: None,
-            evicting_since: None,
-            finished_at: None,
-            replacement_gpus: 8,
             instance_end: end_in.map(|d| NOW + d),
             last_step_at: Some(NOW - last_step_ago),
             user_cordoned,
-            pods_moved: 0,
-            event_time: None,
-            next_check_at: None,
+            ..DrainState::test(NoticeKind::SpotInterruption, phase, NOW - 300.0)
         }
     }
 

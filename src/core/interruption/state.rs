@@ -141,6 +141,32 @@ pub struct DrainState {
 }
 
 impl DrainState {
+    /// The tests' drain: a `kind` notice noticed, claimed and its replacement (8 GPUs) asked for
+    /// at `t`, last stepped at `t`, nothing else yet; a test changes what its row needs with
+    /// `..DrainState::test(..)`.
+    #[cfg(test)]
+    pub(crate) fn test(kind: NoticeKind, phase: Phase, t: f64) -> Self {
+        DrainState {
+            event_id: "ev".into(),
+            kind,
+            phase,
+            notice_time: t,
+            event_time: None,
+            deadline: None,
+            started_at: t,
+            replacement_requested_at: Some(t),
+            replacement_ready_at: None,
+            evicting_since: None,
+            finished_at: None,
+            replacement_gpus: 8,
+            instance_end: None,
+            last_step_at: Some(t),
+            next_check_at: None,
+            user_cordoned: false,
+            pods_moved: 0,
+        }
+    }
+
     /// The annotations that hold this state.
     pub fn to_annotations(&self) -> BTreeMap<String, String> {
         let mut m = BTreeMap::new();

@@ -18,23 +18,12 @@ const NOW: f64 = 1_795_953_600.0; // 2026-11-29T12:00:00Z
 /// Spot warning: deadline NOW+90, instance end NOW+120; replacement ready at `ready_at`.
 fn state(ready_at: Option<f64>) -> DrainState {
     DrainState {
-        event_id: "e".into(),
-        kind: NoticeKind::SpotInterruption,
-        phase: Phase::Evicting,
-        notice_time: NOW,
         deadline: Some(NOW + 90.0),
-        started_at: NOW,
-        replacement_requested_at: Some(NOW),
         replacement_ready_at: ready_at,
         evicting_since: ready_at,
-        finished_at: None,
         replacement_gpus: 1,
         instance_end: Some(NOW + 120.0),
-        last_step_at: Some(NOW),
-        next_check_at: None,
-        event_time: None,
-        user_cordoned: false,
-        pods_moved: 0,
+        ..DrainState::test(NoticeKind::SpotInterruption, Phase::Evicting, NOW)
     }
 }
 

@@ -302,23 +302,12 @@ fn unreadable_records_name_the_annotation() {
 
 fn state(ready_at: Option<f64>, deadline: Option<f64>) -> DrainState {
     DrainState {
-        event_id: "e".into(),
-        kind: NoticeKind::SpotInterruption,
-        phase: Phase::Evicting,
-        notice_time: NOW,
         deadline,
-        started_at: NOW,
-        replacement_requested_at: Some(NOW),
         replacement_ready_at: ready_at,
         evicting_since: ready_at,
-        finished_at: None,
         replacement_gpus: 1,
         instance_end: deadline.map(|d| d + 30.0),
-        last_step_at: Some(NOW),
-        next_check_at: None,
-        event_time: None,
-        user_cordoned: false,
-        pods_moved: 0,
+        ..DrainState::test(NoticeKind::SpotInterruption, Phase::Evicting, NOW)
     }
 }
 

@@ -129,27 +129,17 @@ fn claimed_with(
     edit: impl FnOnce(&mut DrainState),
 ) -> NodeView {
     let n = notice(kind);
+    let phase = match evicting_since {
+        Some(_) => Phase::Evicting,
+        None => Phase::WaitingForReplacement,
+    };
     let mut state = DrainState {
         event_id: "ev-1".into(),
-        kind,
-        phase: match evicting_since {
-            Some(_) => Phase::Evicting,
-            None => Phase::WaitingForReplacement,
-        },
         notice_time: T0,
         deadline: eviction_deadline(&n, 30.0),
-        started_at: T0 + 1.0,
-        replacement_requested_at: Some(T0 + 1.0),
-        replacement_ready_at: None,
         evicting_since: evicting_since.map(|t| T0 + t),
-        finished_at: None,
-        replacement_gpus: 8,
         instance_end: instance_end(&n),
-        last_step_at: Some(T0 + 1.0),
-        next_check_at: None,
-        event_time: None,
-        user_cordoned: false,
-        pods_moved: 0,
+        ..DrainState::test(kind, phase, T0 + 1.0)
     };
     edit(&mut state);
     NodeView {
