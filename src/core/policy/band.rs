@@ -425,11 +425,7 @@ pub(crate) mod tests {
     }
 
     fn grid(values: &[f64]) -> Vec<Sample> {
-        values
-            .iter()
-            .enumerate()
-            .map(|(i, v)| Sample::new(T0 + 60.0 * i as f64, *v))
-            .collect()
+        Sample::grid(T0, 60.0, values)
     }
 
     #[test]
@@ -743,11 +739,7 @@ pub(crate) mod tests {
                 }
             })
             .collect();
-        let history: Vec<Sample> = values
-            .iter()
-            .enumerate()
-            .map(|(i, v)| Sample::new(T + 60.0 * i as f64, *v))
-            .collect();
+        let history = Sample::grid(T, 60.0, &values);
         let policy = PolicySpec {
             seasons_s: vec![86_400.0],
             band_history_s: 2.0 * 86_400.0,

@@ -152,11 +152,7 @@ mod tests {
     }
 
     fn on_grid(values: &[f64]) -> Vec<Sample> {
-        values
-            .iter()
-            .enumerate()
-            .map(|(i, v)| Sample::new(T0 + 15.0 * i as f64, *v))
-            .collect()
+        Sample::grid(T0, 15.0, values)
     }
 
     struct Row {

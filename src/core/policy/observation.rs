@@ -21,6 +21,16 @@ impl Sample {
         Sample { t, v }
     }
 
+    /// The tests' series: `values` every `step_s` seconds, the first at `start`.
+    #[cfg(test)]
+    pub(crate) fn grid(start: f64, step_s: f64, values: &[f64]) -> Vec<Sample> {
+        values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| Sample::new(start + step_s * i as f64, *v))
+            .collect()
+    }
+
     /// A finite time and a finite value within `MAX_SAMPLE_MAGNITUDE`.
     pub fn is_plausible(&self) -> bool {
         self.t.is_finite() && self.v.is_finite() && self.v.abs() <= MAX_SAMPLE_MAGNITUDE

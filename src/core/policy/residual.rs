@@ -331,6 +331,25 @@ mod tests {
         }
     }
 
+    /// The series on the tests' minute grid from T0.
+    fn minutes<'a>(
+        demand: &'a [f64],
+        upper: &'a [Option<f64>],
+        capacity: &'a [f64],
+        need: &'a [f64],
+        delayed: &'a [u64],
+    ) -> Series<'a> {
+        Series {
+            start_s: T0,
+            step_s: 60.0,
+            demand,
+            upper,
+            capacity,
+            need,
+            delayed,
+        }
+    }
+
     /// Training demand 4, 4, 6, 6, 5, 5: rises over two steps (t = 2..5) are 6−4 = 2,
     /// 6−4 = 2, 5−6 = −1, 5−6 = −1, so R = 2.
     const TRAINING: [f64; 6] = [4.0, 4.0, 6.0, 6.0, 5.0, 5.0];
@@ -372,15 +391,7 @@ mod tests {
             let need = [4.0; 10];
             let mut delayed = [0; 10];
             delayed[8] = 4;
-            let series = Series {
-                start_s: T0,
-                step_s: 60.0,
-                demand: &demand,
-                upper: &upper,
-                capacity: &capacity,
-                need: &need,
-                delayed: &delayed,
-            };
+            let series = minutes(&demand, &upper, &capacity, &need, &delayed);
             let d = decompose(&series, &setting());
             assert_eq!(d.training_rise, Some(2.0), "{name}");
             assert_eq!(d.steps.len(), 1, "{name}");
@@ -403,15 +414,7 @@ mod tests {
         let capacity = [3.0; 10];
         let need = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 6.5, 0.0, 9.0];
         let delayed = [0, 0, 0, 0, 0, 0, 0, 30, 0, 10];
-        let series = Series {
-            start_s: T0,
-            step_s: 60.0,
-            demand: &demand,
-            upper: &upper,
-            capacity: &capacity,
-            need: &need,
-            delayed: &delayed,
-        };
+        let series = minutes(&demand, &upper, &capacity, &need, &delayed);
         let d = decompose(&series, &setting());
         assert_eq!((d.forecastable, d.lead_miss, d.unforecastable), (10, 0, 30));
         assert_eq!(d.steps[0].shortfall, 3.5);
@@ -518,15 +521,7 @@ mod tests {
         let capacity = [1.0; 4];
         let need = [2.0, 4.5, 2.0, 3.0];
         let delayed = [1, 1, 1, 1];
-        let series = Series {
-            start_s: T0,
-            step_s: 60.0,
-            demand: &demand,
-            upper: &upper,
-            capacity: &capacity,
-            need: &need,
-            delayed: &delayed,
-        };
+        let series = minutes(&demand, &upper, &capacity, &need, &delayed);
         let setting = Setting {
             training: 0..0,
             scored: 0..4,

@@ -82,11 +82,7 @@ mod tests {
     const T0: f64 = 1_700_006_400.0;
 
     fn series(values: &[f64]) -> Vec<Sample> {
-        values
-            .iter()
-            .enumerate()
-            .map(|(i, v)| Sample::new(T0 + 60.0 * i as f64, *v))
-            .collect()
+        Sample::grid(T0, 60.0, values)
     }
 
     /// Concurrency 4, SLO wait 10 s. (rate, waiting, running) per minute and what follows:

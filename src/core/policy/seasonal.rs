@@ -188,11 +188,7 @@ mod tests {
 
     /// `values` on the 15 s grid, the first at `start`.
     fn grid(start: f64, values: &[f64]) -> Vec<Sample> {
-        values
-            .iter()
-            .enumerate()
-            .map(|(i, v)| Sample::new(start + 15.0 * i as f64, *v))
-            .collect()
+        Sample::grid(start, 15.0, values)
     }
 
     /// Today: 4 samples ending at NOW. Season: the same 4 times plus 3 ahead (lead 45 s).
