@@ -205,7 +205,8 @@ pub(crate) mod tests {
         }
     }
 
-    fn set(pairs: &[(&str, Option<&str>)]) -> BTreeMap<String, Option<String>> {
+    /// The annotation writes a plan makes (None: remove), the tables of `surge` use it too.
+    pub(crate) fn set(pairs: &[(&str, Option<&str>)]) -> BTreeMap<String, Option<String>> {
         pairs
             .iter()
             .map(|(k, v)| (k.to_string(), v.map(str::to_string)))

@@ -3,6 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::*;
+use crate::floor::tests::set;
 use crate::interruption::{NoticeKind, Phase};
 
 const NOW: f64 = 1_795_953_600.0; // 2026-11-29T12:00:00Z
@@ -156,13 +157,6 @@ fn ann(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
-
-fn set(pairs: &[(&str, Option<&str>)]) -> BTreeMap<String, Option<String>> {
-    pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.map(str::to_string)))
         .collect()
 }
 
