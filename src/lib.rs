@@ -18,6 +18,8 @@ pub mod error;
 pub mod handlers;
 pub mod sim;
 pub mod telemetry;
+#[cfg(test)]
+pub(crate) mod test_util;
 
 /// The pure core, its own crate (src/core) so that the compiler keeps it free of tokio, kube and
 /// AWS; re-exported here so that `crate::core::...` and `prewarm::core::...` name it everywhere.

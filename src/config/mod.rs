@@ -318,6 +318,7 @@ pub fn parse_targets(raw: &str) -> Result<Vec<TargetSpec>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_util::string_map;
     use std::collections::HashMap;
 
     pub(crate) const TARGET: &str = r#"[{"name":"llama","nodePool":"gpu","maxSpare":8,
@@ -331,11 +332,14 @@ mod tests {
          "headroom":{"kind":"balloon","namespace":"prewarm","name":"balloon-b"}}]"#;
 
     pub(crate) fn config(pairs: &[(&str, &str)]) -> Result<Config> {
-        let map: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
+        let map: HashMap<String, String> = string_map(pairs);
         Config::from_lookup(move |k| map.get(k).cloned())
+    }
+
+    /// One function's configuration from `pairs`.
+    pub(crate) fn handler_config(kind: HandlerKind, pairs: &[(&str, &str)]) -> Result<Config> {
+        let map: HashMap<String, String> = string_map(pairs);
+        Config::for_handler(kind, move |k| map.get(k).cloned())
     }
 
     pub(crate) fn error_var(result: Result<Config>) -> String {
@@ -512,17 +516,13 @@ mod tests {
             ("RECHECK_SECONDS", "20"),
         ];
         pairs.extend_from_slice(broken_tick_settings);
-        let map: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        let c = Config::for_handler(HandlerKind::Interruption, |k| map.get(k).cloned()).unwrap();
+        let c = handler_config(HandlerKind::Interruption, &pairs).unwrap();
         assert_eq!(c.metric_source, None);
         assert_eq!(c.interruption.recheck_s, 20.0);
         assert_eq!(c.targets.len(), 1);
         c.require_cluster().unwrap();
         // The same environment stops the tick at Init, naming the first bad variable.
-        match Config::for_handler(HandlerKind::Tick, |k| map.get(k).cloned()) {
+        match handler_config(HandlerKind::Tick, &pairs) {
             Err(Error::Config { var, .. }) => assert_eq!(var, "LEAD_TIME_SECONDS"),
             other => panic!("{other:?}"),
         }

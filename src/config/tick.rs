@@ -269,9 +269,8 @@ fn require<F: Fn(&str) -> Option<String>>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::tests::{config, error_var, SHARED_FREEZE, TARGET};
+    use crate::config::tests::{config, error_var, handler_config, SHARED_FREEZE, TARGET};
     use crate::config::{HandlerKind, TargetsConfigMap};
-    use std::collections::HashMap;
 
     #[test]
     fn policy_v2_settings_are_read() {
@@ -415,6 +414,17 @@ mod tests {
         }
     }
 
+    /// A tick that is ready to start with `targets`: Prometheus, a kubeconfig and the queue.
+    fn tick_env(targets: &str) -> Vec<(&'static str, &str)> {
+        vec![
+            ("PREWARM_TARGETS", targets),
+            ("METRIC_SOURCE", "prometheus"),
+            ("PROMETHEUS_URL", "http://127.0.0.1:19090"),
+            ("KUBECONFIG", "/tmp/kubeconfig"),
+            ("INTERRUPTION_QUEUE_URL", "http://127.0.0.1:5000/1/q"),
+        ]
+    }
+
     #[test]
     fn a_full_tick_configuration_parses() {
         let c = config(&[
@@ -460,13 +470,7 @@ mod tests {
     /// the interruption function starts with the same targets (it writes no pool).
     #[test]
     fn targets_that_could_fight_over_a_node_pool_stop_the_tick_not_the_drains() {
-        let pairs = [
-            ("PREWARM_TARGETS", SHARED_FREEZE),
-            ("METRIC_SOURCE", "prometheus"),
-            ("PROMETHEUS_URL", "http://127.0.0.1:19090"),
-            ("KUBECONFIG", "/tmp/kubeconfig"),
-            ("INTERRUPTION_QUEUE_URL", "http://127.0.0.1:5000/1/q"),
-        ];
+        let pairs = tick_env(SHARED_FREEZE);
         match config(&pairs).unwrap().require_tick_ready() {
             Err(Error::Config { var, message }) => {
                 assert_eq!(var, "PREWARM_TARGETS");
@@ -477,11 +481,7 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        let map: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        let drains = Config::for_handler(HandlerKind::Interruption, |k| map.get(k).cloned());
+        let drains = handler_config(HandlerKind::Interruption, &pairs);
         assert_eq!(drains.unwrap().targets.len(), 2);
     }
 
@@ -491,13 +491,7 @@ mod tests {
     fn a_targets_delay_price_needs_gpu_hour_cost_at_start_up() {
         let priced = r#"[{"name":"llama","nodePool":"gpu","maxSpare":8,"delayedRequestCost":0.02,
             "headroom":{"kind":"balloon","namespace":"prewarm","name":"balloon-llama"}}]"#;
-        let mut pairs = vec![
-            ("PREWARM_TARGETS", priced),
-            ("METRIC_SOURCE", "prometheus"),
-            ("PROMETHEUS_URL", "http://127.0.0.1:19090"),
-            ("KUBECONFIG", "/tmp/kubeconfig"),
-            ("INTERRUPTION_QUEUE_URL", "http://127.0.0.1:5000/1/q"),
-        ];
+        let mut pairs = tick_env(priced);
         match config(&pairs).unwrap().require_tick_ready() {
             Err(Error::Config { var, message }) => {
                 assert_eq!(var, "GPU_HOUR_COST");
@@ -615,17 +609,13 @@ mod tests {
 
     #[test]
     fn the_tick_needs_the_interruption_queue_to_hand_drains_over() {
-        let base = [
-            ("PREWARM_TARGETS", TARGET),
-            ("METRIC_SOURCE", "prometheus"),
-            ("PROMETHEUS_URL", "http://127.0.0.1:19090"),
-            ("KUBECONFIG", "/tmp/kubeconfig"),
-        ];
+        let mut base = tick_env(TARGET);
+        base.retain(|(k, _)| *k != "INTERRUPTION_QUEUE_URL");
         match config(&base).unwrap().require_tick_ready() {
             Err(Error::Config { var, .. }) => assert_eq!(var, "INTERRUPTION_QUEUE_URL"),
             other => panic!("{other:?}"),
         }
-        let mut bad = base.to_vec();
+        let mut bad = base;
         bad.push(("INTERRUPTION_QUEUE_URL", "prewarm-interruptions"));
         assert_eq!(error_var(config(&bad)), "INTERRUPTION_QUEUE_URL");
     }

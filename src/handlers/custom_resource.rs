@@ -166,6 +166,7 @@ async fn restore_on_delete(clients: &ClientCache, config: &Config, now: f64) -> 
 mod tests {
     use super::*;
     use crate::adapters::kube::restore::Restored;
+    use crate::test_util::string_map;
 
     fn line(outcome: RestoreOutcome) -> Restored {
         Restored {
@@ -258,10 +259,7 @@ mod tests {
             let (success, reason, got) = answer(kind, &handled);
             assert_eq!(success, ok, "{handled:?}");
             assert!(reason.contains(piece), "{handled:?}: {reason}");
-            let want: HashMap<String, String> = data
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect();
+            let want: HashMap<String, String> = string_map(&data);
             assert_eq!(got, want, "{handled:?}");
         }
     }

@@ -195,13 +195,7 @@ pub fn acted_recently(last_tick: Option<f64>, now: f64, tick_s: f64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn annotations(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::test_util::string_map;
 
     // 2026-11-29T12:00:00Z
     const NOON: f64 = 1_795_953_600.0;
@@ -233,7 +227,7 @@ mod tests {
 
     #[test]
     fn every_annotation_is_read() {
-        let a = annotations(&[
+        let a = string_map(&[
             (COOLDOWN_UNTIL, "2026-11-29T12:01:00Z"),
             (HOLD, r#"{"spare":4,"until":"2026-11-29T12:05:00Z"}"#),
             (LAST_TICK, "2026-11-29T11:59:45Z"),
@@ -264,7 +258,7 @@ mod tests {
 
     #[test]
     fn the_drains_map_wins_over_the_total() {
-        let a = annotations(&[
+        let a = string_map(&[
             (REPLACEMENT_DRAINS, r#"{"evt-1":5}"#),
             (REPLACEMENT_RESERVED, "1"),
         ]);
@@ -284,7 +278,7 @@ mod tests {
             (REPLACEMENT_RESERVED, "-1"),
         ];
         for (key, value) in cases {
-            let err = parse_headroom(1, &annotations(&[(key, value)])).unwrap_err();
+            let err = parse_headroom(1, &string_map(&[(key, value)])).unwrap_err();
             assert!(err.contains(key), "{key}={value}: {err}");
         }
     }

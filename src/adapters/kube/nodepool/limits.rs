@@ -296,6 +296,7 @@ pub fn limits_restore_step(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_util::string_map;
     use serde_json::json;
 
     fn view(limits: Option<Value>, saved: Option<&str>) -> NodePoolView {
@@ -312,13 +313,6 @@ mod tests {
                 .collect(),
             spec,
         }
-    }
-
-    fn wanted(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
     }
 
     /// (situation, current spec.limits, annotation before, wanted, limits patch, annotation).
@@ -367,7 +361,7 @@ mod tests {
                 "a limit changed: the user's value saved verbatim (a number stays a number)",
                 Some(json!({"cpu": 1000, "nvidia.com/gpu": "32"})),
                 None,
-                wanted(&[("nvidia.com/gpu", "16")]),
+                string_map(&[("nvidia.com/gpu", "16")]),
                 Some(json!({"nvidia.com/gpu": "16"})),
                 Some(json!({"hadLimits": true, "limits": {
                     "nvidia.com/gpu": {"before": "32", "written": "16"}}})),
@@ -376,7 +370,7 @@ mod tests {
                 "a new key: nothing before it",
                 Some(json!({"cpu": "1000"})),
                 None,
-                wanted(&[("nvidia.com/gpu", "16")]),
+                string_map(&[("nvidia.com/gpu", "16")]),
                 Some(json!({"nvidia.com/gpu": "16"})),
                 Some(json!({"hadLimits": true, "limits": {
                     "nvidia.com/gpu": {"written": "16"}}})),
@@ -385,7 +379,7 @@ mod tests {
                 "no spec.limits at all",
                 None,
                 None,
-                wanted(&[("nvidia.com/gpu", "16")]),
+                string_map(&[("nvidia.com/gpu", "16")]),
                 Some(json!({"nvidia.com/gpu": "16"})),
                 Some(json!({"hadLimits": false, "limits": {
                     "nvidia.com/gpu": {"written": "16"}}})),
@@ -396,7 +390,7 @@ mod tests {
                 Some(
                     r#"{"hadLimits":true,"limits":{"nvidia.com/gpu":{"before":"32","written":"16"}}}"#,
                 ),
-                wanted(&[("nvidia.com/gpu", "8")]),
+                string_map(&[("nvidia.com/gpu", "8")]),
                 Some(json!({"nvidia.com/gpu": "8"})),
                 Some(json!({"hadLimits": true, "limits": {
                     "nvidia.com/gpu": {"before": "32", "written": "8"}}})),
@@ -407,7 +401,7 @@ mod tests {
                 Some(
                     r#"{"hadLimits":true,"limits":{"nvidia.com/gpu":{"before":"32","written":"16"}}}"#,
                 ),
-                wanted(&[("nvidia.com/gpu", "16")]),
+                string_map(&[("nvidia.com/gpu", "16")]),
                 Some(json!({"nvidia.com/gpu": "16"})),
                 Some(json!({"hadLimits": true, "limits": {
                     "nvidia.com/gpu": {"before": "24", "written": "16"}}})),
@@ -416,7 +410,7 @@ mod tests {
                 "already as wanted: nothing written, nothing saved",
                 Some(json!({"nvidia.com/gpu": 16})),
                 None,
-                wanted(&[("nvidia.com/gpu", "16")]),
+                string_map(&[("nvidia.com/gpu", "16")]),
                 None,
                 None,
             ),
@@ -496,7 +490,7 @@ mod tests {
                 "never written by prewarm: spec.limits as text (a number too)",
                 Some(json!({"cpu": 1000, "nvidia.com/gpu": "32"})),
                 None,
-                wanted(&[("cpu", "1000"), ("nvidia.com/gpu", "32")]),
+                string_map(&[("cpu", "1000"), ("nvidia.com/gpu", "32")]),
             ),
             (
                 "raised by prewarm from 32 to 40: 32",
@@ -504,13 +498,13 @@ mod tests {
                 Some(
                     r#"{"hadLimits":true,"limits":{"nvidia.com/gpu":{"before":"32","written":"40"}}}"#,
                 ),
-                wanted(&[("cpu", "1000"), ("nvidia.com/gpu", "32")]),
+                string_map(&[("cpu", "1000"), ("nvidia.com/gpu", "32")]),
             ),
             (
                 "a key only prewarm wrote is not the user's",
                 Some(json!({"cpu": "1000", "nvidia.com/gpu": "40"})),
                 Some(r#"{"hadLimits":true,"limits":{"nvidia.com/gpu":{"written":"40"}}}"#),
-                wanted(&[("cpu", "1000")]),
+                string_map(&[("cpu", "1000")]),
             ),
             (
                 "the user changed it since prewarm wrote: their value",
@@ -518,9 +512,9 @@ mod tests {
                 Some(
                     r#"{"hadLimits":true,"limits":{"nvidia.com/gpu":{"before":"32","written":"40"}}}"#,
                 ),
-                wanted(&[("nvidia.com/gpu", "48")]),
+                string_map(&[("nvidia.com/gpu", "48")]),
             ),
-            ("no spec.limits", None, None, wanted(&[])),
+            ("no spec.limits", None, None, string_map(&[])),
         ];
         for (situation, limits, saved, want) in cases {
             assert_eq!(
@@ -566,7 +560,7 @@ mod tests {
     #[test]
     fn room_resolves_over_the_targets_cap_or_the_users_own_limits() {
         let room = |cap: Option<&[(&str, &str)]>, draining: bool| LimitsIntent::Room {
-            cap: cap.map(wanted),
+            cap: cap.map(string_map),
             nodes: vec![gpu_node(draining)],
             now: 1010.0,
         };
@@ -578,28 +572,28 @@ mod tests {
                 room(Some(&[("nvidia.com/gpu", "64")]), true),
                 Some(json!({"nvidia.com/gpu": "64"})),
                 None,
-                LimitsIntent::Write(wanted(&[("nvidia.com/gpu", "72")])),
+                LimitsIntent::Write(string_map(&[("nvidia.com/gpu", "72")])),
             ),
             (
                 "target cap 64, nothing draining: 64",
                 room(Some(&[("nvidia.com/gpu", "64")]), false),
                 Some(json!({"nvidia.com/gpu": "72"})),
                 None,
-                LimitsIntent::Write(wanted(&[("nvidia.com/gpu", "64")])),
+                LimitsIntent::Write(string_map(&[("nvidia.com/gpu", "64")])),
             ),
             (
                 "no target cap, the user's 16 (a number), a node draining: 24",
                 room(None, true),
                 Some(json!({"nvidia.com/gpu": 16})),
                 None,
-                LimitsIntent::Write(wanted(&[("nvidia.com/gpu", "24")])),
+                LimitsIntent::Write(string_map(&[("nvidia.com/gpu", "24")])),
             ),
             (
                 "no target cap, raised to 24 and still draining: the user's 16 + 8 again",
                 room(None, true),
                 Some(json!({"nvidia.com/gpu": "24"})),
                 Some(raised),
-                LimitsIntent::Write(wanted(&[("nvidia.com/gpu", "24")])),
+                LimitsIntent::Write(string_map(&[("nvidia.com/gpu", "24")])),
             ),
             (
                 "no target cap, the drain is over: the user's value back",
@@ -622,7 +616,7 @@ mod tests {
     fn a_broken_annotation_is_reported_and_never_overwritten() {
         let v = view(Some(json!({"nvidia.com/gpu": "16"})), Some("{oops"));
         assert!(limits_restore(&v).unwrap_err().contains(SAVED_LIMITS));
-        let err = limits_write(&v, &wanted(&[("nvidia.com/gpu", "8")])).unwrap_err();
+        let err = limits_write(&v, &string_map(&[("nvidia.com/gpu", "8")])).unwrap_err();
         assert!(err.contains(SAVED_LIMITS), "{err}");
         let unknown = view(None, Some(r#"{"hadLimits":true,"limits":{},"extra":1}"#));
         assert!(limits_restore(&unknown).is_err());

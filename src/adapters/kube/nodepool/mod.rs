@@ -313,6 +313,7 @@ pub async fn send_node_pool_patch(client: &kube::Client, name: &str, patch: &Val
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_util::string_map;
     use std::collections::BTreeMap;
 
     fn user_budgets() -> Value {
@@ -326,10 +327,7 @@ mod tests {
         NodePoolView {
             name: "gpu".into(),
             resource_version: "100".into(),
-            annotations: annotations
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
+            annotations: string_map(annotations),
             spec: json!({
                 "template": {"spec": {"nodeClassRef": {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "default"}}},
                 "limits": {"cpu": "1000", "nvidia.com/gpu": "32"},

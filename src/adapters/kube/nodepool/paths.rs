@@ -24,15 +24,13 @@ mod tests {
     use crate::adapters::kube::headroom::annotations::{parse_headroom, REPLACEMENT_DRAINS};
     use crate::adapters::kube::headroom::release_patch;
     use crate::adapters::kube::restore;
+    use crate::test_util::string_map;
 
     fn view(budgets: Value, annotations: &[(&str, &str)]) -> NodePoolView {
         NodePoolView {
             name: "gpu".into(),
             resource_version: "1".into(),
-            annotations: annotations
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
+            annotations: string_map(annotations),
             spec: json!({"limits": {"cpu": "1000", "nvidia.com/gpu": "32"},
                 "disruption": {"consolidateAfter": "30s", "budgets": budgets}}),
         }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::test_util::string_map;
 use k8s_openapi::api::core::v1::{NodeSpec, Taint};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
@@ -77,12 +78,7 @@ fn node(annotations: &[(&str, &str)], taints: &[&str]) -> Node {
         metadata: ObjectMeta {
             name: Some("ip-10-0-1-7".into()),
             resource_version: Some("42".into()),
-            annotations: Some(
-                annotations
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect(),
-            ),
+            annotations: Some(string_map(annotations)),
             ..ObjectMeta::default()
         },
         spec: Some(NodeSpec {

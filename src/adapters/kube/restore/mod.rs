@@ -441,13 +441,7 @@ fn floor_outcome(target: &TargetSpec, object: &str, patch: &hpa::floor::FloorPat
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn annotations(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::test_util::string_map;
 
     #[test]
     fn headroom_goes_back_to_zero_without_prewarms_annotations() {
@@ -455,7 +449,7 @@ mod tests {
             namespace: "prewarm".into(),
             name: "balloon-gpu".into(),
         };
-        let ours = annotations(&[
+        let ours: BTreeMap<String, String> = string_map(&[
             ("prewarm.io/last-tick", "2026-11-30T12:00:00.000Z"),
             ("prewarm.io/cooldown-until", "2026-11-30T12:01:00.000Z"),
             ("team", "ml"),
@@ -472,11 +466,11 @@ mod tests {
             ),
             (
                 balloon.clone(),
-                annotations(&[("team", "ml")]),
+                string_map(&[("team", "ml")]),
                 2,
                 Some(json!({"metadata": {"resourceVersion": "7"}, "spec": {"replicas": 0}})),
             ),
-            (balloon, annotations(&[("team", "ml")]), 0, None),
+            (balloon, string_map(&[("team", "ml")]), 0, None),
             (
                 HeadroomKind::NodePoolReplicas,
                 ours,
@@ -500,7 +494,7 @@ mod tests {
         let view = NodePoolView {
             name: "gpu".into(),
             resource_version: "9".into(),
-            annotations: annotations(&[
+            annotations: string_map(&[
                 ("prewarm.io/saved-budgets", &saved.to_string()),
                 ("prewarm.io/last-tick", "x"),
             ]),
@@ -515,7 +509,7 @@ mod tests {
             json!({"prewarm.io/saved-budgets": null, "prewarm.io/last-tick": null})
         );
         let untouched = NodePoolView {
-            annotations: annotations(&[("team", "ml")]),
+            annotations: string_map(&[("team", "ml")]),
             spec: json!({"disruption": {"consolidateAfter": "30s", "budgets": saved}}),
             ..view
         };
