@@ -222,8 +222,41 @@ pub async fn surge_workload(
 ) -> Result<SurgeWrite> {
     // A write that conflicts (the Deployment controller or the HPA controller wrote status
     // since the read) is re-read and re-planned: every write carries the resourceVersion read.
-    retry_on_conflict(SURGE_ATTEMPTS, |_| {
-        surge_once(client, ns, name, intent, now)
+    retry_on_conflict(SURGE_ATTEMPTS, |_| async move {
+        let read = read_workload(client, ns, name).await?;
+        let surge = plan_workload_surge(read.replicas, &read.on, intent, now)
+            .map_err(|m| plan_error(read.display.clone(), m))?;
+        let outcome = match (&read.written_on, surge.outcome) {
+            (WrittenOn::Floor(on), Some(o)) => format!("{} {} {o}", on.object, on.field),
+            (WrittenOn::Floor(on), None) => format!("{} unchanged", on.object),
+            (WrittenOn::Deployment { .. }, o) => {
+                format!("replicas {}", o.unwrap_or(LeaseOutcome::Unchanged))
+            }
+        };
+        match &read.written_on {
+            WrittenOn::Floor(on) => {
+                if let Some(body) = surge_patch(Some(&on.resource_version), &surge, on.field) {
+                    on.write(&body).await?;
+                }
+            }
+            WrittenOn::Deployment { api, version } => {
+                if let Some(body) = surge_patch(version.as_ref(), &surge, "replicas") {
+                    let params = PatchParams {
+                        field_manager: Some(FIELD_MANAGER.into()),
+                        ..PatchParams::default()
+                    };
+                    api.patch(name, &params, &Patch::Merge(body))
+                        .await
+                        .map_err(|e| kube_error("patch", &read.display, e))?;
+                }
+            }
+        }
+        Ok(SurgeWrite {
+            outcome,
+            user_edit_kept: surge.user_edit_kept,
+            want: surge.want,
+            ready: read.ready,
+        })
     })
     .await
 }
@@ -240,49 +273,6 @@ fn plan_error(object: String, message: String) -> Error {
         message,
         retryable: false,
     }
-}
-
-async fn surge_once(
-    client: &kube::Client,
-    ns: &str,
-    name: &str,
-    intent: &SurgeIntent,
-    now: f64,
-) -> Result<SurgeWrite> {
-    let read = read_workload(client, ns, name).await?;
-    let surge = plan_workload_surge(read.replicas, &read.on, intent, now)
-        .map_err(|m| plan_error(read.display.clone(), m))?;
-    let outcome = match (&read.written_on, surge.outcome) {
-        (WrittenOn::Floor(on), Some(o)) => format!("{} {} {o}", on.object, on.field),
-        (WrittenOn::Floor(on), None) => format!("{} unchanged", on.object),
-        (WrittenOn::Deployment { .. }, o) => {
-            format!("replicas {}", o.unwrap_or(LeaseOutcome::Unchanged))
-        }
-    };
-    match &read.written_on {
-        WrittenOn::Floor(on) => {
-            if let Some(body) = surge_patch(Some(&on.resource_version), &surge, on.field) {
-                on.write(&body).await?;
-            }
-        }
-        WrittenOn::Deployment { api, version } => {
-            if let Some(body) = surge_patch(version.as_ref(), &surge, "replicas") {
-                let params = PatchParams {
-                    field_manager: Some(FIELD_MANAGER.into()),
-                    ..PatchParams::default()
-                };
-                api.patch(name, &params, &Patch::Merge(body))
-                    .await
-                    .map_err(|e| kube_error("patch", &read.display, e))?;
-            }
-        }
-    }
-    Ok(SurgeWrite {
-        outcome,
-        user_edit_kept: surge.user_edit_kept,
-        want: surge.want,
-        ready: read.ready,
-    })
 }
 
 /// Observes the workloads of the step's pods and lets the core add the step's surges
