@@ -9,12 +9,11 @@
 //! queue length arrives at t = 0 as a backlog. Later queue lengths are the result of the
 //! capacity the cluster had then, so they are not replayed as demand.
 
-use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::BufRead;
 use std::path::Path;
 
 use super::engine::Request;
-use super::trace::TraceError;
+use super::trace::{numbered_lines, read_path, TraceError};
 
 /// One row of the history.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -27,17 +26,9 @@ pub struct HistoryRow {
 /// Reads and checks the whole history (it is small: one row per step).
 pub fn read(reader: impl BufRead, name: &str) -> Result<Vec<HistoryRow>, TraceError> {
     let mut rows: Vec<HistoryRow> = Vec::new();
-    let err = |line: usize, message: String| TraceError::Line {
-        path: name.to_string(),
-        line,
-        message,
-    };
-    for (i, line) in reader.lines().enumerate() {
-        let line_no = i + 1;
-        let line = line.map_err(|source| TraceError::Io {
-            path: name.to_string(),
-            source,
-        })?;
+    let err = TraceError::at(name);
+    for line in numbered_lines(reader, name) {
+        let (line_no, line) = line?;
         let line = line.trim();
         if line.is_empty() {
             continue;
@@ -105,11 +96,7 @@ pub fn read(reader: impl BufRead, name: &str) -> Result<Vec<HistoryRow>, TraceEr
 }
 
 pub fn read_file(path: &Path) -> Result<Vec<HistoryRow>, TraceError> {
-    let file = File::open(path).map_err(|source| TraceError::Io {
-        path: path.display().to_string(),
-        source,
-    })?;
-    read(BufReader::new(file), &path.display().to_string())
+    read_path(path, read)
 }
 
 fn parse_time(field: &str) -> Option<f64> {

@@ -42,6 +42,43 @@ pub enum TraceError {
     Format { path: String, message: String },
 }
 
+impl TraceError {
+    /// The error at a line of the file `path`, for a parser to call with the line number.
+    pub fn at(path: &str) -> impl Fn(usize, String) -> TraceError + '_ {
+        move |line, message| TraceError::Line {
+            path: path.to_string(),
+            line,
+            message,
+        }
+    }
+}
+
+/// The lines of a file read whole, numbered from 1; a read error names the file.
+pub fn numbered_lines<'a>(
+    reader: impl BufRead + 'a,
+    name: &'a str,
+) -> impl Iterator<Item = Result<(usize, String), TraceError>> + 'a {
+    (1..).zip(reader.lines()).map(move |(n, line)| {
+        line.map(|l| (n, l)).map_err(|source| TraceError::Io {
+            path: name.to_string(),
+            source,
+        })
+    })
+}
+
+/// Opens `path` and reads it with `read`, whose errors then name the file.
+pub fn read_path<T>(
+    path: &Path,
+    read: impl FnOnce(BufReader<File>, &str) -> Result<T, TraceError>,
+) -> Result<T, TraceError> {
+    let name = path.display().to_string();
+    let file = File::open(path).map_err(|source| TraceError::Io {
+        path: name.clone(),
+        source,
+    })?;
+    read(BufReader::new(file), &name)
+}
+
 /// The file formats the simulator reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TraceFormat {

@@ -10,7 +10,7 @@ use std::io::BufRead;
 use std::path::Path;
 
 use super::renewal::{Gap, Piece};
-use crate::sim::trace::TraceError;
+use crate::sim::trace::{numbered_lines, read_path, TraceError};
 
 /// The header a rate CSV starts with (recognised by content, whatever the file is called).
 pub const HEADER: &str = "t_seconds,rate_per_s";
@@ -130,19 +130,11 @@ pub fn is_rate_csv(path: &Path) -> bool {
 
 /// Reads a rate CSV; errors name the file and line.
 pub fn read(reader: impl BufRead, name: &str) -> Result<RateSeries, TraceError> {
-    let err = |line: usize, message: String| TraceError::Line {
-        path: name.to_string(),
-        line,
-        message,
-    };
+    let err = TraceError::at(name);
     let mut rows = Vec::new();
     let mut has_cv = false;
-    for (i, line) in reader.lines().enumerate() {
-        let line_no = i + 1;
-        let line = line.map_err(|source| TraceError::Io {
-            path: name.to_string(),
-            source,
-        })?;
+    for line in numbered_lines(reader, name) {
+        let (line_no, line) = line?;
         let line = line.trim().trim_start_matches('\u{feff}');
         if line_no == 1 {
             let header: Vec<&str> = line.split(',').map(str::trim).collect();
@@ -198,11 +190,7 @@ pub fn read(reader: impl BufRead, name: &str) -> Result<RateSeries, TraceError> 
 }
 
 pub fn read_file(path: &Path) -> Result<RateSeries, TraceError> {
-    let file = std::fs::File::open(path).map_err(|source| TraceError::Io {
-        path: path.display().to_string(),
-        source,
-    })?;
-    read(std::io::BufReader::new(file), &path.display().to_string())
+    read_path(path, read)
 }
 
 /// The rate CSV of arrival times (seconds from 0): one row per `step_s` step, the arrivals in

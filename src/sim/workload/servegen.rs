@@ -47,11 +47,7 @@ pub fn client_files(dir: &Path) -> Vec<(u64, PathBuf)> {
 
 /// Parses one client's file.
 pub fn read_client(text: &str, name: &str) -> Result<Vec<Piece>, TraceError> {
-    let err = |line: usize, message: String| TraceError::Line {
-        path: name.to_string(),
-        line,
-        message,
-    };
+    let err = TraceError::at(name);
     let mut rows: Vec<(f64, Option<Gap>)> = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let line_no = i + 1;
