@@ -534,14 +534,23 @@ mod tests {
         }
     }
 
-    /// A sim whose servers exported 45·b completions in the scrape interval ending at scrape b
+    /// The tests' run whose metric store shows a sample `lag` seconds after its scrape.
+    fn lagged(lag: f64) -> super::super::RunConfig {
+        super::super::RunConfig {
+            ingestion_lag_s: lag,
+            ..config()
+        }
+    }
+
+    /// A sim at `now` whose servers exported 45·b completions in the scrape interval ending at scrape b
     /// (b = 1..=40) and empty queues: the arrival-rate query at scrape b >= 6 is the
     /// completions of the last three intervals over 45 s, 45·(3b - 3) / 45 = 3(b - 1). Before,
     /// Prometheus' extrapolation stops at the counter's zero (see
     /// `the_eyes_rate_is_prometheus_rate_on_the_exported_counter`): 2.25, 4.5, 7.5, 11.25 at
     /// b = 2..=5.
-    fn exported(cfg: &super::super::RunConfig) -> Sim<'_> {
+    fn exported(cfg: &super::super::RunConfig, now: f64) -> Sim<'_> {
         let mut sim = Sim::new(cfg);
+        sim.now = now;
         sim.completions_at = (0..=40u32).map(|b| 45 * b).collect();
         sim.latency_sum_at = vec![0.0; 41];
         sim.waiting_at_boundary = vec![0; 41];
@@ -740,9 +749,8 @@ mod tests {
         // zero 45·45/405 = 5 < 15: 405 × 50 / 45 / 60 = 7.5; b = 5: zero 45·135/540 = 11.25:
         // 540 × 56.25 / 45 / 60 = 11.25; from b = 6 on (zero 18 > 15) the full window:
         // 3(b - 1).
-        let mut cfg = config();
-        cfg.ingestion_lag_s = 0.0;
-        let sim = exported(&cfg);
+        let cfg = lagged(0.0);
+        let sim = exported(&cfg, 0.0);
         let counter = |k: usize| 45.0 * (k * (k + 1) / 2) as f64;
         for (b, by_hand) in [
             (2, 2.25),
@@ -775,10 +783,8 @@ mod tests {
         // now = 300 s (scrape 20): a 60 s window holds 4 scrapes (the intervals 18..=20),
         // 45·57 / 45 s = 57; a 120 s window 8 scrapes (14..=20): 45·119 / 105 s = 51; a 240 s
         // window 16 scrapes (6..=20): 45·195 / 225 s = 39.
-        let mut cfg = config();
-        cfg.ingestion_lag_s = 0.0;
-        let mut sim = exported(&cfg);
-        sim.now = 300.0;
+        let cfg = lagged(0.0);
+        let sim = exported(&cfg, 300.0);
         for (rate_window_s, want) in [(60.0, 57.0), (120.0, 51.0), (240.0, 39.0)] {
             let policy = PolicySpec {
                 window_s: 60.0,
@@ -815,10 +821,8 @@ mod tests {
             ("a lag off the scrape grid", 0.0, 20.0, 270.0),
         ];
         for (name, store_lag, policy_lag, want) in rows {
-            let mut cfg = config();
-            cfg.ingestion_lag_s = store_lag;
-            let mut sim = exported(&cfg);
-            sim.now = 300.0;
+            let cfg = lagged(store_lag);
+            let sim = exported(&cfg, 300.0);
             let policy = PolicySpec {
                 window_s: 60.0,
                 ingestion_lag_s: policy_lag,
@@ -838,10 +842,8 @@ mod tests {
         // now = 150 s (scrape 10), window 60, lead 30: the query's range in today's frame is
         // scrapes 6..=12 (90 s to 180 s). One season of 60 s back is scrapes 2..=8, each
         // stamped 60 s later: values 4.5, 6, 9, 12, 15, 18, 21 (see `exported`).
-        let mut cfg = config();
-        cfg.ingestion_lag_s = 0.0;
-        let mut sim = exported(&cfg);
-        sim.now = 150.0;
+        let cfg = lagged(0.0);
+        let sim = exported(&cfg, 150.0);
         let policy = PolicySpec {
             window_s: 60.0,
             lead_time_s: 30.0,
@@ -878,10 +880,8 @@ mod tests {
         );
         // With a 30 s ingestion lag the newest scrape a query sees is 8 (120 s): the 30 s
         // season's scrapes 9 and 10 are not there yet; the 60 s season's all are.
-        let mut cfg = config();
-        cfg.ingestion_lag_s = 30.0;
-        let mut sim = exported(&cfg);
-        sim.now = 150.0;
+        let cfg = lagged(30.0);
+        let sim = exported(&cfg, 150.0);
         let seasons = sim.seasonal(&policy);
         assert_eq!(seasons[0].samples.len(), 7);
         assert_eq!(
@@ -907,10 +907,8 @@ mod tests {
         // Band step 30 s (every 2nd scrape), history 120 s + shortest season 60 s + window
         // 60 s + lead 30 s = 270 s = 9 band steps back from the newest scrape (30 at now =
         // 450 s): scrapes 12, 14, ..., 30, values 3(b - 1) = 33, 39, ..., 87.
-        let mut cfg = config();
-        cfg.ingestion_lag_s = 0.0;
-        let mut sim = exported(&cfg);
-        sim.now = 450.0;
+        let cfg = lagged(0.0);
+        let mut sim = exported(&cfg, 450.0);
         let policy = PolicySpec {
             window_s: 60.0,
             lead_time_s: 30.0,
