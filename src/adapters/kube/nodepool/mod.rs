@@ -65,13 +65,9 @@ pub fn freeze_changes(view: &NodePoolView) -> std::result::Result<Option<(Value,
     Ok(Some((disruption(view, frozen)?, Value::String(annotation))))
 }
 
-/// Restore: the saved budgets back, the annotation removed. None when not frozen. If someone
-/// edited the budgets during the freeze, their edit is kept and only prewarm's budget removed.
-pub fn restore_changes(view: &NodePoolView) -> std::result::Result<Option<Value>, String> {
-    Ok(restore_step(view)?.map(|(disruption, _)| disruption))
-}
-
-/// `restore_changes` and its outcome (restored, or the user's edit kept).
+/// Restore: the saved budgets back, the annotation removed, and the outcome (restored, or the
+/// user's edit kept). None when not frozen. If someone edited the budgets during the freeze,
+/// their edit is kept and only prewarm's budget removed.
 fn restore_step(view: &NodePoolView) -> std::result::Result<Option<(Value, LeaseOutcome)>, String> {
     let Some(raw) = view.annotations.get(SAVED_BUDGETS) else {
         return Ok(None);

@@ -128,7 +128,7 @@ pub fn node_pool_limits_patch(view: &NodePoolView) -> std::result::Result<Option
     Ok(Some(patch))
 }
 
-/// The merge patch that restores a NodePool: the user's budgets back (nodepool::restore_changes)
+/// The merge patch that restores a NodePool: the user's budgets back (nodepool's restore step)
 /// and every prewarm.io/ annotation but saved-limits removed; None when there is nothing to undo.
 pub fn node_pool_patch(view: &NodePoolView) -> std::result::Result<Option<Value>, String> {
     let mut patch = nodepool::node_pool_patch(view, &LimitsIntent::Leave, Some(false))?
