@@ -501,20 +501,26 @@ pub async fn evict(
 ) -> Result<EvictionOutcome> {
     let api = Api::<Pod>::namespaced(client.clone(), &pod.namespace);
     let params = EvictParams {
-        delete_options: Some(DeleteParams {
-            grace_period_seconds: grace_s.map(|g| g.max(1) as u32),
-            preconditions: uid.map(|u| Preconditions {
-                uid: Some(u.to_string()),
-                resource_version: None,
-            }),
-            ..DeleteParams::default()
-        }),
+        delete_options: Some(delete_params(uid, grace_s)),
         ..EvictParams::default()
     };
     match api.evict(&pod.name, &params).await {
         Ok(_) => Ok(EvictionOutcome::Evicted),
-        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(EvictionOutcome::Gone),
+        // 404/409 (gone) and a budget's 429 are outcomes, not errors.
         Err(e) => eviction_refused(e).map_err(|e| kube_error("evict", &format!("pod/{pod}"), e)),
+    }
+}
+
+/// The options of an eviction or a delete: the pod must still have `uid` (when known), and its
+/// grace is cut to `grace_s` (at least 1 s: a grace of 0 deletes at once).
+fn delete_params(uid: Option<&str>, grace_s: Option<i64>) -> DeleteParams {
+    DeleteParams {
+        grace_period_seconds: grace_s.map(|g| g.max(1) as u32),
+        preconditions: uid.map(|u| Preconditions {
+            uid: Some(u.to_string()),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
     }
 }
 
@@ -541,16 +547,8 @@ pub async fn delete_pod(
     uid: Option<&str>,
     grace_s: Option<i64>,
 ) -> Result<()> {
-    let params = DeleteParams {
-        grace_period_seconds: grace_s.map(|g| g.max(1) as u32),
-        preconditions: uid.map(|u| Preconditions {
-            uid: Some(u.to_string()),
-            resource_version: None,
-        }),
-        ..DeleteParams::default()
-    };
     match Api::<Pod>::namespaced(client.clone(), &pod.namespace)
-        .delete(&pod.name, &params)
+        .delete(&pod.name, &delete_params(uid, grace_s))
         .await
     {
         Ok(_) => Ok(()),
