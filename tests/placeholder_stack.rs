@@ -18,7 +18,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use prewarm::adapters::events::parse_record;
 use prewarm::adapters::kube::drain::pod_view;
-use prewarm::adapters::kube::drain::replacement::{release, request, Requested};
+use prewarm::adapters::kube::drain::replacement::{release, request, DrainContext, Requested};
 use prewarm::adapters::kube::shape::placeholder::{placeholder_name, PlaceholderSettings};
 use prewarm::config::Config;
 use prewarm::core::TargetSpec;
@@ -81,17 +81,22 @@ async fn karpenter_launches_a_node_every_moved_pod_may_use() {
         "headroom": {"kind": "balloon", "namespace": NS, "name": "none"}}]))
     .unwrap();
 
+    let settings = PlaceholderSettings::default();
+    let drain = DrainContext {
+        drain_id: &drain_id,
+        now: now(),
+        event_id: "ev-shape",
+        targets: &targets,
+        placeholder: &settings,
+    };
     let requested = request(
         &lambda,
-        &targets,
+        &drain,
         &draining,
         &pods,
         &pods.iter().map(|p| pod_view(p).pod).collect::<Vec<_>>(),
-        &drain_id,
-        "ev-shape",
         now() + 600.0,
         2,
-        &PlaceholderSettings::default(),
     )
     .await
     .expect("request");

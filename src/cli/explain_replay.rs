@@ -7,8 +7,9 @@
 
 use serde_json::{json, Value};
 
-use super::replay_state::{Applied, ClusterState, DrainContext};
+use super::replay_state::{Applied, ClusterState};
 use crate::adapters::events::{parse_event_document, InstanceIdRule, Parsed};
+use crate::adapters::kube::drain::replacement::DrainContext;
 use crate::adapters::kube::shape::placeholder::PlaceholderSettings;
 use crate::core::interruption::state::format_time;
 use crate::core::interruption::surge_step::{plan_releases, plan_surges};

@@ -30,16 +30,14 @@ use serde_json::{Map, Value};
 
 use crate::adapters::kube::drain::execute::{state_write, undrain_write};
 use crate::adapters::kube::drain::replacement::{
-    placeholder_object, replacement_seen, seen_with_home,
+    placeholder_object, replacement_seen, seen_with_home, DrainContext,
 };
 use crate::adapters::kube::drain::reservation::instances_of;
 use crate::adapters::kube::drain::{
     has_draining_taint, instance_of_node, is_ready, node_view, pod_view, Observation,
 };
 use crate::adapters::kube::shape::node_pool_of;
-use crate::adapters::kube::shape::placeholder::{
-    drain_label, PlaceholderSettings, REPLACEMENT_FOR,
-};
+use crate::adapters::kube::shape::placeholder::{drain_label, REPLACEMENT_FOR};
 use crate::adapters::kube::shape::selector::selector_matches;
 use crate::adapters::kube::shape::CAPACITY_RESERVATION_LABEL;
 use crate::core::interruption::{reservation_expiry, Command, DrainStep, Notice, PodRef};
@@ -72,16 +70,6 @@ pub struct Applied {
     pub released: Vec<String>,
     /// Surges written and given back (`namespace/deployment: field outcome`).
     pub surges: Vec<String>,
-}
-
-/// The drain a step is applied for, and what its placeholder is made of.
-pub struct DrainContext<'a> {
-    pub drain_id: &'a str,
-    /// When the step was planned: surges are written as at this time.
-    pub now: f64,
-    pub event_id: &'a str,
-    pub targets: &'a [TargetSpec],
-    pub placeholder: &'a PlaceholderSettings,
 }
 
 impl ClusterState {
@@ -272,16 +260,8 @@ impl ClusterState {
         if self.placeholders_of(ctx.drain_id).next().is_some() {
             return None;
         }
-        let (namespace, mut pod) = placeholder_object(
-            ctx.targets,
-            &observed.node,
-            &observed.pods,
-            stands_for,
-            ctx.drain_id,
-            ctx.event_id,
-            expires_at,
-            ctx.placeholder,
-        )?;
+        let (namespace, mut pod) =
+            placeholder_object(ctx, &observed.node, &observed.pods, stands_for, expires_at)?;
         let pool = node_pool_of(&observed.node);
         let home = self
             .nodes

@@ -10,6 +10,7 @@ use super::targets::DrainTargets;
 use crate::adapters::kube::conflict::retry_on_conflict;
 use crate::adapters::kube::drain::execute::{execute, StepContext, StepReport};
 use crate::adapters::kube::drain::find::NodeFinder;
+use crate::adapters::kube::drain::replacement::DrainContext;
 use crate::adapters::kube::drain::surge;
 use crate::adapters::kube::drain::{observe, replacement, Observation};
 use crate::adapters::kube::shape::placeholder::PlaceholderSettings;
@@ -131,11 +132,13 @@ pub async fn step(
         let context = StepContext {
             client,
             recorder,
-            targets,
-            placeholder,
-            drain_id: instance,
-            event_id: &planned.event_id,
-            now,
+            drain: DrainContext {
+                drain_id: instance,
+                now,
+                event_id: &planned.event_id,
+                targets,
+                placeholder,
+            },
         };
         // Boxed, as the surge gate is: the executor's future is large (every write of a step),
         // and kept inline it overflowed a 2 MiB thread stack in debug builds.

@@ -13,7 +13,7 @@
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::runtime::events::Recorder;
 
-use super::replacement::{self, Requested};
+use super::replacement::{self, DrainContext, Requested};
 use super::surge::{release_surge, surge_workload};
 use super::{
     kube_error, node_patch, patch_node, pdbs_covering, pods_moved_patch, record_event,
@@ -22,7 +22,6 @@ use super::{
 use crate::adapters::kube::api_error::is_pdb_refusal;
 use crate::adapters::kube::nodepool::limits_room::sync_room;
 use crate::adapters::kube::shape::node_pool_of;
-use crate::adapters::kube::shape::placeholder::PlaceholderSettings;
 use crate::core::interruption::state::format_time;
 use crate::core::interruption::surge::SurgeIntent;
 use crate::core::interruption::{
@@ -77,17 +76,7 @@ pub struct StepContext<'a> {
     pub client: &'a kube::Client,
     /// Where the milestones' Events go.
     pub recorder: &'a Recorder,
-    /// Where the replacement placeholder goes, and whose NodePool limits make room for it.
-    pub targets: &'a [TargetSpec],
-    /// What replacement placeholders are made of.
-    pub placeholder: &'a PlaceholderSettings,
-    /// The drain's id (the instance id): its placeholder and surges are keyed by it.
-    pub drain_id: &'a str,
-    /// The notice the step acts for, named in Events.
-    pub event_id: &'a str,
-    /// When the step was planned (Unix seconds): the limits' room and the surges' release are
-    /// judged at this time.
-    pub now: f64,
+    pub drain: DrainContext<'a>,
 }
 
 /// The node write of a step that records the drain state: the patch, and whether it cordons
@@ -144,12 +133,15 @@ pub async fn execute(
     let StepContext {
         client,
         recorder,
+        drain,
+    } = *ctx;
+    let DrainContext {
         targets,
-        placeholder,
         drain_id,
         event_id,
         now,
-    } = *ctx;
+        ..
+    } = drain;
     let mut report = StepReport::default();
     let node = &observed.node;
     let pool = node_pool_of(node);
@@ -178,15 +170,12 @@ pub async fn execute(
             let expires_at = reservation_expiry(s);
             match replacement::request(
                 client,
-                targets,
+                &drain,
                 node,
                 &observed.pods,
                 pods,
-                drain_id,
-                event_id,
                 expires_at,
                 *gpus,
-                placeholder,
             )
             .await
             {
@@ -292,7 +281,7 @@ async fn evict_one(
     command: &Command,
     report: &mut StepReport,
 ) {
-    let (client, recorder, event_id) = (ctx.client, ctx.recorder, ctx.event_id);
+    let (client, recorder, event_id) = (ctx.client, ctx.recorder, ctx.drain.event_id);
     let Command::Evict {
         pod,
         uid,

@@ -76,21 +76,41 @@ pub enum Requested {
     NoTarget { node_pool: Option<String> },
 }
 
+/// The drain a step acts for, and what its placeholder is made of (the executor's, and
+/// `prewarm explain --cluster-state`'s replay of it).
+#[derive(Clone, Copy)]
+pub struct DrainContext<'a> {
+    /// The drain's id (the instance id): its placeholder and surges are keyed by it.
+    pub drain_id: &'a str,
+    /// When the step was planned (Unix seconds): the limits' room, the surges and their release
+    /// are judged at this time.
+    pub now: f64,
+    /// The notice the step acts for, named in Events and owning the placeholder.
+    pub event_id: &'a str,
+    /// Where the replacement placeholder goes, and whose NodePool limits make room for it.
+    pub targets: &'a [TargetSpec],
+    /// What replacement placeholders are made of.
+    pub placeholder: &'a PlaceholderSettings,
+}
+
 /// The drain's placeholder as it would be created, and its namespace (pure: `request` and
 /// `prewarm explain --cluster-state` both build it with this), shaped like the pods of `pods`
 /// the planner names in `stands_for` (balloon pods left out: they are room, not workload); None
 /// when no target with a balloon namespace manages the node's pool.
-#[allow(clippy::too_many_arguments)]
 pub fn placeholder_object(
-    targets: &[TargetSpec],
+    ctx: &DrainContext,
     node: &Node,
     pods: &[Pod],
     stands_for: &[PodRef],
-    drain_id: &str,
-    owner_event: &str,
     expires_at: f64,
-    settings: &PlaceholderSettings,
 ) -> Option<(String, Pod)> {
+    let DrainContext {
+        targets,
+        placeholder: settings,
+        drain_id,
+        event_id: owner_event,
+        ..
+    } = *ctx;
     let (pool, namespace) = placeholder_home(targets, node)?;
     let moving: Vec<&Pod> = pods
         .iter()
@@ -114,34 +134,22 @@ pub fn placeholder_object(
 
 /// Makes the drain's placeholder, shaped like the pods of `pods` (the node's) named in
 /// `stands_for`.
-#[allow(clippy::too_many_arguments)]
 pub async fn request(
     client: &kube::Client,
-    targets: &[TargetSpec],
+    ctx: &DrainContext<'_>,
     node: &Node,
     pods: &[Pod],
     stands_for: &[PodRef],
-    drain_id: &str,
-    owner_event: &str,
     expires_at: f64,
     gpus: u32,
-    settings: &PlaceholderSettings,
 ) -> Result<Requested> {
-    let Some((namespace, object)) = placeholder_object(
-        targets,
-        node,
-        pods,
-        stands_for,
-        drain_id,
-        owner_event,
-        expires_at,
-        settings,
-    ) else {
+    let Some((namespace, object)) = placeholder_object(ctx, node, pods, stands_for, expires_at)
+    else {
         return Ok(Requested::NoTarget {
             node_pool: node_pool_of(node).map(str::to_string),
         });
     };
-    let name = placeholder_name(drain_id);
+    let name = placeholder_name(ctx.drain_id);
     let created = match Api::<Pod>::namespaced(client.clone(), &namespace)
         .create(&PostParams::default(), &object)
         .await
