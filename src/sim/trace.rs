@@ -43,6 +43,14 @@ pub enum TraceError {
 }
 
 impl TraceError {
+    /// A read error of the file `path`, for `map_err`.
+    pub fn io(path: &str) -> impl FnOnce(std::io::Error) -> TraceError + '_ {
+        move |source| TraceError::Io {
+            path: path.to_string(),
+            source,
+        }
+    }
+
     /// The error at a line of the file `path`, for a parser to call with the line number.
     pub fn at(path: &str) -> impl Fn(usize, String) -> TraceError + '_ {
         move |line, message| TraceError::Line {
@@ -58,12 +66,9 @@ pub fn numbered_lines<'a>(
     reader: impl BufRead + 'a,
     name: &'a str,
 ) -> impl Iterator<Item = Result<(usize, String), TraceError>> + 'a {
-    (1..).zip(reader.lines()).map(move |(n, line)| {
-        line.map(|l| (n, l)).map_err(|source| TraceError::Io {
-            path: name.to_string(),
-            source,
-        })
-    })
+    (1..)
+        .zip(reader.lines())
+        .map(move |(n, line)| line.map(|l| (n, l)).map_err(TraceError::io(name)))
 }
 
 /// Opens `path` and reads it with `read`, whose errors then name the file.
@@ -72,10 +77,7 @@ pub fn read_path<T>(
     read: impl FnOnce(BufReader<File>, &str) -> Result<T, TraceError>,
 ) -> Result<T, TraceError> {
     let name = path.display().to_string();
-    let file = File::open(path).map_err(|source| TraceError::Io {
-        path: name.clone(),
-        source,
-    })?;
+    let file = File::open(path).map_err(TraceError::io(&name))?;
     read(BufReader::new(file), &name)
 }
 
@@ -113,10 +115,7 @@ pub struct TraceReader<R> {
 /// Opens a trace file in the format its name says.
 pub fn open(path: &Path) -> Result<TraceReader<BufReader<File>>, TraceError> {
     let format = TraceFormat::from_path(path)?;
-    let file = File::open(path).map_err(|source| TraceError::Io {
-        path: path.display().to_string(),
-        source,
-    })?;
+    let file = File::open(path).map_err(TraceError::io(&path.display().to_string()))?;
     Ok(TraceReader::new(
         BufReader::with_capacity(1 << 16, file),
         format,
@@ -225,12 +224,7 @@ impl<R: BufRead> Iterator for TraceReader<R> {
         loop {
             let line = match self.lines.next()? {
                 Ok(line) => line,
-                Err(source) => {
-                    return Some(Err(TraceError::Io {
-                        path: self.name.clone(),
-                        source,
-                    }))
-                }
+                Err(e) => return Some(Err(TraceError::io(&self.name)(e))),
             };
             self.line_no += 1;
             if line.trim().is_empty() {

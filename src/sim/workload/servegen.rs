@@ -139,10 +139,7 @@ impl ServeGen {
         let mut clients = Vec::with_capacity(files.len());
         for (_, path) in files {
             let name = path.display().to_string();
-            let text = std::fs::read_to_string(&path).map_err(|source| TraceError::Io {
-                path: name.clone(),
-                source,
-            })?;
+            let text = std::fs::read_to_string(&path).map_err(TraceError::io(&name))?;
             clients.push(read_client(&text, &name)?);
         }
         let name = dir
