@@ -166,6 +166,19 @@ fn a_malformed_trace_line_is_reported_with_its_number() {
 }
 
 #[test]
+fn the_pools_comparison_refuses_the_outputs_it_does_not_write() {
+    // --models prints its table only: a JSON or plot flag is refused by name, not ignored.
+    for flag in [&["--json"][..], &["--plot-dir", "plots"][..]] {
+        let mut argv = vec!["--scenario", "bursty", "--models", "2"];
+        argv.extend_from_slice(flag);
+        let error = prewarm::cli::simulate::run(simulate_args(&argv))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("--models") && error.contains(flag[0]), "{error}");
+    }
+}
+
+#[test]
 fn backtest_replays_a_history() {
     // 20 rows of 15 s at 2 req/s and an initial queue of 5: 5 + 20 * 30 = 605 requests.
     let mut csv = String::from("timestamp,arrival_rate,queue_length\n");

@@ -493,6 +493,7 @@ pub fn setups(args: &SimulateArgs) -> crate::Result<Vec<Setup>> {
     for lead in args.common.lead_times() {
         let mut setup = args.common.setup(lead)?;
         setup.seed = args.launch_seed.unwrap_or(args.seed);
+        setup.models = args.models;
         out.push(setup);
     }
     Ok(out)
@@ -548,10 +549,7 @@ pub fn run(args: SimulateArgs) -> crate::Result<()> {
             jobs.push((workload, setup.clone()));
         }
     }
-    match args.models {
-        Some(models) => run_pools(jobs, models),
-        None => run_jobs(&args.common, jobs),
-    }
+    run_jobs(&args.common, jobs)
 }
 
 /// `--rates-out`: the workload's requests binned per minute, written as a rate CSV.
@@ -569,27 +567,6 @@ fn write_rates(args: &SimulateArgs, path: &std::path::Path) -> crate::Result<()>
     workload::requests::check(&slot).map_err(|e| config_error("--trace", e.to_string()))?;
     std::fs::write(path, csv)
         .map_err(|e| config_error("--rates-out", format!("{}: {e}", path.display())))
-}
-
-/// `--models K`: every workload split into K models on one NodePool, compared and printed.
-fn run_pools(jobs: Vec<(Workload, Setup)>, models: usize) -> crate::Result<()> {
-    use crate::sim::checks::config_error;
-    use crate::sim::pool_bench;
-    for (workload, setup) in jobs {
-        let started = std::time::Instant::now();
-        let done = std::sync::atomic::AtomicU64::new(0);
-        let cmp = pool_bench::compare_pool(&workload, &setup, models, &|n| {
-            done.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
-        })
-        .map_err(|e| config_error("--trace", e.to_string()))?;
-        pool_bench::print(&cmp, &workload.name, &setup);
-        println!(
-            "({} requests simulated in {:.0} s)\n",
-            done.into_inner(),
-            started.elapsed().as_secs_f64()
-        );
-    }
-    Ok(())
 }
 
 /// Runs the comparisons with the output the flags ask for.

@@ -7,7 +7,8 @@ use std::time::Instant;
 use super::checks::config_error;
 use super::compare::{compare, Comparison};
 use super::plot;
-use super::report::print::print_comparison;
+use super::pool_bench::compare_pool;
+use super::report::print::{print_comparison, print_pool};
 use super::setup::Setup;
 use super::verdict::attribution;
 use super::workload::Workload;
@@ -31,6 +32,18 @@ pub fn run_jobs(common: &Output, jobs: Vec<(Workload, Setup)>) -> crate::Result<
         return Err(config_error(
             "--plot",
             "several comparisons: use --plot-dir DIR instead",
+        ));
+    }
+    let pooled = jobs.iter().any(|(_, setup)| setup.models.is_some());
+    if pooled
+        && (common.json
+            || common.plot.is_some()
+            || common.plot_dir.is_some()
+            || common.series_dir.is_some())
+    {
+        return Err(config_error(
+            "--models",
+            "the pool's comparison is a table only: leave out --json, --plot, --plot-dir and --series-dir",
         ));
     }
     for (flag, dir) in [
@@ -58,7 +71,19 @@ pub fn run_jobs(common: &Output, jobs: Vec<(Workload, Setup)>) -> crate::Result<
             setup.lead_time_s()
         ));
         let started = Instant::now();
-        let tick = |n: u64| bar.inc(n);
+        let simulated = std::sync::atomic::AtomicU64::new(0);
+        let tick = |n: u64| {
+            simulated.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+            bar.inc(n)
+        };
+        if let Some(models) = setup.models {
+            let cmp = compare_pool(&workload, &setup, models, &tick)
+                .map_err(|e| config_error("--trace", e.to_string()))?;
+            let elapsed = started.elapsed().as_secs_f64();
+            let simulated = simulated.into_inner();
+            bar.suspend(|| print_pool(&cmp, &workload.name, &setup, simulated, elapsed));
+            continue;
+        }
         let cmp = compare(&workload, &setup, &tick)
             .map_err(|e| config_error("--trace", e.to_string()))?;
         let elapsed = started.elapsed().as_secs_f64();

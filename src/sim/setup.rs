@@ -125,6 +125,9 @@ pub struct Setup {
     pub prewarm_lead: LeadTime,
     /// Where the simulated cluster departs from what prewarm is told (`--world`).
     pub world: World,
+    /// `--models K`: the workload's clients split into K models on one NodePool and the pool's
+    /// policies compared (pool_bench.rs); None: the one model's comparison (compare.rs).
+    pub models: Option<usize>,
 }
 
 impl Setup {
@@ -512,6 +515,7 @@ pub fn build(v: &SetupValues, lead_time: Option<f64>) -> crate::Result<Setup> {
         policies: v.policies.clone(),
         buffer_max: v.buffer_max,
         base_epoch: 1_700_000_000.0,
+        models: None,
     })
 }
 

@@ -8,6 +8,8 @@ use crate::core::policy::residual::Decomposition;
 use crate::sim::classes::{Class, ClientClasses};
 use crate::sim::compare::Comparison;
 use crate::sim::engine::LeadReport;
+use crate::sim::knob_grid;
+use crate::sim::pool_bench::{PoolComparison, PoolPoint};
 use crate::sim::setup::Setup;
 use crate::sim::verdict::{attribution, verdict};
 
@@ -113,6 +115,51 @@ pub fn print_comparison(cmp: &Comparison, setup: &Setup, elapsed: f64) {
     }
     println!("{}", attribution(&cmp.workload));
     println!("simulated in {elapsed:.2} s\n");
+}
+
+/// A pool's comparison (`--models`) as text: the chosen point of each policy, then every point.
+pub fn print_pool(c: &PoolComparison, workload: &str, setup: &Setup, simulated: u64, elapsed: f64) {
+    println!(
+        "{workload}: {} models on one NodePool (training requests per model {:?}), lead time {:.0} s, seed {}",
+        c.models,
+        c.model_load,
+        setup.lead_time_s(),
+        setup.seed
+    );
+    let header = format!(
+        "{:<14} {:>6} {:>9} {:>9} {:>8} {:>10} {:>6} {:>5} {:>9} {:>9}",
+        "policy",
+        "knob",
+        "delayed %",
+        "GPU-h",
+        "node cs",
+        "replica cs",
+        "split",
+        "warm",
+        "train d %",
+        "train GPU-h"
+    );
+    let line = |p: &PoolPoint| {
+        let train = knob_grid::training_totals(&p.days, setup.train_days);
+        println!(
+            "{:<14} {:>6} {:>9.4} {:>9.1} {:>8} {:>10} {:>6.2} {:>5.2} {:>9.4} {:>9.1}",
+            p.policy.label(),
+            p.knob,
+            100.0 * p.scored.delayed_fraction(),
+            p.scored.gpu_seconds / 3600.0,
+            p.scored.cold_starts,
+            p.scored.replica_cold_starts,
+            p.split_share,
+            p.mean_warm_nodes,
+            100.0 * train.delayed_fraction(),
+            train.gpu_seconds / 3600.0
+        )
+    };
+    println!("chosen on the training days (scored days only):\n{header}");
+    c.chosen.iter().for_each(line);
+    println!("every point:\n{header}");
+    c.points.iter().for_each(line);
+    println!("({simulated} requests simulated in {elapsed:.0} s)\n");
 }
 
 /// How many clients and training requests each class has, and the rule.
