@@ -174,7 +174,10 @@ fn the_pools_comparison_refuses_the_outputs_it_does_not_write() {
         let error = prewarm::cli::simulate::run(simulate_args(&argv))
             .unwrap_err()
             .to_string();
-        assert!(error.contains("--models") && error.contains(flag[0]), "{error}");
+        assert!(
+            error.contains("--models") && error.contains(flag[0]),
+            "{error}"
+        );
     }
 }
 

@@ -49,6 +49,17 @@ pub struct FrontierPoint {
     /// The scored figures per client class (empty: the workload has one class).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub classes: Vec<ClassReport>,
+    /// A pool's prewarm-split (`--models`, pool_bench.rs): how it split the pool's spare.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub split: Option<SplitFigures>,
+}
+
+/// How prewarm-split divided a pool's spare: the share of its decisions that chose the split
+/// tier, and the mean warm nodes they asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct SplitFigures {
+    pub share: f64,
+    pub mean_warm_nodes: f64,
 }
 
 /// The result of a comparison, ready for the table, JSON and the plots.
@@ -356,6 +367,7 @@ pub fn compare(
                                 replica_cold_starts: row.replica_cold_starts,
                                 training: row.training,
                                 classes: row.classes,
+                                split: None,
                             }
                         })
                         .collect(),

@@ -19,12 +19,14 @@
 
 use std::sync::Arc;
 
+use super::compare::{FrontierPoint, SplitFigures};
 use super::engine::{self, Headroom, Request, RunConfig, WarmStart};
 use super::jobs::{self, Job};
 use super::knob_grid;
 use super::parallel;
+use super::report::TrainingTotals;
 use super::setup::{PolicyName, Setup};
-use super::stats::{DayStats, DAY_S};
+use super::stats::{DayStats, Waterfall, DAY_S};
 use super::trace::TraceError;
 use super::workload::{requests::check, Workload};
 
@@ -60,30 +62,16 @@ fn pool_policies(asked: &[PolicyName]) -> Vec<PolicyName> {
     out
 }
 
-/// One run's figures, the pool's (every model added up).
-#[derive(Clone, Debug, PartialEq)]
-pub struct PoolPoint {
-    pub policy: PolicyName,
-    pub knob: f64,
-    /// The scored days' figures, every model's added up.
-    pub scored: DayStats,
-    /// prewarm-split: the share of its decisions that chose the split tier, and the mean warm
-    /// nodes they asked for.
-    pub split_share: f64,
-    pub mean_warm_nodes: f64,
-    /// The pool's days (for the choice of the knob on the training days).
-    pub days: Vec<DayStats>,
-}
-
 /// What one pool comparison found: every point, and per policy the one chosen on the training
-/// days.
+/// days, each with its policy. A point's training figures are there without `--train-days` too
+/// (every day's).
 #[derive(Clone, Debug)]
 pub struct PoolComparison {
     pub models: usize,
     /// Requests of each model on the training days.
     pub model_load: Vec<u64>,
-    pub points: Vec<PoolPoint>,
-    pub chosen: Vec<PoolPoint>,
+    pub points: Vec<(PolicyName, FrontierPoint)>,
+    pub chosen: Vec<(PolicyName, FrontierPoint)>,
 }
 
 /// What the first pass over the requests learns.
@@ -234,6 +222,49 @@ fn pool_days(runs: &[engine::RunResult]) -> Vec<DayStats> {
     days
 }
 
+/// A run's point, the pool's: every model's scored figures added up, the training figures of
+/// its `days` beside them.
+fn pool_point(
+    knob: f64,
+    r: &engine::PoolResult,
+    days: &[DayStats],
+    split: bool,
+    setup: &Setup,
+) -> FrontierPoint {
+    let mut scored = DayStats::default();
+    let mut waterfall = Waterfall::default();
+    let mut max_wait_s = 0.0f64;
+    for m in r.models.iter().map(|m| &m.scored) {
+        scored.add(&DayStats {
+            requests: m.requests,
+            delayed: m.delayed,
+            gpu_seconds: m.gpu.total,
+            cold_starts: m.cold_starts,
+            replica_cold_starts: m.replica_cold_starts,
+        });
+        waterfall.add(&m.waterfall);
+        max_wait_s = max_wait_s.max(m.waits.max());
+    }
+    let ticks = r.split_ticks.max(1) as f64;
+    FrontierPoint {
+        knob,
+        release: None,
+        slots: None,
+        gpu_hours: scored.gpu_seconds / 3600.0,
+        waterfall: waterfall.scaled(1.0 / 3600.0),
+        delayed_fraction: scored.delayed_fraction(),
+        max_wait_s,
+        cold_starts: scored.cold_starts,
+        replica_cold_starts: scored.replica_cold_starts,
+        training: Some(TrainingTotals::over(days, setup.train_days)),
+        classes: Vec::new(),
+        split: split.then(|| SplitFigures {
+            share: r.split_chosen as f64 / ticks,
+            mean_warm_nodes: r.warm_nodes_sum as f64 / ticks,
+        }),
+    }
+}
+
 /// Runs the pool comparison of `workload` split into `models` models.
 pub fn compare_pool(
     workload: &Workload,
@@ -245,43 +276,29 @@ pub fn compare_pool(
     let pool_peak: u32 = pass.peaks.iter().sum();
     let policies = pool_policies(&setup.policies);
     let jobs = jobs(&policies, setup, pool_peak);
-    let points = parallel::map(&jobs, setup.threads, |&job| {
+    let runs = parallel::map(&jobs, setup.threads, |&job| {
         let (policy, knob) = policy_knob(job);
+        // prewarm-split: the same decisions as prewarm-floor's, the pool's spare split.
+        let split = policy == PolicyName::PrewarmSplit;
         let r = engine::run_pool(
             &configs(job, setup, &pass),
-            // prewarm-split: the same decisions as prewarm-floor's, the pool's spare split.
-            policy == PolicyName::PrewarmSplit,
+            split,
             &pass.model_of,
             pass.requests.iter().copied(),
             parallel::batched(progress),
         );
-        let mut scored = DayStats::default();
-        for m in r.models.iter().map(|m| &m.scored) {
-            scored.add(&DayStats {
-                requests: m.requests,
-                delayed: m.delayed,
-                gpu_seconds: m.gpu.total,
-                cold_starts: m.cold_starts,
-                replica_cold_starts: m.replica_cold_starts,
-            });
-        }
-        PoolPoint {
-            policy,
-            knob,
-            scored,
-            split_share: r.split_chosen as f64 / r.split_ticks.max(1) as f64,
-            mean_warm_nodes: r.warm_nodes_sum as f64 / r.split_ticks.max(1) as f64,
-            days: pool_days(&r.models),
-        }
+        let days = pool_days(&r.models);
+        ((policy, pool_point(knob, &r, &days, split, setup)), days)
     });
     let chosen = policies
         .iter()
         .map(|p| {
-            let of: Vec<&PoolPoint> = points.iter().filter(|x| x.policy == *p).collect();
-            let days: Vec<&[DayStats]> = of.iter().map(|x| x.days.as_slice()).collect();
-            of[knob_grid::chosen(*p, &days, setup)].clone()
+            let of: Vec<usize> = (0..runs.len()).filter(|&i| runs[i].0 .0 == *p).collect();
+            let days: Vec<&[DayStats]> = of.iter().map(|&i| runs[i].1.as_slice()).collect();
+            runs[of[knob_grid::chosen(*p, &days, setup)]].0.clone()
         })
         .collect();
+    let points = runs.into_iter().map(|(point, _)| point).collect();
     Ok(PoolComparison {
         models,
         model_load: pass.model_load,

@@ -158,6 +158,19 @@ impl Waterfall {
         }
     }
 
+    /// `other`'s parts added to these (a pool's deployments: each holds its own replicas, the
+    /// nodes' parts are the first's).
+    pub fn add(&mut self, other: &Waterfall) {
+        self.serving += other.serving;
+        self.target_headroom += other.target_headroom;
+        self.warm_excess += other.warm_excess;
+        self.draining += other.draining;
+        self.loading += other.loading;
+        self.node_boot += other.node_boot;
+        self.balloons += other.balloons;
+        self.empty += other.empty;
+    }
+
     /// Each part times `k` (GPU-seconds to GPU-hours: 1 / 3600).
     pub fn scaled(self, k: f64) -> Waterfall {
         Waterfall {
@@ -283,6 +296,24 @@ pub fn block_bootstrap95(hits: &[bool], block: usize, resamples: usize) -> Optio
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pools_waterfall_is_its_deployments_added_part_by_part() {
+        let one = Waterfall {
+            serving: 1.0,
+            target_headroom: 2.0,
+            warm_excess: 3.0,
+            draining: 4.0,
+            loading: 5.0,
+            node_boot: 6.0,
+            balloons: 7.0,
+            empty: 8.0,
+        };
+        let mut pool = one;
+        pool.add(&one.scaled(10.0));
+        // Each part 11 times the first's: 11, 22, ... 88.
+        assert_eq!(pool, one.scaled(11.0));
+    }
 
     #[test]
     fn block_bootstrap_interval() {

@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::classes::Class;
 use super::engine::{ClassScored, LeadReport, RunResult};
 use super::ideal::IdealResult;
-use super::stats::{block_bootstrap95, interval95, GpuSplit, Waterfall, DAY_S};
+use super::stats::{block_bootstrap95, interval95, DayStats, GpuSplit, Waterfall, DAY_S};
 use crate::core::policy::residual::{Decomposition, KindCounts};
 
 /// Resamples of the band coverage's block bootstrap.
@@ -151,15 +151,19 @@ pub struct TrainingTotals {
 impl TrainingTotals {
     /// The totals over the first `train_days` days of `run` (None when there are none).
     pub fn of(run: &RunResult, train_days: Option<u32>) -> Option<Self> {
-        let d = train_days?;
-        let t = super::knob_grid::training_totals(&run.days, Some(d));
-        Some(TrainingTotals {
+        train_days.map(|d| Self::over(&run.days, Some(d)))
+    }
+
+    /// The totals over the first `train_days` of `days` (None: every day).
+    pub fn over(days: &[DayStats], train_days: Option<u32>) -> Self {
+        let t = super::knob_grid::training_totals(days, train_days);
+        TrainingTotals {
             requests: t.requests,
             delayed_fraction: t.delayed_fraction(),
             gpu_hours: t.gpu_seconds / 3600.0,
             cold_starts: t.cold_starts,
             replica_cold_starts: t.replica_cold_starts,
-        })
+        }
     }
 }
 

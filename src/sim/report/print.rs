@@ -6,11 +6,10 @@ use std::fmt::Write as _;
 use super::PolicyReport;
 use crate::core::policy::residual::Decomposition;
 use crate::sim::classes::{Class, ClientClasses};
-use crate::sim::compare::Comparison;
+use crate::sim::compare::{Comparison, FrontierPoint, SplitFigures};
 use crate::sim::engine::LeadReport;
-use crate::sim::knob_grid;
-use crate::sim::pool_bench::{PoolComparison, PoolPoint};
-use crate::sim::setup::Setup;
+use crate::sim::pool_bench::PoolComparison;
+use crate::sim::setup::{PolicyName, Setup};
 use crate::sim::verdict::{attribution, verdict};
 
 /// The table of one comparison, its frontiers, daily intervals, verdict and attribution.
@@ -139,20 +138,24 @@ pub fn print_pool(c: &PoolComparison, workload: &str, setup: &Setup, simulated: 
         "train d %",
         "train GPU-h"
     );
-    let line = |p: &PoolPoint| {
-        let train = knob_grid::training_totals(&p.days, setup.train_days);
+    let line = |(policy, p): &(PolicyName, FrontierPoint)| {
+        let train = p.training.expect("a pool's point has its training figures");
+        let split = p.split.unwrap_or(SplitFigures {
+            share: 0.0,
+            mean_warm_nodes: 0.0,
+        });
         println!(
             "{:<14} {:>6} {:>9.4} {:>9.1} {:>8} {:>10} {:>6.2} {:>5.2} {:>9.4} {:>9.1}",
-            p.policy.label(),
+            policy.label(),
             p.knob,
-            100.0 * p.scored.delayed_fraction(),
-            p.scored.gpu_seconds / 3600.0,
-            p.scored.cold_starts,
-            p.scored.replica_cold_starts,
-            p.split_share,
-            p.mean_warm_nodes,
-            100.0 * train.delayed_fraction(),
-            train.gpu_seconds / 3600.0
+            100.0 * p.delayed_fraction,
+            p.gpu_hours,
+            p.cold_starts,
+            p.replica_cold_starts,
+            split.share,
+            split.mean_warm_nodes,
+            100.0 * train.delayed_fraction,
+            train.gpu_hours
         )
     };
     println!("chosen on the training days (scored days only):\n{header}");
