@@ -71,16 +71,13 @@ pub fn run_jobs(common: &Output, jobs: Vec<(Workload, Setup)>) -> crate::Result<
             setup.lead_time_s()
         ));
         let started = Instant::now();
-        let simulated = std::sync::atomic::AtomicU64::new(0);
-        let tick = |n: u64| {
-            simulated.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
-            bar.inc(n)
-        };
+        let before = bar.position();
+        let tick = |n: u64| bar.inc(n);
         if let Some(models) = setup.models {
             let cmp = compare_pool(&workload, &setup, models, &tick)
                 .map_err(|e| config_error("--trace", e.to_string()))?;
             let elapsed = started.elapsed().as_secs_f64();
-            let simulated = simulated.into_inner();
+            let simulated = bar.position() - before;
             bar.suspend(|| print_pool(&cmp, &workload.name, &setup, simulated, elapsed));
             continue;
         }
