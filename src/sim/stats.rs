@@ -161,27 +161,25 @@ impl Waterfall {
     /// `other`'s parts added to these (a pool's deployments: each holds its own replicas, the
     /// nodes' parts are the first's).
     pub fn add(&mut self, other: &Waterfall) {
-        self.serving += other.serving;
-        self.target_headroom += other.target_headroom;
-        self.warm_excess += other.warm_excess;
-        self.draining += other.draining;
-        self.loading += other.loading;
-        self.node_boot += other.node_boot;
-        self.balloons += other.balloons;
-        self.empty += other.empty;
+        *self = self.zip(other, |a, b| a + b);
     }
 
     /// Each part times `k` (GPU-seconds to GPU-hours: 1 / 3600).
     pub fn scaled(self, k: f64) -> Waterfall {
+        self.zip(&self, |a, _| a * k)
+    }
+
+    /// `f` of each part and `other`'s.
+    fn zip(&self, other: &Waterfall, f: impl Fn(f64, f64) -> f64) -> Waterfall {
         Waterfall {
-            serving: self.serving * k,
-            target_headroom: self.target_headroom * k,
-            warm_excess: self.warm_excess * k,
-            draining: self.draining * k,
-            loading: self.loading * k,
-            node_boot: self.node_boot * k,
-            balloons: self.balloons * k,
-            empty: self.empty * k,
+            serving: f(self.serving, other.serving),
+            target_headroom: f(self.target_headroom, other.target_headroom),
+            warm_excess: f(self.warm_excess, other.warm_excess),
+            draining: f(self.draining, other.draining),
+            loading: f(self.loading, other.loading),
+            node_boot: f(self.node_boot, other.node_boot),
+            balloons: f(self.balloons, other.balloons),
+            empty: f(self.empty, other.empty),
         }
     }
 }
