@@ -11,7 +11,6 @@
 //! - [`floor`]: the HPA (or KEDA ScaledObject) floor prewarm raises, as a lease.
 //! - [`lease`]: the lease prewarm holds on a field of a user's object (save, write, keep an edit,
 //!   give back), one decision for every such field.
-//! - [`tick`]: one target's tick as commands, from what its observe phase read.
 //! - [`cloudwatch_periods`]: CloudWatch's period arithmetic and the publish intervals a step can
 //!   be read at (checked at start-up by the config, used by the CloudWatch source).
 
@@ -26,7 +25,6 @@ pub mod node_index;
 pub mod policy;
 pub mod quantity;
 pub mod spec;
-pub mod tick;
 
 pub use policy::decide;
 pub use policy::observation::{Observation, Sample};

@@ -29,7 +29,7 @@ use crate::clock::{system_time, unix_now, unix_seconds};
 use crate::config::Config;
 use crate::error::{Error, Result};
 
-pub use crate::core::tick::floor_intent;
+pub use crate::core::policy::decide::floor_intent;
 pub use report::{emf_record, log_decision, reason_text, TargetReport};
 pub use target::{freeze_intent, tick_target};
 

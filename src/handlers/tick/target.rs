@@ -1,5 +1,5 @@
 //! One target, one tick, in three phases: observe (every read the decision needs, at once),
-//! plan (`core::tick::plan_target`, pure), then execute the commands: the headroom object, the
+//! plan (`core::policy::decide::plan_target`, pure), then execute the commands: the headroom object, the
 //! NodePool (limits, budgets) and the HPA floor, unless DRY_RUN.
 
 use super::lead::{self, LeadStart};
@@ -12,7 +12,9 @@ use crate::adapters::kube::nodepool::{self, NodePoolView};
 use crate::adapters::kube::{headroom::annotations, hpa, nodepool::limits_room};
 use crate::core::lease::LeaseOutcome;
 use crate::core::policy::calibration_cache::{CalibrationCache, ReadOutcome};
-use crate::core::tick::{acted_recently, plan_target, TargetActs, TargetCommands, TargetSeen};
+use crate::core::policy::decide::{
+    acted_recently, plan_target, TargetActs, TargetCommands, TargetSeen,
+};
 use crate::core::{HeadroomKind, Observation, Plan, PolicySpec, TargetSpec};
 use crate::error::Result;
 
@@ -253,7 +255,7 @@ async fn keep_room(
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
-    use crate::core::{self, tick::floor_intent};
+    use crate::core::{self, policy::decide::floor_intent};
     use serde_json::Value;
 
     fn target(freeze: bool) -> TargetSpec {
