@@ -85,6 +85,63 @@ impl LeadBook {
             .or_default()
             .learn(sample, now)
     }
+
+    /// Learns every sample of `learned`; true when any was new.
+    pub fn learn_all(&mut self, learned: &[Learned], now: f64) -> bool {
+        let mut new = false;
+        for l in learned {
+            new |= self.learn(l.phase, &l.scope, l.sample.clone(), now);
+        }
+        new
+    }
+
+    /// Learns every sample of `from`; true when any was new.
+    pub fn merge(&mut self, from: &LeadBook, now: f64) -> bool {
+        let mut new = false;
+        for (key, window) in &from.windows {
+            let into = self.windows.entry(key.clone()).or_default();
+            for sample in &window.samples {
+                new |= into.learn(sample.clone(), now);
+            }
+        }
+        new
+    }
+}
+
+/// A sample and where it goes in the book.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Learned {
+    pub phase: Phase,
+    /// The NodePool (node boot) or the target (pull, load).
+    pub scope: String,
+    pub sample: LeadSample,
+}
+
+/// The book after a tick: what the execution environment keeps, and what goes back to the
+/// store.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BookAfter {
+    /// The book the tick started with and what its targets learned.
+    pub keep: LeadBook,
+    /// The stored book with `keep` merged in, when the store lacks any of it; None when it
+    /// lacks nothing, or when there is no store to write (not read, or DRY_RUN).
+    pub write: Option<LeadBook>,
+}
+
+/// The book after a tick that started with `book` and whose targets `learned`, given the
+/// store's book as read (`stored`, None when nothing is to be written).
+pub fn book_after_tick(
+    mut book: LeadBook,
+    learned: &[Learned],
+    stored: Option<&LeadBook>,
+    now: f64,
+) -> BookAfter {
+    book.learn_all(learned, now);
+    let write = stored.and_then(|stored| {
+        let mut on_object = stored.clone();
+        on_object.merge(&book, now).then_some(on_object)
+    });
+    BookAfter { keep: book, write }
 }
 
 /// What one phase contributes to a horizon.

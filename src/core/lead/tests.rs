@@ -221,3 +221,68 @@ fn the_book_serialises_as_one_flat_object() {
     let back: LeadBook = serde_json::from_value(json).unwrap();
     assert_eq!(back, b);
 }
+
+/// The book after a tick, by hand: the start book holds boot "a"; a target learned load "b".
+/// The environment keeps both; the store gets them only when it lacks one, and only when there
+/// is a store to write.
+#[test]
+fn the_book_after_a_tick_is_kept_and_written_when_the_store_lacks_it() {
+    let start = {
+        let mut b = LeadBook::default();
+        assert!(b.learn(Phase::NodeBoot, "gpu", sample("a", 60.0, 30.0), NOW));
+        b
+    };
+    let load = Learned {
+        phase: Phase::ModelLoad,
+        scope: "llama".into(),
+        sample: sample("b", 30.0, 20.0),
+    };
+    let both = {
+        let mut b = start.clone();
+        assert!(b.learn(Phase::ModelLoad, "llama", sample("b", 30.0, 20.0), NOW));
+        b
+    };
+    // (name, learned, stored, kept, written)
+    type Row<'a> = (
+        &'a str,
+        Vec<Learned>,
+        Option<LeadBook>,
+        &'a LeadBook,
+        Option<&'a LeadBook>,
+    );
+    let rows: [Row; 4] = [
+        (
+            "no store (not read, or DRY_RUN)",
+            vec![load.clone()],
+            None,
+            &both,
+            None,
+        ),
+        (
+            "an empty store gets both",
+            vec![load.clone()],
+            Some(LeadBook::default()),
+            &both,
+            Some(&both),
+        ),
+        (
+            "a store with both gets nothing",
+            vec![load.clone()],
+            Some(both.clone()),
+            &both,
+            None,
+        ),
+        (
+            "nothing learned, the store lacks the boot",
+            vec![],
+            Some(LeadBook::default()),
+            &start,
+            Some(&start),
+        ),
+    ];
+    for (name, learned, stored, kept, written) in rows {
+        let after = book_after_tick(start.clone(), &learned, stored.as_ref(), NOW);
+        assert_eq!(&after.keep, kept, "{name}");
+        assert_eq!(after.write.as_ref(), written, "{name}");
+    }
+}

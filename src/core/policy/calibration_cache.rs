@@ -27,9 +27,10 @@ pub struct CalibrationCache {
 }
 
 /// How the tick's history read went.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ReadOutcome {
     /// Not read: the calibration was fresh, or a failure is being backed off.
+    #[default]
     NotRead,
     /// Read, with samples to calibrate on.
     Read,

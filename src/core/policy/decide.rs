@@ -8,19 +8,29 @@
 //!    cap, step limits, pending pods (no scale-down), scale-down delay, cooldown (scale-down
 //!    only), then the hard limits again (ceiling, GPU cap and floor win over everything that only
 //!    slows a change), then the interruption path's replacement reserve on top.
+//!
+//! `plan_target` wraps it into one target's tick as commands: given everything the tick's observe
+//! phase read (`TargetSeen`) and `now`, what the executor writes (the headroom plan, the HPA
+//! floor) and keeps (the calibration cache, the residual's verdict), or that the target is left
+//! alone this tick. The reads happen before, the writes after (`handlers::tick::target`).
+//! The NodePool's limits and budgets stay with the executor on purpose: they are planned against
+//! the pool and its nodes right before the patch (a drain's room that started meanwhile), and the
+//! floor's patch against the HPA read in the same call (`floor::plan_beside_surge`).
 
 use super::assess::{assess, Inputs};
 use super::band::{self, Calibration};
+use super::calibration_cache::{CalibrationCache, ReadOutcome};
 use super::fast_path::{fast_path, queue_now};
-use super::hpa_sizing::{hpa_replicas, hpa_replicas_for_in_system};
+use super::horizon::{horizon_rate, queue_replicas, seasonal_rise, size};
+use super::hpa_sizing::hpa_replicas_for_in_system;
 use super::next_step::next_step_spare;
 use super::observation::Observation;
 use super::plan::{Action, ForecastSummary, Plan, Reason};
 use super::rails::Rails;
+use super::residual::{self, TickVerdict};
 use super::schedule::scheduled_floor;
-use super::seasonal::{seasonal_forecast, Seasonal};
-use super::sizing::replicas_for;
-use crate::spec::{BandSlots, Forecaster, HeadroomState, PolicySpec, TargetSpec};
+use crate::floor::FloorIntent;
+use crate::spec::{HeadroomState, PolicySpec, TargetSpec};
 
 /// The plan when the inputs cannot be trusted: never lower the headroom, raise it only to the
 /// floor (`minSpare`, a scheduled window) within the ceiling and the GPU cap, say why, and leave
@@ -232,118 +242,6 @@ fn calibration(
     ))
 }
 
-/// The point forecast plus the band: the hour's profile when the calibration chose it, else the
-/// blend. The trend model's point forecast is blended with
-/// the seasonal one (weight from the calibration; an even blend before the first one), and
-/// the lead-time band of the calibration is added; without it, the one-step band of the trend
-/// model (the fallback, logged). Never below the rate observed now (`rate_to_cover`).
-fn horizon_rate(
-    observed: &Observation,
-    policy: &PolicySpec,
-    inputs: &Inputs,
-    calibration: Option<&Calibration>,
-    now: f64,
-    summary: &mut ForecastSummary,
-) -> f64 {
-    let trend = inputs.forecast.point_over_horizon;
-    summary.trend_peak = trend;
-    let seasonal = if policy.seasons_s.is_empty() {
-        None
-    } else {
-        match seasonal_forecast(
-            &observed.arrival_rate,
-            &observed.seasonal,
-            now,
-            policy.lead_time_s,
-            policy.step_s,
-        ) {
-            Seasonal::Forecast { peak, .. } => Some(peak),
-            Seasonal::Unavailable { why } => {
-                summary.trend_only = Some(why);
-                None
-            }
-        }
-    };
-    summary.seasonal_peak = seasonal;
-    let weight = match (seasonal, calibration) {
-        (None, _) => 0.0,
-        (Some(_), Some(c)) if c.band.is_some() => c.seasonal_weight,
-        (Some(_), _) => 0.5,
-    };
-    summary.seasonal_weight = weight;
-    let blend = match seasonal {
-        Some(s) => (1.0 - weight) * trend + weight * s,
-        None => trend,
-    };
-    // The forecaster the calibration chose: the profile of the hour's peaks, or the blend (also
-    // for an hour the profile never saw).
-    let zone = policy.zone();
-    summary.profile_peak = calibration.and_then(|c| c.profile_peak(now, &zone));
-    let point = summary.profile_peak.unwrap_or(blend);
-    summary.forecaster = match summary.profile_peak {
-        Some(_) => Forecaster::Profile,
-        None => Forecaster::Blend,
-    }
-    .label()
-    .into();
-    let band = match calibration.map(|c| (c, c.band_at(now, &zone))) {
-        Some((c, Some(b))) => {
-            summary.band_source = "lead_time".into();
-            summary.quantile = c.quantile;
-            summary.coverage = c.coverage;
-            summary.band_by = BandSlots::of(c.by_hour.len()).label().into();
-            summary.hour_coverage = c.hour_coverage_at(now, &zone);
-            b
-        }
-        other => {
-            summary.band_source = "one_step".into();
-            summary.quantile = policy.error_quantile;
-            let why = match other {
-                Some((c, None)) => c.note.clone().unwrap_or_else(|| "no band".into()),
-                _ => "not calibrated yet".into(),
-            };
-            summary.one_step_band = Some(why);
-            inputs.forecast.error_quantile
-        }
-    };
-    summary.error_quantile = band;
-    rate_to_cover(point, band, inputs.observed_rate)
-}
-
-/// The rate to cover over the lead time: the forecast's `point` plus the `band`, never below
-/// the rate `observed` now (the smoothed level lags a burst, and demand that is already here is
-/// the best evidence of the next minutes).
-fn rate_to_cover(point: f64, band: f64, observed: f64) -> f64 {
-    (point + band).max(0.0).max(observed)
-}
-
-/// The replicas the seasonal forecast (or the hour's profile, when it sizes) adds at the horizon
-/// above the trend-only forecast (the same band and the same floor at the observed rate, sized
-/// the same way): 0 without either, or when the trend alone asks for as many.
-fn seasonal_rise(
-    observed: &Observation,
-    target: &TargetSpec,
-    policy: &PolicySpec,
-    inputs: &Inputs,
-    summary: &ForecastSummary,
-    at_horizon: u32,
-) -> u32 {
-    let seasonal = summary.seasonal_peak.is_some() && summary.seasonal_weight > 0.0;
-    if !seasonal && summary.profile_peak.is_none() {
-        return 0;
-    }
-    let trend_rate = rate_to_cover(
-        summary.trend_peak,
-        summary.error_quantile,
-        inputs.observed_rate,
-    );
-    if trend_rate >= summary.rate_at_horizon {
-        return 0;
-    }
-    let trend_only = size(observed, target, policy, inputs, trend_rate).at_horizon;
-    at_horizon.saturating_sub(trend_only)
-}
-
 /// The replicas the HPA asks for now from the requests in its queue (what its next sync
 /// scales towards), when it is sized in its own units; 0 when its metric or the queue cannot
 /// be read.
@@ -355,75 +253,6 @@ fn hpa_asks(observed: &Observation, policy: &PolicySpec, units: &str, now: f64) 
         }
         _ => 0,
     }
-}
-
-/// Replicas wanted now and at the horizon, and those in place (ready, loading, pending).
-struct Sized {
-    now: u32,
-    at_horizon: u32,
-    in_place: u32,
-    units: &'static str,
-    fallback: Option<String>,
-}
-
-/// Sizing. In the HPA's units when the target names its HPA and its metric is predictable:
-/// what the HPA will want at the horizon, against the replicas ready, loading and pending (a
-/// pending pod is demand the HPA already counted, not capacity). Else Erlang C replicas for
-/// the rate, against those serving (or, unknown, needed now), loading and pending.
-fn size(
-    observed: &Observation,
-    target: &TargetSpec,
-    policy: &PolicySpec,
-    inputs: &Inputs,
-    rate_at_horizon: f64,
-) -> Sized {
-    let loading = observed.loading_replicas.unwrap_or(0);
-    let pending = observed.pending_pods;
-    let mut fallback = None;
-    if let Some(hpa) = &observed.hpa {
-        let s = inputs.service_time_s;
-        match (
-            hpa_replicas(hpa, inputs.observed_rate, s),
-            hpa_replicas(hpa, rate_at_horizon, s),
-        ) {
-            (Ok(now), Ok(at_horizon)) => {
-                let ready = observed.serving_replicas.unwrap_or(hpa.current_replicas);
-                return Sized {
-                    now,
-                    at_horizon,
-                    in_place: ready.saturating_add(loading).saturating_add(pending),
-                    units: "hpa",
-                    fallback: None,
-                };
-            }
-            (Err(why), _) | (_, Err(why)) => {
-                fallback = Some(format!("HPA metric not predictable from the queue: {why}"))
-            }
-        }
-    } else if target.hpa.is_some() {
-        fallback = Some("HPA not read".into());
-    }
-    let size = |rate| queue_replicas(rate, inputs, target, policy);
-    let now = size(inputs.observed_rate);
-    let in_use = observed.serving_replicas.unwrap_or(now);
-    Sized {
-        now,
-        at_horizon: size(rate_at_horizon),
-        in_place: in_use.saturating_add(loading).saturating_add(pending),
-        units: "queue",
-        fallback,
-    }
-}
-
-/// Replicas the queue model sizes for `rate` req/s with the target's service time, slots and
-/// wait target.
-fn queue_replicas(rate: f64, inputs: &Inputs, target: &TargetSpec, policy: &PolicySpec) -> u32 {
-    replicas_for(
-        rate,
-        inputs.service_time_s,
-        target.replica_concurrency,
-        policy.target_wait_s,
-    )
 }
 
 /// Freeze consolidation while the point forecast (without the error band) needs more replicas
@@ -449,6 +278,140 @@ fn consolidation(
         Some(false)
     } else {
         None
+    }
+}
+
+/// What one target's observe phase read, for the plan.
+#[derive(Clone, Debug, Default)]
+pub struct TargetSeen {
+    /// Demand, pods, seasons, the HPA and, when it was due and read, the calibration history.
+    pub observation: Observation,
+    /// prewarm's state on the headroom object as read (its own calibration included).
+    pub state: HeadroomState,
+    /// Whether the NodePool as read has its consolidation frozen by prewarm.
+    pub pool_frozen: bool,
+    /// This execution environment's calibration cache before the tick.
+    pub calibrations: CalibrationCache,
+    /// How the calibration history read went (`observation.calibration_history`).
+    pub calibration_read: ReadOutcome,
+}
+
+/// What one target's tick does.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TargetCommands {
+    /// Another invocation acted on the headroom object at `acted_at`: nothing is decided or
+    /// written, so two overlapping invocations never both act.
+    Skip {
+        acted_at: f64,
+    },
+    Act(Box<TargetActs>),
+}
+
+/// The commands of a target that acts this tick, in the executor's order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TargetActs {
+    /// The decision: written to the headroom object, then the NodePool's budgets follow
+    /// `plan.freeze_consolidation`.
+    pub plan: Plan,
+    /// The residual's verdict on the newest sample (the report's UnforecastableShare).
+    pub residual: Option<TickVerdict>,
+    /// The calibration cache this environment keeps after the tick.
+    pub calibrations: CalibrationCache,
+    /// The HPA floor to write, None when the target names no HPA.
+    pub floor: Option<FloorCommand>,
+}
+
+/// The HPA floor's write this tick.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FloorCommand {
+    pub intent: FloorIntent,
+    /// How long the floor's lease lasts without a renewal (`PolicySpec::floor_lease_s`).
+    pub lease_s: f64,
+    /// Whether an unchanged floor is reported (a change or an error always is): only when the
+    /// target asks for the raise.
+    pub report_unchanged: bool,
+}
+
+/// Whether another invocation wrote this object less than half a tick ago: then this one
+/// skips the target, so two overlapping invocations never both act.
+pub fn acted_recently(last_tick: Option<f64>, now: f64, tick_s: f64) -> bool {
+    last_tick.is_some_and(|t| (now - t).abs() < tick_s / 2.0)
+}
+
+/// The commands of `target`'s tick at `now`, deciding with `policy` (its lead time the
+/// horizon the tick looks ahead by).
+pub fn plan_target(
+    seen: TargetSeen,
+    target: &TargetSpec,
+    policy: &PolicySpec,
+    now: f64,
+) -> TargetCommands {
+    let TargetSeen {
+        observation,
+        mut state,
+        pool_frozen,
+        calibrations,
+        calibration_read,
+    } = seen;
+    if acted_recently(state.last_tick, now, policy.tick_s) {
+        return TargetCommands::Skip {
+            acted_at: state.last_tick.unwrap_or_default(),
+        };
+    }
+    state.consolidation_frozen = pool_frozen;
+    // The calibration this environment computed is fresher than the object's under DRY_RUN
+    // (nothing is written there): deciding with it keeps a dry run from re-reading days of
+    // history every tick.
+    let on_object = state.calibration.take();
+    state.calibration = calibrations.freshest(on_object.as_ref());
+    let plan = decide(&observation, target, policy, &state, now);
+    // The training rise of the calibration this tick decided with (or just computed).
+    let rise = plan
+        .next_state
+        .calibration
+        .as_ref()
+        .or(state.calibration.as_ref())
+        .and_then(|c| c.rise);
+    let residual = residual::tick_verdict(
+        &observation.arrival_rate,
+        &observation.waiting,
+        policy.lead_time_s,
+        residual::SLO_WAIT_S,
+        rise,
+    );
+    let calibrations = calibrations.after_tick(
+        policy,
+        calibration_read,
+        plan.next_state.calibration.as_ref(),
+        now,
+    );
+    // A target whose raiseMinReplicas was turned off gets a raise still on its HPA given
+    // back (nothing is written when there is none): no lease is left to outlive the option.
+    // A drain's surge on the same floor stays, whatever the intent (`plan_beside_surge`).
+    let floor = target.hpa.as_ref().map(|r| FloorCommand {
+        intent: if r.raise_min_replicas {
+            floor_intent(&plan)
+        } else {
+            FloorIntent::Restore
+        },
+        lease_s: policy.floor_lease_s(),
+        report_unchanged: r.raise_min_replicas,
+    });
+    TargetCommands::Act(Box::new(TargetActs {
+        plan,
+        residual,
+        calibrations,
+        floor,
+    }))
+}
+
+/// The HPA floor this tick: the replicas forecast for the horizon within the rails (the plan's
+/// `hpa_floor`), or hold as is when failing static (never lowered on missing data; the lease
+/// is renewed).
+pub fn floor_intent(plan: &Plan) -> FloorIntent {
+    match (plan.action, plan.hpa_floor) {
+        (Action::FailStatic, _) | (_, None) => FloorIntent::Hold,
+        (_, Some(floor)) => FloorIntent::AtLeast(floor),
     }
 }
 

@@ -3,10 +3,11 @@
 //! the simulator alike), assess (which numbers can be trusted, or fail static),
 //! forecast (damped trend), seasonal (the same clock time a season back), band (the calibrated
 //! error quantile, and the choice of forecaster per target: profile, the hour of day's peak;
-//! calibration_cache: when the tick re-reads its history), sizing (Erlang C)
-//! and hpa_sizing (the HPA's own units), fast_path (a surge already in the system), next_step,
+//! calibration_cache: when the tick re-reads its history), horizon (the rate to cover at the
+//! lead time and its replicas), sizing (Erlang C) and hpa_sizing (the HPA's own units), fast_path (a surge already in the system), next_step,
 //! schedule (cron windows), rails (floors, caps, steps, cooldowns, holds) and plan (the
-//! decision and its log line). `decide` joins them. Beside the tick, residual decomposes the
+//! decision and its log line). `decide` joins them; `plan_target` turns one target's
+//! observations into its tick's commands. Beside the tick, residual decomposes the
 //! requests that still waited (forecastable, lead miss, unforecastable) for the simulator,
 //! `prewarm backtest` and `prewarm explain --target`.
 
@@ -17,6 +18,7 @@ pub mod calibration_cache;
 pub mod decide;
 pub mod fast_path;
 pub mod forecast;
+pub mod horizon;
 pub mod hpa_sizing;
 pub mod next_step;
 pub mod observation;

@@ -43,18 +43,6 @@ fn remembered(memory: &Memory) -> LeadBook {
     memory.lock().unwrap_or_else(|p| p.into_inner()).clone()
 }
 
-/// Learns every sample of `from` into `into`; true when any was new.
-fn merge(into: &mut LeadBook, from: &LeadBook, now: f64) -> bool {
-    let mut new = false;
-    for (key, window) in &from.windows {
-        let into_window = into.windows.entry(key.clone()).or_default();
-        for sample in &window.samples {
-            new |= into_window.learn(sample.clone(), now);
-        }
-    }
-    new
-}
-
 /// Step 1: the stored book, this environment's memory and the NodePools' boots. None when
 /// LEARN_LEAD_TIMES is off. Bounded by TARGET_TIMEOUT_SECONDS: what did not answer by then is
 /// left out, with the reason.
@@ -92,7 +80,7 @@ pub async fn start(
     };
     match stored {
         Ok(stored) => {
-            merge(&mut start.book, &stored.book, now);
+            start.book.merge(&stored.book, now);
             start.stored = Some(stored);
         }
         Err(e) => {
@@ -103,7 +91,7 @@ pub async fn start(
     for (pool, boots) in boots {
         match boots {
             Ok(boots) => {
-                learn(&mut start.book, &boots, now);
+                start.book.learn_all(&boots, now);
             }
             Err(e) => {
                 tracing::warn!(node_pool = pool, error = %e, "NodeClaims not read: no node boot learned");
@@ -112,14 +100,6 @@ pub async fn start(
         }
     }
     Some(start)
-}
-
-fn learn(book: &mut LeadBook, learned: &[Learned], now: f64) -> bool {
-    let mut new = false;
-    for l in learned {
-        new |= book.learn(l.phase, &l.scope, l.sample.clone(), now);
-    }
-    new
 }
 
 /// Step 2: the horizon `target` decides with, or LEAD_TIME_SECONDS with the reason (learning
@@ -208,8 +188,8 @@ pub async fn pod_samples(
         .collect()
 }
 
-/// Step 3: learns what the targets measured, keeps the book in this environment and, unless
-/// `dry_run`, writes it back when anything is new since it was read.
+/// Step 3: the book after the tick (`core::lead::book_after_tick`): kept in this environment
+/// and, unless `dry_run`, written back when the store lacks anything of it.
 pub async fn finish(
     deps: &TickDeps,
     client: &kube::Client,
@@ -218,16 +198,12 @@ pub async fn finish(
     now: f64,
     dry_run: bool,
 ) {
-    let mut book = start.book;
-    learn(&mut book, learned, now);
-    *deps.lead_book.lock().unwrap_or_else(|p| p.into_inner()) = book.clone();
-    let Some(stored) = start.stored.filter(|_| !dry_run) else {
+    let stored = start.stored.filter(|_| !dry_run);
+    let after = lead::book_after_tick(start.book, learned, stored.as_ref().map(|s| &s.book), now);
+    *deps.lead_book.lock().unwrap_or_else(|p| p.into_inner()) = after.keep;
+    let (Some(stored), Some(on_object)) = (stored, after.write) else {
         return;
     };
-    let mut on_object = stored.book.clone();
-    if !merge(&mut on_object, &book, now) {
-        return;
-    }
     let at = &deps.config.lead_times_configmap;
     match store::write_book(client, at, &stored, &on_object).await {
         Ok(()) => {}
@@ -334,8 +310,8 @@ mod tests {
     #[test]
     fn a_merge_reports_only_what_is_new() {
         let mut stored = LeadBook::default();
-        assert!(merge(&mut stored, &learned_book(), NOW));
+        assert!(stored.merge(&learned_book(), NOW));
         assert_eq!(stored, learned_book());
-        assert!(!merge(&mut stored, &learned_book(), NOW));
+        assert!(!stored.merge(&learned_book(), NOW));
     }
 }

@@ -29,8 +29,9 @@ use crate::clock::{system_time, unix_now, unix_seconds};
 use crate::config::Config;
 use crate::error::{Error, Result};
 
+pub use crate::core::policy::decide::floor_intent;
 pub use report::{emf_record, log_decision, reason_text, TargetReport};
-pub use target::{floor_intent, freeze_intent, tick_target};
+pub use target::{freeze_intent, tick_target};
 
 /// Everything a tick needs, built once per execution environment.
 pub struct TickDeps {

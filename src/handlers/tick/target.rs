@@ -1,19 +1,26 @@
-//! One target, one tick: observe, skip when another invocation acted, decide (pure core), then
-//! write the headroom object, the NodePool (limits, budgets) and the HPA floor unless DRY_RUN.
+//! One target, one tick, in three phases: observe (every read the decision needs, at once),
+//! plan (`core::policy::decide::plan_target`, pure), then execute the commands: the headroom object, the
+//! NodePool (limits, budgets) and the HPA floor, unless DRY_RUN.
 
 use super::lead::{self, LeadStart};
 use super::observe::{calibration_history, observe};
 use super::{TargetReport, TickDeps};
 use crate::adapters::kube::headroom::{self, ApplyOutcome, HeadroomRead};
+use crate::adapters::kube::lead_times::Learned;
 use crate::adapters::kube::nodepool::limits::LimitsIntent;
 use crate::adapters::kube::nodepool::{self, NodePoolView};
 use crate::adapters::kube::{headroom::annotations, hpa, nodepool::limits_room};
 use crate::core::lease::LeaseOutcome;
-use crate::core::policy::residual;
-use crate::core::{self, HeadroomKind, Observation, Plan, TargetSpec};
+use crate::core::policy::calibration_cache::{CalibrationCache, ReadOutcome};
+use crate::core::policy::decide::{
+    acted_recently, plan_target, TargetActs, TargetCommands, TargetSeen,
+};
+use crate::core::{HeadroomKind, Observation, Plan, PolicySpec, TargetSpec};
+use crate::error::Result;
 
 /// The NodePool's consolidation change this tick: freeze/restore as planned when the target
 /// opts in; otherwise only ever undo a freeze that is still on (the option was turned off).
+/// Asked of the pool as it is right before its patch.
 pub fn freeze_intent(target: &TargetSpec, plan: &Plan, pool: &NodePoolView) -> Option<bool> {
     if target.freeze_consolidation {
         plan.freeze_consolidation
@@ -36,11 +43,73 @@ pub async fn tick_target(
 ) -> TargetReport {
     let horizon = lead::horizon_for(leads, target, &deps.config.policy, now);
     let policy = &horizon.applied_to(&deps.config.policy);
-    let report = TargetReport {
+    let seen = observe_target(deps, client, target, leads, policy, now).await;
+    let mut report = TargetReport {
         at: Some(annotations::format_time(now)),
         lead: Some(horizon),
+        pending_pods: seen.observation.pending_pods,
+        serving_replicas: seen.observation.serving_replicas,
+        metrics_problem: seen.observation.problem.clone(),
+        learned: seen.learned,
         ..TargetReport::new(&target.name, dry_run)
     };
+    // Without both objects nothing is written: the error names the missing one.
+    let pool = match seen.pool {
+        Ok(p) => p,
+        Err(e) => return report.failed(&e),
+    };
+    let read = match seen.read {
+        Ok(r) => r,
+        Err(e) => return keep_room(client, target, &pool, now, dry_run, report.failed(&e)).await,
+    };
+    report.size_before = Some(read.parsed.size);
+    let planned = TargetSeen {
+        observation: seen.observation,
+        state: read.state().clone(),
+        pool_frozen: pool.consolidation_frozen(),
+        calibrations: seen.calibrations,
+        calibration_read: seen.calibration_read,
+    };
+    match plan_target(planned, target, policy, now) {
+        TargetCommands::Skip { acted_at } => {
+            report.skipped = Some(format!(
+                "another invocation acted on {} at {}",
+                read.object.display,
+                annotations::format_time(acted_at)
+            ));
+            report
+        }
+        TargetCommands::Act(acts) => {
+            deps.calibrations
+                .put(&target.name, acts.calibrations.clone());
+            execute(client, target, pool, &read, *acts, now, report).await
+        }
+    }
+}
+
+/// Every read one target's tick decides on: its NodePool, its headroom object and the
+/// observation at once, then what needs one of them (the pulls and loads of the pods listed,
+/// for the lead times; the calibration history, when due and the tick is not left to another
+/// invocation).
+struct Seen {
+    pool: Result<NodePoolView>,
+    read: Result<HeadroomRead>,
+    /// With the calibration history when it was read.
+    observation: Observation,
+    calibration_read: ReadOutcome,
+    /// This environment's calibration cache, as the history read was planned on.
+    calibrations: CalibrationCache,
+    learned: Vec<Learned>,
+}
+
+async fn observe_target(
+    deps: &TickDeps,
+    client: &kube::Client,
+    target: &TargetSpec,
+    leads: Option<&LeadStart>,
+    policy: &PolicySpec,
+    now: f64,
+) -> Seen {
     let (pool, read, (observation, pods)) = futures::join!(
         nodepool::read_node_pool(client, &target.node_pool),
         headroom::read_headroom(client, target),
@@ -51,72 +120,51 @@ pub async fn tick_target(
         (Some(leads), Some(pods)) => lead::pod_samples(client, target, pods, &leads.book).await,
         _ => Vec::new(),
     };
-    let mut report = TargetReport {
-        pending_pods: observation.pending_pods,
-        serving_replicas: observation.serving_replicas,
-        metrics_problem: observation.problem.clone(),
+    let mut seen = Seen {
+        pool,
+        read,
+        observation,
+        calibration_read: ReadOutcome::NotRead,
+        calibrations: deps.calibrations.get(&target.name),
         learned,
-        ..report
     };
-    // Without both objects nothing is written: the error names the missing one.
-    let pool = match pool {
-        Ok(p) => p,
-        Err(e) => return report.failed(&e),
-    };
-    let read: HeadroomRead = match read {
-        Ok(r) => r,
-        Err(e) => return keep_room(client, target, &pool, now, dry_run, report.failed(&e)).await,
-    };
-    report.size_before = Some(read.parsed.size);
-    if annotations::acted_recently(read.state().last_tick, now, policy.tick_s) {
-        report.skipped = Some(format!(
-            "another invocation acted on {} at {}",
-            read.object.display,
-            annotations::format_time(read.state().last_tick.unwrap_or_default())
-        ));
-        return report;
+    // The history is read after the headroom object (whose calibration may make it not due),
+    // and only for a tick that will decide.
+    if let (Ok(_), Ok(read)) = (&seen.pool, &seen.read) {
+        if !acted_recently(read.state().last_tick, now, policy.tick_s) {
+            let on_object = read.state().calibration.as_ref();
+            let (history, outcome) =
+                calibration_history(deps, target, &seen.calibrations, on_object, policy, now).await;
+            seen.observation.calibration_history = history;
+            seen.calibration_read = outcome;
+        }
     }
-    let mut state = read.state().clone();
-    state.consolidation_frozen = pool.consolidation_frozen();
-    // The calibration this environment computed is fresher than the object's under DRY_RUN
-    // (nothing is written there): deciding with it keeps a dry run from re-reading days of
-    // history every tick.
-    let cache = deps.calibrations.get(&target.name);
-    let on_object = state.calibration.take();
-    let (history, read_outcome) =
-        calibration_history(deps, target, &cache, on_object.as_ref(), policy, now).await;
-    state.calibration = cache.freshest(on_object.as_ref());
-    let observation = Observation {
-        calibration_history: history,
-        ..observation
-    };
-    let plan = core::decide(&observation, target, policy, &state, now);
-    // The training rise of the calibration this tick decided with (or just computed).
-    let rise = plan
-        .next_state
-        .calibration
-        .as_ref()
-        .or(state.calibration.as_ref())
-        .and_then(|c| c.rise);
-    report.residual = residual::tick_verdict(
-        &observation.arrival_rate,
-        &observation.waiting,
-        policy.lead_time_s,
-        residual::SLO_WAIT_S,
-        rise,
-    );
-    deps.calibrations.put(
-        &target.name,
-        cache.after_tick(
-            policy,
-            read_outcome,
-            plan.next_state.calibration.as_ref(),
-            now,
-        ),
-    );
-    report.plan = Some(plan.clone());
+    seen
+}
 
-    let outcome = match headroom::apply_plan(client, &read, &plan, now, dry_run).await {
+/// Carries out the commands of a target that acts: the headroom plan, then the NodePool's
+/// limits and budgets, then the HPA floor. A headroom write that fails keeps the NodePool's
+/// room only; one refused for a newer version (409) leaves the rest to the next tick. Written
+/// only unless the report's DRY_RUN.
+async fn execute(
+    client: &kube::Client,
+    target: &TargetSpec,
+    pool: NodePoolView,
+    read: &HeadroomRead,
+    acts: TargetActs,
+    now: f64,
+    mut report: TargetReport,
+) -> TargetReport {
+    let dry_run = report.dry_run;
+    let TargetActs {
+        plan,
+        residual,
+        floor,
+        ..
+    } = acts;
+    report.residual = residual;
+    report.plan = Some(plan.clone());
+    let outcome = match headroom::apply_plan(client, read, &plan, now, dry_run).await {
         Ok(o) => o,
         Err(e) => return keep_room(client, target, &pool, now, dry_run, report.failed(&e)).await,
     };
@@ -150,19 +198,10 @@ pub async fn tick_target(
         Ok(o) => report.node_pool = Some(o.as_str().into()),
         Err(e) => return report.failed(&e),
     }
-    if let Some(r) = target.hpa.as_ref() {
-        // A target whose raiseMinReplicas was turned off gets a raise still on its HPA given
-        // back (nothing is written when there is none): no lease is left to outlive the option.
-        // A drain's surge on the same floor stays, whatever the intent (`plan_beside_surge`).
-        let intent = if r.raise_min_replicas {
-            floor_intent(&plan)
-        } else {
-            hpa::floor::FloorIntent::Restore
-        };
-        let lease_s = policy.floor_lease_s();
-        let outcome = hpa::floor::apply_floor(client, r, intent, now, lease_s, dry_run).await;
-        // An unchanged floor is reported only when the option is on; a change or an error always.
-        if r.raise_min_replicas || !matches!(outcome, Ok(LeaseOutcome::Unchanged)) {
+    if let (Some(r), Some(floor)) = (target.hpa.as_ref(), floor) {
+        let outcome =
+            hpa::floor::apply_floor(client, r, floor.intent, now, floor.lease_s, dry_run).await;
+        if floor.report_unchanged || !matches!(outcome, Ok(LeaseOutcome::Unchanged)) {
             report.hpa_floor = Some(match outcome {
                 Ok(outcome) => outcome.to_string(),
                 Err(e) => format!("error: {e}"),
@@ -213,19 +252,10 @@ async fn keep_room(
     report
 }
 
-/// The HPA floor this tick: the replicas forecast for the horizon within the rails (the plan's
-/// `hpa::floor`), or hold as is when failing static (never lowered on missing data; the lease
-/// is renewed).
-pub fn floor_intent(plan: &Plan) -> hpa::floor::FloorIntent {
-    match (plan.action, plan.hpa_floor) {
-        (core::Action::FailStatic, _) | (_, None) => hpa::floor::FloorIntent::Hold,
-        (_, Some(floor)) => hpa::floor::FloorIntent::AtLeast(floor),
-    }
-}
-
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
+    use crate::core::{self, policy::decide::floor_intent};
     use serde_json::Value;
 
     fn target(freeze: bool) -> TargetSpec {

@@ -133,7 +133,7 @@ impl Sim<'_> {
     }
 
     /// What the Lambda's tick does with `plan.hpa_floor` for `hpa.raiseMinReplicas`
-    /// (handlers/tick/target.rs `floor_intent`, adapters/kube/hpa_floor.rs `plan_floor`): a
+    /// (core/policy/decide.rs `floor_intent`, core/floor.rs `plan_floor`): a
     /// floor above the user's minReplicas (at most maxReplicas) is written and its lease renewed
     /// for max(SCALE_DOWN_DELAY_SECONDS, 120 s); a floor at or below the user's value gives it
     /// back; a failing-static tick (or no floor) holds the raise as is until its lease expires,

@@ -186,12 +186,6 @@ pub fn drains_patch(drains: &BTreeMap<String, u32>) -> Map<String, Value> {
     patch
 }
 
-/// Whether another invocation wrote this object less than half a tick ago: then this one
-/// skips the target, so two overlapping invocations never both act.
-pub fn acted_recently(last_tick: Option<f64>, now: f64, tick_s: f64) -> bool {
-    last_tick.is_some_and(|t| (now - t).abs() < tick_s / 2.0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -350,21 +344,5 @@ mod tests {
                 "prewarm.io/replacement-reserved": null,
             })
         );
-    }
-
-    #[test]
-    fn overlapping_invocations_are_detected_within_half_a_tick() {
-        let cases = [
-            (None, false),
-            (Some(NOON - 15.0), false),
-            (Some(NOON - 7.5), false),
-            (Some(NOON - 7.0), true),
-            (Some(NOON), true),
-            (Some(NOON + 3.0), true),
-            (Some(NOON + 20.0), false),
-        ];
-        for (last, expected) in cases {
-            assert_eq!(acted_recently(last, NOON, 15.0), expected, "{last:?}");
-        }
     }
 }

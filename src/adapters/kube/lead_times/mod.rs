@@ -18,19 +18,11 @@ pub mod store;
 use k8s_openapi::api::core::v1::{Event, Pod};
 use serde_json::Value;
 
+pub use crate::core::lead::Learned;
 use crate::core::lead::{LeadSample, Phase};
 
 /// The label naming a NodeClaim's NodePool (the same as its node's).
 pub use super::shape::NODEPOOL_LABEL;
-
-/// A sample and where it goes in the book.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Learned {
-    pub phase: Phase,
-    /// The NodePool (node boot) or the target (pull, load).
-    pub scope: String,
-    pub sample: LeadSample,
-}
 
 /// Unix seconds of an RFC 3339 time.
 fn unix(raw: &str) -> Option<f64> {

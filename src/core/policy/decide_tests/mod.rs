@@ -170,6 +170,7 @@ fn calibrated(band: f64, seasonal_weight: f64) -> Calibration {
     }
 }
 
+mod commands;
 mod hpa_floor;
 mod props;
 mod rows_inputs;
