@@ -47,6 +47,7 @@ pub(super) fn config() -> RunConfig {
         classes: None,
         lead_time: LeadTime::Configured,
         world: World::EXACT,
+        stream_steps: None,
     }
 }
 
