@@ -400,11 +400,7 @@ impl<'a> Sim<'a> {
 
     fn push(&mut self, t: f64, kind: Kind) {
         self.seq += 1;
-        self.events.push(Event {
-            t,
-            seq: self.seq,
-            kind,
-        });
+        self.events.push(Event::new(t, self.seq, kind));
     }
 
     fn gpr(&self) -> u32 {
