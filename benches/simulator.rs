@@ -63,6 +63,7 @@ fn config(headroom: Headroom) -> RunConfig {
         classes: None,
         lead_time: LeadTime::Configured,
         world: World::EXACT,
+        stream_steps: None,
     }
 }
 

@@ -57,6 +57,7 @@ fn exact() -> RunConfig {
         classes: None,
         lead_time: LeadTime::Configured,
         world: World::EXACT,
+        stream_steps: None,
     }
 }
 

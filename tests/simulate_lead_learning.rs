@@ -81,6 +81,7 @@ fn config(hint_s: f64, lead_time: LeadTime) -> RunConfig {
         classes: None,
         lead_time,
         world: World::EXACT,
+        stream_steps: None,
     }
 }
 

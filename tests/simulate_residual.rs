@@ -57,6 +57,7 @@ fn config(replicas: u32, service_s: f64) -> RunConfig {
         classes: None,
         lead_time: LeadTime::Configured,
         world: World::EXACT,
+        stream_steps: None,
     }
 }
 

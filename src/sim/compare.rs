@@ -10,7 +10,7 @@ use std::sync::{Arc, OnceLock};
 use serde::Serialize;
 
 use super::classes::{Classifier, ClientClasses};
-use super::engine::{self, Point, Request, RunResult, WarmStart, World};
+use super::engine::{self, Point, Request, RunConfig, RunResult, StreamSteps, WarmStart, World};
 use super::ideal::IdealResult;
 use super::jobs::{self, base_config, job_config, warm_and_ideal, Job};
 use super::knob_grid;
@@ -114,6 +114,8 @@ struct FirstPass {
     kept: Option<Arc<Vec<Request>>>,
     /// The clients classified on the training days (inputs that know their clients).
     classes: Option<ClientClasses>,
+    /// The residual's steps of the request stream, shared by every run.
+    stream: Arc<StreamSteps>,
 }
 
 /// The steady state before t = 0 and the ideal-packing bound, from one pass over the requests.
@@ -123,7 +125,9 @@ fn first_pass(workload: &Workload, setup: &Setup, from_s: f64) -> Result<FirstPa
     let until_s = setup.train_days.map_or(f64::INFINITY, |d| d as f64 * DAY_S);
     let mut classifier = workload.clients().map(|n| Classifier::new(n, until_s));
     let mut kept = Some(Vec::new());
+    let mut stream = StreamSteps::new(setup.prewarm_policy.step_s);
     let reqs = reqs.inspect(|r| {
+        stream.observe(r.arrival, r.service_s);
         if let Some(c) = &mut classifier {
             c.observe(r.client, r.arrival);
         }
@@ -156,6 +160,7 @@ fn first_pass(workload: &Workload, setup: &Setup, from_s: f64) -> Result<FirstPa
         warm,
         kept: kept.map(Arc::new),
         classes,
+        stream: Arc::new(stream),
     })
 }
 
@@ -172,6 +177,7 @@ pub fn compare(
         warm,
         kept,
         classes,
+        stream,
     } = first_pass(workload, setup, score_from_s)?;
     let days = ideal.end_s / DAY_S;
     if let Some(d) = setup.train_days {
@@ -199,7 +205,10 @@ pub fn compare(
     let floor_peaks =
         |slots| knob_grid::scheduled_peaks(&ideal.peak_replicas_by_hour, fit_days, slots);
     let classes_of = classes.as_ref().map(|c| Arc::new(c.of_client()));
-    let base = base_config(setup, warm, classes_of);
+    let base = RunConfig {
+        stream_steps: Some(stream),
+        ..base_config(setup, warm, classes_of)
+    };
 
     // Reactive first (the node hints read its node demand), the node hints last. prewarm's
     // points next: its decide() every tick makes them the longest runs, and started early they

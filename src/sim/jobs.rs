@@ -218,5 +218,6 @@ pub(super) fn base_config(
         classes,
         lead_time: setup.prewarm_lead,
         world: setup.world,
+        stream_steps: None,
     }
 }

@@ -30,11 +30,38 @@ pub(super) enum Kind {
     ScaleDown,
 }
 
+/// An event, its place in the queue precomputed at push: the heap compares every event it
+/// moves past, so the order is two integers instead of a float's total order and a match.
 #[derive(Debug)]
 pub(super) struct Event {
-    pub(super) t: f64,
-    pub(super) seq: u64,
+    /// `t`'s bits as `f64::total_cmp` orders them (an involution: `t()` undoes it).
+    t_key: i64,
+    /// The class in the top byte, the push sequence number below it.
+    rank: u64,
     pub(super) kind: Kind,
+}
+
+impl Event {
+    pub(super) fn new(t: f64, seq: u64, kind: Kind) -> Self {
+        debug_assert!(
+            seq < 1 << 56,
+            "the sequence number stays below the class byte"
+        );
+        Event {
+            t_key: total_order_key(t.to_bits() as i64),
+            rank: (u64::from(class(&kind)) << 56) | seq,
+            kind,
+        }
+    }
+
+    pub(super) fn t(&self) -> f64 {
+        f64::from_bits(total_order_key(self.t_key) as u64)
+    }
+}
+
+/// What `f64::total_cmp` compares a float's bits as: negative numbers' magnitude bits flipped.
+fn total_order_key(bits: i64) -> i64 {
+    bits ^ (((bits >> 63) as u64) >> 1) as i64
 }
 
 impl PartialEq for Event {
@@ -49,13 +76,10 @@ impl PartialOrd for Event {
     }
 }
 impl Ord for Event {
-    // BinaryHeap is a max-heap: reverse so the earliest event comes first.
+    // BinaryHeap is a max-heap: reverse so the earliest event comes first (then by class,
+    // then by push order).
     fn cmp(&self, other: &Self) -> Ordering {
-        other
-            .t
-            .total_cmp(&self.t)
-            .then_with(|| class(&other.kind).cmp(&class(&self.kind)))
-            .then_with(|| other.seq.cmp(&self.seq))
+        (other.t_key, other.rank).cmp(&(self.t_key, self.rank))
     }
 }
 
@@ -72,5 +96,38 @@ pub(super) fn class(kind: &Kind) -> u8 {
         Kind::DisruptionValidate => 8,
         Kind::Prelaunch { .. } => 9,
         Kind::ScaleDown => 10,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BinaryHeap;
+
+    #[test]
+    fn the_queue_pops_by_time_then_class_then_push_order() {
+        // Pushed as (t, seq, kind); expected by hand: t = -1 first, then at t = 5 the
+        // completion (class 0) before the sample (class 2) whatever their sequence numbers,
+        // the two ticks (class 4) in push order, and t = 7.5 last.
+        let pushed = [
+            (7.5, 1, Kind::Sample),
+            (5.0, 2, Kind::Tick),
+            (5.0, 3, Kind::Sample),
+            (-1.0, 4, Kind::Hpa),
+            (5.0, 5, Kind::Completion { pod: 9 }),
+            (5.0, 6, Kind::Tick),
+        ];
+        let mut heap: BinaryHeap<Event> = pushed
+            .iter()
+            .map(|&(t, seq, kind)| Event::new(t, seq, kind))
+            .collect();
+        let mut popped = Vec::new();
+        while let Some(e) = heap.pop() {
+            popped.push((e.t(), e.rank & ((1 << 56) - 1)));
+        }
+        assert_eq!(
+            popped,
+            [(-1.0, 4), (5.0, 5), (5.0, 3), (5.0, 2), (5.0, 6), (7.5, 1)]
+        );
     }
 }

@@ -35,7 +35,7 @@ pub use lambda_view::BandCoverage;
 pub use launch::LaunchModel;
 pub use lead::{LeadReport, LeadTime};
 pub use pool::{run_pool, PoolResult};
-pub use residual::ResidualSeries;
+pub use residual::{ResidualSeries, StreamSteps};
 pub use world::{World, WorldName};
 
 /// One request as the engine sees it.
@@ -142,6 +142,10 @@ pub struct RunConfig {
     pub lead_time: LeadTime,
     /// Where the simulated cluster departs from what prewarm is told (world.rs).
     pub world: World,
+    /// The request stream's per-step arrivals and no-wait peak (residual.rs), when the caller
+    /// counted them already over the very requests this run gets (a comparison's first pass):
+    /// every policy's run shares them. None: the run counts them itself.
+    pub stream_steps: Option<Arc<StreamSteps>>,
 }
 
 /// One point of the recorded series, every `step_s`.
@@ -324,6 +328,8 @@ struct Sim<'a> {
     band_checks: Vec<(i64, f64, f64, bool)>,
     /// The lead times learned so far (`LeadTime::Learned`).
     lead_book: LeadBook,
+    /// The stream's steps being counted (None when `RunConfig::stream_steps` gave them).
+    stream_steps: Option<StreamSteps>,
     result: RunResult,
 }
 
@@ -366,6 +372,10 @@ impl<'a> Sim<'a> {
             raised_min_lease_until: 0.0,
             band_checks: Vec::new(),
             lead_book: Default::default(),
+            stream_steps: cfg
+                .stream_steps
+                .is_none()
+                .then(|| StreamSteps::new(cfg.step_s)),
             result: RunResult {
                 scored: Scored {
                     classes: match cfg.classes {
@@ -390,11 +400,7 @@ impl<'a> Sim<'a> {
 
     fn push(&mut self, t: f64, kind: Kind) {
         self.seq += 1;
-        self.events.push(Event {
-            t,
-            seq: self.seq,
-            kind,
-        });
+        self.events.push(Event::new(t, self.seq, kind));
     }
 
     fn gpr(&self) -> u32 {

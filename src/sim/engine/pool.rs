@@ -99,8 +99,8 @@ impl<'a> Pool<'a> {
         for (m, s) in self.sims.iter().enumerate() {
             if let Some(e) = s.events.peek() {
                 let class = super::events::class(&e.kind);
-                if best.is_none_or(|(_, t, c)| (e.t, class) < (t, c)) {
-                    best = Some((m, e.t, class));
+                if best.is_none_or(|(_, t, c)| (e.t(), class) < (t, c)) {
+                    best = Some((m, e.t(), class));
                 }
             }
         }
@@ -109,7 +109,7 @@ impl<'a> Pool<'a> {
 
     fn handle(&mut self, m: usize) {
         let e = self.sims[m].events.pop().expect("peeked");
-        let now = e.t;
+        let now = e.t();
         match &e.kind {
             // One disruption controller (or Cluster Autoscaler scale-down) for the pool: the
             // first deployment's.

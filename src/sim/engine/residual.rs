@@ -4,6 +4,7 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::sync::Arc;
 
 use super::Sim;
 use crate::core::policy::residual::{self, Decomposition, Series, Setting};
@@ -14,8 +15,8 @@ use crate::sim::classes::Class;
 pub struct ResidualSeries {
     pub step_s: f64,
     pub base_epoch: f64,
-    /// Requests arriving in each step (every request, burn-in included).
-    pub arrivals: Vec<u64>,
+    /// The request stream's own steps: its arrivals and no-wait peak.
+    pub stream: Arc<StreamSteps>,
     /// Requests arriving in each step that waited longer than the SLO wait.
     pub delayed: Vec<u64>,
     /// The same per client class (indexed by `Class as usize`), with `RunConfig::classes`:
@@ -25,18 +26,58 @@ pub struct ResidualSeries {
     pub upper: Vec<Option<f64>>,
     /// Loaded replicas serving at each step's scrape.
     pub capacity: Vec<u32>,
-    /// The most requests that would have been in a slot at once in each step had every request
-    /// started on arrival (a property of the request stream, not of the policy): over the
-    /// slots of a replica, the loaded replicas the step needed to delay nobody.
-    pub peak_on_arrival: Vec<u64>,
-    /// The end times (as bits of positive f64s, which order as the numbers do) of the requests
-    /// in a slot in that no-wait schedule.
-    on_arrival_ends: BinaryHeap<Reverse<u64>>,
     pub slots_per_replica: u32,
     pub gpus_per_replica: u32,
     /// Steps before `burn_in_s` are nothing; `burn_in_s..score_from_s` trains, the rest scores.
     pub burn_in_s: f64,
     pub score_from_s: f64,
+}
+
+/// What the residual reads of the request stream alone, per step of `step_s` from t = 0: no
+/// policy changes it, so every run over one stream can share one (`RunConfig::stream_steps`).
+#[derive(Clone, Debug, Default)]
+pub struct StreamSteps {
+    step_s: f64,
+    /// Requests arriving in each step (every request, burn-in included).
+    pub arrivals: Vec<u64>,
+    /// The most requests that would have been in a slot at once in each step had every request
+    /// started on arrival: over the slots of a replica, the loaded replicas the step needed to
+    /// delay nobody.
+    pub peak_on_arrival: Vec<u64>,
+    /// The end times (as bits of positive f64s, which order as the numbers do) of the requests
+    /// in a slot in that no-wait schedule.
+    on_arrival_ends: BinaryHeap<Reverse<u64>>,
+}
+
+impl StreamSteps {
+    pub fn new(step_s: f64) -> Self {
+        StreamSteps {
+            step_s,
+            ..Self::default()
+        }
+    }
+
+    /// A request arrived (requests come in arrival order).
+    pub fn observe(&mut self, arrival: f64, service_s: f64) {
+        let k = step_of(arrival, self.step_s);
+        *bump(&mut self.arrivals, k) += 1;
+        let ends = &mut self.on_arrival_ends;
+        while ends
+            .peek()
+            .is_some_and(|Reverse(end)| f64::from_bits(*end) <= arrival)
+        {
+            ends.pop();
+        }
+        ends.push(Reverse((arrival + service_s.max(0.0)).max(0.0).to_bits()));
+        let in_slots = ends.len() as u64;
+        let peak = bump(&mut self.peak_on_arrival, k);
+        *peak = (*peak).max(in_slots);
+    }
+}
+
+/// The step of `step_s` that `t` falls in.
+fn step_of(t: f64, step_s: f64) -> usize {
+    (t / step_s).floor().max(0.0) as usize
 }
 
 fn bump<T: Clone + Default>(v: &mut Vec<T>, i: usize) -> &mut T {
@@ -50,13 +91,14 @@ impl ResidualSeries {
     /// The decomposition of this run at a lead time of `lead_time_s`, the reserve priced at
     /// `usd_per_gpu_hour`. Demand is the arrival rate of each step (arrivals / step).
     pub fn decompose(&self, lead_time_s: f64, usd_per_gpu_hour: f64) -> Decomposition {
-        let n = self.arrivals.len().max(self.capacity.len());
+        let stream = &*self.stream;
+        let n = stream.arrivals.len().max(self.capacity.len());
         let pad = |v: &[u64]| -> Vec<u64> {
             let mut out = v.to_vec();
             out.resize(n, 0);
             out
         };
-        let demand: Vec<f64> = pad(&self.arrivals)
+        let demand: Vec<f64> = pad(&stream.arrivals)
             .into_iter()
             .map(|a| a as f64 / self.step_s)
             .collect();
@@ -69,7 +111,7 @@ impl ResidualSeries {
             .map(|k| f64::from(self.capacity.get(k).copied().unwrap_or(last)))
             .collect();
         let slots = f64::from(self.slots_per_replica.max(1));
-        let need: Vec<f64> = pad(&self.peak_on_arrival)
+        let need: Vec<f64> = pad(&stream.peak_on_arrival)
             .into_iter()
             .map(|p| p as f64 / slots)
             .collect();
@@ -100,25 +142,14 @@ impl ResidualSeries {
 impl Sim<'_> {
     /// The metric step `t` falls in.
     fn step_of(&self, t: f64) -> usize {
-        (t / self.cfg.step_s).floor().max(0.0) as usize
+        step_of(t, self.cfg.step_s)
     }
 
-    /// A request arrived.
+    /// A request arrived: counted in the stream's steps unless the run was given them.
     pub(super) fn residual_arrival(&mut self, arrival: f64, service_s: f64) {
-        let k = self.step_of(arrival);
-        let r = &mut self.result.residual;
-        *bump(&mut r.arrivals, k) += 1;
-        let ends = &mut r.on_arrival_ends;
-        while ends
-            .peek()
-            .is_some_and(|Reverse(end)| f64::from_bits(*end) <= arrival)
-        {
-            ends.pop();
+        if let Some(stream) = &mut self.stream_steps {
+            stream.observe(arrival, service_s);
         }
-        ends.push(Reverse((arrival + service_s.max(0.0)).max(0.0).to_bits()));
-        let in_slots = ends.len() as u64;
-        let peak = bump(&mut r.peak_on_arrival, k);
-        *peak = (*peak).max(in_slots);
     }
 
     pub(super) fn residual_delayed(&mut self, arrival: f64, class: Option<Class>) {
@@ -151,5 +182,9 @@ impl Sim<'_> {
         r.burn_in_s = cfg.burn_in_s;
         r.score_from_s = cfg.score_from_s;
         r.capacity = capacity;
+        r.stream = match (&cfg.stream_steps, self.stream_steps.take()) {
+            (Some(given), _) => Arc::clone(given),
+            (None, counted) => Arc::new(counted.unwrap_or_default()),
+        };
     }
 }

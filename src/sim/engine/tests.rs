@@ -47,6 +47,7 @@ pub(super) fn config() -> RunConfig {
         classes: None,
         lead_time: LeadTime::Configured,
         world: World::EXACT,
+        stream_steps: None,
     }
 }
 
@@ -62,11 +63,11 @@ pub(super) fn step_to(sim: &mut Sim<'_>, requests: &[Request], until: f64) {
             .get(next)
             .map(|r| r.arrival)
             .filter(|&a| a <= until);
-        let event = sim.events.peek().map(|e| e.t).filter(|&t| t <= until);
+        let event = sim.events.peek().map(|e| e.t()).filter(|&t| t <= until);
         match (event, arrival) {
             (Some(t), a) if a.is_none_or(|a| t <= a) => {
                 let e = sim.events.pop().expect("peeked");
-                sim.now = e.t;
+                sim.now = e.t();
                 sim.handle(e.kind);
             }
             (_, Some(a)) => {
