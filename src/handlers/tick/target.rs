@@ -1,6 +1,6 @@
 //! One target, one tick, in three phases: observe (every read the decision needs, at once),
-//! plan (`core::policy::decide::plan_target`, pure), then execute the commands: the headroom object, the
-//! NodePool (limits, budgets) and the HPA floor, unless DRY_RUN.
+//! plan (`core::policy::decide::plan_target`, pure), then execute the commands: the headroom
+//! object, the NodePool (limits, budgets) and the HPA floor, unless DRY_RUN.
 
 use super::lead::{self, LeadStart};
 use super::observe::{calibration_history, observe};
