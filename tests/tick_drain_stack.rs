@@ -4,6 +4,7 @@
 //! - A drain's surge holds through the whole drain: a target that names its HPA for sizing only
 //!   (`raiseMinReplicas` false) never lowers the `minReplicas` a drain raised, and
 //!   gives back nothing of it when the drain has given it back itself.
+//! - The surge of a drain that no longer runs (its node gone) is given back by the tick.
 //! - The drains' safety net runs whatever the tick's mode: under DRY_RUN (and PAUSED, which
 //!   ticks as DRY_RUN does once its restore is through) the tick still hands a false-alarm
 //!   rebalance's node to the interruption function to un-drain.
@@ -91,6 +92,15 @@ fn evicting(notice: f64, t: f64) -> Vec<(&'static str, String)> {
         ("prewarm.io/drain-last-step-at", time(t)),
         ("prewarm.io/drain-next-check-at", time(t + TICK_S)),
     ]
+}
+
+/// The `prewarm.io/` annotations left on `hpa`.
+fn prewarm_annotations(hpa: &HorizontalPodAutoscaler) -> Vec<String> {
+    let annotations = hpa.metadata.annotations.clone().unwrap_or_default();
+    annotations
+        .into_keys()
+        .filter(|k| k.starts_with("prewarm.io/"))
+        .collect()
 }
 
 /// A Deployment `name` of 2 replicas whose pods select no node (nothing needs to run for the
@@ -202,14 +212,7 @@ async fn the_tick_never_lowers_a_drains_surge_through_the_whole_drain() {
         tokio::time::sleep(Duration::from_secs_f64(TICK_S)).await;
         tick_once(&deps, now(), false).await;
         let h = hpas.get(&name).await.unwrap();
-        let left: Vec<_> = h
-            .metadata
-            .annotations
-            .clone()
-            .unwrap_or_default()
-            .into_keys()
-            .filter(|k| k.starts_with("prewarm.io/"))
-            .collect();
+        let left = prewarm_annotations(&h);
         match (min_of(&h), left.is_empty()) {
             (2, true) => Ok(()),
             (min, _) => Err(format!(
@@ -303,5 +306,46 @@ async fn a_paused_ticks_restore_leaves_a_running_drains_surge() {
     assert_eq!(
         after_delete, 2,
         "the control: the stack's delete gives it back: {deleted:?}"
+    );
+}
+
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn the_tick_gives_back_the_surge_of_a_drain_that_no_longer_runs() {
+    let _alone = CLUSTER_WIDE.lock().await;
+    let admin = as_user("KUBECONFIG").await;
+    let lambda = as_user("PREWARM_LAMBDA_KUBECONFIG").await;
+    ensure_balloon(&admin).await;
+    let name = unique("orphan-surge-");
+    // No node has this instance: the drain's node is gone, its end's release lost.
+    let instance = unique("i-0gone");
+    let (deployments, hpas) = hpa_workload(&admin, &name).await;
+    let sqs = drain_fixtures::sqs().await;
+    let queue = drain_fixtures::queue(&sqs, "orphan-surge-").await;
+    let deps = tick_deps(target(&name, Some(&name)), &queue, false).await;
+    let min_of = |h: &HorizontalPodAutoscaler| h.spec.as_ref().unwrap().min_replicas.unwrap();
+
+    let hold = SurgeIntent::Hold {
+        drain: instance.clone(),
+        k: 2,
+    };
+    let surged = surge_workload(&lambda, NS, &name, &hold, now()).await;
+    tick_once(&deps, now(), false).await;
+    let h = hpas.get(&name).await.unwrap();
+    let left = prewarm_annotations(&h);
+
+    let dp = DeleteParams::default();
+    let _ = hpas.delete(&name, &dp).await;
+    let _ = deployments.delete(&name, &dp).await;
+    // The user's 2 + the drain's 2 pods.
+    assert_eq!(
+        surged.ok().and_then(|s| s.want),
+        Some(4),
+        "the drain's surge"
+    );
+    assert_eq!(
+        (min_of(&h), left),
+        (2, vec![]),
+        "the tick gives the user's 2 back exactly, no prewarm.io/ annotation left"
     );
 }

@@ -5,6 +5,7 @@
 //! talks to Kubernetes or AWS, and the current time is always a parameter.
 
 pub mod actions;
+pub mod collection;
 pub mod deadline;
 pub mod drain;
 pub mod false_alarm;
@@ -22,6 +23,9 @@ pub mod surge_floor;
 pub mod surge_step;
 
 pub use actions::{Action, ActionTable};
+pub use collection::{
+    plan_collection, CollectAction, CollectCommand, CollectedNode, CollectionSeen, PlaceholderSeen,
+};
 pub use deadline::{eviction_deadline, instance_end, issued_at};
 pub use drain::{owner_alive, plan_drain};
 pub use figures::{drain_figures, ends_drain, DrainFigures};

@@ -3,22 +3,22 @@
 //! object), while drains nobody drives and nodes to un-drain (survivors, expired cordon-prewarm)
 //! are handed to the interruption function as a resume-drain message on its queue, which steps
 //! them through the same step as a notice (`handlers::interruption::step`). What to do with each is
-//! `core::interruption::reservation_verdict`; this module observes and acts. One failure never stops
+//! `core::interruption::plan_collection`; this module observes and acts. One failure never stops
 //! the others (each item is reported).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Node;
-
 use super::TickDeps;
 use crate::adapters::events::ResumeDrain;
-pub use crate::adapters::kube::drain::collected::Collected;
 use crate::adapters::kube::drain::{instance_of_node, is_ready, list_nodes, replacement, surge};
 use crate::adapters::kube::headroom::{read_headroom, reservations};
+use crate::adapters::kube::shape::placeholder::drain_label;
 use crate::adapters::queue::send_resume;
+use crate::core::interruption::collection::orphan_surge_verdict;
 use crate::core::interruption::{
-    reservation_verdict, DrainSettings, DrainState, NodeSeen, ReservationVerdict,
+    plan_collection, CollectAction, CollectCommand, CollectedNode, CollectionSeen, DrainSettings,
+    DrainState, ReservationVerdict,
 };
 use crate::core::TargetSpec;
 use crate::error::Result;
@@ -65,13 +65,27 @@ pub(super) async fn collect_reservations(
     }
 }
 
+/// What the collection did for one item (a command carried out, or a read that failed).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Collected {
+    pub instance: String,
+    pub node: Option<String>,
+    pub verdict: ReservationVerdict,
+    /// What was done, or why it failed.
+    pub outcome: std::result::Result<String, String>,
+}
+
 /// Where the tick hands drains over: the interruption queue.
 pub struct Handover<'a> {
     pub sqs: &'a aws_sdk_sqs::Client,
     pub queue_url: &'a str,
 }
 
-/// Collects every reservation of `targets` and every drain state on the cluster's nodes.
+/// Collects every reservation of `targets` and every drain state on the cluster's nodes:
+/// observes everything (`observe`), lets the core plan every command
+/// (`core::interruption::plan_collection`), then carries them out (`execute`). A listing that
+/// fails is one reported item, the rest collected without it; only the nodes' listing fails the
+/// whole collection.
 pub async fn collect(
     client: &kube::Client,
     handover: &Handover<'_>,
@@ -79,81 +93,123 @@ pub async fn collect(
     settings: &DrainSettings,
     now: f64,
 ) -> Result<Vec<Collected>> {
-    let nodes = list_nodes(client).await?;
-    let mut reserved: BTreeSet<String> = BTreeSet::new();
+    let (seen, mut out) = observe(client, targets).await?;
+    for command in plan_collection(&seen, now, settings) {
+        out.push(execute(client, handover, targets, command, now).await);
+    }
+    Ok(out)
+}
+
+/// Everything the collection reads, and an item for each read that failed. The nodes are listed
+/// last: every placeholder and surge seen has its drain's claim on them (a drain claims its
+/// node before it makes either).
+async fn observe(
+    client: &kube::Client,
+    targets: &[TargetSpec],
+) -> Result<(CollectionSeen, Vec<Collected>)> {
+    let failed = |verdict: ReservationVerdict, error: String| Collected {
+        instance: String::new(),
+        node: None,
+        verdict,
+        outcome: Err(error),
+    };
     let mut out = Vec::new();
+    let mut reserved = BTreeSet::new();
     for t in targets {
         match read_headroom(client, t).await {
             Ok(read) => reserved.extend(reservations(&read).keys().cloned()),
-            Err(e) => out.push(Collected {
-                instance: String::new(),
-                node: None,
-                verdict: ReservationVerdict::Keep,
-                outcome: Err(format!("headroom of target {}: {e}", t.name)),
-            }),
+            Err(e) => out.push(failed(
+                ReservationVerdict::Keep,
+                format!("headroom of target {}: {e}", t.name),
+            )),
         }
     }
-    let drained_nodes: Vec<(&Node, String, Option<DrainState>)> = nodes
+    let (surged, surge_failures) = surge::surged_in(client, targets).await;
+    out.extend(
+        surge_failures
+            .into_iter()
+            .map(|e| failed(orphan_surge_verdict(), e.to_string())),
+    );
+    let (placeholders, placeholder_failures) = replacement::placeholders_in(client, targets).await;
+    out.extend(
+        placeholder_failures
+            .into_iter()
+            .map(|e| failed(ReservationVerdict::Keep, e.to_string())),
+    );
+    let nodes = list_nodes(client)
+        .await?
         .iter()
         .filter_map(|n| {
-            let state =
-                DrainState::from_annotations(&n.metadata.annotations.clone().unwrap_or_default())
-                    .ok()
-                    .flatten();
             let instance = instance_of_node(n)?;
-            (state.is_some() || reserved.contains(&instance)).then_some((n, instance, state))
+            Some(CollectedNode {
+                name: n.metadata.name.clone().unwrap_or_default(),
+                placeholder_label: drain_label(&instance),
+                instance,
+                state: DrainState::from_annotations(
+                    &n.metadata.annotations.clone().unwrap_or_default(),
+                )
+                .ok()
+                .flatten(),
+                ready: is_ready(n),
+            })
         })
         .collect();
-    for instance in &reserved {
-        if !drained_nodes.iter().any(|(_, i, _)| i == instance)
-            && !nodes
-                .iter()
-                .any(|n| instance_of_node(n).as_deref() == Some(instance))
-        {
-            let verdict = reservation_verdict(NodeSeen::Gone, now, settings);
-            let outcome = release(client, targets, instance).await;
-            out.push(Collected {
-                instance: instance.clone(),
-                node: None,
-                verdict,
-                outcome,
-            });
+    let seen = CollectionSeen {
+        nodes,
+        reserved,
+        surged,
+        placeholders,
+    };
+    Ok((seen, out))
+}
+
+/// Carries out one command; its outcome (done, or why not) is the reported item.
+async fn execute(
+    client: &kube::Client,
+    handover: &Handover<'_>,
+    targets: &[TargetSpec],
+    command: CollectCommand,
+    now: f64,
+) -> Collected {
+    let CollectCommand {
+        instance,
+        node,
+        verdict,
+        action,
+    } = command;
+    let outcome = match &action {
+        CollectAction::ReleaseReservation => release(client, targets, &instance).await,
+        CollectAction::HandOver { event_id } => {
+            let node = node.as_deref().unwrap_or_default();
+            hand_over(handover, node, &instance, event_id.as_deref()).await
         }
+        CollectAction::ReleaseSurge {
+            namespace,
+            deployment,
+            drain,
+        } => surge::release_surge(client, namespace, deployment, drain, now)
+            .await
+            .map(|released| released.line)
+            .map_err(|e| e.to_string()),
+        CollectAction::DeletePlaceholder { namespace, name } => {
+            replacement::delete_placeholder_named(client, namespace, name)
+                .await
+                .map_err(|e| e.to_string())
+        }
+    };
+    Collected {
+        instance,
+        node,
+        verdict,
+        outcome,
     }
-    out.extend(surge::collect_orphans(client, targets, &nodes, now).await);
-    for (node, instance, state) in drained_nodes {
-        let seen = NodeSeen::Present {
-            state: state.as_ref(),
-            ready: is_ready(node),
-        };
-        let verdict = reservation_verdict(seen, now, settings);
-        let has_reservation = reserved.contains(&instance);
-        let name = node.metadata.name.clone().unwrap_or_default();
-        let outcome = match &verdict {
-            ReservationVerdict::Keep => continue,
-            ReservationVerdict::Release { .. } if !has_reservation => continue,
-            ReservationVerdict::Release { .. } => release(client, targets, &instance).await,
-            // Node writes and evictions are the interruption function's: hand the drain over.
-            ReservationVerdict::Undrain { .. } | ReservationVerdict::Resume => {
-                hand_over(handover, &name, &instance, state.as_ref()).await
-            }
-        };
-        out.push(Collected {
-            instance,
-            node: Some(name),
-            verdict,
-            outcome,
-        });
-    }
-    out.extend(replacement::collect_placeholders(client, targets, now).await);
-    Ok(out)
 }
 
 async fn hand_over(
     handover: &Handover<'_>,
     node: &str,
     instance: &str,
-    state: Option<&DrainState>,
+    event_id: Option<&str>,
 ) -> std::result::Result<String, String> {
     let resume = ResumeDrain {
         node: node.to_string(),
@@ -164,7 +220,7 @@ async fn hand_over(
         .map(|id| {
             format!(
                 "resume-drain message {id} enqueued for the drain of event {}",
-                state.map_or("(none)", |s| s.event_id.as_str())
+                event_id.unwrap_or("(none)")
             )
         })
         .map_err(|e| e.to_string())

@@ -162,7 +162,7 @@ pub async fn execute(
         report.undrained = true;
     }
     // After the node write: the claim is on the node before its placeholder exists (see
-    // `replacement::collect_placeholders`).
+    // `replacement::placeholders_in`).
     for command in &step.commands {
         if let (Command::RequestReplacement { gpus, pods }, Some(s)) =
             (command, step.state.as_ref())

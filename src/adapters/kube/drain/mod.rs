@@ -27,7 +27,6 @@ use crate::core::interruption::{
 };
 use crate::error::{Error, Result};
 
-pub mod collected;
 pub mod execute;
 pub mod find;
 pub mod replacement;

@@ -9,18 +9,15 @@
 //!   one: the drain's "replacement ready", counted for this drain alone;
 //! - `release` deletes it (hand-over, end of the drain, un-drain) and gives back any headroom a
 //!   drain reserved under the previous design (an upgrade from it must not strand that capacity);
-//! - `collect_placeholders` is the tick's garbage collection of placeholders whose drain is
-//!   gone, over or expired.
+//! - `placeholders_in` observes them for the tick's collection (`core::interruption::plan_collection`),
+//!   which deletes those whose drain is gone, over or expired.
 
 use std::collections::BTreeSet;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 
-use super::collected::Collected;
-use super::{
-    has_draining_taint, instance_of_node, is_balloon, is_ready, kube_error, list_nodes, pod_view,
-};
+use super::{has_draining_taint, is_balloon, is_ready, kube_error, pod_view};
 use crate::adapters::kube::headroom::release_replacement;
 use crate::adapters::kube::shape::node_pool_of;
 use crate::adapters::kube::shape::placeholder::{
@@ -28,10 +25,7 @@ use crate::adapters::kube::shape::placeholder::{
     REPLACEMENT_FOR, RESERVATION_EXPIRES_AT,
 };
 use crate::core::interruption::state::parse_time;
-use crate::core::interruption::{
-    placeholder_verdict, DrainState, NodeSeen, PlaceholderVerdict, PodRef, ReplacementSeen,
-    ReservationVerdict,
-};
+use crate::core::interruption::{PlaceholderSeen, PodRef, ReplacementSeen};
 use crate::core::{HeadroomKind, TargetSpec};
 use crate::error::Result;
 
@@ -260,14 +254,26 @@ pub fn seen_with_home(
 }
 
 pub(crate) async fn delete_placeholder(client: &kube::Client, pod: &Pod) -> Result<String> {
-    let ns = pod.metadata.namespace.clone().unwrap_or_default();
-    let name = pod.metadata.name.clone().unwrap_or_default();
+    delete_placeholder_named(
+        client,
+        pod.metadata.namespace.as_deref().unwrap_or_default(),
+        pod.metadata.name.as_deref().unwrap_or_default(),
+    )
+    .await
+}
+
+/// Deletes placeholder `ns`/`name` at once; one already gone is done.
+pub async fn delete_placeholder_named(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+) -> Result<String> {
     let dp = DeleteParams {
         grace_period_seconds: Some(0),
         ..DeleteParams::default()
     };
-    match Api::<Pod>::namespaced(client.clone(), &ns)
-        .delete(&name, &dp)
+    match Api::<Pod>::namespaced(client.clone(), ns)
+        .delete(name, &dp)
         .await
     {
         Ok(_) => Ok(format!("placeholder {ns}/{name} deleted")),
@@ -338,91 +344,55 @@ pub async fn delete_placeholders_of(
     Ok(out)
 }
 
-/// The tick's collection of placeholders (in the targets' balloon namespaces): each one whose drain is gone, over or past its
-/// expiry is deleted (`core::interruption::placeholder_verdict`). One failure never stops the
-/// others; a listing that fails is one reported item.
+/// The placeholders the tick's collection judges (`core::interruption::plan_collection`): those
+/// in the targets' balloon namespaces not being deleted already, and the listings that failed.
 ///
-/// Placeholders are listed before nodes, and a drain writes its claim on the node before it
-/// makes its placeholder: so every placeholder seen here has its drain on the node listed after
-/// it, and a drain being claimed right now never loses its new placeholder to this collection.
-pub async fn collect_placeholders(
+/// The collection lists them before the nodes, and a drain writes its claim on the node before
+/// it makes its placeholder: so every placeholder seen has its drain on the nodes listed after
+/// it, and a drain being claimed right now never loses its new placeholder to the collection.
+pub async fn placeholders_in(
     client: &kube::Client,
     targets: &[TargetSpec],
-    now: f64,
-) -> Vec<Collected> {
-    let failed = |e: crate::error::Error| Collected {
-        instance: String::new(),
-        node: None,
-        verdict: ReservationVerdict::Keep,
-        outcome: Err(e.to_string()),
-    };
+) -> (Vec<PlaceholderSeen>, Vec<crate::error::Error>) {
     // Per balloon namespace of the targets, where drains make them: the tick may list pods
     // there and nowhere else (its RBAC has no cluster-wide pod list).
     let namespaces: BTreeSet<&str> = targets.iter().filter_map(balloon_namespace).collect();
-    let mut pods = Vec::new();
-    let mut out = Vec::new();
+    let mut seen = Vec::new();
+    let mut failed = Vec::new();
     for ns in namespaces {
         match Api::<Pod>::namespaced(client.clone(), ns)
             .list(&selector(None))
             .await
         {
-            Ok(l) => pods.extend(l.items),
-            Err(e) => out.push(failed(kube_error(
+            Ok(l) => seen.extend(
+                l.items
+                    .iter()
+                    .filter(|p| p.metadata.deletion_timestamp.is_none())
+                    .map(placeholder_seen),
+            ),
+            Err(e) => failed.push(kube_error(
                 "list",
                 &format!("replacement placeholders in {ns}"),
                 e,
-            ))),
+            )),
         }
     }
-    if pods.is_empty() {
-        return out;
-    }
-    let nodes = match list_nodes(client).await {
-        Ok(nodes) => nodes,
-        Err(e) => {
-            out.push(failed(e));
-            return out;
-        }
-    };
-    for pod in pods
-        .iter()
-        .filter(|p| p.metadata.deletion_timestamp.is_none())
-    {
-        let labels = pod.metadata.labels.clone().unwrap_or_default();
-        let drain_id = labels.get(REPLACEMENT_FOR).cloned().unwrap_or_default();
-        let node = nodes
-            .iter()
-            .find(|n| instance_of_node(n).is_some_and(|i| drain_label(&i) == drain_id));
-        let state = node.and_then(|n| {
-            DrainState::from_annotations(&n.metadata.annotations.clone().unwrap_or_default())
-                .ok()
-                .flatten()
-        });
-        let seen = match node {
-            None => NodeSeen::Gone,
-            Some(n) => NodeSeen::Present {
-                state: state.as_ref(),
-                ready: is_ready(n),
-            },
-        };
-        let expires_at = pod
+    (seen, failed)
+}
+
+fn placeholder_seen(pod: &Pod) -> PlaceholderSeen {
+    let labels = pod.metadata.labels.clone().unwrap_or_default();
+    PlaceholderSeen {
+        namespace: pod.metadata.namespace.clone().unwrap_or_default(),
+        name: pod.metadata.name.clone().unwrap_or_default(),
+        drain_id: labels.get(REPLACEMENT_FOR).cloned().unwrap_or_default(),
+        expires_at: pod
             .metadata
             .annotations
             .as_ref()
             .and_then(|a| a.get(RESERVATION_EXPIRES_AT))
-            .and_then(|t| parse_time(t));
-        if let PlaceholderVerdict::Delete { reason } = placeholder_verdict(seen, expires_at, now) {
-            out.push(Collected {
-                instance: drain_id,
-                node: node.and_then(|n| n.metadata.name.clone()),
-                outcome: delete_placeholder(client, pod)
-                    .await
-                    .map_err(|e| e.to_string()),
-                verdict: ReservationVerdict::Release { reason },
-            });
-        }
+            .and_then(|t| parse_time(t)),
     }
-    out
 }
 
 #[cfg(test)]

@@ -4,9 +4,9 @@
 //! Deployment through the pod's ReplicaSet, its replicas, and the floor object or Deployment the
 //! surge is recorded on) and the surge records (`plan_release`, at the drain's end), and writes
 //! one workload's surge (`surge_workload`, the executor's `Command::Surge` and
-//! `Command::ReleaseSurge`). `release` (the drain's node gone), `collect_orphans` (the tick's
-//! reservation collection) and `release_all` (`prewarm restore`) observe the records and carry
-//! out the releases the core picks.
+//! `Command::ReleaseSurge`). `release` (the drain's node gone) and `release_all` (`prewarm
+//! restore`) observe the records and carry out the releases the core picks; the tick's
+//! reservation collection observes them by `surged_in` and gives shares back by `release_surge`.
 //!
 //! Surged objects carry the label `prewarm.io/surging=true` so releases list only them. Writes
 //! are JSON merge patches guarded by the resourceVersion read; the HPA's floor goes through the
@@ -21,24 +21,21 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
 use serde_json::{json, Value};
 
-use super::collected::Collected;
-use super::{instance_of_node, kube_error, Observation};
+use super::{kube_error, Observation};
 use crate::adapters::kube::conflict::retry_on_conflict;
 use crate::adapters::kube::hpa::{self, floor::FloorObject, scaled_object};
 use crate::adapters::kube::shape::owners::{controller_of, scales};
 use crate::core::interruption::surge::{SurgeIntent, SurgeRecord, SURGE_DRAINS};
 use crate::core::interruption::surge_floor::{plan_workload_surge, SurgeOn, WorkloadSurge};
 use crate::core::interruption::surge_step::{
-    orphan_releases, plan_releases, plan_surges, release_surges, releases_wanted, surge_wanted,
-    SurgePlan, SurgedSeen, WorkloadSeen,
+    plan_releases, plan_surges, release_surges, releases_wanted, surge_wanted, SurgePlan,
+    SurgedSeen, WorkloadSeen,
 };
-use crate::core::interruption::{
-    Command, DrainState, DrainStep, Phase, PodRef, PodView, ReservationVerdict,
-};
+use crate::core::interruption::{Command, DrainStep, PodRef, PodView};
 use crate::core::lease::LeaseOutcome;
 use crate::core::TargetSpec;
 use crate::error::{Error, Result};
@@ -509,7 +506,10 @@ pub struct Released {
 }
 
 /// Every surged workload of `targets`' podNamespaces, and the listings that failed.
-async fn surged_in(client: &kube::Client, targets: &[TargetSpec]) -> (Vec<SurgedSeen>, Vec<Error>) {
+pub async fn surged_in(
+    client: &kube::Client,
+    targets: &[TargetSpec],
+) -> (Vec<SurgedSeen>, Vec<Error>) {
     let mut failed = Vec::new();
     let mut surged = Vec::new();
     for ns in surge_namespaces(targets) {
@@ -550,41 +550,4 @@ async fn release_where(
         });
     }
     out
-}
-
-/// The drains running now: instances of nodes whose drain waits for its replacement or evicts.
-pub fn active_drains(nodes: &[Node]) -> BTreeSet<String> {
-    nodes
-        .iter()
-        .filter(|n| {
-            DrainState::from_annotations(&annotations_of(&n.metadata))
-                .ok()
-                .flatten()
-                .is_some_and(|s| matches!(s.phase, Phase::WaitingForReplacement | Phase::Evicting))
-        })
-        .filter_map(instance_of_node)
-        .collect()
-}
-
-/// The tick's collection of surges whose drain no longer runs (its message lost, the node gone,
-/// the drain over without its release going through): each share is given back.
-pub async fn collect_orphans(
-    client: &kube::Client,
-    targets: &[TargetSpec],
-    nodes: &[Node],
-    now: f64,
-) -> Vec<Collected> {
-    let active = active_drains(nodes);
-    release_where(client, targets, now, false, |s| orphan_releases(s, &active))
-        .await
-        .into_iter()
-        .map(|r| Collected {
-            instance: String::new(),
-            node: None,
-            verdict: ReservationVerdict::Release {
-                reason: "surge of a drain that no longer runs".into(),
-            },
-            outcome: r.map(|released| released.line).map_err(|e| e.to_string()),
-        })
-        .collect()
 }
