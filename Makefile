@@ -125,13 +125,13 @@ demo:
 	$(CARGO_TARGET_DIR)/release/prewarm simulate --scenario burst-180 --burn-in 900 \
 	  --policies $(DEMO_POLICIES) --plot-dir "$(OUT)"
 
-## The policy's goals measured (NOT part of `make test`: hours on 2 cores): prewarm's warm replicas
-## against Karpenter alone, the baselines and the lower bound on 14-day ServeGen, multi-day
+## The policy's goals measured (NOT part of `make test`: about 70 min on 2 cores): prewarm's warm
+## replicas against Karpenter alone, the baselines and both bounds on 14-day ServeGen, multi-day
 ## diurnal and cron-bursts (knobs chosen on training days), bursty and burst-180, seeds 11-15
-## (never tuned on), at the default lead time and at both startup profiles; prints the table
+## (never tuned on), at the default lead time in the exact and the rough world; prints the table
 ## (goal, number per seed, mean and 95 % interval, verdict and why) and keeps the JSON in
-## $(OUT)/goals/ (`scripts/goals.py --from-json` re-renders; `--only`, `--profiles` and
-## `--profile-workloads` run a subset).
+## $(OUT)/goals/ (`scripts/goals.py --from-json` re-renders; `--only` and `--worlds` run a
+## subset, `--profiles` and `--profile-workloads` add startup profiles).
 goals:
 	cargo build --release --bin prewarm
 	python3 scripts/goals.py --bin $(CARGO_TARGET_DIR)/release/prewarm --traces "$(TRACES)" \
