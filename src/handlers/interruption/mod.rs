@@ -38,7 +38,7 @@ use crate::core::interruption::DrainSettings;
 use crate::core::TargetSpec;
 use crate::error::{Error, Result};
 
-pub use queue::{visibility_seconds, Continuation, RecordOutcome, Settlement};
+pub use queue::{Continuation, RecordOutcome, Settlement};
 
 /// A record's work stops this long before the invocation's deadline, to answer in time.
 const ANSWER_MARGIN: Duration = Duration::from_secs(3);

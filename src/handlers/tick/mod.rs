@@ -30,8 +30,8 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 
 pub use crate::core::policy::decide::floor_intent;
-pub use report::{emf_record, log_decision, reason_text, TargetReport};
-pub use target::{freeze_intent, tick_target};
+pub use report::{emf_record, log_decision, TargetReport};
+pub use target::tick_target;
 
 /// Everything a tick needs, built once per execution environment.
 pub struct TickDeps {

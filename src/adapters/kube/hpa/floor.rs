@@ -24,8 +24,8 @@ use serde_json::{json, Value};
 use super::scaled_object;
 use crate::adapters::kube::api_error::from_kube;
 pub use crate::core::floor::{
-    plan_beside_surge, plan_floor, surge_floor, FloorIntent, FloorPatch, FloorView, LEASE_UNTIL,
-    RAISED_MIN, USER_MIN,
+    plan_beside_surge, plan_floor, FloorIntent, FloorPatch, FloorView, LEASE_UNTIL, RAISED_MIN,
+    USER_MIN,
 };
 use crate::core::lease::LeaseOutcome;
 use crate::core::spec::HpaRef;
@@ -198,13 +198,8 @@ pub async fn floor_object_of(
 }
 
 impl FloorObject {
-    /// `plan_floor` on the object read; malformed annotations are a non-retryable error.
-    pub fn plan(&self, intent: FloorIntent, now: f64, lease_s: f64) -> Result<FloorPatch> {
-        plan_floor(&self.view, intent, now, lease_s).map_err(|m| self.refused(m))
-    }
-
     /// `plan_beside_surge` on the object read: what the tick and a restore that leaves drains
-    /// running write (a drain's own surge plans with `plan`).
+    /// running write (a drain's own surge floor is planned by `core::interruption::surge_floor`).
     pub fn plan_beside_surge(
         &self,
         intent: FloorIntent,
