@@ -82,12 +82,7 @@ pub async fn serve(config: Config) -> Result<()> {
         }
     }))
     .await
-    .map_err(|e| Error::Aws {
-        service: "lambda".into(),
-        operation: "runtime".into(),
-        message: e.to_string(),
-        retryable: false,
-    })
+    .map_err(|e| Error::aws("lambda", "runtime", e, false))
 }
 
 /// How long one record may take: until shortly before the invocation's deadline, at most

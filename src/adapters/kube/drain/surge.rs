@@ -222,7 +222,7 @@ pub async fn surge_workload(
     retry_on_conflict(SURGE_ATTEMPTS, |_| async move {
         let read = read_workload(client, ns, name).await?;
         let surge = plan_workload_surge(read.replicas, &read.on, intent, now)
-            .map_err(|m| plan_error(read.display.clone(), m))?;
+            .map_err(|m| Error::kube("plan surge", read.display.clone(), m, false))?;
         let outcome = match (&read.written_on, surge.outcome) {
             (WrittenOn::Floor(on), Some(o)) => format!("{} {} {o}", on.object, on.field),
             (WrittenOn::Floor(on), None) => format!("{} unchanged", on.object),
@@ -262,15 +262,6 @@ pub async fn surge_workload(
 /// conflict backoff, about 0.4 s in all): a Deployment's controllers write its status several
 /// times in a row while it rolls out, and 3 attempts were seen to lose to that on the stack.
 const SURGE_ATTEMPTS: usize = 5;
-
-fn plan_error(object: String, message: String) -> Error {
-    Error::Kube {
-        operation: "plan surge".into(),
-        object,
-        message,
-        retryable: false,
-    }
-}
 
 /// Observes the workloads of the step's pods and lets the core add the step's surges
 /// (`core::interruption::surge_step`): the `Surge` commands, and the evictions they hold back.

@@ -211,12 +211,12 @@ impl FloorObject {
 
     /// A plan refused for malformed annotations on this object: not retryable.
     fn refused(&self, message: String) -> Error {
-        Error::Kube {
-            operation: "plan the replica floor".into(),
-            object: format!("{} {}", self.kind, self.display),
+        Error::kube(
+            "plan the replica floor",
+            format!("{} {}", self.kind, self.display),
             message,
-            retryable: false,
-        }
+            false,
+        )
     }
 
     /// The merge patch of `patch` on this object, conditional on the version read.
