@@ -239,16 +239,6 @@ impl FloorObject {
     }
 }
 
-/// `prewarm restore` for HPA floors: give the user's `minReplicas` back now, whatever the
-/// lease says (a user's own edit is kept).
-pub async fn restore_hpa_floor(
-    client: &kube::Client,
-    r: &HpaRef,
-    now: f64,
-) -> Result<LeaseOutcome> {
-    apply_floor(client, r, FloorIntent::Restore, now, 0.0, false).await
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
