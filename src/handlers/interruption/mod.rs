@@ -97,13 +97,9 @@ pub fn record_budget(deadline: SystemTime, now: SystemTime) -> Duration {
     }
 }
 
-/// The drain planning settings of the configuration (shared with the tick's reservation collection).
-pub fn drain_settings(config: &Config) -> DrainSettings {
-    drain_settings_of(&config.interruption)
-}
-
-/// The drain planning settings of the interruption settings alone.
-pub fn drain_settings_of(settings: &InterruptionSettings) -> DrainSettings {
+/// The drain planning settings of the interruption settings (shared with the tick's reservation
+/// collection, restore and explain).
+pub fn drain_settings(settings: &InterruptionSettings) -> DrainSettings {
     DrainSettings {
         actions: settings.actions.clone(),
         eviction_budget_s: settings.eviction_budget_s,
@@ -120,7 +116,7 @@ impl Interruption {
             kube: ClientCache::new(access),
             sqs: aws_sdk_sqs::Client::new(&sdk),
             queue_url: config.interruption.queue_url.clone(),
-            settings: drain_settings(config),
+            settings: drain_settings(&config.interruption),
             surge: config.interruption.surge,
             placeholder: config.interruption.placeholder.clone(),
             targets: config.targets.clone(),
