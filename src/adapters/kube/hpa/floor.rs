@@ -24,8 +24,7 @@ use serde_json::{json, Value};
 use super::scaled_object;
 use crate::adapters::kube::api_error::from_kube;
 pub use crate::core::floor::{
-    plan_beside_surge, plan_floor, FloorIntent, FloorPatch, FloorView, LEASE_UNTIL, RAISED_MIN,
-    USER_MIN,
+    plan_beside_surge, FloorIntent, FloorPatch, FloorView, LEASE_UNTIL, RAISED_MIN, USER_MIN,
 };
 use crate::core::lease::LeaseOutcome;
 use crate::core::spec::HpaRef;
