@@ -82,6 +82,34 @@ impl Error {
         }
     }
 
+    pub fn aws(
+        service: impl Into<String>,
+        operation: impl Into<String>,
+        message: impl std::fmt::Display,
+        retryable: bool,
+    ) -> Self {
+        Error::Aws {
+            service: service.into(),
+            operation: operation.into(),
+            message: message.to_string(),
+            retryable,
+        }
+    }
+
+    pub fn kube(
+        operation: impl Into<String>,
+        object: impl Into<String>,
+        message: impl std::fmt::Display,
+        retryable: bool,
+    ) -> Self {
+        Error::Kube {
+            operation: operation.into(),
+            object: object.into(),
+            message: message.to_string(),
+            retryable,
+        }
+    }
+
     pub fn config(var: impl Into<String>, message: impl Into<String>) -> Self {
         Error::Config {
             var: var.into(),
@@ -124,12 +152,7 @@ mod tests {
             (Error::config("TICK_SECONDS", "must be 5..=60"), false),
             (Error::malformed("m-1", "not JSON"), false),
             (
-                Error::Kube {
-                    operation: "patch".into(),
-                    object: "nodepool/gpu".into(),
-                    message: "503 ServiceUnavailable".into(),
-                    retryable: true,
-                },
+                Error::kube("patch", "nodepool/gpu", "503 ServiceUnavailable", true),
                 true,
             ),
             (

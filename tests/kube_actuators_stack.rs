@@ -813,7 +813,7 @@ async fn hpa_is_read_as_the_lambda_user() {
 async fn hpa_floor_is_raised_and_restored_as_the_lambda_user() {
     use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
     use prewarm::adapters::kube::hpa::floor::{
-        apply_floor, restore_hpa_floor, FloorIntent, FIELD_MANAGER, RAISED_MIN, USER_MIN,
+        apply_floor, FloorIntent, FIELD_MANAGER, RAISED_MIN, USER_MIN,
     };
     use prewarm::core::spec::HpaRef;
 
@@ -852,7 +852,9 @@ async fn hpa_floor_is_raised_and_restored_as_the_lambda_user() {
 
         // Restored exactly.
         assert_eq!(
-            restore_hpa_floor(&lambda, &r, now()).await.unwrap(),
+            apply_floor(&lambda, &r, FloorIntent::Restore, now(), 0.0, false)
+                .await
+                .unwrap(),
             LeaseOutcome::Restored
         );
         let h = admin_api.get(&name).await.unwrap();
@@ -876,7 +878,9 @@ async fn hpa_floor_is_raised_and_restored_as_the_lambda_user() {
             .await
             .unwrap();
         assert_eq!(
-            restore_hpa_floor(&lambda, &r, now()).await.unwrap(),
+            apply_floor(&lambda, &r, FloorIntent::Restore, now(), 0.0, false)
+                .await
+                .unwrap(),
             LeaseOutcome::UserEditKept
         );
         let h = admin_api.get(&name).await.unwrap();
@@ -902,8 +906,7 @@ async fn hpa_floor_is_raised_and_restored_as_the_lambda_user() {
 async fn a_keda_owned_hpa_is_floored_through_its_scaled_object_as_the_lambda_user() {
     use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
     use prewarm::adapters::kube::hpa::floor::{
-        apply_floor, plan_and_apply, restore_hpa_floor, FloorIntent, FIELD_MANAGER, RAISED_MIN,
-        USER_MIN,
+        apply_floor, plan_and_apply, FloorIntent, FIELD_MANAGER, RAISED_MIN, USER_MIN,
     };
     use prewarm::adapters::kube::hpa::scaled_object;
     use prewarm::core::spec::HpaRef;
@@ -981,7 +984,9 @@ async fn a_keda_owned_hpa_is_floored_through_its_scaled_object_as_the_lambda_use
 
         // Restored exactly.
         assert_eq!(
-            restore_hpa_floor(&lambda, &r, now()).await.unwrap(),
+            apply_floor(&lambda, &r, FloorIntent::Restore, now(), 0.0, false)
+                .await
+                .unwrap(),
             LeaseOutcome::Restored
         );
         let got = sos.get(&name).await.unwrap();
@@ -1006,7 +1011,9 @@ async fn a_keda_owned_hpa_is_floored_through_its_scaled_object_as_the_lambda_use
         .await
         .unwrap();
         assert_eq!(
-            restore_hpa_floor(&lambda, &r, now()).await.unwrap(),
+            apply_floor(&lambda, &r, FloorIntent::Restore, now(), 0.0, false)
+                .await
+                .unwrap(),
             LeaseOutcome::UserEditKept
         );
         let got = sos.get(&name).await.unwrap();

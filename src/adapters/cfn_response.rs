@@ -109,11 +109,13 @@ pub fn http_client() -> Result<reqwest::Client> {
     reqwest::Client::builder()
         .timeout(std::time::Duration::from_secs(30))
         .build()
-        .map_err(|e| Error::Aws {
-            service: "cloudformation".into(),
-            operation: "custom resource response".into(),
-            message: format!("HTTP client: {e}"),
-            retryable: false,
+        .map_err(|e| {
+            Error::aws(
+                "cloudformation",
+                "custom resource response",
+                format!("HTTP client: {e}"),
+                false,
+            )
         })
 }
 
@@ -121,12 +123,8 @@ pub fn http_client() -> Result<reqwest::Client> {
 /// one). A failure is retryable: the invocation fails, and Lambda's asynchronous retry (or
 /// CloudFormation's timeout) follows.
 pub async fn send(http: &reqwest::Client, url: &str, body: &Value) -> Result<()> {
-    let failed = |message: String| Error::Aws {
-        service: "cloudformation".into(),
-        operation: "custom resource response".into(),
-        message,
-        retryable: true,
-    };
+    let failed =
+        |message: String| Error::aws("cloudformation", "custom resource response", message, true);
     let response = http
         .put(url)
         .header(reqwest::header::CONTENT_TYPE, "")

@@ -41,12 +41,7 @@ pub fn queue_url_from_arn(arn: &str) -> Option<String> {
 }
 
 fn aws_error(operation: &str, message: String, retryable: bool) -> Error {
-    Error::Aws {
-        service: "sqs".into(),
-        operation: operation.into(),
-        message,
-        retryable,
-    }
+    Error::aws("sqs", operation, message, retryable)
 }
 
 /// Sends one resume-drain message; returns its SQS message id.

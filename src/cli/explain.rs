@@ -24,7 +24,7 @@ use crate::core::interruption::{
     ActionTable, Notice, NoticeKind, NoticeStatus,
 };
 use crate::error::{Error, Result};
-use crate::handlers::interruption::drain_settings_of;
+use crate::handlers::interruption::drain_settings;
 
 #[derive(Debug, clap::Args)]
 pub struct ExplainArgs {
@@ -165,7 +165,7 @@ fn replay_lines(
         parse_targets(&args.targets)?
     };
     let replay_settings = ReplaySettings {
-        drain: &drain_settings_of(&settings),
+        drain: &drain_settings(&settings),
         placeholder: &settings.placeholder,
         targets: &targets,
         rule,

@@ -114,12 +114,12 @@ pub async fn run(args: TickArgs) -> crate::Result<()> {
         if args.once {
             // One-shot runs report failure through the exit code, for scripts.
             if let Some(r) = reports.iter().find(|r| r.error.is_some()) {
-                return Err(crate::Error::Kube {
-                    operation: "tick".into(),
-                    object: format!("target {}", r.target),
-                    message: r.error.clone().unwrap_or_default(),
-                    retryable: r.retryable.unwrap_or(false),
-                });
+                return Err(crate::Error::kube(
+                    "tick",
+                    format!("target {}", r.target),
+                    r.error.clone().unwrap_or_default(),
+                    r.retryable.unwrap_or(false),
+                ));
             }
             return Ok(());
         }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use clap::Args;
 
+use crate::sim::checks::config_error;
 use crate::sim::workload::{self, rate_series, servegen::ServeGen, InputKind};
 use crate::sim::workload::{Source, Workload};
 
@@ -27,10 +28,6 @@ pub struct WorkloadArgs {
     /// Days of the `diurnal` and `cron-bursts` scenarios (at natural speed).
     #[arg(long, default_value_t = 3)]
     pub days: u32,
-}
-
-fn config_error(var: &str, message: impl Into<String>) -> crate::Error {
-    crate::Error::config(var, message)
 }
 
 /// A number for a workload name without a trailing `.0`.

@@ -13,9 +13,9 @@ mod tick;
 
 pub use interruption::{
     InstanceIdRule, InterruptionSettings, PlaceholderSettings, DEFAULT_BALLOON_PRIORITY_CLASS,
-    DEFAULT_PAUSE_IMAGE, INTERRUPTION_BOUNDS,
+    DEFAULT_PAUSE_IMAGE,
 };
-pub use tick::{MetricSourceConfig, DEFAULT_CLOUDWATCH_PUBLISH_SECONDS, TICK_ONLY_VARS};
+pub use tick::{MetricSourceConfig, TICK_ONLY_VARS};
 
 use crate::core::{PolicySpec, TargetSpec};
 use crate::error::{Error, Result};

@@ -188,6 +188,7 @@ pub fn plan_beside_surge(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::test_util::string_map;
 
     pub(crate) const NOW: f64 = 1_795_953_600.0; // 2026-11-29T12:00:00Z
     pub(crate) const LEASE: f64 = 300.0;
@@ -197,10 +198,7 @@ pub(crate) mod tests {
         FloorView {
             min_replicas: min,
             max_replicas: max,
-            annotations: ann
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
+            annotations: string_map(ann),
             keda_owner: None,
         }
     }
@@ -379,10 +377,7 @@ pub(crate) mod tests {
         let view = |min: u32, ann: &[(&str, &str)]| FloorView {
             min_replicas: min,
             max_replicas: 10,
-            annotations: ann
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
+            annotations: string_map(ann),
             keda_owner: None,
         };
         // (name, floor on the object, annotations, the user's floor) - by hand from the rule.

@@ -25,6 +25,8 @@ pub mod node_index;
 pub mod policy;
 pub mod quantity;
 pub mod spec;
+#[cfg(test)]
+mod test_util;
 
 pub use policy::decide;
 pub use policy::observation::{Observation, Sample};

@@ -103,6 +103,7 @@ pub fn limits_with_room(
 mod tests {
     use super::*;
     use crate::interruption::{NoticeKind, Phase};
+    use crate::test_util::string_map;
 
     /// 2026-12-01T00:00:00Z.
     const T0: f64 = 1_796_083_200.0;
@@ -123,23 +124,13 @@ mod tests {
             name: name.into(),
             node_pool: Some(pool.into()),
             drain: phase.map(drain),
-            capacity: [
+            capacity: string_map(&[
                 ("nvidia.com/gpu", "8"),
                 ("cpu", "192"),
                 ("memory", "2147483648Ki"),
                 ("pods", "110"),
-            ]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
+            ]),
         }
-    }
-
-    fn limits(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
     }
 
     type Case = (
@@ -154,7 +145,7 @@ mod tests {
     /// (situation, cap, nodes, now, expected limits, nodes counted) - expected values by hand.
     #[test]
     fn the_cap_grows_by_each_live_drains_node_and_only_while_its_reservation_lasts() {
-        let gpu64 = limits(&[("nvidia.com/gpu", "64")]);
+        let gpu64 = string_map(&[("nvidia.com/gpu", "64")]);
         let cases: [Case; 10] = [
             (
                 "no drain: the cap as written",
@@ -169,7 +160,7 @@ mod tests {
                 gpu64.clone(),
                 vec![node("a", "gpu", Some(Phase::WaitingForReplacement))],
                 T0 + 10.0,
-                limits(&[("nvidia.com/gpu", "72")]),
+                string_map(&[("nvidia.com/gpu", "72")]),
                 vec!["a"],
             ),
             (
@@ -181,7 +172,7 @@ mod tests {
                     node("c", "gpu", None),
                 ],
                 T0 + 10.0,
-                limits(&[("nvidia.com/gpu", "80")]),
+                string_map(&[("nvidia.com/gpu", "80")]),
                 vec!["a", "b"],
             ),
             (
@@ -189,7 +180,7 @@ mod tests {
                 gpu64.clone(),
                 vec![node("a", "gpu", Some(Phase::Drained))],
                 T0 + 100.0,
-                limits(&[("nvidia.com/gpu", "72")]),
+                string_map(&[("nvidia.com/gpu", "72")]),
                 vec!["a"],
             ),
             (
@@ -205,7 +196,7 @@ mod tests {
                 gpu64.clone(),
                 vec![node("a", "gpu", Some(Phase::WaitingForReplacement))],
                 T0 + 719.0,
-                limits(&[("nvidia.com/gpu", "72")]),
+                string_map(&[("nvidia.com/gpu", "72")]),
                 vec!["a"],
             ),
             (
@@ -218,26 +209,26 @@ mod tests {
             ),
             (
                 "every resource the cap names: cpu 1000 + 192, 4Ti + 2Ti (in the cap's suffix), nodes 10 + 1",
-                limits(&[("cpu", "1000"), ("memory", "4Ti"), ("nodes", "10")]),
+                string_map(&[("cpu", "1000"), ("memory", "4Ti"), ("nodes", "10")]),
                 vec![node("a", "gpu", Some(Phase::Evicting))],
                 T0 + 10.0,
-                limits(&[("cpu", "1192"), ("memory", "6Ti"), ("nodes", "11")]),
+                string_map(&[("cpu", "1192"), ("memory", "6Ti"), ("nodes", "11")]),
                 vec!["a"],
             ),
             (
                 "milli-cpu cap: 1500m + 192 = 193500m",
-                limits(&[("cpu", "1500m")]),
+                string_map(&[("cpu", "1500m")]),
                 vec![node("a", "gpu", Some(Phase::Evicting))],
                 T0 + 10.0,
-                limits(&[("cpu", "193500m")]),
+                string_map(&[("cpu", "193500m")]),
                 vec!["a"],
             ),
             (
                 "a resource the node lacks adds nothing",
-                limits(&[("aws.amazon.com/neuron", "16"), ("nvidia.com/gpu", "64")]),
+                string_map(&[("aws.amazon.com/neuron", "16"), ("nvidia.com/gpu", "64")]),
                 vec![node("a", "gpu", Some(Phase::Evicting))],
                 T0 + 10.0,
-                limits(&[("aws.amazon.com/neuron", "16"), ("nvidia.com/gpu", "72")]),
+                string_map(&[("aws.amazon.com/neuron", "16"), ("nvidia.com/gpu", "72")]),
                 vec!["a"],
             ),
         ];
@@ -251,11 +242,12 @@ mod tests {
     #[test]
     fn an_unreadable_quantity_is_an_error_naming_it() {
         let draining = vec![node("a", "gpu", Some(Phase::Evicting))];
-        let err = limits_with_room(&limits(&[("cpu", "lots")]), "gpu", &draining, T0).unwrap_err();
+        let err =
+            limits_with_room(&string_map(&[("cpu", "lots")]), "gpu", &draining, T0).unwrap_err();
         assert!(err.contains("cpu") && err.contains("lots"), "{err}");
         let mut odd = node("b", "gpu", Some(Phase::Evicting));
         odd.capacity.insert("cpu".into(), "12 cores".into());
-        let err = limits_with_room(&limits(&[("cpu", "10")]), "gpu", &[odd], T0).unwrap_err();
+        let err = limits_with_room(&string_map(&[("cpu", "10")]), "gpu", &[odd], T0).unwrap_err();
         assert!(err.contains("node b"), "{err}");
     }
 }

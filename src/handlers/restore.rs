@@ -75,7 +75,7 @@ pub async fn restore_everything(
             "{name}: not restored, its target does not parse: {e}"
         ));
     }
-    let settings = super::interruption::drain_settings(config);
+    let settings = super::interruption::drain_settings(&config.interruption);
     let drains = match scope {
         Scope::KeepDrains => restore::Drains::KeepRunning,
         Scope::Everything | Scope::ReportNodes => restore::Drains::GiveBack,

@@ -56,10 +56,6 @@ impl LogHistogram {
         }
     }
 
-    pub fn count(&self) -> u64 {
-        self.total
-    }
-
     pub fn max(&self) -> f64 {
         self.max
     }
@@ -79,14 +75,6 @@ impl LogHistogram {
             }
         }
         self.max
-    }
-
-    pub fn merge(&mut self, other: &LogHistogram) {
-        for (a, b) in self.counts.iter_mut().zip(&other.counts) {
-            *a += b;
-        }
-        self.total += other.total;
-        self.max = self.max.max(other.max);
     }
 }
 
@@ -350,7 +338,7 @@ mod tests {
         assert!((2.0..=2.0 * 1.047).contains(&p99), "{p99}");
         // The top quantile is capped at the largest value seen.
         assert_eq!(h.quantile(1.0), 100.0);
-        assert_eq!(h.count(), 100);
+        assert_eq!(h.total, 100);
     }
 
     #[test]

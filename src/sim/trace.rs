@@ -10,7 +10,7 @@
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// One request of a trace: when it arrived and how many tokens it carried.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -254,20 +254,6 @@ impl<R: BufRead> Iterator for TraceReader<R> {
                 client: 0,
             }));
         }
-    }
-}
-
-/// A trace file and its format, re-openable for each policy run.
-#[derive(Clone, Debug)]
-pub struct TraceFile {
-    pub path: PathBuf,
-}
-
-impl TraceFile {
-    pub fn records(
-        &self,
-    ) -> Result<Box<dyn Iterator<Item = Result<TraceRecord, TraceError>>>, TraceError> {
-        Ok(Box::new(open(&self.path)?))
     }
 }
 

@@ -166,11 +166,6 @@ pub fn parse_body_with(body: &str, rule: InstanceIdRule) -> Parsed {
     }
 }
 
-/// Classifies a JSON value that should be an EventBridge event, EC2 instance ids only.
-pub fn parse_value(value: Value) -> Parsed {
-    parse_value_with(value, InstanceIdRule::Ec2)
-}
-
 /// Classifies a JSON value that should be an EventBridge event (or an SNS notification carrying
 /// one).
 pub fn parse_value_with(value: Value, rule: InstanceIdRule) -> Parsed {

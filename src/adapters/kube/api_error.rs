@@ -26,19 +26,14 @@ pub fn api_failure(operation: &str, object: &str, error: kube::Error) -> Error {
             object: object.to_string(),
             message: format!("{} {}: {}", status.code, status.reason, status.message),
         },
-        kube::Error::Api(status) => Error::Kube {
-            operation: operation.to_string(),
-            object: object.to_string(),
-            message: format!("{} {}: {}", status.code, status.reason, status.message),
-            retryable: status_retryable(status.code),
-        },
-        other => Error::Kube {
-            operation: operation.to_string(),
-            object: object.to_string(),
-            message: other.to_string(),
-            // Transport errors, timeouts and the like: the next tick may get through.
-            retryable: true,
-        },
+        kube::Error::Api(status) => Error::kube(
+            operation,
+            object,
+            format!("{} {}: {}", status.code, status.reason, status.message),
+            status_retryable(status.code),
+        ),
+        // Transport errors, timeouts and the like: the next tick may get through.
+        other => Error::kube(operation, object, other, true),
     }
 }
 

@@ -119,11 +119,8 @@ mod tests {
 
     #[tokio::test]
     async fn other_errors_end_the_loop_at_once() {
-        let kube = |operation: &str, message: &str, retryable| Error::Kube {
-            operation: operation.into(),
-            object: "nodepool gpu".into(),
-            message: message.into(),
-            retryable,
+        let kube = |operation: &str, message: &str, retryable| {
+            Error::kube(operation, "nodepool gpu", message, retryable)
         };
         let rejected = kube("patch", "422 Invalid", false);
         let (got, seen) = run(5, 1, Err(rejected)).await;

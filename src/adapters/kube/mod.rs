@@ -19,5 +19,3 @@ pub mod shape;
 pub mod targets;
 
 pub use client::{client, ClientCache};
-pub use conflict::retry_on_conflict;
-pub use headroom::{apply_plan, read_headroom, release_replacement, ApplyOutcome, HeadroomRead};

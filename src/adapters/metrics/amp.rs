@@ -67,12 +67,7 @@ impl ApsSigner {
             .provider
             .provide_credentials()
             .await
-            .map_err(|e| Error::Aws {
-                service: SERVICE.into(),
-                operation: "load credentials".into(),
-                message: format!("{e}"),
-                retryable: true,
-            })?;
+            .map_err(|e| Error::aws(SERVICE, "load credentials", e, true))?;
         *cached = Some(c.clone());
         Ok(c)
     }

@@ -31,9 +31,6 @@ pub struct QuerySet {
     pub running: String,
     pub arrival_rate: String,
     pub service_time: String,
-    /// KV-cache usage (0..1). Only vLLM exports it; not part of `Observation` yet, kept here so
-    /// `explain`-style tooling and a future signal use the same text.
-    pub kv_cache: Option<String>,
 }
 
 /// Label matchers of the target without surrounding braces or blanks. Users may write
@@ -169,12 +166,6 @@ fn built_in(kind: ServerKind, sel: &str, w: &Windows) -> QuerySet {
                 lw,
                 None,
             ),
-            // vLLM 0.12 renamed gpu_cache_usage_perc; `or` keeps older servers working.
-            kv_cache: Some(format!(
-                "max({}) or max({})",
-                series("vllm:kv_cache_usage_perc", sel),
-                series("vllm:gpu_cache_usage_perc", sel)
-            )),
         },
         // Triton exports no in-flight gauge. Its per-request compute time counter grows by the
         // number of requests in compute every second, so its rate is the mean number running
@@ -193,7 +184,6 @@ fn built_in(kind: ServerKind, sel: &str, w: &Windows) -> QuerySet {
                 rw,
             ),
             service_time: triton_service_time(sel, lw),
-            kv_cache: None,
         },
         ServerKind::Tgi => QuerySet {
             waiting: sum("tgi_queue_size"),
@@ -206,7 +196,6 @@ fn built_in(kind: ServerKind, sel: &str, w: &Windows) -> QuerySet {
                 lw,
                 None,
             ),
-            kv_cache: None,
         },
         ServerKind::Sglang => QuerySet {
             waiting: sum("sglang:num_queue_reqs"),
@@ -224,7 +213,6 @@ fn built_in(kind: ServerKind, sel: &str, w: &Windows) -> QuerySet {
                 lw,
                 None,
             ),
-            kv_cache: None,
         },
         // Triton with the TensorRT-LLM backend. Triton hands each request to the backend's
         // in-flight batcher at once, so its pending count stays near 0; the backend's own
@@ -254,7 +242,6 @@ fn built_in(kind: ServerKind, sel: &str, w: &Windows) -> QuerySet {
                     rw,
                 ),
                 service_time: triton_service_time(sel, lw),
-                kv_cache: None,
             }
         }
         // trtllm-serve, at `/prometheus/metrics` (mounted only with `return_perf_metrics: true`;
@@ -280,7 +267,6 @@ fn built_in(kind: ServerKind, sel: &str, w: &Windows) -> QuerySet {
                 lw,
                 None,
             ),
-            kv_cache: None,
         },
         // NVIDIA Dynamo's HTTP frontend (label `model`, lower-cased). Names in ai-dynamo/dynamo
         // lib/runtime/src/metrics/prometheus_names.rs (prefix `dynamo_frontend`, module
@@ -309,7 +295,6 @@ fn built_in(kind: ServerKind, sel: &str, w: &Windows) -> QuerySet {
                 lw,
                 None,
             ),
-            kv_cache: None,
         },
         // llm-d serves with vLLM in prefill and decode pods, and both export `vllm:*`: a
         // request would be counted twice (waiting, running, and its completion). Decode pods

@@ -37,12 +37,6 @@ fn vllm_queries() {
         q.service_time,
         r#"sum(rate(vllm:e2e_request_latency_seconds_sum{model_name="llama"}[2m])) / sum(rate(vllm:e2e_request_latency_seconds_count{model_name="llama"}[2m]))"#
     );
-    assert_eq!(
-        q.kv_cache.as_deref(),
-        Some(
-            r#"max(vllm:kv_cache_usage_perc{model_name="llama"}) or max(vllm:gpu_cache_usage_perc{model_name="llama"})"#
-        )
-    );
 }
 
 #[test]
@@ -64,7 +58,6 @@ fn triton_queries() {
         q.service_time,
         r#"(sum(rate(nv_inference_request_duration_us{model="resnet"}[2m])) / sum(rate(nv_inference_request_success{model="resnet"}[2m]))) / 1e6"#
     );
-    assert_eq!(q.kv_cache, None);
 }
 
 #[test]
@@ -124,7 +117,6 @@ fn triton_trtllm_queries() {
         q.service_time,
         r#"(sum(rate(nv_inference_request_duration_us{model="tensorrt_llm"}[2m])) / sum(rate(nv_inference_request_success{model="tensorrt_llm"}[2m]))) / 1e6"#
     );
-    assert_eq!(q.kv_cache, None);
     // Without a selector the request type is the only matcher.
     assert_eq!(
         for_target_1m(&target(ServerKind::TritonTrtllm, "")).waiting,
@@ -151,7 +143,6 @@ fn trtllm_serve_queries() {
         q.service_time,
         r#"sum(rate(trtllm_e2e_request_latency_seconds_sum{pod=~"trt-.*"}[2m])) / sum(rate(trtllm_e2e_request_latency_seconds_count{pod=~"trt-.*"}[2m]))"#
     );
-    assert_eq!(q.kv_cache, None);
 }
 
 #[test]
@@ -175,7 +166,6 @@ fn dynamo_queries() {
         q.service_time,
         r#"sum(rate(dynamo_frontend_request_duration_seconds_sum{model="llama"}[2m])) / sum(rate(dynamo_frontend_request_duration_seconds_count{model="llama"}[2m]))"#
     );
-    assert_eq!(q.kv_cache, None);
 }
 
 #[test]

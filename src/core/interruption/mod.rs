@@ -27,15 +27,13 @@ pub use collection::{
     plan_collection, CollectAction, CollectCommand, CollectedNode, CollectionSeen, PlaceholderSeen,
 };
 pub use deadline::{eviction_deadline, instance_end, issued_at};
-pub use drain::{owner_alive, plan_drain};
+pub use drain::plan_drain;
 pub use figures::{drain_figures, ends_drain, DrainFigures};
 pub use model::{
     Command, DrainSettings, DrainStep, Finish, NodeView, PodOwner, PodRef, PodView, ReplacementSeen,
 };
 pub use notice::{Notice, NoticeKind, NoticeStatus};
-pub use replacement::{placeholder_verdict, reservation_expiry, PlaceholderVerdict};
-pub use reservation::{
-    notice_of_record, plan_resume, reservation_verdict, NodeSeen, ReservationVerdict,
-};
+pub use replacement::reservation_expiry;
+pub use reservation::{notice_of_record, plan_resume, ReservationVerdict};
 pub use restore::{node_restore, NodeMarks, NodeRestore};
 pub use state::{DrainState, Phase};

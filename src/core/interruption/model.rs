@@ -312,13 +312,6 @@ impl DrainStep {
         })
     }
 
-    /// Whether this step holds the node's drain (it wrote or keeps the drain state of its own
-    /// notice): work it leaves is continued by its own message, whatever the receive count.
-    pub fn claims(&self, event_id: &str) -> bool {
-        matches!(self.last(), Command::WaitUntil { .. })
-            && self.state.as_ref().is_some_and(|s| s.event_id == event_id)
-    }
-
     pub(super) fn finish(
         commands: Vec<Command>,
         state: Option<DrainState>,

@@ -12,6 +12,7 @@ use crate::interruption::surge::{
 use crate::interruption::surge_floor::WorkloadSurge;
 use crate::interruption::{Finish, NoticeKind, Phase};
 use crate::lease::LeaseOutcome;
+use crate::test_util::string_map;
 
 const NOW: f64 = 1_795_953_600.0; // 2026-11-29T12:00:00Z
 
@@ -43,18 +44,11 @@ fn evict(name: &str) -> Command {
     }
 }
 
-fn ann(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-    pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
-
 fn floor(min: u32, max: u32, pairs: &[(&str, &str)]) -> SurgeOn {
     SurgeOn::Floor(FloorView {
         min_replicas: min,
         max_replicas: max,
-        annotations: ann(pairs),
+        annotations: string_map(pairs),
         keda_owner: None,
     })
 }
@@ -148,7 +142,7 @@ fn a_step_surges_the_workloads_it_evicts_from_and_holds_their_evictions() {
             "surge pods Ready: the evictions go, the surge renewed",
             ready,
             NOW + 40.0,
-            llama(4, 4, SurgeOn::Replicas(ann(&record("4")))),
+            llama(4, 4, SurgeOn::Replicas(string_map(&record("4")))),
             vec![
                 surge(2, vec![]),
                 evict("llama-0"),
@@ -211,7 +205,7 @@ fn a_step_surges_the_workloads_it_evicts_from_and_holds_their_evictions() {
             "unreadable surge annotations: evictions go as planned",
             ready,
             NOW + 30.0,
-            llama(2, 2, SurgeOn::Replicas(ann(&[(SURGE_DRAINS, "x")]))),
+            llama(2, 2, SurgeOn::Replicas(string_map(&[(SURGE_DRAINS, "x")]))),
             vec![evict("llama-0"), evict("llama-1"), evict("batch-0")],
             vec![],
             1,

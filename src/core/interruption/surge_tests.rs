@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::*;
 use crate::floor::tests::set;
 use crate::interruption::{NoticeKind, Phase};
+use crate::test_util::string_map;
 
 const NOW: f64 = 1_795_953_600.0; // 2026-11-29T12:00:00Z
 
@@ -153,16 +154,9 @@ fn surge_decisions() {
     }
 }
 
-fn ann(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-    pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
-
 #[test]
 fn deployment_replicas_saved_restored_and_user_edits_kept() {
-    let surged = ann(&[
+    let surged = string_map(&[
         (SURGE_DRAINS, r#"{"i-a":2}"#),
         (SURGE_BASE, "3"),
         (SURGE_USER_REPLICAS, "3"),
@@ -188,7 +182,7 @@ fn deployment_replicas_saved_restored_and_user_edits_kept() {
         (
             "raise 3 -> 5, the user's 3 saved",
             3,
-            ann(&[]),
+            string_map(&[]),
             hold("i-a", 2),
             Some(5),
             set(&[
@@ -236,17 +230,17 @@ fn deployment_replicas_saved_restored_and_user_edits_kept() {
         (
             "a stray annotation without the rest is cleaned up",
             4,
-            ann(&[(SURGE_WRITTEN_REPLICAS, "5")]),
+            string_map(&[(SURGE_WRITTEN_REPLICAS, "5")]),
             release("i-a"),
             None,
             gone.clone(),
             "unchanged",
         ),
-        ("nothing there, nothing asked", 4, ann(&[]), release("i-a"), None, set(&[]), "unchanged"),
+        ("nothing there, nothing asked", 4, string_map(&[]), release("i-a"), None, set(&[]), "unchanged"),
         (
             "a record cut short by hand (no user's value), the 5 edited to 8: the 8 kept",
             8,
-            ann(&[(SURGE_DRAINS, r#"{"i-a":2}"#), (SURGE_BASE, "3"), (SURGE_WRITTEN_REPLICAS, "5")]),
+            string_map(&[(SURGE_DRAINS, r#"{"i-a":2}"#), (SURGE_BASE, "3"), (SURGE_WRITTEN_REPLICAS, "5")]),
             hold("i-a", 2),
             None,
             gone.clone(),
@@ -255,7 +249,7 @@ fn deployment_replicas_saved_restored_and_user_edits_kept() {
         (
             "a record cut short by hand, the count still prewarm's 5: no record, strays removed",
             5,
-            ann(&[(SURGE_DRAINS, r#"{"i-a":2}"#), (SURGE_BASE, "3"), (SURGE_WRITTEN_REPLICAS, "5")]),
+            string_map(&[(SURGE_DRAINS, r#"{"i-a":2}"#), (SURGE_BASE, "3"), (SURGE_WRITTEN_REPLICAS, "5")]),
             release("i-a"),
             None,
             gone.clone(),
@@ -274,13 +268,16 @@ fn deployment_replicas_saved_restored_and_user_edits_kept() {
 fn unreadable_records_name_the_annotation() {
     let cases = [
         (
-            ann(&[(SURGE_DRAINS, "two"), (SURGE_BASE, "3")]),
+            string_map(&[(SURGE_DRAINS, "two"), (SURGE_BASE, "3")]),
             SURGE_DRAINS,
         ),
-        (ann(&[(SURGE_DRAINS, "{}")]), SURGE_BASE),
-        (ann(&[(SURGE_DRAINS, "{}"), (SURGE_BASE, "x")]), SURGE_BASE),
+        (string_map(&[(SURGE_DRAINS, "{}")]), SURGE_BASE),
         (
-            ann(&[
+            string_map(&[(SURGE_DRAINS, "{}"), (SURGE_BASE, "x")]),
+            SURGE_BASE,
+        ),
+        (
+            string_map(&[
                 (SURGE_DRAINS, "{}"),
                 (SURGE_BASE, "3"),
                 (SURGE_USER_REPLICAS, "three"),

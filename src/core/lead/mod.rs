@@ -20,7 +20,7 @@
 
 mod history;
 
-pub use history::{LeadHistory, LeadSample, MAX_AGE_S, MAX_PHASE_S, MAX_SAMPLES};
+pub use history::{LeadHistory, LeadSample};
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -1,3 +1,4 @@
+use super::history::{MAX_AGE_S, MAX_SAMPLES};
 use super::*;
 
 const NOW: f64 = 1_800_000_000.0;

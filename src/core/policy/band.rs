@@ -167,14 +167,6 @@ fn on_grid(history: &[Sample], policy: &PolicySpec, now: f64) -> Option<(f64, Ve
     Some((first, grid))
 }
 
-/// The windows of `history` replayed as `calibrate` replays them (the instrument that weighs
-/// other forecasters against this one scores them on the same windows).
-pub fn replay(history: &[Sample], policy: &PolicySpec, now: f64) -> Vec<Window> {
-    on_grid(history, policy, now).map_or_else(Vec::new, |(first_t, grid)| {
-        replay_grid(first_t, &grid, policy).1
-    })
-}
-
 /// The shortest season the grid spans, and every window from the first full observation window
 /// to the last with a whole lead time after it.
 fn replay_grid(

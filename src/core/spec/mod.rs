@@ -10,7 +10,7 @@ mod target;
 
 pub use cron::parse_cron;
 pub use policy::*;
-pub use shared_pool::{shared_pool_conflicts, validate_shared_pools, PoolConflict};
+pub use shared_pool::{shared_pool_conflicts, validate_shared_pools};
 pub use state::*;
 pub use target::*;
 

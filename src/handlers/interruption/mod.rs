@@ -38,7 +38,7 @@ use crate::core::interruption::DrainSettings;
 use crate::core::TargetSpec;
 use crate::error::{Error, Result};
 
-pub use queue::{visibility_seconds, Continuation, RecordOutcome, Settlement};
+pub use queue::{Continuation, RecordOutcome, Settlement};
 
 /// A record's work stops this long before the invocation's deadline, to answer in time.
 const ANSWER_MARGIN: Duration = Duration::from_secs(3);
@@ -82,12 +82,7 @@ pub async fn serve(config: Config) -> Result<()> {
         }
     }))
     .await
-    .map_err(|e| Error::Aws {
-        service: "lambda".into(),
-        operation: "runtime".into(),
-        message: e.to_string(),
-        retryable: false,
-    })
+    .map_err(|e| Error::aws("lambda", "runtime", e, false))
 }
 
 /// How long one record may take: until shortly before the invocation's deadline, at most
@@ -102,13 +97,9 @@ pub fn record_budget(deadline: SystemTime, now: SystemTime) -> Duration {
     }
 }
 
-/// The drain planning settings of the configuration (shared with the tick's reservation collection).
-pub fn drain_settings(config: &Config) -> DrainSettings {
-    drain_settings_of(&config.interruption)
-}
-
-/// The drain planning settings of the interruption settings alone.
-pub fn drain_settings_of(settings: &InterruptionSettings) -> DrainSettings {
+/// The drain planning settings of the interruption settings (shared with the tick's reservation
+/// collection, restore and explain).
+pub fn drain_settings(settings: &InterruptionSettings) -> DrainSettings {
     DrainSettings {
         actions: settings.actions.clone(),
         eviction_budget_s: settings.eviction_budget_s,
@@ -125,7 +116,7 @@ impl Interruption {
             kube: ClientCache::new(access),
             sqs: aws_sdk_sqs::Client::new(&sdk),
             queue_url: config.interruption.queue_url.clone(),
-            settings: drain_settings(config),
+            settings: drain_settings(&config.interruption),
             surge: config.interruption.surge,
             placeholder: config.interruption.placeholder.clone(),
             targets: config.targets.clone(),

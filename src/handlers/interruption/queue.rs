@@ -22,9 +22,7 @@
 use aws_lambda_events::event::sqs::SqsMessage;
 
 pub use super::continuation::{
-    delay_seconds, visibility_seconds, Continuation, Settlement, ATTEMPT_ATTR, FAILING_SINCE_ATTR,
-    FAILURES_ATTR, FANOUT_AFTER_ATTR, FANOUT_CHUNK, INSTANCE_ATTR, MAX_ATTEMPTS, MAX_DELAY_S,
-    MAX_VISIBILITY_S,
+    delay_seconds, visibility_seconds, Continuation, Settlement, FANOUT_CHUNK, MAX_ATTEMPTS,
 };
 use super::Interruption;
 use crate::adapters::events::{Parsed, ParsedRecord};
@@ -292,6 +290,7 @@ mod tests {
 
     use aws_lambda_events::event::sqs::SqsMessageAttribute;
 
+    use super::super::continuation::{ATTEMPT_ATTR, FAILING_SINCE_ATTR, FAILURES_ATTR};
     use super::*;
 
     fn attr(v: &str) -> SqsMessageAttribute {

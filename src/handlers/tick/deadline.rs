@@ -22,15 +22,15 @@ pub async fn within(
     match tokio::time::timeout(Duration::from_secs_f64(limit_s.max(0.0)), tick).await {
         Ok(report) => report,
         Err(_) => {
-            let e = Error::Kube {
-                operation: "tick".into(),
-                object: format!("target {target}"),
-                message: format!(
+            let e = Error::kube(
+                "tick",
+                format!("target {target}"),
+                format!(
                     "did not finish within TARGET_TIMEOUT_SECONDS ({limit_s} s): a metric source \
                      or the API server is not answering; the next tick tries again"
                 ),
-                retryable: true,
-            };
+                true,
+            );
             TargetReport {
                 at,
                 ..TargetReport::new(target, dry_run)

@@ -30,8 +30,8 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 
 pub use crate::core::policy::decide::floor_intent;
-pub use report::{emf_record, log_decision, reason_text, TargetReport};
-pub use target::{freeze_intent, tick_target};
+pub use report::{emf_record, log_decision, TargetReport};
+pub use target::tick_target;
 
 /// Everything a tick needs, built once per execution environment.
 pub struct TickDeps {
@@ -142,12 +142,12 @@ pub async fn tick_once(deps: &Arc<TickDeps>, now: f64, dry_run: bool) -> Vec<Tar
         .zip(&targets)
     {
         reports.push(task.unwrap_or_else(|join_error| {
-            let e = Error::Kube {
-                operation: "tick".into(),
-                object: format!("target {}", target.name),
-                message: format!("the tick of this target failed: {join_error}"),
-                retryable: true,
-            };
+            let e = Error::kube(
+                "tick",
+                format!("target {}", target.name),
+                format!("the tick of this target failed: {join_error}"),
+                true,
+            );
             // The task panicked before it could log: told here.
             let report = TargetReport::new(&target.name, dry_run).failed(&e);
             log_decision(&report);
@@ -349,12 +349,7 @@ pub async fn serve(config: Result<Config>) -> Result<()> {
         },
     )))
     .await
-    .map_err(|e| Error::Aws {
-        service: "lambda".into(),
-        operation: "runtime".into(),
-        message: e.to_string(),
-        retryable: false,
-    })
+    .map_err(|e| Error::aws("lambda", "runtime", e, false))
 }
 
 #[cfg(test)]

@@ -45,7 +45,7 @@ pub(super) async fn collect_reservations(
         sqs: &deps.sqs,
         queue_url,
     };
-    let settings = crate::handlers::interruption::drain_settings(&deps.config);
+    let settings = crate::handlers::interruption::drain_settings(&deps.config.interruption);
     match collect(client, &handover, targets, &settings, now).await {
         Ok(items) => {
             for c in items {

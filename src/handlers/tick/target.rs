@@ -332,7 +332,7 @@ pub(super) mod tests {
         let policy = core::PolicySpec::default();
         let plan = core::decide(&observed, &target, &policy, &Default::default(), NOW);
         assert_eq!(plan.hpa_floor, Some(2), "{plan:#?}");
-        let patch = hpa::floor::plan_floor(&view, floor_intent(&plan), NOW, 300.0).unwrap();
+        let patch = core::floor::plan_floor(&view, floor_intent(&plan), NOW, 300.0).unwrap();
         assert_eq!(patch.min_replicas, Some(2));
         assert_eq!(patch.outcome, LeaseOutcome::Restored);
     }

@@ -149,14 +149,6 @@ impl ServeGen {
         Ok(ServeGen { name, clients })
     }
 
-    /// The end of the last window.
-    pub fn end(&self) -> f64 {
-        self.clients
-            .iter()
-            .filter_map(|c| c.last().map(|p| p.end))
-            .fold(0.0, f64::max)
-    }
-
     /// Expected requests (each window's length over its fit's mean gap), times `rate_scale`.
     pub fn expected_requests(&self, rate_scale: f64) -> f64 {
         self.clients

@@ -33,12 +33,7 @@ pub fn is_fresh(issued_at: f64, now: f64) -> bool {
 }
 
 fn sign_error(message: impl std::fmt::Display) -> Error {
-    Error::Aws {
-        service: "sts".into(),
-        operation: "presign GetCallerIdentity".into(),
-        message: message.to_string(),
-        retryable: false,
-    }
+    Error::aws("sts", "presign GetCallerIdentity", message, false)
 }
 
 /// The DNS suffix of the AWS partition a region belongs to: what CloudFormation's

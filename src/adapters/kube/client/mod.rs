@@ -29,12 +29,7 @@ pub struct ClusterEndpoint {
 }
 
 fn eks_error(operation: &str, message: impl std::fmt::Display, retryable: bool) -> Error {
-    Error::Aws {
-        service: "eks".into(),
-        operation: operation.into(),
-        message: message.to_string(),
-        retryable,
-    }
+    Error::aws("eks", operation, message, retryable)
 }
 
 /// AWS SDK configuration for `region`; `AWS_ENDPOINT_URL` (or `AWS_ENDPOINT_URL_EKS`) redirects
@@ -123,12 +118,7 @@ fn with_timeouts(mut config: kube::Config) -> kube::Config {
 }
 
 fn kube_build_error(message: impl std::fmt::Display) -> Error {
-    Error::Kube {
-        operation: "build client".into(),
-        object: "cluster".into(),
-        message: message.to_string(),
-        retryable: false,
-    }
+    Error::kube("build client", "cluster", message, false)
 }
 
 /// The kubeconfig (JSON is YAML) of an EKS endpoint with a bearer token; going through

@@ -16,7 +16,7 @@ use kube::runtime::events::Recorder;
 use super::replacement::{self, DrainContext, Requested};
 use super::surge::{release_surge, surge_workload};
 use super::{
-    kube_error, node_patch, patch_node, pdbs_covering, pods_moved_patch, record_event,
+    api_failure, node_patch, patch_node, pdbs_covering, pods_moved_patch, record_event,
     undrain_patch, Observation,
 };
 use crate::adapters::kube::api_error::is_pdb_refusal;
@@ -496,7 +496,7 @@ pub async fn evict(
     match api.evict(&pod.name, &params).await {
         Ok(_) => Ok(EvictionOutcome::Evicted),
         // 404/409 (gone) and a budget's 429 are outcomes, not errors.
-        Err(e) => eviction_refused(e).map_err(|e| kube_error("evict", &format!("pod/{pod}"), e)),
+        Err(e) => eviction_refused(e).map_err(|e| api_failure("evict", &format!("pod/{pod}"), e)),
     }
 }
 
@@ -542,7 +542,7 @@ pub async fn delete_pod(
     {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(()),
-        Err(e) => Err(kube_error("delete", &format!("pod/{pod}"), e)),
+        Err(e) => Err(api_failure("delete", &format!("pod/{pod}"), e)),
     }
 }
 

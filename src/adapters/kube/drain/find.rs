@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::Node;
 use kube::api::Api;
 use tokio::sync::Mutex;
 
-use super::{instance_of_node, kube_error, list_nodes};
+use super::{api_failure, instance_of_node, list_nodes};
 use crate::core::node_index::{Lookup, NodeIndex};
 use crate::error::Result;
 
@@ -48,7 +48,7 @@ impl NodeFinder {
                     let got = nodes
                         .get_opt(&name)
                         .await
-                        .map_err(|e| kube_error("get", &format!("node {name}"), e))?;
+                        .map_err(|e| api_failure("get", &format!("node {name}"), e))?;
                     match got {
                         Some(node) if instance_of_node(&node).as_deref() == Some(instance) => {
                             return Ok(Some(node))

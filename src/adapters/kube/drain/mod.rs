@@ -25,7 +25,7 @@ use crate::core::interruption::state::{
 use crate::core::interruption::{
     DrainState, NodeView, NoticeKind, PodOwner, PodRef, PodView, ReplacementSeen,
 };
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 pub mod execute;
 pub mod find;
@@ -42,9 +42,7 @@ const FIELD_MANAGER: &str = "prewarm-interruption";
 /// Kubernetes' terminationGracePeriodSeconds when a pod sets none.
 const DEFAULT_GRACE_S: i64 = 30;
 
-pub(crate) fn kube_error(operation: &str, object: &str, error: kube::Error) -> Error {
-    crate::adapters::kube::api_error::api_failure(operation, object, error)
-}
+pub(crate) use crate::adapters::kube::api_error::api_failure;
 
 /// The instance id at the end of a providerID: `aws:///us-east-1a/i-0abc` -> `i-0abc`
 /// (`kwok://name` -> `name` for the test cluster's nodes).
@@ -66,7 +64,7 @@ pub async fn list_nodes(client: &kube::Client) -> Result<Vec<Node>> {
     Ok(Api::<Node>::all(client.clone())
         .list(&ListParams::default())
         .await
-        .map_err(|e| kube_error("list", "nodes", e))?
+        .map_err(|e| api_failure("list", "nodes", e))?
         .items)
 }
 
@@ -185,7 +183,7 @@ async fn pods_on(client: &kube::Client, node_name: &str) -> Result<Vec<Pod>> {
         .list(&ListParams::default().fields(&format!("spec.nodeName={node_name}")))
         .await
         .map(|l| l.items)
-        .map_err(|e| kube_error("list", &format!("pods on node {node_name}"), e))
+        .map_err(|e| api_failure("list", &format!("pods on node {node_name}"), e))
 }
 
 /// The node and its pods, as the planner sees them.
@@ -327,7 +325,7 @@ pub async fn patch_node(client: &kube::Client, node: &Node, patch: &Value) -> Re
     {
         Ok(_) => Ok(true),
         Err(e) if crate::adapters::kube::api_error::is_conflict(&e) => Ok(false),
-        Err(e) => Err(kube_error("patch", &format!("node/{name}"), e)),
+        Err(e) => Err(api_failure("patch", &format!("node/{name}"), e)),
     }
 }
 
@@ -338,7 +336,7 @@ pub async fn pdbs_covering(client: &kube::Client, pod: &Pod) -> Result<Vec<Strin
     let pdbs = Api::<PodDisruptionBudget>::namespaced(client.clone(), &ns)
         .list(&ListParams::default())
         .await
-        .map_err(|e| kube_error("list", &format!("poddisruptionbudgets in {ns}"), e))?;
+        .map_err(|e| api_failure("list", &format!("poddisruptionbudgets in {ns}"), e))?;
     Ok(pdbs
         .items
         .iter()
@@ -418,7 +416,7 @@ pub async fn record_event(
             &regarding,
         )
         .await
-        .map_err(|e| kube_error("create", "event", e))
+        .map_err(|e| api_failure("create", "event", e))
 }
 
 /// The patch that un-drains a node: every drain annotation removed, the draining taint taken off

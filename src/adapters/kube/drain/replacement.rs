@@ -17,7 +17,7 @@ use std::collections::BTreeSet;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 
-use super::{has_draining_taint, is_balloon, is_ready, kube_error, pod_view};
+use super::{api_failure, has_draining_taint, is_balloon, is_ready, pod_view};
 use crate::adapters::kube::headroom::release_replacement;
 use crate::adapters::kube::shape::node_pool_of;
 use crate::adapters::kube::shape::placeholder::{
@@ -150,7 +150,7 @@ pub async fn request(
     {
         Ok(_) => true,
         Err(kube::Error::Api(s)) if s.code == 409 => false,
-        Err(e) => return Err(kube_error("create", &format!("pod/{namespace}/{name}"), e)),
+        Err(e) => return Err(api_failure("create", &format!("pod/{namespace}/{name}"), e)),
     };
     Ok(Requested::Placeholder {
         pod: format!("{namespace}/{name}"),
@@ -171,7 +171,7 @@ async fn placeholders(client: &kube::Client, drain_id: Option<&str>) -> Result<V
         .list(&selector(drain_id))
         .await
         .map(|l| l.items)
-        .map_err(|e| kube_error("list", "replacement placeholders", e))
+        .map_err(|e| api_failure("list", "replacement placeholders", e))
 }
 
 /// Whether the drain's own placeholder runs on a Ready node other than `draining_node` (and not
@@ -191,7 +191,7 @@ pub async fn observe_replacement(
         let node = Api::<Node>::all(client.clone())
             .get_opt(host)
             .await
-            .map_err(|e| kube_error("get", &format!("node/{host}"), e))?;
+            .map_err(|e| api_failure("get", &format!("node/{host}"), e))?;
         hosts.extend(node);
     }
     Ok(replacement_seen(&found, draining_node, &hosts))
@@ -278,7 +278,7 @@ pub async fn delete_placeholder_named(
     {
         Ok(_) => Ok(format!("placeholder {ns}/{name} deleted")),
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(format!("placeholder {ns}/{name} gone")),
-        Err(e) => Err(kube_error("delete", &format!("pod/{ns}/{name}"), e)),
+        Err(e) => Err(api_failure("delete", &format!("pod/{ns}/{name}"), e)),
     }
 }
 
@@ -328,7 +328,7 @@ pub async fn delete_placeholders_of(
     let pods = Api::<Pod>::namespaced(client.clone(), ns)
         .list(&selector(None))
         .await
-        .map_err(|e| kube_error("list", &format!("replacement placeholders in {ns}"), e))?
+        .map_err(|e| api_failure("list", &format!("replacement placeholders in {ns}"), e))?
         .items;
     let mut out = Vec::new();
     for pod in &pods {
@@ -370,7 +370,7 @@ pub async fn placeholders_in(
                     .filter(|p| p.metadata.deletion_timestamp.is_none())
                     .map(placeholder_seen),
             ),
-            Err(e) => failed.push(kube_error(
+            Err(e) => failed.push(api_failure(
                 "list",
                 &format!("replacement placeholders in {ns}"),
                 e,

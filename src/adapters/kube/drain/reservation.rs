@@ -6,7 +6,7 @@
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ListParams};
 
-use super::{instance_of_node, kube_error};
+use super::{api_failure, instance_of_node};
 use crate::adapters::kube::shape::CAPACITY_RESERVATION_LABEL;
 use crate::error::Result;
 
@@ -24,7 +24,7 @@ pub async fn reservation_instances(
     let nodes = Api::<Node>::all(client.clone())
         .list(&ListParams::default().labels(&reservation_selector(reservation_id)))
         .await
-        .map_err(|e| kube_error("list", "nodes", e))?
+        .map_err(|e| api_failure("list", "nodes", e))?
         .items;
     Ok(instances_of(&nodes))
 }

@@ -25,7 +25,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
 use serde_json::{json, Value};
 
-use super::{kube_error, Observation};
+use super::{api_failure, Observation};
 use crate::adapters::kube::conflict::retry_on_conflict;
 use crate::adapters::kube::hpa::{self, floor::FloorObject, scaled_object};
 use crate::adapters::kube::shape::owners::{controller_of, scales};
@@ -61,7 +61,7 @@ async fn deployment_of(
     let got = Api::<ReplicaSet>::namespaced(client.clone(), &ns)
         .get_opt(rs)
         .await
-        .map_err(|e| kube_error("get", &format!("replicaset/{ns}/{rs}"), e))?;
+        .map_err(|e| api_failure("get", &format!("replicaset/{ns}/{rs}"), e))?;
     let d = got.and_then(|r| {
         controller_of(r.metadata.owner_references.as_ref(), "Deployment").map(str::to_string)
     });
@@ -78,7 +78,7 @@ async fn hpa_for(
     let hpas = Api::<HorizontalPodAutoscaler>::namespaced(client.clone(), ns)
         .list(&ListParams::default())
         .await
-        .map_err(|e| kube_error("list", &format!("horizontalpodautoscalers in {ns}"), e))?;
+        .map_err(|e| api_failure("list", &format!("horizontalpodautoscalers in {ns}"), e))?;
     Ok(hpas.items.into_iter().find(|h| scales(h, name)))
 }
 
@@ -162,7 +162,7 @@ async fn read_workload(client: &kube::Client, ns: &str, name: &str) -> Result<Wo
     let d = api
         .get(name)
         .await
-        .map_err(|e| kube_error("get", &display, e))?;
+        .map_err(|e| api_failure("get", &display, e))?;
     let (replicas, ready) = replica_counts(&d);
     let (on, written_on, display) = match hpa_for(client, ns, name).await? {
         Some(hpa) => {
@@ -222,7 +222,7 @@ pub async fn surge_workload(
     retry_on_conflict(SURGE_ATTEMPTS, |_| async move {
         let read = read_workload(client, ns, name).await?;
         let surge = plan_workload_surge(read.replicas, &read.on, intent, now)
-            .map_err(|m| plan_error(read.display.clone(), m))?;
+            .map_err(|m| Error::kube("plan surge", read.display.clone(), m, false))?;
         let outcome = match (&read.written_on, surge.outcome) {
             (WrittenOn::Floor(on), Some(o)) => format!("{} {} {o}", on.object, on.field),
             (WrittenOn::Floor(on), None) => format!("{} unchanged", on.object),
@@ -244,7 +244,7 @@ pub async fn surge_workload(
                     };
                     api.patch(name, &params, &Patch::Merge(body))
                         .await
-                        .map_err(|e| kube_error("patch", &read.display, e))?;
+                        .map_err(|e| api_failure("patch", &read.display, e))?;
                 }
             }
         }
@@ -262,15 +262,6 @@ pub async fn surge_workload(
 /// conflict backoff, about 0.4 s in all): a Deployment's controllers write its status several
 /// times in a row while it rolls out, and 3 attempts were seen to lose to that on the stack.
 const SURGE_ATTEMPTS: usize = 5;
-
-fn plan_error(object: String, message: String) -> Error {
-    Error::Kube {
-        operation: "plan surge".into(),
-        object,
-        message,
-        retryable: false,
-    }
-}
 
 /// Observes the workloads of the step's pods and lets the core add the step's surges
 /// (`core::interruption::surge_step`): the `Surge` commands, and the evictions they hold back.
@@ -416,7 +407,7 @@ async fn surged_workloads(client: &kube::Client, ns: &str) -> Result<Vec<SurgedS
     let deployments = Api::<Deployment>::namespaced(client.clone(), ns)
         .list(&params)
         .await
-        .map_err(|e| kube_error("list", &format!("surged deployments in {ns}"), e))?;
+        .map_err(|e| api_failure("list", &format!("surged deployments in {ns}"), e))?;
     for d in deployments.items {
         let name = d.metadata.name.clone().unwrap_or_default();
         out.extend(surged_seen(&d.metadata, name));
@@ -425,7 +416,7 @@ async fn surged_workloads(client: &kube::Client, ns: &str) -> Result<Vec<SurgedS
         .list(&params)
         .await
         .map_err(|e| {
-            kube_error(
+            api_failure(
                 "list",
                 &format!("surged horizontalpodautoscalers in {ns}"),
                 e,
@@ -465,7 +456,7 @@ async fn surged_scaled_objects(
         Ok(l) => l.items,
         Err(kube::Error::Api(s)) if s.code == 404 => Vec::new(),
         Err(e) => {
-            return Err(kube_error(
+            return Err(api_failure(
                 "list",
                 &format!("surged scaledobjects in {ns}"),
                 e,

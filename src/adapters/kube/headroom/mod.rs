@@ -66,20 +66,20 @@ pub fn object_size(object: &HeadroomRef, data: &Value) -> Result<u32> {
         Some(v) => v
             .as_u64()
             .and_then(|n| u32::try_from(n).ok())
-            .ok_or_else(|| Error::Kube {
-                operation: "read".into(),
-                object: object.display.clone(),
-                message: format!("spec.replicas is not a count: {v}"),
-                retryable: false,
+            .ok_or_else(|| {
+                Error::kube(
+                    "read",
+                    object.display.clone(),
+                    format!("spec.replicas is not a count: {v}"),
+                    false,
+                )
             }),
-        None if object.kind == "NodePool" => Err(Error::Kube {
-            operation: "read".into(),
-            object: object.display.clone(),
-            message:
-                "spec.replicas is not set: the nodePoolReplicas headroom needs a static NodePool"
-                    .into(),
-            retryable: false,
-        }),
+        None if object.kind == "NodePool" => Err(Error::kube(
+            "read",
+            object.display.clone(),
+            "spec.replicas is not set: the nodePoolReplicas headroom needs a static NodePool",
+            false,
+        )),
         None => Ok(0),
     }
 }
@@ -97,23 +97,16 @@ async fn read_ref(client: &kube::Client, object: HeadroomRef) -> Result<Headroom
         .map_err(|e| from_kube("get", object.kind, &object.display, e))?;
     let size = object_size(&object, &found.data)?;
     let annotations = found.metadata.annotations.clone().unwrap_or_default();
-    let parsed =
-        annotations::parse_headroom(size, &annotations).map_err(|message| Error::Kube {
-            operation: "read".into(),
-            object: object.display.clone(),
-            message,
-            retryable: false,
-        })?;
-    let resource_version = found
-        .metadata
-        .resource_version
-        .clone()
-        .ok_or_else(|| Error::Kube {
-            operation: "read".into(),
-            object: object.display.clone(),
-            message: "the apiserver returned no resourceVersion".into(),
-            retryable: true,
-        })?;
+    let parsed = annotations::parse_headroom(size, &annotations)
+        .map_err(|message| Error::kube("read", object.display.clone(), message, false))?;
+    let resource_version = found.metadata.resource_version.clone().ok_or_else(|| {
+        Error::kube(
+            "read",
+            object.display.clone(),
+            "the apiserver returned no resourceVersion",
+            true,
+        )
+    })?;
     Ok(HeadroomRead {
         object,
         resource_version,

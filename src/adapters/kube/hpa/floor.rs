@@ -24,8 +24,7 @@ use serde_json::{json, Value};
 use super::scaled_object;
 use crate::adapters::kube::api_error::from_kube;
 pub use crate::core::floor::{
-    plan_beside_surge, plan_floor, surge_floor, FloorIntent, FloorPatch, FloorView, LEASE_UNTIL,
-    RAISED_MIN, USER_MIN,
+    plan_beside_surge, FloorIntent, FloorPatch, FloorView, LEASE_UNTIL, RAISED_MIN, USER_MIN,
 };
 use crate::core::lease::LeaseOutcome;
 use crate::core::spec::HpaRef;
@@ -198,13 +197,8 @@ pub async fn floor_object_of(
 }
 
 impl FloorObject {
-    /// `plan_floor` on the object read; malformed annotations are a non-retryable error.
-    pub fn plan(&self, intent: FloorIntent, now: f64, lease_s: f64) -> Result<FloorPatch> {
-        plan_floor(&self.view, intent, now, lease_s).map_err(|m| self.refused(m))
-    }
-
     /// `plan_beside_surge` on the object read: what the tick and a restore that leaves drains
-    /// running write (a drain's own surge plans with `plan`).
+    /// running write (a drain's own surge floor is planned by `core::interruption::surge_floor`).
     pub fn plan_beside_surge(
         &self,
         intent: FloorIntent,
@@ -216,12 +210,12 @@ impl FloorObject {
 
     /// A plan refused for malformed annotations on this object: not retryable.
     fn refused(&self, message: String) -> Error {
-        Error::Kube {
-            operation: "plan the replica floor".into(),
-            object: format!("{} {}", self.kind, self.display),
+        Error::kube(
+            "plan the replica floor",
+            format!("{} {}", self.kind, self.display),
             message,
-            retryable: false,
-        }
+            false,
+        )
     }
 
     /// The merge patch of `patch` on this object, conditional on the version read.
@@ -242,16 +236,6 @@ impl FloorObject {
             .map_err(|e| from_kube("patch", self.kind, &self.display, e))?;
         Ok(())
     }
-}
-
-/// `prewarm restore` for HPA floors: give the user's `minReplicas` back now, whatever the
-/// lease says (a user's own edit is kept).
-pub async fn restore_hpa_floor(
-    client: &kube::Client,
-    r: &HpaRef,
-    now: f64,
-) -> Result<LeaseOutcome> {
-    apply_floor(client, r, FloorIntent::Restore, now, 0.0, false).await
 }
 
 #[cfg(test)]

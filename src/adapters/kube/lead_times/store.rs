@@ -44,11 +44,8 @@ pub async fn read_book(client: &kube::Client, at: &TargetsConfigMap) -> Result<S
     };
     let book = match cm.data.as_ref().and_then(|d| d.get(BOOK_KEY)) {
         None => LeadBook::default(),
-        Some(raw) => serde_json::from_str(raw).map_err(|e| Error::Kube {
-            operation: "parse".into(),
-            object: format!("{} key {BOOK_KEY}", display(at)),
-            message: e.to_string(),
-            retryable: false,
+        Some(raw) => serde_json::from_str(raw).map_err(|e| {
+            Error::kube("parse", format!("{} key {BOOK_KEY}", display(at)), e, false)
         })?,
     };
     Ok(StoredBook {
@@ -66,12 +63,8 @@ pub async fn write_book(
     book: &LeadBook,
 ) -> Result<()> {
     let api = Api::<ConfigMap>::namespaced(client.clone(), &at.namespace);
-    let raw = serde_json::to_string(book).map_err(|e| Error::Kube {
-        operation: "serialise".into(),
-        object: display(at),
-        message: e.to_string(),
-        retryable: false,
-    })?;
+    let raw =
+        serde_json::to_string(book).map_err(|e| Error::kube("serialise", display(at), e, false))?;
     let mut cm = ConfigMap::default();
     cm.metadata.name = Some(at.name.clone());
     cm.metadata.namespace = Some(at.namespace.clone());

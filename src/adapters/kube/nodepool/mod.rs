@@ -229,11 +229,13 @@ pub async fn apply_node_pool(
             }
             _ => limits,
         };
-        let change = node_pool_change(&current, limits, freeze).map_err(|message| Error::Kube {
-            operation: "plan patch".into(),
-            object: format!("nodepool {}", view.name),
-            message,
-            retryable: false,
+        let change = node_pool_change(&current, limits, freeze).map_err(|message| {
+            Error::kube(
+                "plan patch",
+                format!("nodepool {}", view.name),
+                message,
+                false,
+            )
         })?;
         let done = |patch| NodePoolOutcome {
             patch,

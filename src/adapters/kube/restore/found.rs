@@ -304,11 +304,8 @@ async fn restore_pool_with(
 ) -> Result<Option<Restored>> {
     retry_on_conflict(nodepool::WRITE_ATTEMPTS, |_| async move {
         let view = nodepool::read_node_pool(client, name).await?;
-        let patch = plan(&view).map_err(|message| Error::Kube {
-            operation: "restore".into(),
-            object: format!("nodepool {name}"),
-            message,
-            retryable: false,
+        let patch = plan(&view).map_err(|message| {
+            Error::kube("restore", format!("nodepool {name}"), message, false)
         })?;
         let Some(p) = patch else { return Ok(None) };
         let sent = if dry_run {

@@ -226,12 +226,8 @@ async fn restore_node_pool_with(
     let object = &format!("nodepool {}", target.node_pool);
     retry_on_conflict(nodepool::WRITE_ATTEMPTS, |_| async move {
         let view = nodepool::read_node_pool(client, &target.node_pool).await?;
-        let patch = plan(&view).map_err(|message| Error::Kube {
-            operation: "restore".into(),
-            object: object.clone(),
-            message,
-            retryable: false,
-        })?;
+        let patch = plan(&view)
+            .map_err(|message| Error::kube("restore", object.clone(), message, false))?;
         let Some(p) = patch else {
             return Ok(outcome(
                 target,

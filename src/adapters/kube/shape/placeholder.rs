@@ -40,7 +40,7 @@ pub const REPLACEMENT_OF_NODE: &str = "prewarm.io/replacement-of-node";
 pub const RESERVATION_EXPIRES_AT: &str = "prewarm.io/lease-expires-at";
 pub const INSTANCE_TYPE_LABEL: &str = "node.kubernetes.io/instance-type";
 pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
-pub use crate::config::{PlaceholderSettings, DEFAULT_BALLOON_PRIORITY_CLASS, DEFAULT_PAUSE_IMAGE};
+pub use crate::config::PlaceholderSettings;
 
 const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
 
