@@ -210,12 +210,19 @@ pub fn compare(
     // `--models`: the clients split into models on one NodePool, whose training peaks add up
     // to the pool's (pool_bench.rs).
     let pool = match setup.models {
-        Some(models) => Some(pool_bench::first_pass(workload, setup, models, kept.clone())?),
+        Some(models) => Some(pool_bench::first_pass(
+            workload,
+            setup,
+            models,
+            kept.clone(),
+        )?),
         None => None,
     };
-    let peak = pool.as_ref().map_or(ideal.training_peak(setup.train_days), |p| {
-        p.peaks.iter().sum()
-    });
+    let peak = pool
+        .as_ref()
+        .map_or(ideal.training_peak(setup.train_days), |p| {
+            p.peaks.iter().sum()
+        });
     let fit_days = knob_grid::floor_fit_days(setup.train_days);
     let floor_peaks =
         |slots| knob_grid::scheduled_peaks(&ideal.peak_replicas_by_hour, fit_days, slots);

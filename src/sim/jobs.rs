@@ -55,12 +55,7 @@ pub(super) fn list(
     if policies.contains(&PolicyName::ClusterAutoscaler) {
         jobs.push(Job::ClusterAutoscaler);
     }
-    jobs.extend(
-        policies
-            .iter()
-            .filter(|p| !decides(p))
-            .flat_map(points_of),
-    );
+    jobs.extend(policies.iter().filter(|p| !decides(p)).flat_map(points_of));
     if policies.contains(&PolicyName::NodeHints) {
         jobs.push(Job::NodeHints);
     }
