@@ -209,15 +209,10 @@ pub fn compare(
     }
     // `--models`: the clients split into models on one NodePool, whose training peaks add up
     // to the pool's (pool_bench.rs).
-    let pool = match setup.models {
-        Some(models) => Some(pool_bench::first_pass(
-            workload,
-            setup,
-            models,
-            kept.clone(),
-        )?),
-        None => None,
-    };
+    let pool = setup
+        .models
+        .map(|models| pool_bench::first_pass(workload, setup, models, kept.clone()))
+        .transpose()?;
     let peak = pool
         .as_ref()
         .map_or(ideal.training_peak(setup.train_days), |p| {

@@ -196,11 +196,16 @@ pub(super) fn run(
         share: r.split_chosen as f64 / ticks,
         mean_warm_nodes: r.warm_nodes_sum as f64 / ticks,
     });
+    let days = r.models.iter().map(|m| m.days.len()).max().unwrap_or(0);
     let mut pool = RunResult {
-        days: pool_days(&r.models),
+        days: vec![DayStats::default(); days],
         ..RunResult::default()
     };
+    // The pool has no client classes (`configs`): those figures stay empty.
     for m in &r.models {
+        for (d, s) in pool.days.iter_mut().zip(&m.days) {
+            d.add(s);
+        }
         let (s, t) = (&mut pool.scored, &m.scored);
         pool.requests += m.requests;
         pool.end_s = pool.end_s.max(m.end_s);
@@ -236,18 +241,6 @@ pub fn split_fleet(total: u32, peaks: &[u32]) -> Vec<u32> {
         fleets[m] += 1;
     }
     fleets
-}
-
-/// The pool's days: every model's, added up day by day.
-fn pool_days(runs: &[engine::RunResult]) -> Vec<DayStats> {
-    let len = runs.iter().map(|r| r.days.len()).max().unwrap_or(0);
-    let mut days = vec![DayStats::default(); len];
-    for r in runs {
-        for (d, s) in days.iter_mut().zip(&r.days) {
-            d.add(s);
-        }
-    }
-    days
 }
 
 #[cfg(test)]
