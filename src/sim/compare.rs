@@ -91,12 +91,13 @@ pub struct Comparison {
     pub plot: PlotData,
 }
 
-/// What a pool's comparison adds: its models, their requests on the training days, and per
-/// policy (Karpenter alone first, each reported as `frontiers` points) the point chosen.
+/// What a pool's comparison adds (its `frontiers` hold every policy's points, Karpenter alone's
+/// too).
 #[derive(Clone, Debug, Serialize)]
 pub struct PoolReport {
-    pub models: usize,
+    /// Each model's requests on the training days.
     pub model_load: Vec<u64>,
+    /// Per policy, Karpenter alone first: the index of the point chosen on the training days.
     pub chosen: Vec<(String, usize)>,
 }
 
@@ -409,7 +410,6 @@ pub fn compare(
         duration_s,
         world: setup.world,
         pool: pool.map(|p| PoolReport {
-            models: p.model_load.len(),
             model_load: p.model_load,
             chosen: chosen_points,
         }),

@@ -64,7 +64,7 @@ pub(super) fn policies(asked: &[PolicyName]) -> Vec<PolicyName> {
 
 /// How prewarm-split divided a pool's spare: the share of its decisions that chose the split
 /// tier, and the mean warm nodes they asked for.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct SplitFigures {
     pub share: f64,
     pub mean_warm_nodes: f64,

@@ -8,7 +8,6 @@ use crate::core::policy::residual::Decomposition;
 use crate::sim::classes::{Class, ClientClasses};
 use crate::sim::compare::{Comparison, FrontierPoint, PoolReport};
 use crate::sim::engine::LeadReport;
-use crate::sim::pool_bench::SplitFigures;
 use crate::sim::setup::Setup;
 use crate::sim::verdict::{attribution, verdict};
 
@@ -125,7 +124,7 @@ fn print_pool(c: &Comparison, pool: &PoolReport, setup: &Setup, simulated: u64, 
     println!(
         "{}: {} models on one NodePool (training requests per model {:?}), lead time {:.0} s, seed {}",
         c.workload,
-        pool.models,
+        pool.model_load.len(),
         pool.model_load,
         setup.lead_time_s(),
         setup.seed
@@ -145,10 +144,7 @@ fn print_pool(c: &Comparison, pool: &PoolReport, setup: &Setup, simulated: u64, 
     );
     let line = |policy: &str, p: &FrontierPoint| {
         let train = p.training.expect("a pool's point has its training figures");
-        let split = p.split.unwrap_or(SplitFigures {
-            share: 0.0,
-            mean_warm_nodes: 0.0,
-        });
+        let split = p.split.unwrap_or_default();
         println!(
             "{:<14} {:>6} {:>9.4} {:>9.1} {:>8} {:>10} {:>6.2} {:>5.2} {:>9.4} {:>9.1}",
             policy,
