@@ -1,6 +1,8 @@
 //! One comparison: every selected policy on the same request stream, each policy with a knob
 //! swept over its grid (knob_grid.rs) and reported at the point chosen on the training days, the
-//! clairvoyant node hints, and the ideal-packing bound. Runs are independent and use every core.
+//! clairvoyant node hints, and the ideal-packing bound; of one model, or of several on one
+//! NodePool (`--models`, pool_bench.rs runs each job on the pool). Runs are independent and use
+//! every core.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -10,11 +12,12 @@ use std::sync::{Arc, OnceLock};
 use serde::Serialize;
 
 use super::classes::{Classifier, ClientClasses};
-use super::engine::{self, Point, Request, RunConfig, RunResult, StreamSteps, WarmStart, World};
+use super::engine::{self, Point, Request, RunConfig, StreamSteps, WarmStart, World};
 use super::ideal::IdealResult;
 use super::jobs::{self, base_config, job_config, warm_and_ideal, Job};
 use super::knob_grid;
 use super::parallel;
+use super::pool_bench::{self, SplitFigures};
 use super::report::{ClassReport, PolicyReport, RunContext, TrainingTotals};
 use super::setup::{PolicyName, Setup};
 use super::stats::DAY_S;
@@ -54,14 +57,6 @@ pub struct FrontierPoint {
     pub split: Option<SplitFigures>,
 }
 
-/// How prewarm-split divided a pool's spare: the share of its decisions that chose the split
-/// tier, and the mean warm nodes they asked for.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct SplitFigures {
-    pub share: f64,
-    pub mean_warm_nodes: f64,
-}
-
 /// The result of a comparison, ready for the table, JSON and the plots.
 #[derive(Clone, Debug, Serialize)]
 pub struct Comparison {
@@ -89,8 +84,21 @@ pub struct Comparison {
     /// The world the runs lived in; left out for the exact world.
     #[serde(skip_serializing_if = "World::is_exact")]
     pub world: World,
+    /// `--models`: the pool's models (pool_bench.rs); None: one model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pool: Option<PoolReport>,
     #[serde(skip)]
     pub plot: PlotData,
+}
+
+/// What a pool's comparison adds (its `frontiers` hold every policy's points, Karpenter alone's
+/// too).
+#[derive(Clone, Debug, Serialize)]
+pub struct PoolReport {
+    /// Each model's requests on the training days.
+    pub model_load: Vec<u64>,
+    /// Per policy, Karpenter alone first: the index of the point chosen on the training days.
+    pub chosen: Vec<(String, usize)>,
 }
 
 /// Time series for the plot, on the step grid.
@@ -200,7 +208,17 @@ pub fn compare(
             ),
         });
     }
-    let peak = ideal.training_peak(setup.train_days);
+    // `--models`: the clients split into models on one NodePool, whose training peaks add up
+    // to the pool's (pool_bench.rs).
+    let pool = setup
+        .models
+        .map(|models| pool_bench::first_pass(workload, setup, models, kept.clone()))
+        .transpose()?;
+    let peak = pool
+        .as_ref()
+        .map_or(ideal.training_peak(setup.train_days), |p| {
+            p.peaks.iter().sum()
+        });
     let fit_days = knob_grid::floor_fit_days(setup.train_days);
     let floor_peaks =
         |slots| knob_grid::scheduled_peaks(&ideal.peak_replicas_by_hour, fit_days, slots);
@@ -210,37 +228,24 @@ pub fn compare(
         ..base_config(setup, warm, classes_of)
     };
 
-    // Reactive first (the node hints read its node demand), the node hints last. prewarm's
-    // points next: its decide() every tick makes them the longest runs, and started early they
-    // do not leave one worker running alone at the end. A policy's points keep their order.
-    let points_of = |policy: PolicyName| {
-        let variants = knob_grid::variants(policy, setup.train_days, ideal.end_s);
-        jobs::points(policy, setup, peak, variants)
+    let policies = match &pool {
+        Some(_) => pool_bench::policies(&setup.policies),
+        None => setup.policies.clone(),
     };
-    let decides = |p: &&PolicyName| matches!(p, PolicyName::Prewarm | PolicyName::PrewarmFloor);
-    let mut jobs = vec![Job::Reactive];
-    jobs.extend(
-        setup
-            .policies
-            .iter()
-            .filter(decides)
-            .flat_map(|&p| points_of(p)),
-    );
-    if setup.policies.contains(&PolicyName::ClusterAutoscaler) {
-        jobs.push(Job::ClusterAutoscaler);
-    }
-    jobs.extend(
-        setup
-            .policies
-            .iter()
-            .filter(|p| !decides(p))
-            .flat_map(|&p| points_of(p)),
-    );
-    if setup.policies.contains(&PolicyName::NodeHints) {
-        jobs.push(Job::NodeHints);
-    }
+    let variants_of = |policy| {
+        let mut variants = knob_grid::variants(policy, setup.train_days, ideal.end_s);
+        // A pool runs prewarm's slow release only.
+        if pool.is_some() {
+            variants.truncate(1);
+        }
+        variants
+    };
+    let jobs = jobs::list(&policies, setup, peak, &variants_of);
     let demand: OnceLock<Option<Arc<Vec<f64>>>> = OnceLock::new();
     let results = parallel::map(&jobs, setup.threads, |&job| {
+        if let Some(pool) = &pool {
+            return Ok(pool_bench::run(job, setup, pool, progress));
+        }
         let mut cfg = job_config(job, &base, setup, &floor_peaks);
         if let Job::NodeHints = job {
             let Some(times) = parallel::wait_for(&demand) else {
@@ -270,16 +275,12 @@ pub fn compare(
                     .then(|| Arc::new(result.node_demand_times.clone())),
             );
         }
-        checked.map(|_| result)
+        checked.map(|_| (result, None))
     });
     let mut runs = Vec::with_capacity(jobs.len());
     for r in results {
         runs.push(r?);
     }
-    let run_of = |wanted: fn(&Job) -> bool| -> &RunResult {
-        let i = jobs.iter().position(wanted).expect("job is in the list");
-        &runs[i]
-    };
     let ctx = RunContext {
         slo_wait_s: setup.slo_wait_s,
         slo_fraction: setup.slo_fraction,
@@ -299,6 +300,7 @@ pub fn compare(
     let mut rows = Vec::new();
     let mut frontiers = BTreeMap::new();
     let mut knob_names = BTreeMap::new();
+    let mut chosen_points = Vec::new();
     let mut plot = PlotData {
         step_s,
         rate: ideal.rate_per_step.clone(),
@@ -306,83 +308,73 @@ pub fn compare(
         policies: Vec::new(),
     };
     let mut duration_s = ideal.end_s;
-    for &policy in &setup.policies {
-        let (detail, run) = match policy {
-            PolicyName::Ideal => {
-                rows.push(PolicyReport::from_ideal(&ideal, &ctx));
-                continue;
-            }
-            PolicyName::LowerBound => {
-                rows.push(PolicyReport::from_lower_bound(&ideal, &ctx));
-                continue;
-            }
-            PolicyName::SloBound => {
-                rows.push(PolicyReport::from_slo_bound(&ideal, &ctx));
-                continue;
-            }
-            PolicyName::NodeHints => (
-                "nodes one lead time before the HPA needs them".to_string(),
-                run_of(|j| matches!(j, Job::NodeHints)),
-            ),
-            PolicyName::Reactive => (
-                "Karpenter alone".to_string(),
-                run_of(|j| matches!(j, Job::Reactive)),
-            ),
-            PolicyName::ClusterAutoscaler => (
-                format!(
-                    "{}, {:.0}s",
-                    setup.cluster_autoscaler.instance.name, setup.cluster_autoscaler.node_launch_s
-                ),
-                run_of(|j| matches!(j, Job::ClusterAutoscaler)),
+    for &policy in &policies {
+        match policy {
+            PolicyName::Ideal => rows.push(PolicyReport::from_ideal(&ideal, &ctx)),
+            PolicyName::LowerBound => rows.push(PolicyReport::from_lower_bound(&ideal, &ctx)),
+            PolicyName::SloBound => rows.push(PolicyReport::from_slo_bound(&ideal, &ctx)),
+            _ => {}
+        }
+        let of: Vec<usize> = (0..jobs.len())
+            .filter(|&i| jobs[i].policy_knob().0 == policy)
+            .collect();
+        if of.is_empty() {
+            continue;
+        }
+        let days: Vec<&[_]> = of.iter().map(|&i| runs[i].0.days.as_slice()).collect();
+        let chosen = knob_grid::chosen(policy, &days, setup);
+        let swept = variants_of(policy).len() > 1;
+        let knob_name = knob_grid::knob_name(policy);
+        // A pool reports every policy as points, Karpenter alone's too.
+        if knob_name.is_some() || pool.is_some() {
+            let points = of.iter().map(|&i| {
+                let (run, split) = &runs[i];
+                let row = PolicyReport::from_run("", String::new(), run, &ctx);
+                let (knob, variant) = match jobs[i] {
+                    Job::Point { knob, variant, .. } => (knob, Some(variant)),
+                    _ => (0.0, None),
+                };
+                FrontierPoint {
+                    knob,
+                    release: match variant {
+                        Some(knob_grid::Variant::Release(r)) if swept => Some(r),
+                        _ => None,
+                    },
+                    slots: match variant {
+                        Some(knob_grid::Variant::Slots(s)) => Some(s),
+                        _ => None,
+                    },
+                    gpu_hours: row.gpu_hours,
+                    waterfall: row.waterfall,
+                    delayed_fraction: row.delayed_fraction,
+                    max_wait_s: row.max_wait_s,
+                    cold_starts: row.cold_starts,
+                    replica_cold_starts: row.replica_cold_starts,
+                    // A pool's points have their training figures without training days too.
+                    training: row.training.or_else(|| {
+                        pool.is_some()
+                            .then(|| TrainingTotals::over(&run.days, None))
+                    }),
+                    classes: row.classes,
+                    split: *split,
+                }
+            });
+            frontiers.insert(policy.label().to_string(), points.collect());
+        }
+        chosen_points.push((policy.label().to_string(), chosen));
+        let detail = match policy {
+            PolicyName::NodeHints => "nodes one lead time before the HPA needs them".to_string(),
+            PolicyName::Reactive => "Karpenter alone".to_string(),
+            PolicyName::ClusterAutoscaler => format!(
+                "{}, {:.0}s",
+                setup.cluster_autoscaler.instance.name, setup.cluster_autoscaler.node_launch_s
             ),
             _ => {
-                let swept = knob_grid::variants(policy, setup.train_days, ideal.end_s).len() > 1;
-                let points: Vec<(f64, knob_grid::Variant, &RunResult)> = jobs
-                    .iter()
-                    .zip(&runs)
-                    .filter_map(|(j, r)| match j {
-                        Job::Point {
-                            policy: p,
-                            knob,
-                            variant,
-                        } if *p == policy => Some((*knob, *variant, r)),
-                        _ => None,
-                    })
-                    .collect();
-                let days: Vec<&[_]> = points.iter().map(|(_, _, r)| r.days.as_slice()).collect();
-                let chosen = knob_grid::chosen(policy, &days, setup);
-                let name = knob_grid::knob_name(policy).expect("policy with a knob");
-                frontiers.insert(
-                    policy.label().to_string(),
-                    points
-                        .iter()
-                        .map(|(knob, variant, r)| {
-                            let row = PolicyReport::from_run("", String::new(), r, &ctx);
-                            FrontierPoint {
-                                knob: *knob,
-                                release: match variant {
-                                    knob_grid::Variant::Release(r) if swept => Some(*r),
-                                    _ => None,
-                                },
-                                slots: match variant {
-                                    knob_grid::Variant::Slots(s) => Some(*s),
-                                    _ => None,
-                                },
-                                gpu_hours: row.gpu_hours,
-                                waterfall: row.waterfall,
-                                delayed_fraction: row.delayed_fraction,
-                                max_wait_s: row.max_wait_s,
-                                cold_starts: row.cold_starts,
-                                replica_cold_starts: row.replica_cold_starts,
-                                training: row.training,
-                                classes: row.classes,
-                                split: None,
-                            }
-                        })
-                        .collect(),
-                );
+                let name = knob_name.expect("policy with a knob");
+                let Job::Point { knob, variant, .. } = jobs[of[chosen]] else {
+                    unreachable!("a policy with a knob runs points")
+                };
                 knob_names.insert(policy.label().to_string(), name.to_string());
-                let (knob, variant, run) = points[chosen];
                 let variant = match variant {
                     knob_grid::Variant::Release(r) if swept => format!(", release {}", r.label()),
                     knob_grid::Variant::Slots(s) => format!(", {}", s.label()),
@@ -394,9 +386,10 @@ pub fn compare(
                     }
                     _ => tuned.clone(),
                 };
-                (format!("{name}={knob}{variant} ({tuned})"), run)
+                format!("{name}={knob}{variant} ({tuned})")
             }
         };
+        let run = &runs[of[chosen]].0;
         duration_s = duration_s.max(run.end_s);
         plot.policies
             .push((policy.label().to_string(), thin(&run.series, 4000)));
@@ -416,6 +409,10 @@ pub fn compare(
         classes,
         duration_s,
         world: setup.world,
+        pool: pool.map(|p| PoolReport {
+            model_load: p.model_load,
+            chosen: chosen_points,
+        }),
         plot,
     })
 }

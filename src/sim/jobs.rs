@@ -1,7 +1,7 @@
 //! What one simulation of a comparison is (`Job`) and the run configuration it gets: the
 //! comparison's base (the cluster, the model, the warm start before the trace) with the job's
 //! policy and knob applied, and the warm start and ideal packing each first pass learns.
-//! `compare` and the pool's comparison both build their runs here.
+//! `compare` builds its runs here, of one model or of each of a pool's.
 
 use std::sync::Arc;
 
@@ -26,9 +26,45 @@ pub(super) enum Job {
     },
 }
 
+impl Job {
+    /// The policy the run is of, and its knob (0 for the policies without one).
+    pub(super) fn policy_knob(self) -> (PolicyName, f64) {
+        match self {
+            Job::Reactive => (PolicyName::Reactive, 0.0),
+            Job::ClusterAutoscaler => (PolicyName::ClusterAutoscaler, 0.0),
+            Job::NodeHints => (PolicyName::NodeHints, 0.0),
+            Job::Point { policy, knob, .. } => (policy, knob),
+        }
+    }
+}
+
+/// The runs of a comparison of `policies`, each with a knob over `variants_of` it on the
+/// training `peak`. Reactive first (the node hints read its node demand), the node hints last.
+/// prewarm's points next: its decide() every tick makes them the longest runs, and started early
+/// they do not leave one worker running alone at the end. A policy's points keep their order.
+pub(super) fn list(
+    policies: &[PolicyName],
+    setup: &Setup,
+    peak: u32,
+    variants_of: &dyn Fn(PolicyName) -> Vec<knob_grid::Variant>,
+) -> Vec<Job> {
+    let points_of = |&policy: &PolicyName| points(policy, setup, peak, variants_of(policy));
+    let decides = |p: &&PolicyName| matches!(p, PolicyName::Prewarm | PolicyName::PrewarmFloor);
+    let mut jobs = vec![Job::Reactive];
+    jobs.extend(policies.iter().filter(decides).flat_map(points_of));
+    if policies.contains(&PolicyName::ClusterAutoscaler) {
+        jobs.push(Job::ClusterAutoscaler);
+    }
+    jobs.extend(policies.iter().filter(|p| !decides(p)).flat_map(points_of));
+    if policies.contains(&PolicyName::NodeHints) {
+        jobs.push(Job::NodeHints);
+    }
+    jobs
+}
+
 /// The runs of `policy`'s knob: each of `variants` (knob_grid.rs) at every point of the knob's
 /// grid on `peak`, the training peak replicas, in that order.
-pub(super) fn points(
+fn points(
     policy: PolicyName,
     setup: &Setup,
     peak: u32,

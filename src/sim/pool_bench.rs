@@ -1,12 +1,13 @@
 //! `prewarm simulate --models K`: the workload's clients split into K models (deployments) that
-//! share one NodePool, and the policies that can use the pool compared on it. Changes when the
-//! split of the clients, the policies of a pool or their knobs do.
+//! share one NodePool: the split of the clients, the policies that can use the pool, and a job
+//! of compare.rs run on every model. Changes when the split of the clients, the policies of a
+//! pool or their knobs do.
 //!
 //! The clients go to the models by their request volume on the training days (the largest first,
 //! each to the model with the fewest requests so far: every model gets a share of the load, and
 //! the same workload always splits the same way). Each model is one deployment of the setup's
 //! model with its own HPA; every policy runs on the same requests and launch draws, its knob
-//! chosen on the training days (knob_grid::chosen on the pool's days) and reported on the scored
+//! chosen on the training days (as one model's, on the pool's days) and reported on the scored
 //! days:
 //! - `reactive`: the HPAs and Karpenter alone;
 //! - `static-peak`: a fixed fleet for the pool, the static grid's replicas on the pool's training
@@ -19,14 +20,13 @@
 
 use std::sync::Arc;
 
-use super::compare::{FrontierPoint, SplitFigures};
-use super::engine::{self, Headroom, Request, RunConfig, WarmStart};
+use serde::Serialize;
+
+use super::engine::{self, Headroom, Request, RunConfig, RunResult, WarmStart};
 use super::jobs::{self, Job};
-use super::knob_grid;
 use super::parallel;
-use super::report::TrainingTotals;
 use super::setup::{PolicyName, Setup};
-use super::stats::{DayStats, Waterfall, DAY_S};
+use super::stats::{DayStats, DAY_S};
 use super::trace::TraceError;
 use super::workload::{requests::check, Workload};
 
@@ -51,7 +51,7 @@ pub fn assign_clients(load: &[u64], models: usize) -> Vec<usize> {
 
 /// The policies of `asked` a pool can run, Karpenter alone first (prewarm-floor brings
 /// prewarm-split with it).
-fn pool_policies(asked: &[PolicyName]) -> Vec<PolicyName> {
+pub(super) fn policies(asked: &[PolicyName]) -> Vec<PolicyName> {
     use PolicyName::*;
     let mut out = vec![Reactive];
     for p in [StaticPeak, HpaTarget, Buffer, PrewarmFloor, PrewarmSplit] {
@@ -62,32 +62,42 @@ fn pool_policies(asked: &[PolicyName]) -> Vec<PolicyName> {
     out
 }
 
-/// What one pool comparison found: every point, and per policy the one chosen on the training
-/// days, each with its policy. A point's training figures are there without `--train-days` too
-/// (every day's).
-#[derive(Clone, Debug)]
-pub struct PoolComparison {
-    pub models: usize,
-    /// Requests of each model on the training days.
-    pub model_load: Vec<u64>,
-    pub points: Vec<(PolicyName, FrontierPoint)>,
-    pub chosen: Vec<(PolicyName, FrontierPoint)>,
+/// How prewarm-split divided a pool's spare: the share of its decisions that chose the split
+/// tier, and the mean warm nodes they asked for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct SplitFigures {
+    pub share: f64,
+    pub mean_warm_nodes: f64,
 }
 
 /// What the first pass over the requests learns.
-struct FirstPass {
+pub(super) struct FirstPass {
     requests: Arc<Vec<Request>>,
     model_of: Vec<usize>,
-    model_load: Vec<u64>,
+    /// Requests of each model on the training days.
+    pub model_load: Vec<u64>,
     warm: Vec<WarmStart>,
     /// Each model's ideal-packing peak replicas on the training days.
-    peaks: Vec<u32>,
+    pub peaks: Vec<u32>,
 }
 
-fn first_pass(workload: &Workload, setup: &Setup, models: usize) -> Result<FirstPass, TraceError> {
-    let (reqs, slot) = workload.requests(&setup.model)?;
-    let requests: Vec<Request> = reqs.collect();
-    check(&slot)?;
+/// The split of the clients, from the `kept` requests of compare's first pass (None: too many
+/// to keep there, read again here: a pool's runs share one copy).
+pub(super) fn first_pass(
+    workload: &Workload,
+    setup: &Setup,
+    models: usize,
+    kept: Option<Arc<Vec<Request>>>,
+) -> Result<FirstPass, TraceError> {
+    let requests = match kept {
+        Some(kept) => kept,
+        None => {
+            let (reqs, slot) = workload.requests(&setup.model)?;
+            let requests = Arc::new(reqs.collect::<Vec<_>>());
+            check(&slot)?;
+            requests
+        }
+    };
     let until_s = setup.train_days.map_or(f64::INFINITY, |d| d as f64 * DAY_S);
     let clients = requests
         .iter()
@@ -124,7 +134,7 @@ fn first_pass(workload: &Workload, setup: &Setup, models: usize) -> Result<First
         peaks.push(ideal.training_peak(setup.train_days));
     }
     Ok(FirstPass {
-        requests: Arc::new(requests),
+        requests,
         model_of,
         model_load,
         warm,
@@ -132,36 +142,10 @@ fn first_pass(workload: &Workload, setup: &Setup, models: usize) -> Result<First
     })
 }
 
-/// The runs of `policies` (Karpenter alone once, each other policy's knob over its grid on the
-/// pool's training peak, in its first variant: prewarm's slow release).
-fn jobs(policies: &[PolicyName], setup: &Setup, pool_peak: u32) -> Vec<Job> {
-    let mut out = Vec::new();
-    for &policy in policies {
-        match policy {
-            PolicyName::Reactive => out.push(Job::Reactive),
-            // Every model has the setup's replica size, so the pool's nodes hold
-            // replicas_per_node of any of them: its fleets and balloons are whole nodes too.
-            _ => {
-                let first = knob_grid::variants(policy, setup.train_days, 0.0)[0];
-                out.extend(jobs::points(policy, setup, pool_peak, vec![first]));
-            }
-        }
-    }
-    out
-}
-
-/// A run's policy and knob (Karpenter alone's: 0).
-fn policy_knob(job: Job) -> (PolicyName, f64) {
-    match job {
-        Job::Point { policy, knob, .. } => (policy, knob),
-        _ => (PolicyName::Reactive, 0.0),
-    }
-}
-
 /// The deployments' configurations: compare's job of each model, a static fleet split between
 /// them.
 fn configs(job: Job, setup: &Setup, pass: &FirstPass) -> Vec<RunConfig> {
-    let fleets = split_fleet(policy_knob(job).1 as u32, &pass.peaks);
+    let fleets = split_fleet(job.policy_knob().1 as u32, &pass.peaks);
     (0..pass.warm.len())
         .map(|m| {
             let mut one = job;
@@ -190,6 +174,55 @@ fn configs(job: Job, setup: &Setup, pass: &FirstPass) -> Vec<RunConfig> {
         .collect()
 }
 
+/// Runs `job` on every model of the pool: their figures added up as one run's (its days the
+/// pool's), and prewarm-split's split of the pool's spare.
+pub(super) fn run(
+    job: Job,
+    setup: &Setup,
+    pass: &FirstPass,
+    progress: &(dyn Fn(u64) + Sync),
+) -> (RunResult, Option<SplitFigures>) {
+    // prewarm-split: the same decisions as prewarm-floor's, the pool's spare split.
+    let split = job.policy_knob().0 == PolicyName::PrewarmSplit;
+    let r = engine::run_pool(
+        &configs(job, setup, pass),
+        split,
+        &pass.model_of,
+        pass.requests.iter().copied(),
+        parallel::batched(progress),
+    );
+    let ticks = r.split_ticks.max(1) as f64;
+    let figures = split.then(|| SplitFigures {
+        share: r.split_chosen as f64 / ticks,
+        mean_warm_nodes: r.warm_nodes_sum as f64 / ticks,
+    });
+    let days = r.models.iter().map(|m| m.days.len()).max().unwrap_or(0);
+    let mut pool = RunResult {
+        days: vec![DayStats::default(); days],
+        ..RunResult::default()
+    };
+    // The pool has no client classes (`configs`): those figures stay empty.
+    for m in &r.models {
+        for (d, s) in pool.days.iter_mut().zip(&m.days) {
+            d.add(s);
+        }
+        let (s, t) = (&mut pool.scored, &m.scored);
+        pool.requests += m.requests;
+        pool.end_s = pool.end_s.max(m.end_s);
+        s.requests += t.requests;
+        s.delayed += t.delayed;
+        s.waits.merge(&t.waits);
+        s.ttft.merge(&t.ttft);
+        s.gpu.total += t.gpu.total;
+        s.gpu.busy += t.gpu.busy;
+        s.waterfall.add(&t.waterfall);
+        s.cold_starts += t.cold_starts;
+        s.replica_cold_starts += t.replica_cold_starts;
+        s.nodes_launched += t.nodes_launched;
+    }
+    (pool, figures)
+}
+
 /// A static fleet of `total` replicas split between the models in proportion to their training
 /// `peaks`: each its share rounded down, the replicas left over one each to the largest
 /// fractions (the lower index on a tie). The pool's nodes hold any model's replicas, so the
@@ -208,103 +241,6 @@ pub fn split_fleet(total: u32, peaks: &[u32]) -> Vec<u32> {
         fleets[m] += 1;
     }
     fleets
-}
-
-/// The pool's days: every model's, added up day by day.
-fn pool_days(runs: &[engine::RunResult]) -> Vec<DayStats> {
-    let len = runs.iter().map(|r| r.days.len()).max().unwrap_or(0);
-    let mut days = vec![DayStats::default(); len];
-    for r in runs {
-        for (d, s) in days.iter_mut().zip(&r.days) {
-            d.add(s);
-        }
-    }
-    days
-}
-
-/// A run's point, the pool's: every model's scored figures added up, the training figures of
-/// its `days` beside them.
-fn pool_point(
-    knob: f64,
-    r: &engine::PoolResult,
-    days: &[DayStats],
-    split: bool,
-    setup: &Setup,
-) -> FrontierPoint {
-    let mut scored = DayStats::default();
-    let mut waterfall = Waterfall::default();
-    let mut max_wait_s = 0.0f64;
-    for m in r.models.iter().map(|m| &m.scored) {
-        scored.add(&DayStats {
-            requests: m.requests,
-            delayed: m.delayed,
-            gpu_seconds: m.gpu.total,
-            cold_starts: m.cold_starts,
-            replica_cold_starts: m.replica_cold_starts,
-        });
-        waterfall.add(&m.waterfall);
-        max_wait_s = max_wait_s.max(m.waits.max());
-    }
-    let ticks = r.split_ticks.max(1) as f64;
-    FrontierPoint {
-        knob,
-        release: None,
-        slots: None,
-        gpu_hours: scored.gpu_seconds / 3600.0,
-        waterfall: waterfall.scaled(1.0 / 3600.0),
-        delayed_fraction: scored.delayed_fraction(),
-        max_wait_s,
-        cold_starts: scored.cold_starts,
-        replica_cold_starts: scored.replica_cold_starts,
-        training: Some(TrainingTotals::over(days, setup.train_days)),
-        classes: Vec::new(),
-        split: split.then(|| SplitFigures {
-            share: r.split_chosen as f64 / ticks,
-            mean_warm_nodes: r.warm_nodes_sum as f64 / ticks,
-        }),
-    }
-}
-
-/// Runs the pool comparison of `workload` split into `models` models.
-pub fn compare_pool(
-    workload: &Workload,
-    setup: &Setup,
-    models: usize,
-    progress: &(dyn Fn(u64) + Sync),
-) -> Result<PoolComparison, TraceError> {
-    let pass = first_pass(workload, setup, models)?;
-    let pool_peak: u32 = pass.peaks.iter().sum();
-    let policies = pool_policies(&setup.policies);
-    let jobs = jobs(&policies, setup, pool_peak);
-    let runs = parallel::map(&jobs, setup.threads, |&job| {
-        let (policy, knob) = policy_knob(job);
-        // prewarm-split: the same decisions as prewarm-floor's, the pool's spare split.
-        let split = policy == PolicyName::PrewarmSplit;
-        let r = engine::run_pool(
-            &configs(job, setup, &pass),
-            split,
-            &pass.model_of,
-            pass.requests.iter().copied(),
-            parallel::batched(progress),
-        );
-        let days = pool_days(&r.models);
-        ((policy, pool_point(knob, &r, &days, split, setup)), days)
-    });
-    let chosen = policies
-        .iter()
-        .map(|p| {
-            let of: Vec<usize> = (0..runs.len()).filter(|&i| runs[i].0 .0 == *p).collect();
-            let days: Vec<&[DayStats]> = of.iter().map(|&i| runs[i].1.as_slice()).collect();
-            runs[of[knob_grid::chosen(*p, &days, setup)]].0.clone()
-        })
-        .collect();
-    let points = runs.into_iter().map(|(point, _)| point).collect();
-    Ok(PoolComparison {
-        models,
-        model_load: pass.model_load,
-        points,
-        chosen,
-    })
 }
 
 #[cfg(test)]

@@ -7,8 +7,7 @@ use std::time::Instant;
 use super::checks::config_error;
 use super::compare::{compare, Comparison};
 use super::plot;
-use super::pool_bench::compare_pool;
-use super::report::print::{print_comparison, print_pool};
+use super::report::print::print_comparison;
 use super::setup::Setup;
 use super::verdict::attribution;
 use super::workload::Workload;
@@ -73,19 +72,12 @@ pub fn run_jobs(common: &Output, jobs: Vec<(Workload, Setup)>) -> crate::Result<
         let started = Instant::now();
         let before = bar.position();
         let tick = |n: u64| bar.inc(n);
-        if let Some(models) = setup.models {
-            let cmp = compare_pool(&workload, &setup, models, &tick)
-                .map_err(|e| config_error("--trace", e.to_string()))?;
-            let elapsed = started.elapsed().as_secs_f64();
-            let simulated = bar.position() - before;
-            bar.suspend(|| print_pool(&cmp, &workload.name, &setup, simulated, elapsed));
-            continue;
-        }
         let cmp = compare(&workload, &setup, &tick)
             .map_err(|e| config_error("--trace", e.to_string()))?;
         let elapsed = started.elapsed().as_secs_f64();
+        let simulated = bar.position() - before;
         if !common.json {
-            bar.suspend(|| print_comparison(&cmp, &setup, elapsed));
+            bar.suspend(|| print_comparison(&cmp, &setup, simulated, elapsed));
         }
         let plot_path = match (&common.plot, &common.plot_dir) {
             (Some(p), _) => Some(p.clone()),

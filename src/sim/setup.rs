@@ -126,7 +126,7 @@ pub struct Setup {
     /// Where the simulated cluster departs from what prewarm is told (`--world`).
     pub world: World,
     /// `--models K`: the workload's clients split into K models on one NodePool and the pool's
-    /// policies compared (pool_bench.rs); None: the one model's comparison (compare.rs).
+    /// policies compared (compare.rs, each run on the pool by pool_bench.rs); None: one model.
     pub models: Option<usize>,
 }
 

@@ -6,14 +6,17 @@ use std::fmt::Write as _;
 use super::PolicyReport;
 use crate::core::policy::residual::Decomposition;
 use crate::sim::classes::{Class, ClientClasses};
-use crate::sim::compare::{Comparison, FrontierPoint, SplitFigures};
+use crate::sim::compare::{Comparison, FrontierPoint, PoolReport};
 use crate::sim::engine::LeadReport;
-use crate::sim::pool_bench::PoolComparison;
-use crate::sim::setup::{PolicyName, Setup};
+use crate::sim::setup::Setup;
 use crate::sim::verdict::{attribution, verdict};
 
-/// The table of one comparison, its frontiers, daily intervals, verdict and attribution.
-pub fn print_comparison(cmp: &Comparison, setup: &Setup, elapsed: f64) {
+/// The table of one comparison, its frontiers, daily intervals, verdict and attribution; a
+/// pool's its points. `simulated` requests in `elapsed` seconds.
+pub fn print_comparison(cmp: &Comparison, setup: &Setup, simulated: u64, elapsed: f64) {
+    if let Some(pool) = &cmp.pool {
+        return print_pool(cmp, pool, setup, simulated, elapsed);
+    }
     let requests = cmp.rows.first().map(|r| r.requests).unwrap_or(0);
     // prewarm told another lead time than the cluster's (--lead-time-hint): say so up front.
     let told = setup.prewarm_policy.lead_time_s;
@@ -117,11 +120,12 @@ pub fn print_comparison(cmp: &Comparison, setup: &Setup, elapsed: f64) {
 }
 
 /// A pool's comparison (`--models`) as text: the chosen point of each policy, then every point.
-pub fn print_pool(c: &PoolComparison, workload: &str, setup: &Setup, simulated: u64, elapsed: f64) {
+fn print_pool(c: &Comparison, pool: &PoolReport, setup: &Setup, simulated: u64, elapsed: f64) {
     println!(
-        "{workload}: {} models on one NodePool (training requests per model {:?}), lead time {:.0} s, seed {}",
-        c.models,
-        c.model_load,
+        "{}: {} models on one NodePool (training requests per model {:?}), lead time {:.0} s, seed {}",
+        c.workload,
+        pool.model_load.len(),
+        pool.model_load,
         setup.lead_time_s(),
         setup.seed
     );
@@ -138,15 +142,12 @@ pub fn print_pool(c: &PoolComparison, workload: &str, setup: &Setup, simulated: 
         "train d %",
         "train GPU-h"
     );
-    let line = |(policy, p): &(PolicyName, FrontierPoint)| {
+    let line = |policy: &str, p: &FrontierPoint| {
         let train = p.training.expect("a pool's point has its training figures");
-        let split = p.split.unwrap_or(SplitFigures {
-            share: 0.0,
-            mean_warm_nodes: 0.0,
-        });
+        let split = p.split.unwrap_or_default();
         println!(
             "{:<14} {:>6} {:>9.4} {:>9.1} {:>8} {:>10} {:>6.2} {:>5.2} {:>9.4} {:>9.1}",
-            policy.label(),
+            policy,
             p.knob,
             100.0 * p.delayed_fraction,
             p.gpu_hours,
@@ -159,9 +160,13 @@ pub fn print_pool(c: &PoolComparison, workload: &str, setup: &Setup, simulated: 
         )
     };
     println!("chosen on the training days (scored days only):\n{header}");
-    c.chosen.iter().for_each(line);
+    for (policy, i) in &pool.chosen {
+        line(policy, &c.frontiers[policy][*i]);
+    }
     println!("every point:\n{header}");
-    c.points.iter().for_each(line);
+    for (policy, _) in &pool.chosen {
+        c.frontiers[policy].iter().for_each(|p| line(policy, p));
+    }
     println!("({simulated} requests simulated in {elapsed:.0} s)\n");
 }
 
