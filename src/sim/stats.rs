@@ -76,6 +76,15 @@ impl LogHistogram {
         }
         self.max
     }
+
+    /// Adds `other`'s counts (a pool's models into the pool's one histogram).
+    pub fn merge(&mut self, other: &LogHistogram) {
+        for (a, b) in self.counts.iter_mut().zip(&other.counts) {
+            *a += b;
+        }
+        self.total += other.total;
+        self.max = self.max.max(other.max);
+    }
 }
 
 /// A run's GPU-seconds: `total` from the nodes' lifetimes, `busy` while a replica has a request
