@@ -186,7 +186,7 @@ fn replay_grid(
         .iter()
         .copied()
         .filter(|p| *p + policy.window_s + policy.lead_time_s < span)
-        .fold(None, |m: Option<f64>, p| Some(m.map_or(p, |m| m.min(p))));
+        .reduce(f64::min);
     // The season back from a window's time, in whole steps: the same wall-clock time in
     // TIME_ZONE, as the tick reads it (23 or 25 h back across a daylight-saving switch).
     let steps_back =
@@ -507,33 +507,10 @@ pub(crate) mod tests {
         assert_eq!(c.band, Some(0.0), "{c:?}");
     }
 
+    /// The cost quantile is the critical ratio, with a target's own delay price before the
+    /// global one.
     #[test]
     fn cost_quantile_is_the_critical_ratio() {
-        let target = TargetSpec {
-            replica_concurrency: 8,
-            gpus_per_replica: 1,
-            ..TargetSpec::new("t", "gpu", HeadroomKind::NodePoolReplicas, 4)
-        };
-        // u = 0.01 · 8 / 2 = 0.04 per second; o = 1 · 3.6 / 3600 = 0.001: q = 0.04/0.041.
-        let policy = PolicySpec {
-            delayed_request_cost: Some(0.01),
-            gpu_hour_cost: Some(3.6),
-            ..PolicySpec::default()
-        };
-        let q = quantile(&policy, &target, 2.0);
-        assert!((q - 0.04 / 0.041).abs() < 1e-12, "{q}");
-        // Cheap delays: clamped at 0.5.
-        let cheap = PolicySpec {
-            delayed_request_cost: Some(1e-9),
-            ..policy.clone()
-        };
-        assert_eq!(quantile(&cheap, &target, 2.0), 0.5);
-        // Without costs: ERROR_QUANTILE.
-        assert_eq!(quantile(&PolicySpec::default(), &target, 2.0), 0.9);
-    }
-
-    #[test]
-    fn a_targets_own_delay_price_wins_over_the_global_one() {
         let gpu_only = PolicySpec {
             gpu_hour_cost: Some(3.6),
             ..PolicySpec::default()
@@ -562,6 +539,14 @@ pub(crate) mod tests {
             let q = quantile(&policy, &target, 2.0);
             assert!((q - want).abs() < 1e-12, "{what}: {q} vs {want}");
         }
+        // Cheap delays: clamped at 0.5.
+        let cheap = PolicySpec {
+            delayed_request_cost: Some(1e-9),
+            ..gpu_only
+        };
+        assert_eq!(quantile(&cheap, &base, 2.0), 0.5);
+        // Without costs: ERROR_QUANTILE.
+        assert_eq!(quantile(&PolicySpec::default(), &base, 2.0), 0.9);
     }
 
     #[test]
@@ -624,19 +609,8 @@ pub(crate) mod tests {
     #[test]
     fn hourly_bands_follow_the_local_hour() {
         let c = Calibration {
-            computed_at: T0,
-            quantile: 0.9,
-            band: Some(1.0),
             by_hour: (0..24).map(f64::from).collect(),
-            coverage_by_hour: Vec::new(),
-            seasonal_weight: 0.0,
-            coverage: None,
-            windows: 40,
-            note: None,
-            rise: None,
-            lead_time_s: None,
-            forecaster: Default::default(),
-            profile: Vec::new(),
+            ..fitted(None)
         };
         // T0 is 00:00 UTC = 01:00 in Berlin (CET, UTC+1 in November).
         let berlin: chrono_tz::Tz = "Europe/Berlin".parse().unwrap();

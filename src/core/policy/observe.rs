@@ -143,10 +143,7 @@ pub fn calibration_window(
     cached: Option<&Calibration>,
     now: f64,
 ) -> Option<Window> {
-    if !band::due(cached, policy, now) {
-        return None;
-    }
-    Some(Window {
+    band::due(cached, policy, now).then(|| Window {
         start: now - band::history_seconds(policy),
         end: now,
         step: policy.band_step_s,

@@ -325,19 +325,13 @@ mod tests {
             name: "base",
             target: target(),
             policy: PolicySpec::default(),
-            prior: HeadroomState {
-                spare: 2,
-                ..HeadroomState::default()
-            },
+            prior: spare(2),
             need: 0,
             raw: 2,
             pending: 0,
             fast: None,
             want: 2,
-            hold: Some(Hold {
-                spare: 2,
-                until: NOW + 300.0,
-            }),
+            hold: hold(2, NOW + 300.0),
             reasons: vec![],
         }
     }
@@ -351,6 +345,11 @@ mod tests {
             fallback: None,
         }
         .applied_to(&policy)
+    }
+
+    /// A hold of `spare` until `until`, as `apply` returns it (and a prior state carries it).
+    fn hold(spare: u32, until: f64) -> Option<Hold> {
+        Some(Hold { spare, until })
     }
 
     fn spare(spare: u32) -> HeadroomState {
@@ -383,18 +382,12 @@ mod tests {
                     ..PolicySpec::default()
                 },
                 prior: HeadroomState {
-                    hold: Some(Hold {
-                        spare: 3,
-                        until: NOW + 10.0,
-                    }),
+                    hold: hold(3, NOW + 10.0),
                     ..spare(3)
                 },
                 raw: 0,
                 want: 3,
-                hold: Some(Hold {
-                    spare: 3,
-                    until: NOW + 10.0,
-                }),
+                hold: hold(3, NOW + 10.0),
                 reasons: vec![
                     Reason::StepDownLimited { max_step_down: 1 },
                     Reason::ScaleDownDelay {
@@ -413,10 +406,7 @@ mod tests {
                     scale_down_delay: ScaleDownDelay::Lead,
                     ..PolicySpec::default()
                 }),
-                hold: Some(Hold {
-                    spare: 2,
-                    until: NOW + 60.0,
-                }),
+                hold: hold(2, NOW + 60.0),
                 ..base()
             },
             Row {
@@ -424,54 +414,36 @@ mod tests {
                 // is 6 for the full delay from now; 2 + step 4 = 6 is reached in this tick.
                 name: "hold overtaken by a higher wanted value",
                 prior: HeadroomState {
-                    hold: Some(Hold {
-                        spare: 3,
-                        until: NOW + 100.0,
-                    }),
+                    hold: hold(3, NOW + 100.0),
                     ..spare(2)
                 },
                 raw: 6,
                 want: 6,
-                hold: Some(Hold {
-                    spare: 6,
-                    until: NOW + 300.0,
-                }),
+                hold: hold(6, NOW + 300.0),
                 ..base()
             },
             Row {
                 // The same hold with a wanted value equal to it is kept, not renewed.
                 name: "hold equal to the wanted value is kept",
                 prior: HeadroomState {
-                    hold: Some(Hold {
-                        spare: 3,
-                        until: NOW + 100.0,
-                    }),
+                    hold: hold(3, NOW + 100.0),
                     ..spare(3)
                 },
                 raw: 3,
                 want: 3,
-                hold: Some(Hold {
-                    spare: 3,
-                    until: NOW + 100.0,
-                }),
+                hold: hold(3, NOW + 100.0),
                 ..base()
             },
             Row {
                 // A hold that ends exactly now is over (until > now is required).
                 name: "hold ending now is over",
                 prior: HeadroomState {
-                    hold: Some(Hold {
-                        spare: 3,
-                        until: NOW,
-                    }),
+                    hold: hold(3, NOW),
                     ..spare(3)
                 },
                 raw: 0,
                 want: 2,
-                hold: Some(Hold {
-                    spare: 0,
-                    until: NOW + 300.0,
-                }),
+                hold: hold(0, NOW + 300.0),
                 reasons: vec![Reason::StepDownLimited { max_step_down: 1 }],
                 ..base()
             },
@@ -485,10 +457,7 @@ mod tests {
                 },
                 raw: 0,
                 want: 3,
-                hold: Some(Hold {
-                    spare: 0,
-                    until: NOW + 300.0,
-                }),
+                hold: hold(0, NOW + 300.0),
                 reasons: vec![
                     Reason::StepDownLimited { max_step_down: 1 },
                     Reason::Cooldown { until: NOW + 30.0 },
@@ -504,10 +473,7 @@ mod tests {
                 },
                 raw: 0,
                 want: 2,
-                hold: Some(Hold {
-                    spare: 0,
-                    until: NOW + 300.0,
-                }),
+                hold: hold(0, NOW + 300.0),
                 reasons: vec![Reason::StepDownLimited { max_step_down: 1 }],
                 ..base()
             },
@@ -521,10 +487,7 @@ mod tests {
                 prior: spare(3),
                 raw: 0,
                 want: 3,
-                hold: Some(Hold {
-                    spare: 0,
-                    until: NOW + 300.0,
-                }),
+                hold: hold(0, NOW + 300.0),
                 reasons: vec![Reason::StepDownLimited { max_step_down: 0 }],
                 ..base()
             },
@@ -544,10 +507,7 @@ mod tests {
                 need: 1,
                 raw: 3,
                 want: 1,
-                hold: Some(Hold {
-                    spare: 1,
-                    until: NOW + 300.0,
-                }),
+                hold: hold(1, NOW + 300.0),
                 reasons: vec![Reason::GpuCap { gpu_cap: 8 }],
                 ..base()
             },
@@ -569,10 +529,7 @@ mod tests {
                 need: 1,
                 raw: 3,
                 want: 0,
-                hold: Some(Hold {
-                    spare: 0,
-                    until: NOW + 300.0,
-                }),
+                hold: hold(0, NOW + 300.0),
                 reasons: vec![
                     Reason::GpuCap { gpu_cap: 8 },
                     Reason::Floor { min_spare: 1 },
@@ -588,10 +545,7 @@ mod tests {
                 raw: 0,
                 pending: 1,
                 want: 3,
-                hold: Some(Hold {
-                    spare: 0,
-                    until: NOW + 300.0,
-                }),
+                hold: hold(0, NOW + 300.0),
                 reasons: vec![
                     Reason::StepDownLimited { max_step_down: 1 },
                     Reason::PendingPods { count: 1 },
@@ -608,10 +562,7 @@ mod tests {
                 pending: 1,
                 fast: Some(0),
                 want: 2,
-                hold: Some(Hold {
-                    spare: 0,
-                    until: NOW + 300.0,
-                }),
+                hold: hold(0, NOW + 300.0),
                 reasons: vec![
                     Reason::StepDownLimited { max_step_down: 1 },
                     Reason::PendingPods { count: 1 },
@@ -627,19 +578,13 @@ mod tests {
                 fast: Some(0),
                 prior: HeadroomState {
                     cooldown_until: Some(NOW + 30.0),
-                    hold: Some(Hold {
-                        spare: 6,
-                        until: NOW + 100.0,
-                    }),
+                    hold: hold(6, NOW + 100.0),
                     ..spare(6)
                 },
                 raw: 0,
                 pending: 4,
                 want: 2,
-                hold: Some(Hold {
-                    spare: 6,
-                    until: NOW + 100.0,
-                }),
+                hold: hold(6, NOW + 100.0),
                 reasons: vec![
                     Reason::StepDownLimited { max_step_down: 1 },
                     Reason::PendingPods { count: 4 },
@@ -655,10 +600,7 @@ mod tests {
                 raw: 0,
                 pending: 8,
                 want: 0,
-                hold: Some(Hold {
-                    spare: 0,
-                    until: NOW + 300.0,
-                }),
+                hold: hold(0, NOW + 300.0),
                 reasons: vec![Reason::PendingPods { count: 8 }],
                 ..base()
             },
@@ -667,10 +609,7 @@ mod tests {
                 name: "step up limit",
                 raw: 9,
                 want: 6,
-                hold: Some(Hold {
-                    spare: 9,
-                    until: NOW + 300.0,
-                }),
+                hold: hold(9, NOW + 300.0),
                 reasons: vec![Reason::StepUpLimited { max_step_up: 4 }],
                 ..base()
             },

@@ -52,6 +52,7 @@ use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
 
+use super::assess::newest_finite;
 use super::observation::Sample;
 
 /// Why a delayed step was delayed.
@@ -207,21 +208,12 @@ pub fn tick_verdict(
     slo_wait_s: f64,
     rise: Option<f64>,
 ) -> Option<TickVerdict> {
-    let finite = |s: &&Sample| s.t.is_finite() && s.v.is_finite();
-    let newest = arrival_rate
-        .iter()
-        .filter(finite)
-        .max_by(|a, b| a.t.total_cmp(&b.t))?;
+    let newest = newest_finite(arrival_rate)?;
     let back = arrival_rate
         .iter()
-        .filter(finite)
-        .filter(|s| s.t <= newest.t - lead_s)
+        .filter(|s| s.t.is_finite() && s.v.is_finite() && s.t <= newest.t - lead_s)
         .max_by(|a, b| a.t.total_cmp(&b.t))?;
-    let queue = waiting
-        .iter()
-        .filter(finite)
-        .max_by(|a, b| a.t.total_cmp(&b.t))?
-        .v;
+    let queue = newest_finite(waiting)?.v;
     let rate = newest.v.max(0.0);
     let delayed = queue > 0.0 && (rate <= 0.0 || queue / rate > slo_wait_s);
     let rose = rate - back.v.max(0.0);
@@ -438,8 +430,6 @@ mod tests {
         assert_eq!(decompose(&series, &setting()).delayed(), 40);
     }
 
-    /// No training steps: nothing was ever seen to rise, so whatever the forecast did not
-    /// cover is unforecastable (steps before a lead included).
     /// The tick's verdict, lead 120 s, SLO wait 10 s, training rise 2 req/s. Rates at
     /// T0, T0 + 60, T0 + 120 (newest); the sample a lead back of the newest is T0.
     #[test]
@@ -452,7 +442,6 @@ mod tests {
             ]
         };
         let queue = |w: f64| vec![Sample::new(T0 + 120.0, w)];
-        // (name, rates, waiting, rise, verdict)
         let yes = |u| {
             Some(TickVerdict {
                 delayed: true,
@@ -463,48 +452,22 @@ mod tests {
             delayed: false,
             unforecastable: false,
         });
+        // (name, (the older rates, the newest rate), waiting at the newest, rise, verdict)
         let rows = [
             // 30 / 2 = 15 s > 10; rose 2 − 1 = 1 ≤ 2: forecastable.
-            (
-                "small rise",
-                rates(1.0, 2.0),
-                queue(30.0),
-                Some(2.0),
-                yes(false),
-            ),
+            ("small rise", (1.0, 2.0), 30.0, Some(2.0), yes(false)),
             // 60 / 5 = 12 s > 10; rose 5 − 1 = 4 > 2: unforecastable.
-            (
-                "large rise",
-                rates(1.0, 5.0),
-                queue(60.0),
-                Some(2.0),
-                yes(true),
-            ),
+            ("large rise", (1.0, 5.0), 60.0, Some(2.0), yes(true)),
             // 40 / 5 = 8 s ≤ 10: not delayed, whatever the rise.
-            ("short queue", rates(1.0, 5.0), queue(40.0), Some(2.0), no),
+            ("short queue", (1.0, 5.0), 40.0, Some(2.0), no),
             // No training rise yet: a delayed tick is unforecastable.
-            (
-                "no rise known",
-                rates(1.0, 2.0),
-                queue(30.0),
-                None,
-                yes(true),
-            ),
+            ("no rise known", (1.0, 2.0), 30.0, None, yes(true)),
             // A queue and no arrivals: delayed.
-            (
-                "queue, no arrivals",
-                rates(0.0, 0.0),
-                queue(1.0),
-                Some(2.0),
-                yes(false),
-            ),
+            ("queue, no arrivals", (0.0, 0.0), 1.0, Some(2.0), yes(false)),
         ];
-        for (name, rates, waiting, rise, want) in rows {
-            assert_eq!(
-                tick_verdict(&rates, &waiting, 120.0, 10.0, rise),
-                want,
-                "{name}"
-            );
+        for (name, (older, newest), waiting, rise, want) in rows {
+            let got = tick_verdict(&rates(older, newest), &queue(waiting), 120.0, 10.0, rise);
+            assert_eq!(got, want, "{name}");
         }
         // A window shorter than the lead: no verdict.
         let short = [Sample::new(T0 + 60.0, 1.0), Sample::new(T0 + 120.0, 5.0)];
@@ -514,6 +477,8 @@ mod tests {
         );
     }
 
+    /// No training steps: nothing was ever seen to rise, so whatever the forecast did not
+    /// cover is unforecastable (steps before a lead included).
     #[test]
     fn without_training_days_every_miss_is_unforecastable() {
         let demand = [5.0, 9.0, 5.0, 6.0];
@@ -536,6 +501,7 @@ mod tests {
         // and 3 are short 1 and 2).
         assert_eq!(d.reserve_replicas, 4);
     }
+
     /// A part of the delayed takes the kinds of the steps it was delayed in: steps 3 (training,
     /// not scored), 6 (lead miss), 8 (unforecastable) and 9 (forecastable) by hand below; the
     /// part has 1, 2, 4 and 3 delayed there and 5 in step 7, which no kind covers.
