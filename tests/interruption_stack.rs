@@ -731,3 +731,137 @@ fn rebalance_record(instance: &str, event_id: &str) -> SqsMessage {
     });
     sqs_record(body.to_string())
 }
+
+/// `delete_pod` (DELETE_PAST_PDB_AT_DEADLINE's delete at the deadline) against the apiserver: it
+/// deletes exactly the pod it is told to; a pod already gone (404) or replaced by a same-named one
+/// (its UID precondition fails, 409) counts as gone and the new pod is kept; any other refusal is
+/// an error. Its pods select no node, so a delete removes them at once.
+#[tokio::test]
+#[ignore = "needs the local stack (make e2e)"]
+async fn delete_pod_deletes_the_pod_named_and_takes_not_found_and_a_new_uid_as_gone() {
+    use prewarm::adapters::kube::drain::execute::delete_pod;
+    use prewarm::core::interruption::PodRef;
+
+    let admin = drain_fixtures::admin().await;
+    // The interruption function's own user: the chart grants it pods/delete only with
+    // `deletePastPdb: true`, which the stack's infra/k8s/rbac.yaml render leaves out.
+    let interruption = prewarm::adapters::kube::client(&ClusterAccess::Kubeconfig {
+        path: env("PREWARM_INTERRUPTION_KUBECONFIG"),
+    })
+    .await
+    .unwrap();
+    ensure_namespace(&admin).await;
+    let pods = Api::<Pod>::namespaced(admin.clone(), NS);
+    let pending = |name: &str| -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {"nodeSelector": {"prewarm-test": "no-such-node"},
+                     "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}
+        }))
+        .unwrap()
+    };
+    let base = unique("h6-delete-");
+    let bystander = format!("{base}-bystander");
+    pods.create(&PostParams::default(), &pending(&bystander))
+        .await
+        .unwrap();
+    enum Uid {
+        Own,
+        Stale,
+        Unknown,
+    }
+    // (row, caller, pod made first, uid passed, expected: result, the pod still there undeleted?)
+    let rows = [
+        ("its own uid: deleted", &admin, true, Uid::Own, "ok", false),
+        (
+            "uid unknown: deleted",
+            &admin,
+            true,
+            Uid::Unknown,
+            "ok",
+            false,
+        ),
+        (
+            "never there: 404, gone",
+            &admin,
+            false,
+            Uid::Own,
+            "ok",
+            false,
+        ),
+        (
+            "another uid: 409, gone, the new pod kept",
+            &admin,
+            true,
+            Uid::Stale,
+            "ok",
+            true,
+        ),
+        (
+            "forbidden: an error, the pod kept",
+            &interruption,
+            true,
+            Uid::Own,
+            "403 error",
+            true,
+        ),
+    ];
+    let mut got = Vec::new();
+    let mut want = Vec::new();
+    for (i, (row, caller, made, uid, ok, left)) in rows.into_iter().enumerate() {
+        let name = format!("{base}-{i}");
+        let own = if made {
+            pods.create(&PostParams::default(), &pending(&name))
+                .await
+                .unwrap()
+                .metadata
+                .uid
+        } else {
+            Some("00000000-0000-0000-0000-00000000000a".into())
+        };
+        let uid = match uid {
+            Uid::Own => own,
+            Uid::Stale => Some("00000000-0000-0000-0000-00000000000b".into()),
+            Uid::Unknown => None,
+        };
+        let pod = PodRef {
+            namespace: NS.into(),
+            name: name.clone(),
+        };
+        let result = delete_pod(caller, &pod, uid.as_deref(), Some(0)).await;
+        let still_there = pods
+            .get_opt(&name)
+            .await
+            .unwrap()
+            .is_some_and(|p| p.metadata.deletion_timestamp.is_none());
+        let outcome = match &result {
+            Ok(()) => "ok",
+            Err(e) if e.to_string().contains("403") => "403 error",
+            Err(_) => "other error",
+        };
+        got.push((row, outcome, still_there, format!("{result:?}")));
+        want.push((row, ok, left));
+    }
+    let bystander_kept = pods
+        .get_opt(&bystander)
+        .await
+        .unwrap()
+        .is_some_and(|p| p.metadata.deletion_timestamp.is_none());
+    let mut names: Vec<String> = (0..5).map(|i| format!("{base}-{i}")).collect();
+    names.push(bystander);
+    for name in &names {
+        let _ = pods.delete(name, &DeleteParams::default()).await;
+    }
+    let seen: Vec<_> = got
+        .iter()
+        .map(|(r, ok, left, _)| (*r, *ok, *left))
+        .collect();
+    assert_eq!(
+        seen, want,
+        "(row, result, pod left undeleted?); results: {got:#?}"
+    );
+    assert!(
+        bystander_kept,
+        "delete_pod deleted a pod it was not told to"
+    );
+}

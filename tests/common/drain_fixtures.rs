@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use std::collections::{BTreeMap, HashMap};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use aws_lambda_events::event::sqs::SqsMessage;
 use k8s_openapi::api::core::v1::{Event as CoreEvent, Namespace, Node, Pod};
@@ -221,6 +221,9 @@ pub fn ago(seconds: i64) -> String {
 /// 10 min after the end of the 30-min wait. Returns (node, instance).
 pub async fn false_alarm_node(client: &kube::Client, prefix: &str) -> (String, String) {
     let (node, instance) = (unique(prefix), unique("i-0abcd"));
+    // kwok makes the node Ready NODE_READY_DELAY after it appears; 10 s more for a loaded
+    // machine (the slack the default 10 s stack has always had here).
+    let ready_by = Instant::now() + node_ready_delay() + Duration::from_secs(10);
     make_node(client, &node, &instance).await;
     annotate(
         client,
@@ -248,13 +251,25 @@ pub async fn false_alarm_node(client: &kube::Client, prefix: &str) -> (String, S
         )
         .await
         .unwrap();
-    for _ in 0..40 {
-        if prewarm::adapters::kube::drain::is_ready(&nodes.get(&node).await.unwrap()) {
-            return (node, instance);
-        }
+    while !prewarm::adapters::kube::drain::is_ready(&nodes.get(&node).await.unwrap()) {
+        assert!(
+            Instant::now() < ready_by,
+            "{node} not Ready {:?} + 10 s after it was made (the stack's NODE_READY_DELAY)",
+            node_ready_delay()
+        );
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    panic!("{node} never became Ready");
+    (node, instance)
+}
+
+/// How long the stack's kwok takes to make a new node Ready: `tests/stack/up` exports its
+/// NODE_READY_DELAY as NODE_READY_DELAY_MS in .run/env (10 s, `up`'s default, when unset).
+pub fn node_ready_delay() -> Duration {
+    let ms = std::env::var("NODE_READY_DELAY_MS").map_or(10_000, |v| {
+        v.parse()
+            .unwrap_or_else(|_| panic!("NODE_READY_DELAY_MS={v:?} is not milliseconds"))
+    });
+    Duration::from_millis(ms)
 }
 
 pub const POOL: &str = "h6-faults";
