@@ -31,10 +31,10 @@
 //! reclaimed node again; HPA-owned cases only, a bare pod has no successor), notice → replacement
 //! Ready, and whether the deadline was met. The storm also asserts no serving gap.
 //!
-//! Long (4 to 6 minutes each) and needing kwok's 30 s node delay, they run only when
-//! `PREWARM_PRODUCTION_STACK=1` (`DRAIN_REPEAT_ONLY=production|production-hpa|apf-storm
-//! tests/stack/drain-repeat N` brings the stack up so and sets it); otherwise they pass at
-//! once, saying so.
+//! Long (4 to 6 minutes each) and needing kwok's 30 s node delay, they live in `boot_30s`:
+//! `make e2e` skips them, `DRAIN_REPEAT_ONLY=production|production-hpa|apf-storm
+//! tests/stack/drain-repeat N` brings the stack up so and runs them; on any other stack they
+//! fail, never pass.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -103,38 +103,42 @@ impl Case {
     }
 }
 
-fn gated() -> bool {
-    let on = std::env::var("PREWARM_PRODUCTION_STACK").as_deref() == Ok("1");
-    if !on {
-        eprintln!(
-            "skipped: the production-timing drains run with PREWARM_PRODUCTION_STACK=1 on a stack \
-             up with NODE_READY_DELAY=30s (DRAIN_REPEAT_ONLY=production tests/stack/drain-repeat)"
+/// Long (4 to 6 minutes each) and timed for kwok's 30 s node delay: `boot_30s`, which `make
+/// e2e` skips on its 10 s stack; `tests/stack/drain-repeat` runs them on a stack up with
+/// NODE_READY_DELAY=30s. Run on any other stack, each fails naming the setting.
+mod boot_30s {
+    use super::{production, Case};
+
+    fn on_the_30s_stack() {
+        assert_eq!(
+            std::env::var("NODE_READY_DELAY_MS").as_deref(),
+            Ok("30000"),
+            "the production-timing drains need kwok's nodes Ready after 30 s: \
+             DRAIN_REPEAT_ONLY=production tests/stack/drain-repeat (or NODE_READY_DELAY=30s \
+             tests/stack/up)"
         );
     }
-    on
-}
 
-#[tokio::test]
-#[ignore = "needs the local stack (make e2e)"]
-async fn production_timing_three_reclaimed_at_the_cap_through_a_kill_an_outage_and_throttling() {
-    if gated() {
+    #[tokio::test]
+    #[ignore = "long; needs the local stack up with NODE_READY_DELAY=30s (tests/stack/drain-repeat)"]
+    async fn production_timing_three_reclaimed_at_the_cap_through_a_kill_an_outage_and_throttling()
+    {
+        on_the_30s_stack();
         // Boxed: the test thread's 2 MiB stack (see the fault matrix).
         Box::pin(production(Case::BarePods)).await;
     }
-}
 
-#[tokio::test]
-#[ignore = "needs the local stack (make e2e)"]
-async fn production_timing_hpa_owned_deployments_through_a_kill_an_outage_and_throttling() {
-    if gated() {
+    #[tokio::test]
+    #[ignore = "long; needs the local stack up with NODE_READY_DELAY=30s (tests/stack/drain-repeat)"]
+    async fn production_timing_hpa_owned_deployments_through_a_kill_an_outage_and_throttling() {
+        on_the_30s_stack();
         Box::pin(production(Case::HpaOwned)).await;
     }
-}
 
-#[tokio::test]
-#[ignore = "needs the local stack (make e2e)"]
-async fn production_timing_two_drains_through_a_429_storm_from_priority_and_fairness() {
-    if gated() {
+    #[tokio::test]
+    #[ignore = "long; needs the local stack up with NODE_READY_DELAY=30s (tests/stack/drain-repeat)"]
+    async fn production_timing_two_drains_through_a_429_storm_from_priority_and_fairness() {
+        on_the_30s_stack();
         Box::pin(production(Case::Storm)).await;
     }
 }
