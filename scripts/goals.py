@@ -34,7 +34,7 @@ the mean of the goal's headline figure with its 95 % Student-t interval stand be
     seed meets it.
 - G3 recurring workloads: prewarm meets the SLO (as in G2) within 2.0x the GPU-hours of the
   SLO-wait bound (the fewest any policy could spend without a request waiting past the SLO's
-  wait) on ServeGen and cron-bursts, 1.2x on diurnal; the no-wait bound's ratio beside it.
+  wait) on ServeGen and cron-bursts, 1.2x on diurnal; the no-wait bound's ratio beside it, and Karpenter alone's.
 - G4 recurring workloads: at least 80 % fewer replica cold starts (replicas that loaded their
   model while requests queued for them) than Karpenter alone at prewarm's knob chosen for cost.
 - G5 the goals above hold in both worlds (`exact` and `rough`, docs/simulator.md): met when every
@@ -311,6 +311,11 @@ def g3(name, runs):
            f"{slo_text(cs, PREWARM)} delayed")
     if not p_ok:
         why += " (over the SLO)"
+    # What the HPA alone holds, against the same bound: a floor on the HPA never holds fewer
+    # replicas than the HPA wants, so where this is over the limit the goal asks what raising a
+    # floor cannot give.
+    ka = averaged(cs, "reactive", "gpu_hours") / averaged(cs, "slo-bound", "gpu_hours")
+    why += f"; Karpenter alone {ka:.2f}x at {slo_text(cs, 'reactive')}"
     return fig, seeds_text(runs, seed), ok, why
 
 

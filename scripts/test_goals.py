@@ -263,6 +263,15 @@ class G3SloWaitBound(unittest.TestCase):
         l = self.g3("servegen", (0.0005, 120.0), bound=80.0)
         self.assertEqual(l["per_seed"], "s11: 1.50x (1.20x the no-wait bound) at 0.050 %")
 
+    def test_names_karpenter_alone_s_ratio_a_floor_cannot_go_below(self):
+        # Karpenter alone 90 GPU-h at 1 % over an SLO-wait bound of 60: 1.50x. prewarm's 75 at
+        # 0.05 % is 1.25x: missed on diurnal (1.2x), and the verdict says Karpenter alone
+        # already spends 1.50x (a floor on the HPA never holds fewer replicas than it wants).
+        l = self.g3("diurnal", (0.0005, 75.0), bound=60.0)
+        self.assertFalse(l["ok"])
+        self.assertIn("needs at most 1.2x) at 0.050 % delayed; Karpenter alone 1.50x at "
+                      "1.000 %", l["verdict"])
+
     def test_a_run_without_the_slo_wait_bound_does_not_apply(self):
         lines = goals.score_cell("servegen", "default", 180.0,
                                  [(11, comparison((0.01, 90.0), (0.0, 130.0)))])
