@@ -352,6 +352,10 @@ pub struct PrewarmArgs {
     /// or the hour-of-day profile of peaks, narrowest out of sample at each calibration (auto).
     #[arg(long, default_value = "blend", value_parser = parse_forecaster)]
     pub forecaster: ForecasterChoice,
+    /// BAND_HISTORY_SECONDS: the history the band (and `auto`'s choice of forecaster) is
+    /// calibrated on, 1 to 7 days.
+    #[arg(long, default_value_t = 86_400.0)]
+    pub band_history: f64,
     /// The simulated target names no HPA: prewarm sizes with Erlang C on the queue metrics
     /// instead of in the replicas the (simulated) HPA will want.
     #[arg(long)]
@@ -456,6 +460,7 @@ impl CommonArgs {
                 freeze_consolidation: p.freeze_consolidation,
                 band_by_hour: p.band_by_hour,
                 forecaster: p.forecaster,
+                band_history: p.band_history,
                 queue_sizing: p.queue_sizing,
                 lead_time_hint: p.lead_time_hint,
                 learn_lead_time: !p.no_lead_learning,

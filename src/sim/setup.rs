@@ -236,6 +236,8 @@ pub struct PrewarmValues {
     pub freeze_consolidation: bool,
     pub band_by_hour: crate::core::spec::BandByHour,
     pub forecaster: crate::core::spec::ForecasterChoice,
+    /// BAND_HISTORY_SECONDS.
+    pub band_history: f64,
     pub queue_sizing: bool,
     /// LEAD_TIME_SECONDS as prewarm is told it (None: the true lead time).
     pub lead_time_hint: Option<f64>,
@@ -435,6 +437,7 @@ pub fn build(v: &SetupValues, lead_time: Option<f64>) -> crate::Result<Setup> {
         trend_damping: p.trend_damping,
         band_by_hour: p.band_by_hour,
         forecaster: p.forecaster,
+        band_history_s: p.band_history,
         // --ingestion-lag is both how late the simulated metric store shows a scrape (the
         // eyes, `RunConfig::ingestion_lag_s`, set from this field) and the Lambda's
         // INGESTION_LAG_SECONDS: one value.
