@@ -34,7 +34,8 @@ the mean of the goal's headline figure with its 95 % Student-t interval stand be
     seed meets it.
 - G3 recurring workloads: prewarm meets the SLO (as in G2) within 2.0x the GPU-hours of the
   SLO-wait bound (the fewest any policy could spend without a request waiting past the SLO's
-  wait) on ServeGen and cron-bursts, 1.2x on diurnal; the no-wait bound's ratio beside it, and Karpenter alone's.
+  wait) on ServeGen and cron-bursts, 1.2x on diurnal; the no-wait bound's ratio beside it, and
+  Karpenter alone's.
 - G4 recurring workloads: at least 80 % fewer replica cold starts (replicas that loaded their
   model while requests queued for them) than Karpenter alone at prewarm's knob chosen for cost.
 - G5 the goals above hold in both worlds (`exact` and `rough`, docs/simulator.md): met when every
