@@ -110,12 +110,9 @@ mod boot_30s {
     use super::{production, Case};
 
     fn on_the_30s_stack() {
-        assert_eq!(
-            std::env::var("NODE_READY_DELAY_MS").as_deref(),
-            Ok("30000"),
-            "the production-timing drains need kwok's nodes Ready after 30 s: \
-             DRAIN_REPEAT_ONLY=production tests/stack/drain-repeat (or NODE_READY_DELAY=30s \
-             tests/stack/up)"
+        super::common::assert_30s_stack(
+            "the production-timing drains (DRAIN_REPEAT_ONLY=production tests/stack/drain-repeat, \
+             or NODE_READY_DELAY=30s tests/stack/up)",
         );
     }
 

@@ -43,11 +43,8 @@ mod boot_30s {
     #[tokio::test]
     #[ignore = "needs the local stack up with NODE_READY_DELAY=30s (make e2e's second stack)"]
     async fn node_boot_and_model_load_are_learned_within_20_percent_and_the_horizon_follows() {
-        assert_eq!(
-            std::env::var("NODE_READY_DELAY_MS").as_deref(),
-            Ok("30000"),
-            "the lead-times test needs kwok's nodes Ready after 30 s: NODE_READY_DELAY=30s \
-             tests/stack/up"
+        super::common::assert_30s_stack(
+            "the lead-times test (NODE_READY_DELAY=30s tests/stack/up)",
         );
         Box::pin(super::learn()).await;
     }

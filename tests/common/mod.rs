@@ -11,6 +11,18 @@ use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::{json, Value};
 
+/// Fails naming the setting unless the stack was brought up with kwok's nodes Ready after 30 s
+/// (`tests/stack/up` exports NODE_READY_DELAY_MS): the tests in a `boot_30s` module are timed
+/// for it, and on another stack they must fail, never pass. `needs` says which tests and how to
+/// get such a stack.
+pub fn assert_30s_stack(needs: &str) {
+    assert_eq!(
+        std::env::var("NODE_READY_DELAY_MS").as_deref(),
+        Ok("30000"),
+        "kwok's nodes must be Ready after 30 s for {needs}"
+    );
+}
+
 /// Writes `capacity` as the node's capacity and allocatable once kwok has made it Ready, and
 /// writes it again until it holds.
 /// kwok renders a node stage from the copy of the node it saw when the stage was queued, so a
