@@ -193,12 +193,14 @@ pub fn decide(
 
     let freeze_consolidation = consolidation(target, prior, &inputs, policy, now);
     // The HPA floor counts every replica, so its rails have no current need to subtract.
-    let hpa_floor = Rails::new(target, prior, 0).replica_floor(
-        sized.at_horizon,
-        sized.now,
-        sized.in_place,
-        hpa_asks(observed, policy, sized.units, now),
-    );
+    let hpa_floor = Rails::new(target, prior, 0)
+        .seasonal_rise(seasonal)
+        .replica_floor(
+            sized.at_horizon,
+            sized.now,
+            sized.in_place,
+            hpa_asks(observed, policy, sized.units, now),
+        );
     Plan {
         target: target.name.clone(),
         action,

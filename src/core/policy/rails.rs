@@ -133,7 +133,8 @@ impl Rails {
     /// The HPA floor (`hpa.raiseMinReplicas`) within the rails a spare has: the replicas the HPA
     /// will want at the horizon (`at_horizon`), at most `maxSpare` above those it wants now
     /// (`wanted_now`: the warm replicas a floor holds are spare by another name), at most
-    /// `maxStepUp` above those in place (`in_place`: the replicas one tick adds), and never
+    /// `maxStepUp` above those in place (`in_place`: the replicas one tick adds) plus the
+    /// seasonal rise (`seasonal_rise`: a recurring rise known a lead ahead, at once), and never
     /// more replicas than the GPU cap leaves after the replacement reserve. Build the rails
     /// with a current need of 0 (`Rails::new(target, prior, 0)`): the floor counts every
     /// replica, not a spare beyond those in use. A falling floor is not slowed: lowering it
@@ -154,7 +155,11 @@ impl Rails {
     ) -> u32 {
         let mut v = at_horizon
             .min(wanted_now.saturating_add(self.max_spare))
-            .min(in_place.saturating_add(self.max_step_up));
+            .min(
+                in_place
+                    .saturating_add(self.seasonal_rise)
+                    .saturating_add(self.max_step_up),
+            );
         if v > in_place {
             v = v.max(hpa_asks);
         }
@@ -652,6 +657,28 @@ mod tests {
             assert_eq!(got.value, want, "rise {rise}, prior {prior}, raw {raw}");
             let logged = reasons.contains(&Reason::StepUpLimited { max_step_up: 4 });
             assert_eq!(logged, limited, "rise {rise}, raw {raw}: {reasons:?}");
+        }
+    }
+
+    /// The HPA floor's step-up limit is lifted by the seasonal rise as the spare's is: at most
+    /// in place + rise + maxStepUp (4), within the horizon and maxSpare (10) above the replicas
+    /// wanted now. 10 replicas in place, the HPA asks for none.
+    #[test]
+    fn seasonal_rise_lifts_the_floor_step_limit_for_its_own_part() {
+        // (name, seasonal rise, at horizon, wanted now, floor) by hand.
+        let rows = [
+            // min(40, 35 + 10 = 45, 10 + 0 + 4 = 14): a rise of 30 steps 4 a tick.
+            ("no seasonal rise", 0, 40, 35, 14),
+            // min(40, 45, 10 + 26 + 4 = 40): a recurring burst the trend does not see, at once.
+            ("the whole rise seasonal", 26, 40, 35, 40),
+            // min(40, 45, 10 + 20 + 4 = 34): the trend's part of the rise still steps.
+            ("part of it seasonal", 20, 40, 35, 34),
+            // min(40, 25 + 10 = 35, 40): maxSpare still bounds it.
+            ("maxSpare binds", 26, 40, 25, 35),
+        ];
+        for (name, rise, at_horizon, now, want) in rows {
+            let rails = Rails::new(&target(), &spare(0), 0).seasonal_rise(rise);
+            assert_eq!(rails.replica_floor(at_horizon, now, 10, 0), want, "{name}");
         }
     }
 
