@@ -12,8 +12,8 @@
 //! and reports the achieved coverage: the band fitted on the older two thirds of the history,
 //! scored on the newest third (out of sample), to put next to the nominal quantile.
 //!
-//! It also chooses the target's forecaster (FORECASTER=auto): the blend, or the profile of each
-//! hour of day's peak on the days before (policy::profile). Each, with each conditioning
+//! It also chooses the target's forecaster (FORECASTER=auto): the blend, or the profile of the
+//! peak of each lead-wide slot of the day on the days before (policy::profile). Each, with each conditioning
 //! BAND_BY_HOUR allows, is fitted on the older two thirds and scored on the newest by its mean
 //! upper band (point + band); the narrowest among those covering at least the blend's whole-day
 //! band (or the nominal quantile, if lower) wins, the blend on a tie (`band_slots::choose`).
@@ -337,7 +337,8 @@ pub fn calibrate(history: &[Sample], policy: &PolicySpec, q: f64, now: f64) -> C
         policy,
     )];
     if policy.forecaster == ForecasterChoice::Auto {
-        let replayed = profile::replay(&samples, &times, policy.lead_time_s, &zone);
+        let n = profile::slots(policy);
+        let replayed = profile::replay(&samples, &times, policy.lead_time_s, n, &zone);
         if replayed[..split].iter().flatten().count() >= MIN_WINDOWS {
             let c = Candidate::new(Forecaster::Profile, &windows, &replayed, split, policy);
             candidates.push(c);
@@ -387,7 +388,7 @@ pub fn calibrate(history: &[Sample], policy: &PolicySpec, q: f64, now: f64) -> C
         out.by_hour = band_slots::bands(&all_errors, q, slots, &zone);
     }
     if out.forecaster == Forecaster::Profile {
-        out.profile = profile::fit(&samples, &zone);
+        out.profile = profile::fit(&samples, profile::slots(policy), &zone);
     }
     out
 }

@@ -1,23 +1,46 @@
-//! Stage: the profile forecaster, the peak rate of the same local hour of day on the days before
-//! (what a scheduled floor learns from its training days), one of the forecasters the
+//! Stage: the profile forecaster, the peak rate of the same slot of the local day on the days
+//! before (what a scheduled floor learns from its training days), one of the forecasters the
 //! calibration chooses between per target (`band::calibrate`).
 //!
-//! Hours of the day, not of the week: the calibration's history is at most
-//! BAND_HISTORY_SECONDS (7 days) plus a season, so an hour of the week it holds back to score
-//! a forecaster on was never seen before it; an hour-of-week profile could not be judged out
+//! A slot is a lead time wide on the calibration's BAND_STEP_SECONDS grid (`slots`): a
+//! lead-time window touches at most two, and a burst is held only a lead or two around its
+//! time, not for a whole hour. The table's length says its width, so a table of 24 is hours.
+//!
+//! Slots of the day, not of the week: the calibration's history is at most
+//! BAND_HISTORY_SECONDS (7 days) plus a season, so a slot of the week it holds back to score
+//! a forecaster on was never seen before it; a profile of the week could not be judged out
 //! of sample, and would only ever fall back.
 //!
 //! Replayed, a window's profile is that of the local days before the window's (`replay`), so
 //! its errors are out of sample as the trend's are; the tick sizes with the profile of the
 //! whole history at its last calibration (`fit`).
 
-use chrono::TimeZone;
+use chrono::{TimeZone, Timelike};
 
-use super::band_slots::local_hour;
 use super::observation::Sample;
+use crate::spec::PolicySpec;
 
-/// Slots of the profile: the local hours of a day.
-pub const HOURS: usize = 24;
+const DAY_S: f64 = 86_400.0;
+
+/// Slots of the profile in a day: as many whole lead times, the lead rounded up to the
+/// BAND_STEP_SECONDS grid the windows are replayed on, as a day holds (each slot at least a
+/// lead wide; at least one).
+pub fn slots(policy: &PolicySpec) -> usize {
+    let h = policy.band_step_s;
+    let width = (policy.lead_time_s / h).ceil().max(1.0) * h;
+    (DAY_S / width).floor().max(1.0) as usize
+}
+
+/// The slot of `t` among `n` equal slots of the local day in `zone` (by wall-clock time, as
+/// the hour of day is: a daylight-saving day repeats or skips slots).
+fn slot(t: f64, n: usize, zone: &chrono_tz::Tz) -> usize {
+    zone.timestamp_opt(t.floor() as i64, 0)
+        .single()
+        .map_or(0, |d| {
+            (f64::from(d.num_seconds_from_midnight()) * n as f64 / DAY_S) as usize
+        })
+        .min(n.saturating_sub(1))
+}
 
 /// Raises `peaks[slot]` to `v` (a slot past the table is ignored).
 fn raise<T: PartialOrd + Copy>(peaks: &mut [Option<T>], slot: usize, v: T) {
@@ -41,13 +64,13 @@ pub fn slot_peaks<T: PartialOrd + Copy>(
     peaks
 }
 
-/// The profile of `samples`: the peak rate of each local hour of day in `zone`.
-pub fn fit(samples: &[Sample], zone: &chrono_tz::Tz) -> Vec<Option<f64>> {
-    slot_peaks(samples.iter().map(|s| (local_hour(s.t, zone), s.v)), HOURS)
+/// The profile of `samples`: the peak rate of each of `n` slots of the local day in `zone`.
+pub fn fit(samples: &[Sample], n: usize, zone: &chrono_tz::Tz) -> Vec<Option<f64>> {
+    slot_peaks(samples.iter().map(|s| (slot(s.t, n, zone), s.v)), n)
 }
 
 /// The profile's forecast of the peak over a lead time from `t`: the higher of the peaks of the
-/// hours `t` and `t + lead_s` fall in (a lead is shorter than an hour); None when neither was
+/// slots `t` and `t + lead_s` fall in (a slot is at least a lead wide); None when neither was
 /// seen.
 pub fn peak_over(
     profile: &[Option<f64>],
@@ -57,16 +80,17 @@ pub fn peak_over(
 ) -> Option<f64> {
     [t, t + lead_s]
         .iter()
-        .filter_map(|&at| profile.get(local_hour(at, zone)).copied().flatten())
+        .filter_map(|&at| profile.get(slot(at, profile.len(), zone)).copied().flatten())
         .reduce(f64::max)
 }
 
-/// The profile's forecast at each of `times` (ascending) from `samples` (ascending) of the local
-/// days before that time's: out of sample, as the calibration scores it.
+/// The profile (`n` slots) forecast at each of `times` (ascending) from `samples` (ascending)
+/// of the local days before that time's: out of sample, as the calibration scores it.
 pub fn replay(
     samples: &[Sample],
     times: &[f64],
     lead_s: f64,
+    n: usize,
     zone: &chrono_tz::Tz,
 ) -> Vec<Option<f64>> {
     let day = |t: f64| {
@@ -74,14 +98,14 @@ pub fn replay(
             .single()
             .map(|d| d.date_naive())
     };
-    let mut profile = vec![None; HOURS];
+    let mut profile = vec![None; n];
     let mut next = 0;
     times
         .iter()
         .map(|&t| {
             let today = day(t);
             while let Some(s) = samples.get(next).filter(|s| day(s.t) < today) {
-                raise(&mut profile, local_hour(s.t, zone), s.v);
+                raise(&mut profile, slot(s.t, n, zone), s.v);
                 next += 1;
             }
             peak_over(&profile, t, lead_s, zone)

@@ -16,32 +16,63 @@ fn the_table_is_the_peak_of_each_slot() {
 }
 
 #[test]
-fn a_window_takes_the_higher_of_the_hours_its_lead_touches() {
-    let mut profile = vec![Some(5.0); HOURS];
-    profile[9] = Some(15.0);
-    profile[10] = None;
-    // (name, t, lead, forecast) by hand: T0 is 00:00Z.
+fn a_slot_is_a_lead_wide_on_the_band_grid() {
+    // (lead, band step, slots in a day) by hand: the lead rounded up to whole steps, then
+    // ⌊86 400 / width⌋.
     let rows = [
-        ("inside 03:00", T0 + 3.0 * 3600.0 + 600.0, 180.0, Some(5.0)),
-        // 08:58 + 3 min ends in the 09:00 hour: max(5, 15).
-        (
-            "the lead reaches 09:00",
-            T0 + 8.0 * 3600.0 + 58.0 * 60.0,
-            180.0,
-            Some(15.0),
-        ),
-        ("inside 09:00", T0 + 9.5 * 3600.0, 180.0, Some(15.0)),
-        // 09:59 + 3 min: hours 9 and 10, 10 never seen: 15.
-        (
-            "into an unseen hour",
-            T0 + 9.0 * 3600.0 + 59.0 * 60.0,
-            180.0,
-            Some(15.0),
-        ),
-        ("inside an unseen hour", T0 + 10.5 * 3600.0, 180.0, None),
+        (180.0, 60.0, 480),    // 3 min: 86 400 / 180
+        (150.0, 60.0, 480),    // ⌈2.5⌉ = 3 steps: 180 s
+        (120.0, 60.0, 720),    // 2 min
+        (30.0, 60.0, 1440),    // shorter than a step: one step, 60 s (no finer than the grid)
+        (1000.0, 60.0, 84),    // ⌈16.7⌉ = 17 steps, 1020 s: ⌊84.7⌋
+        (3600.0, 60.0, 24),    // an hour: hours
+        (3600.0, 3600.0, 24),  // an hour's grid
     ];
-    for (name, t, lead, want) in rows {
-        assert_eq!(peak_over(&profile, t, lead, &UTC), want, "{name}");
+    for (lead, step, want) in rows {
+        let p = PolicySpec {
+            lead_time_s: lead,
+            band_step_s: step,
+            ..PolicySpec::default()
+        };
+        assert_eq!(slots(&p), want, "lead {lead}, step {step}");
+    }
+}
+
+#[test]
+fn a_window_takes_the_higher_of_the_slots_its_lead_touches() {
+    // A table of 24 is hours: 15 at 09:00, 10:00 never seen, 5 elsewhere.
+    let mut hours = vec![Some(5.0); 24];
+    hours[9] = Some(15.0);
+    hours[10] = None;
+    // A table of 480 is 3-minute slots (minute of day / 3): 15 in slot 180 (09:00-09:03),
+    // slot 181 (09:03-09:06) never seen, 7 in slot 0 (00:00-00:03), 5 elsewhere.
+    let mut fine = vec![Some(5.0); 480];
+    fine[180] = Some(15.0);
+    fine[181] = None;
+    fine[0] = Some(7.0);
+    let at = |h: f64, m: f64| T0 + h * 3600.0 + m * 60.0;
+    // (name, table, t, lead, forecast) by hand: T0 is 00:00Z.
+    let rows = [
+        ("hours: inside 03:00", &hours, at(3.0, 10.0), 180.0, Some(5.0)),
+        // 08:58 + 3 min ends in the 09:00 hour: max(5, 15).
+        ("hours: the lead reaches 09:00", &hours, at(8.0, 58.0), 180.0, Some(15.0)),
+        ("hours: inside 09:00", &hours, at(9.0, 30.0), 180.0, Some(15.0)),
+        // 09:59 + 3 min: hours 9 and 10, 10 never seen: 15.
+        ("hours: into an unseen hour", &hours, at(9.0, 59.0), 180.0, Some(15.0)),
+        ("hours: inside an unseen hour", &hours, at(10.0, 30.0), 180.0, None),
+        // 08:58 is slot ⌊538 / 3⌋ = 179 (5), 09:01 slot 180 (15).
+        ("slots: the lead reaches 09:00", &fine, at(8.0, 58.0), 180.0, Some(15.0)),
+        // 09:01 slot 180 (15), 09:04 slot 181 (unseen): 15.
+        ("slots: into an unseen slot", &fine, at(9.0, 1.0), 180.0, Some(15.0)),
+        // 09:04 slot 181 (unseen), 09:07 slot ⌊547 / 3⌋ = 182 (5).
+        ("slots: out of an unseen slot", &fine, at(9.0, 4.0), 180.0, Some(5.0)),
+        // 09:30 slots 190 and 191: 5, where the hour's table holds 15.
+        ("slots: the burst's hour, past it", &fine, at(9.0, 30.0), 180.0, Some(5.0)),
+        // 23:59 slot 479 (5); + 3 min is 00:02 the next day, slot 0 (7).
+        ("slots: across midnight", &fine, at(23.0, 59.0), 180.0, Some(7.0)),
+    ];
+    for (name, table, t, lead, want) in rows {
+        assert_eq!(peak_over(table, t, lead, &UTC), want, "{name}");
     }
 }
 
@@ -52,8 +83,9 @@ fn the_replay_sees_only_the_days_before() {
         Sample::new(T0 + 3600.0, 5.0),
         Sample::new(T0 + 86_400.0 + 3600.0, 9.0),
     ];
-    // (window at, forecast) by hand, lead 60 s: day 0 has no day before; day 1 at 01:30
-    // sees day 0's 5 (not its own 9); day 2 sees the higher, 9; day 2 at 02:30 an unseen hour.
+    // (window at, forecast) by hand, lead 60 s, 24 slots (hours): day 0 has no day before;
+    // day 1 at 01:30 sees day 0's 5 (not its own 9); day 2 sees the higher, 9; day 2 at 02:30
+    // an unseen hour.
     let times = [
         T0 + 5400.0,
         T0 + 86_400.0 + 5400.0,
@@ -61,7 +93,7 @@ fn the_replay_sees_only_the_days_before() {
         T0 + 2.0 * 86_400.0 + 9000.0,
     ];
     assert_eq!(
-        replay(&samples, &times, 60.0, &UTC),
+        replay(&samples, &times, 60.0, 24, &UTC),
         vec![None, Some(5.0), Some(9.0), None]
     );
 }
@@ -98,11 +130,13 @@ fn daily_burst(minutes: usize) -> Vec<Sample> {
 /// −10 (the burst is over); 550 (5 after 15) forecasts 0 for 5: +5; every other 5 for 5: 0.
 /// Held back, its forecasts sum to 1438 × 5 + 30 + 9 × 10 − 5 = 7305.
 ///
-/// The profile (the days before): day 0 has none; from day 1 on 15 for a window whose lead
-/// touches 09:00 (origins 538 … 599, 62 of them), 5 elsewhere. Errors: 0 for origins 538 …
-/// 548 (the burst came), −10 for 549 … 599, 0 elsewhere: never above 0, so its band is 0 and it
-/// covers every held-back window. Held back, its mean upper band is (1438 × 5 + 62 × 10) /
-/// 1438 = 7810 / 1438 ≈ 5.43.
+/// The profile (the days before), 720 slots of 2 minutes (the lead): day 0 has none; from day
+/// 1 on 15 in slots 270 … 274 (minutes 540 … 549), 5 elsewhere. A window at minute i forecasts
+/// the higher of slots ⌊i / 2⌋ and ⌊(i + 2) / 2⌋: 15 for origins 538 … 549 (12 of them), 5
+/// elsewhere. Errors: 0 for origins 538 … 548 (the burst came), −10 for 549, 0 elsewhere:
+/// never above 0, so its band is 0 and it covers every held-back window. Held back, its mean
+/// upper band is (1438 × 5 + 12 × 10) / 1438 = 7310 / 1438 ≈ 5.083. (Hour slots held 15 for
+/// origins 538 … 599, 62 of them: 7810 / 1438 ≈ 5.43.)
 ///
 /// At q 0.999 the trend's band on the fitted part is the ⌈0.999 × 2876⌉ = 2874th of 2876
 /// errors ascending, whose top six are 5, 5, 10, 10, 10, 10: 10. Its mean upper band held back
@@ -112,7 +146,8 @@ fn daily_burst(minutes: usize) -> Vec<Sample> {
 /// At q 0.9 the trend's band is 0 (nine errors in ten are 0 or less) and it misses only the 3
 /// positive errors held back (origins 538, 539, 550): coverage 1435 / 1438 ≈ 0.998, at least
 /// the nominal 0.9 the profile is held to (the lower of 0.9 and the blend's own). Its mean
-/// upper band 7305 / 1438 ≈ 5.08 is narrower than the profile's 5.43: the blend wins.
+/// upper band 7305 / 1438 ≈ 5.080 is narrower than the profile's 7310 / 1438 ≈ 5.083 (by the
+/// profile's 5 req/s more on net over the burst's lead): the blend wins.
 #[test]
 fn the_forecaster_is_the_narrowest_upper_band_held_back() {
     // (name, minutes of daily_burst, q, forecaster chosen)
@@ -148,7 +183,8 @@ fn the_forecaster_is_the_narrowest_upper_band_held_back() {
 }
 
 /// The chosen profile's calibration: its band over every window it forecast (days 1 and 2,
-/// every error ≤ 0): 0; its table over the whole history: 15 at 09:00, 5 every other hour.
+/// every error ≤ 0): 0; its table over the whole history, 720 slots of 2 minutes: 15 in slots
+/// 270 … 274 (09:00 … 09:09), 5 in every other.
 #[test]
 fn a_chosen_profile_keeps_its_table_and_band() {
     let c = calibrate(&daily_burst(4320), &policy(3.0), 0.999, T0 + 60.0 * 4319.0);
@@ -156,14 +192,15 @@ fn a_chosen_profile_keeps_its_table_and_band() {
         (c.forecaster, c.band, c.coverage),
         (Forecaster::Profile, Some(0.0), Some(1.0))
     );
-    let mut table = vec![Some(5.0); HOURS];
-    table[9] = Some(15.0);
+    let mut table = vec![Some(5.0); 720];
+    table[270..275].fill(Some(15.0));
     assert_eq!(c.profile, table);
-    // The tick at 08:58 on day 3: the lead (120 s) reaches 09:00, the profile forecasts 15.
-    assert_eq!(
-        c.profile_peak(T0 + 3.0 * 86_400.0 + 538.0 * 60.0, &UTC),
-        Some(15.0)
-    );
+    // (tick on day 3 at minute, forecast): 08:58 (slot 269) + the lead (120 s) is 09:00 (slot
+    // 270): 15; 09:20 (slots 280, 281): 5, in the hour that held 15 all through.
+    for (minute, want) in [(538.0, Some(15.0)), (560.0, Some(5.0))] {
+        let t = T0 + 3.0 * 86_400.0 + minute * 60.0;
+        assert_eq!(c.profile_peak(t, &UTC), want, "minute {minute}");
+    }
     // Too short a history: the blend, and the note says why.
     let c = calibrate(&daily_burst(2160), &policy(3.0), 0.999, T0 + 60.0 * 2159.0);
     assert!(c.profile.is_empty(), "{c:?}");

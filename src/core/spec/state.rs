@@ -74,8 +74,9 @@ pub struct Calibration {
     /// blend on objects written before the choice existed.
     #[serde(default)]
     pub forecaster: Forecaster,
-    /// The profile forecaster's table when it was chosen: the peak rate (req/s) of each local
-    /// hour of day in TIME_ZONE over the history (24 values, None for an hour never seen).
+    /// The profile forecaster's table when it was chosen: the peak rate (req/s) of each slot of
+    /// the local day in TIME_ZONE over the history, a lead time wide (`policy::profile::slots`;
+    /// 24 values are hours), None for a slot never seen.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub profile: Vec<Option<f64>>,
 }
@@ -87,7 +88,7 @@ pub enum Forecaster {
     /// Holt's damped trend blended with the seasons (`policy::forecast`, `policy::seasonal`).
     #[default]
     Blend,
-    /// The peak rate of the same local hour of day on the days before (`policy::profile`).
+    /// The peak rate of the same slot of the local day on the days before (`policy::profile`).
     Profile,
 }
 
