@@ -349,7 +349,8 @@ pub struct PrewarmArgs {
     #[arg(long, default_value = "auto", value_parser = parse_band_by_hour)]
     pub band_by_hour: BandByHour,
     /// FORECASTER: the blend of the trend and the seasons only (blend), or per target the blend
-    /// or the hour-of-day profile of peaks, narrowest out of sample at each calibration (auto).
+    /// or the profile of peaks per lead-wide slot of the day, narrowest out of sample at each
+    /// calibration (auto).
     #[arg(long, default_value = "blend", value_parser = parse_forecaster)]
     pub forecaster: ForecasterChoice,
     /// BAND_HISTORY_SECONDS: the history the band (and `auto`'s choice of forecaster) is

@@ -12,12 +12,12 @@
 //! and reports the achieved coverage: the band fitted on the older two thirds of the history,
 //! scored on the newest third (out of sample), to put next to the nominal quantile.
 //!
-//! It also chooses the target's forecaster (FORECASTER=auto): the blend, or the profile of the
-//! peak of each lead-wide slot of the day on the days before (policy::profile). Each, with each conditioning
-//! BAND_BY_HOUR allows, is fitted on the older two thirds and scored on the newest by its mean
-//! upper band (point + band); the narrowest among those covering at least the blend's whole-day
-//! band (or the nominal quantile, if lower) wins, the blend on a tie (`band_slots::choose`).
-//! The tick and the simulator both reach it here.
+//! It also chooses the target's forecaster (FORECASTER=auto): the blend, or the profile of the peak
+//! of each lead-wide slot of the day on the days before (policy::profile). Each, with each
+//! conditioning BAND_BY_HOUR allows, is fitted on the older two thirds and scored on the newest by
+//! its mean upper band (point + band); the narrowest among those covering at least the blend's
+//! whole-day band (or the nominal quantile, if lower) wins, the blend on a tie
+//! (`band_slots::choose`). The tick and the simulator both reach it here.
 
 use super::band_slots::{self, local_hour, slot};
 use super::forecast::{forecast, upper_quantile};

@@ -2,7 +2,8 @@
 //! (what the metric sources saw; `observe` plans the reads and assembles them, for the tick and
 //! the simulator alike), assess (which numbers can be trusted, or fail static),
 //! forecast (damped trend), seasonal (the same clock time a season back), band (the calibrated
-//! error quantile, and the choice of forecaster per target: profile, the hour of day's peak;
+//! error quantile, and the choice of forecaster per target: profile, the peak of each
+//! lead-wide slot of the day;
 //! calibration_cache: when the tick re-reads its history), horizon (the rate to cover at the
 //! lead time and its replicas), sizing (Erlang C) and hpa_sizing (the HPA's own units), fast_path (a surge already in the system), next_step,
 //! schedule (cron windows), rails (floors, caps, steps, cooldowns, holds) and plan (the

@@ -80,7 +80,12 @@ pub fn peak_over(
 ) -> Option<f64> {
     [t, t + lead_s]
         .iter()
-        .filter_map(|&at| profile.get(slot(at, profile.len(), zone)).copied().flatten())
+        .filter_map(|&at| {
+            profile
+                .get(slot(at, profile.len(), zone))
+                .copied()
+                .flatten()
+        })
         .reduce(f64::max)
 }
 

@@ -20,13 +20,13 @@ fn a_slot_is_a_lead_wide_on_the_band_grid() {
     // (lead, band step, slots in a day) by hand: the lead rounded up to whole steps, then
     // ⌊86 400 / width⌋.
     let rows = [
-        (180.0, 60.0, 480),    // 3 min: 86 400 / 180
-        (150.0, 60.0, 480),    // ⌈2.5⌉ = 3 steps: 180 s
-        (120.0, 60.0, 720),    // 2 min
-        (30.0, 60.0, 1440),    // shorter than a step: one step, 60 s (no finer than the grid)
-        (1000.0, 60.0, 84),    // ⌈16.7⌉ = 17 steps, 1020 s: ⌊84.7⌋
-        (3600.0, 60.0, 24),    // an hour: hours
-        (3600.0, 3600.0, 24),  // an hour's grid
+        (180.0, 60.0, 480),   // 3 min: 86 400 / 180
+        (150.0, 60.0, 480),   // ⌈2.5⌉ = 3 steps: 180 s
+        (120.0, 60.0, 720),   // 2 min
+        (30.0, 60.0, 1440),   // shorter than a step: one step, 60 s (no finer than the grid)
+        (1000.0, 60.0, 84),   // ⌈16.7⌉ = 17 steps, 1020 s: ⌊84.7⌋
+        (3600.0, 60.0, 24),   // an hour: hours
+        (3600.0, 3600.0, 24), // an hour's grid
     ];
     for (lead, step, want) in rows {
         let p = PolicySpec {
@@ -50,29 +50,29 @@ fn a_window_takes_the_higher_of_the_slots_its_lead_touches() {
     fine[180] = Some(15.0);
     fine[181] = None;
     fine[0] = Some(7.0);
-    let at = |h: f64, m: f64| T0 + h * 3600.0 + m * 60.0;
-    // (name, table, t, lead, forecast) by hand: T0 is 00:00Z.
+    // (name, table, at hour, minute, forecast) by hand, lead 3 min: T0 is 00:00Z.
     let rows = [
-        ("hours: inside 03:00", &hours, at(3.0, 10.0), 180.0, Some(5.0)),
+        ("hours: inside 03:00", &hours, 3.0, 10.0, Some(5.0)),
         // 08:58 + 3 min ends in the 09:00 hour: max(5, 15).
-        ("hours: the lead reaches 09:00", &hours, at(8.0, 58.0), 180.0, Some(15.0)),
-        ("hours: inside 09:00", &hours, at(9.0, 30.0), 180.0, Some(15.0)),
+        ("hours: reaches 09:00", &hours, 8.0, 58.0, Some(15.0)),
+        ("hours: inside 09:00", &hours, 9.0, 30.0, Some(15.0)),
         // 09:59 + 3 min: hours 9 and 10, 10 never seen: 15.
-        ("hours: into an unseen hour", &hours, at(9.0, 59.0), 180.0, Some(15.0)),
-        ("hours: inside an unseen hour", &hours, at(10.0, 30.0), 180.0, None),
+        ("hours: into an unseen hour", &hours, 9.0, 59.0, Some(15.0)),
+        ("hours: inside an unseen hour", &hours, 10.0, 30.0, None),
         // 08:58 is slot ⌊538 / 3⌋ = 179 (5), 09:01 slot 180 (15).
-        ("slots: the lead reaches 09:00", &fine, at(8.0, 58.0), 180.0, Some(15.0)),
+        ("slots: reaches 09:00", &fine, 8.0, 58.0, Some(15.0)),
         // 09:01 slot 180 (15), 09:04 slot 181 (unseen): 15.
-        ("slots: into an unseen slot", &fine, at(9.0, 1.0), 180.0, Some(15.0)),
+        ("slots: into an unseen slot", &fine, 9.0, 1.0, Some(15.0)),
         // 09:04 slot 181 (unseen), 09:07 slot ⌊547 / 3⌋ = 182 (5).
-        ("slots: out of an unseen slot", &fine, at(9.0, 4.0), 180.0, Some(5.0)),
+        ("slots: out of an unseen slot", &fine, 9.0, 4.0, Some(5.0)),
         // 09:30 slots 190 and 191: 5, where the hour's table holds 15.
-        ("slots: the burst's hour, past it", &fine, at(9.0, 30.0), 180.0, Some(5.0)),
+        ("slots: 09:30, past it", &fine, 9.0, 30.0, Some(5.0)),
         // 23:59 slot 479 (5); + 3 min is 00:02 the next day, slot 0 (7).
-        ("slots: across midnight", &fine, at(23.0, 59.0), 180.0, Some(7.0)),
+        ("slots: across midnight", &fine, 23.0, 59.0, Some(7.0)),
     ];
-    for (name, table, t, lead, want) in rows {
-        assert_eq!(peak_over(table, t, lead, &UTC), want, "{name}");
+    for (name, table, h, m, want) in rows {
+        let t = T0 + h * 3600.0 + m * 60.0;
+        assert_eq!(peak_over(table, t, 180.0, &UTC), want, "{name}");
     }
 }
 

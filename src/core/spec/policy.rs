@@ -48,7 +48,8 @@ pub enum ForecasterChoice {
     /// The blend of the damped trend and the seasons only.
     #[default]
     Blend,
-    /// The blend or the hour-of-day profile, whichever is narrowest out of sample.
+    /// The blend or the profile of the day (peaks per lead-wide slot), whichever is narrowest
+    /// out of sample.
     Auto,
 }
 
@@ -222,9 +223,9 @@ pub struct PolicySpec {
     #[serde(default)]
     pub band_by_hour: BandByHour,
     /// FORECASTER (blend): `blend` sizes with the damped trend blended with the seasons;
-    /// `auto` chooses per target at each calibration between it and the hour-of-day profile
-    /// of peaks, whichever has the narrowest upper band out of sample (`policy::band`). Off by
-    /// default: on the simulator's cron bursts the profile, chosen, cost more GPU-hours at
+    /// `auto` chooses per target at each calibration between it and the profile of the day
+    /// (peaks per lead-wide slot), whichever has the narrowest upper band out of sample
+    /// (`policy::band`). Off by default: on the simulator's cron bursts the profile, chosen, cost more GPU-hours at
     /// the same delay.
     #[serde(default)]
     pub forecaster: ForecasterChoice,

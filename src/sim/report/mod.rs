@@ -75,7 +75,7 @@ pub struct PolicyReport {
     pub band_nominal_quantile: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub band_coverage_ci95: Option<(f64, f64)>,
-    /// prewarm: share of those decisions the hour-of-day profile sized (the forecaster the
+    /// prewarm: share of those decisions the profile of the day sized (the forecaster the
     /// calibrations chose; the others the blend).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile_share: Option<f64>,
