@@ -225,8 +225,7 @@ pub struct PolicySpec {
     /// FORECASTER (blend): `blend` sizes with the damped trend blended with the seasons;
     /// `auto` chooses per target at each calibration between it and the profile of the day
     /// (peaks per lead-wide slot), whichever has the narrowest upper band out of sample
-    /// (`policy::band`). Off by default: on the simulator's cron bursts the profile, chosen, cost more GPU-hours at
-    /// the same delay.
+    /// (`policy::band`). Off by default until measured on the simulator's held-out seeds.
     #[serde(default)]
     pub forecaster: ForecasterChoice,
     /// CALIBRATE_EVERY_SECONDS (3600): long-window statistics are recomputed at most this often
