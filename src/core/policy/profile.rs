@@ -22,12 +22,17 @@ use crate::spec::PolicySpec;
 
 const DAY_S: f64 = 86_400.0;
 
+/// The narrowest slot: the table is kept in the calibration annotation, and a minute's slots
+/// (1,440, about 29 KB of JSON) stay well inside the 256 KiB an object's annotations may hold
+/// (a 15 s lead on a 15 s grid would be 5,760 slots, about 115 KB).
+const MIN_SLOT_S: f64 = 60.0;
+
 /// Slots of the profile in a day: as many whole lead times, the lead rounded up to the
-/// BAND_STEP_SECONDS grid the windows are replayed on, as a day holds (each slot at least a
-/// lead wide; at least one).
+/// BAND_STEP_SECONDS grid the windows are replayed on and to at least a minute, as a day holds
+/// (each slot at least a lead wide; at least one).
 pub fn slots(policy: &PolicySpec) -> usize {
     let h = policy.band_step_s;
-    let width = (policy.lead_time_s / h).ceil().max(1.0) * h;
+    let width = ((policy.lead_time_s / h).ceil().max(1.0) * h).max(MIN_SLOT_S);
     (DAY_S / width).floor().max(1.0) as usize
 }
 

@@ -17,13 +17,16 @@ fn the_table_is_the_peak_of_each_slot() {
 
 #[test]
 fn a_slot_is_a_lead_wide_on_the_band_grid() {
-    // (lead, band step, slots in a day) by hand: the lead rounded up to whole steps, then
-    // ⌊86 400 / width⌋.
+    // (lead, band step, slots in a day) by hand: the lead rounded up to whole steps and to a
+    // minute, then ⌊86 400 / width⌋.
     let rows = [
         (180.0, 60.0, 480),   // 3 min: 86 400 / 180
         (150.0, 60.0, 480),   // ⌈2.5⌉ = 3 steps: 180 s
         (120.0, 60.0, 720),   // 2 min
         (30.0, 60.0, 1440),   // shorter than a step: one step, 60 s (no finer than the grid)
+        (15.0, 15.0, 1440),   // a 15 s step: no finer than a minute (the annotation's size)
+        (45.0, 15.0, 1440),   // 45 s: a minute
+        (75.0, 15.0, 1152),   // 5 steps, 75 s: the lead, above a minute
         (1000.0, 60.0, 84),   // ⌈16.7⌉ = 17 steps, 1020 s: ⌊84.7⌋
         (3600.0, 60.0, 24),   // an hour: hours
         (3600.0, 3600.0, 24), // an hour's grid
