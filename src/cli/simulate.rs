@@ -351,7 +351,7 @@ pub struct PrewarmArgs {
     /// FORECASTER: the blend of the trend and the seasons only (blend), or per target the blend
     /// or the profile of peaks per lead-wide slot of the day, narrowest out of sample at each
     /// calibration (auto).
-    #[arg(long, default_value = "blend", value_parser = parse_forecaster)]
+    #[arg(long, default_value = "auto", value_parser = parse_forecaster)]
     pub forecaster: ForecasterChoice,
     /// BAND_HISTORY_SECONDS: the history the band (and `auto`'s choice of forecaster) is
     /// calibrated on, 1 to 7 days.

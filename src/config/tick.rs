@@ -320,7 +320,7 @@ mod tests {
             let c = config(&[("BAND_BY_HOUR", raw)]).unwrap();
             assert_eq!(c.policy.band_by_hour, want, "{raw}");
         }
-        assert_eq!(defaults.policy.forecaster, ForecasterChoice::Blend);
+        assert_eq!(defaults.policy.forecaster, ForecasterChoice::Auto);
         for (raw, want) in [
             ("blend", ForecasterChoice::Blend),
             (" Auto ", ForecasterChoice::Auto),

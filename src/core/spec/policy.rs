@@ -317,7 +317,7 @@ impl Default for PolicySpec {
             band_history_s: default_band_history(),
             band_step_s: default_band_step(),
             band_by_hour: BandByHour::Auto,
-            forecaster: ForecasterChoice::Blend,
+            forecaster: ForecasterChoice::Auto,
             calibrate_every_s: default_calibrate_every(),
             delayed_request_cost: None,
             gpu_hour_cost: None,
