@@ -650,8 +650,11 @@ pub(crate) mod tests {
                 }
             })
             .collect();
+        // The blend's hourly band: under `auto` the profile, which forecasts day 1's spikes
+        // from day 0's, is chosen here instead with a band of 0 (profile_tests covers that).
         let policy = PolicySpec {
             band_history_s: 2.0 * 86_400.0,
+            forecaster: ForecasterChoice::Blend,
             ..policy()
         };
         let c = calibrate(&grid(&values), &policy, 0.999, T0 + 60.0 * 2879.0);
