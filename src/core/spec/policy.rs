@@ -46,10 +46,10 @@ impl BandByHour {
 #[serde(rename_all = "lowercase")]
 pub enum ForecasterChoice {
     /// The blend of the damped trend and the seasons only.
-    #[default]
     Blend,
     /// The blend or the profile of the day (peaks per lead-wide slot), whichever is narrowest
     /// out of sample.
+    #[default]
     Auto,
 }
 
@@ -222,10 +222,10 @@ pub struct PolicySpec {
     /// three narrowest out of sample at each calibration, per target (`policy::band_slots`).
     #[serde(default)]
     pub band_by_hour: BandByHour,
-    /// FORECASTER (blend): `blend` sizes with the damped trend blended with the seasons;
-    /// `auto` chooses per target at each calibration between it and the profile of the day
-    /// (peaks per lead-wide slot), whichever has the narrowest upper band out of sample
-    /// (`policy::band`). Off by default until measured on the simulator's held-out seeds.
+    /// FORECASTER (auto): `auto` chooses per target at each calibration between the blend and
+    /// the profile of the day (peaks per lead-wide slot), whichever has the narrowest upper
+    /// band out of sample (`policy::band`); `blend` sizes with the damped trend blended with
+    /// the seasons alone.
     #[serde(default)]
     pub forecaster: ForecasterChoice,
     /// CALIBRATE_EVERY_SECONDS (3600): long-window statistics are recomputed at most this often
