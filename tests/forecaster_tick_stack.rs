@@ -4,28 +4,32 @@
 //! kube-apiserver (the balloon's `prewarm.io/calibration` annotation).
 //!
 //! The history, every 15 s up to `END`, which is 50 minutes past a whole hour `H` (UTC): 1 req/s
-//! of 1 s requests (8 running, none waiting), except 10 req/s over [H + 35 min, H + 45 min) one,
+//! of 1 s requests (8 running, none waiting), except 10 req/s over [H + 35 min, H + 55 min) one,
 //! two and three days before (none today). SEASONS_SECONDS=none (the blend is the damped trend
 //! alone), BAND_BY_HOUR=off, BAND_HISTORY_SECONDS three days, ERROR_QUANTILE 0.999,
 //! FORECASTER=auto.
 //!
 //! By hand, as in policy::profile's tests: the calibration reads back to END − 3 days − 18 min
-//! (H + 32 min three days ago, so the first burst is read, before the first window); its
-//! windows (origins from H + 47 min three days ago) are fitted up to H + 47 min yesterday, after
-//! the second and third bursts, and today's are held back, without a burst. The trend misses
+//! (H + 32 min three days ago, so the first burst is read, its start before the first window);
+//! its windows (origins from H + 47 min three days ago) are fitted up to H + 47 min yesterday,
+//! after the second and third bursts' starts, and the rest are held back (yesterday's burst's
+//! end, and today, without a burst). The trend misses
 //! each burst's start: its forecasts of about 1 made in the three minutes before one err by
 //! about +9, six such errors fitted, so its 0.999 band (the ⌈0.999 × 2880⌉ = 2878th of about
 //! 2880 errors) is about 9 and its mean upper band today about 1 + 9 = 10. The profile (the peak
-//! of the hour on the days before) has seen each fitted burst the day before: it forecasts 10
-//! there and never less than what came, errors ≤ 0, band 0, and today a mean upper band of 1 but
-//! for the hour of H (10): about 1.4. Both cover every window held back: the profile is chosen,
-//! its table 10 at the hour of H and 1 elsewhere. (A first burst the profile has not seen the
-//! day before errs by +9 and gives it the trend's band: then the blend stays.)
+//! of each 3-minute slot, a lead wide, on the days before: 480 slots) has seen each fitted
+//! burst's start the day before: it forecasts 10 there and never less than what came, errors
+//! ≤ 0, band 0, and a mean upper band held back of about 1. Both cover every window held back:
+//! the profile is chosen, its table 10 in the slots inside the burst and 1 in those a rate
+//! window or more away from it (the slots at its edges see a rate in between). (A first burst
+//! the profile has not seen the day before errs by +9 and gives it the trend's band: then the
+//! blend stays.)
 //!
 //! Tick 1 at END calibrates (nothing cached) and writes the choice on the balloon. Tick 2 a tick
 //! later, in a fresh execution environment (nothing in memory), reads it back, does not
-//! recalibrate (computed at tick 1), and sizes with the profile: the hour of H's 10 req/s over
-//! the lead (END + 180 s is still in that hour), while 1 req/s is observed.
+//! recalibrate (computed at tick 1), and sizes with the profile: 10 req/s over the lead (END +
+//! 15 s and END + 195 s fall in the slots of H + 48 and H + 51 min, inside the burst of the days
+//! before), while 1 req/s is observed.
 
 use std::io::Write;
 use std::sync::Arc;
@@ -45,7 +49,7 @@ const DAY: i64 = 86_400;
 
 /// The rate (req/s) at `t` for a history ending 50 minutes past the hour `h`.
 fn rate(t: i64, h: i64) -> i64 {
-    if (1..=3).any(|k| (h + 2100 - k * DAY..h + 2700 - k * DAY).contains(&t)) {
+    if (1..=3).any(|k| (h + 2100 - k * DAY..h + 3300 - k * DAY).contains(&t)) {
         10
     } else {
         1
@@ -161,11 +165,23 @@ async fn the_first_calibration_chooses_the_profile_and_the_next_tick_sizes_with_
             (t1, Forecaster::Profile),
             "{c:?}"
         );
-        let hour = ((h % DAY) / 3600) as usize;
+        // Slots of 180 s: the burst [H + 35 min, H + 55 min) holds slots starting at H + 36 …
+        // H + 51 min whole (10); a slot starting a rate window (60 s) or more outside it sees 1.
+        assert_eq!(c.profile.len(), 480, "{c:?}");
+        let (from, to) = ((h % DAY + 2100) as f64, (h % DAY + 3300) as f64);
         for (i, peak) in c.profile.iter().enumerate() {
-            let want = if i == hour { 10.0 } else { 1.0 };
-            let got = peak.unwrap_or_else(|| panic!("hour {i} seen: {c:?}"));
-            assert!((got - want).abs() < 1e-6, "hour {i}: {got}, want {want}");
+            let (start, end) = (i as f64 * 180.0, (i + 1) as f64 * 180.0);
+            let got = peak.unwrap_or_else(|| panic!("slot {i} seen: {c:?}"));
+            if start >= from && end <= to {
+                assert!((got - 10.0).abs() < 1e-6, "slot {i} inside: {got}");
+            } else if end + 60.0 <= from || start >= to + 60.0 {
+                assert!((got - 1.0).abs() < 1e-6, "slot {i} outside: {got}");
+            } else {
+                assert!(
+                    (1.0 - 1e-6..=10.0 + 1e-6).contains(&got),
+                    "slot {i} edge: {got}"
+                );
+            }
         }
 
         // Tick 2, one tick later in a fresh execution environment: the cached choice, used.
