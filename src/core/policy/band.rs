@@ -336,9 +336,9 @@ pub fn calibrate(history: &[Sample], policy: &PolicySpec, q: f64, now: f64) -> C
         split,
         policy,
     )];
+    let profile_slots = profile::slots(policy);
     if policy.forecaster == ForecasterChoice::Auto {
-        let n = profile::slots(policy);
-        let replayed = profile::replay(&samples, &times, policy.lead_time_s, n, &zone);
+        let replayed = profile::replay(&samples, &times, policy.lead_time_s, profile_slots, &zone);
         if replayed[..split].iter().flatten().count() >= MIN_WINDOWS {
             let c = Candidate::new(Forecaster::Profile, &windows, &replayed, split, policy);
             candidates.push(c);
@@ -388,7 +388,7 @@ pub fn calibrate(history: &[Sample], policy: &PolicySpec, q: f64, now: f64) -> C
         out.by_hour = band_slots::bands(&all_errors, q, slots, &zone);
     }
     if out.forecaster == Forecaster::Profile {
-        out.profile = profile::fit(&samples, profile::slots(policy), &zone);
+        out.profile = profile::fit(&samples, profile_slots, &zone);
     }
     out
 }

@@ -32,9 +32,15 @@ pub const MIN_SLOT_WINDOWS: usize = 30;
 
 /// The local hour of day of `t` in `zone` (0..24).
 pub fn local_hour(t: f64, zone: &chrono_tz::Tz) -> usize {
+    day_slot(t, 24, zone)
+}
+
+/// The slot of `t` among `n` equal slots of the local day in `zone` (by wall-clock time: a
+/// daylight-saving day repeats or skips slots); 24 slots are the hours.
+pub fn day_slot(t: f64, n: usize, zone: &chrono_tz::Tz) -> usize {
     zone.timestamp_opt(t.floor() as i64, 0)
         .single()
-        .map_or(0, |d| d.hour() as usize)
+        .map_or(0, |d| d.num_seconds_from_midnight() as usize * n / 86_400)
 }
 
 /// The slot of `t`: 0 for the whole day, the local hour of day, or the local hour of the week

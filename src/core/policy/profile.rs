@@ -15,8 +15,9 @@
 //! its errors are out of sample as the trend's are; the tick sizes with the profile of the
 //! whole history at its last calibration (`fit`).
 
-use chrono::{TimeZone, Timelike};
+use chrono::TimeZone;
 
+use super::band_slots::day_slot;
 use super::observation::Sample;
 use crate::spec::PolicySpec;
 
@@ -34,17 +35,6 @@ pub fn slots(policy: &PolicySpec) -> usize {
     let h = policy.band_step_s;
     let width = ((policy.lead_time_s / h).ceil().max(1.0) * h).max(MIN_SLOT_S);
     (DAY_S / width).floor().max(1.0) as usize
-}
-
-/// The slot of `t` among `n` equal slots of the local day in `zone` (by wall-clock time, as
-/// the hour of day is: a daylight-saving day repeats or skips slots).
-fn slot(t: f64, n: usize, zone: &chrono_tz::Tz) -> usize {
-    zone.timestamp_opt(t.floor() as i64, 0)
-        .single()
-        .map_or(0, |d| {
-            (f64::from(d.num_seconds_from_midnight()) * n as f64 / DAY_S) as usize
-        })
-        .min(n.saturating_sub(1))
 }
 
 /// Raises `peaks[slot]` to `v` (a slot past the table is ignored).
@@ -71,7 +61,7 @@ pub fn slot_peaks<T: PartialOrd + Copy>(
 
 /// The profile of `samples`: the peak rate of each of `n` slots of the local day in `zone`.
 pub fn fit(samples: &[Sample], n: usize, zone: &chrono_tz::Tz) -> Vec<Option<f64>> {
-    slot_peaks(samples.iter().map(|s| (slot(s.t, n, zone), s.v)), n)
+    slot_peaks(samples.iter().map(|s| (day_slot(s.t, n, zone), s.v)), n)
 }
 
 /// The profile's forecast of the peak over a lead time from `t`: the higher of the peaks of the
@@ -87,7 +77,7 @@ pub fn peak_over(
         .iter()
         .filter_map(|&at| {
             profile
-                .get(slot(at, profile.len(), zone))
+                .get(day_slot(at, profile.len(), zone))
                 .copied()
                 .flatten()
         })
@@ -115,7 +105,7 @@ pub fn replay(
         .map(|&t| {
             let today = day(t);
             while let Some(s) = samples.get(next).filter(|s| day(s.t) < today) {
-                raise(&mut profile, slot(s.t, n, zone), s.v);
+                raise(&mut profile, day_slot(s.t, n, zone), s.v);
                 next += 1;
             }
             peak_over(&profile, t, lead_s, zone)
