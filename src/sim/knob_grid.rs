@@ -9,7 +9,7 @@
 //! | prewarm      | ERROR_QUANTILE x release (see below)   | 0.5, 0.9, 0.99, 0.995, 0.998, 0.999, each slow and fast |
 //! | scheduled-floor | factor on each hour's peak x slots   | 0.5, 0.75, 0.9, 1, 1.1, 1.25, 1.5, 2, hour-of-day (and -week) |
 //! | hpa-target   | the HPA's target utilisation            | the user's, then 0.7 ... 0.2 below it    |
-//! | prewarm-floor | as prewarm                             | as prewarm                               |
+//! | prewarm-floor | ERROR_QUANTILE                         | as prewarm, slow release only            |
 //!
 //! scheduled-floor's table is learned from the training days before the last (`scheduled_peaks`,
 //! `floor_fit_days`): per hour-of-day or hour-of-week slot the ideal packing's peak replicas in
@@ -208,13 +208,16 @@ impl Variant {
     }
 }
 
-/// The variants swept with `policy`'s knob: prewarm's two releases; the scheduled floor's
-/// hour-of-day slots, and hour-of-week ones too when its table is fitted on at least 7 days
-/// (`floor_fit_days`; the whole `end_s` without training days): fitted on fewer, the day it is
-/// chosen on is a weekday the table never saw. One (`Slow`, no change) for every other policy.
+/// The variants swept with `policy`'s knob: the two releases of prewarm's spare (prewarm, and
+/// prewarm-split's share of a pool's); the scheduled floor's hour-of-day slots, and
+/// hour-of-week ones too when its table is fitted on at least 7 days (`floor_fit_days`; the
+/// whole `end_s` without training days): fitted on fewer, the day it is chosen on is a weekday
+/// the table never saw. One (`Slow`, no change) for every other policy, prewarm-floor among
+/// them: it holds no spare, and a falling floor is not slowed (`Rails::replica_floor`), so
+/// its fast points only repeated its slow ones.
 pub fn variants(policy: PolicyName, train_days: Option<u32>, end_s: f64) -> Vec<Variant> {
     match policy {
-        PolicyName::Prewarm | PolicyName::PrewarmFloor | PolicyName::PrewarmSplit => {
+        PolicyName::Prewarm | PolicyName::PrewarmSplit => {
             Release::ALL.map(Variant::Release).to_vec()
         }
         PolicyName::ScheduledFloor => {
@@ -486,7 +489,11 @@ mod tests {
             grid(PolicyName::PrewarmFloor, 40, 1, None, 0.7),
             vec![0.5, 0.9, 0.99, 0.995, 0.998, 0.999]
         );
-        assert_eq!(variants(PolicyName::PrewarmFloor, None, DAY_S).len(), 2);
+        // prewarm-floor holds no spare to release: its slow release only.
+        assert_eq!(
+            variants(PolicyName::PrewarmFloor, None, DAY_S),
+            vec![Variant::Release(Release::Slow)]
+        );
     }
 
     /// Requests of one second, `n` at once at `at` seconds (the ideal packing needs `n`
