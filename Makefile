@@ -125,7 +125,7 @@ demo:
 	$(CARGO_TARGET_DIR)/release/prewarm simulate --scenario burst-180 --burn-in 900 \
 	  --policies $(DEMO_POLICIES) --plot-dir "$(OUT)"
 
-## The policy's goals measured (NOT part of `make test`: about 35 min on 2 cores): prewarm's warm
+## The policy's goals measured (NOT part of `make test`: about 30 min on 2 cores): prewarm's warm
 ## replicas against Karpenter alone, the baselines and both bounds on 14-day ServeGen, multi-day
 ## diurnal and cron-bursts (knobs chosen on training days), bursty and burst-180, seeds 11-15
 ## (never tuned on), at the default lead time in the exact and the rough world; prints the table
