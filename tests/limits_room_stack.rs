@@ -41,6 +41,7 @@ use prewarm::adapters::kube::nodepool::limits::LimitsIntent;
 use prewarm::adapters::kube::nodepool::limits_room::{pool_nodes, sync_room};
 use prewarm::adapters::kube::nodepool::{apply_node_pool, read_node_pool, PatchOutcome};
 use prewarm::adapters::kube::restore::{restore_all, Drains};
+use prewarm::adapters::kube::shape::placeholder::{drain_label, REPLACEMENT_FOR};
 use prewarm::config::Config;
 use prewarm::handlers::interruption::{Continuation, Interruption, RecordOutcome};
 use prewarm::handlers::tick::{tick_once, TickDeps};
@@ -156,10 +157,13 @@ async fn running_on(client: &kube::Client, namespace: &str, pod: &str) -> Option
     running.then(|| p.spec?.node_name).flatten()
 }
 
-/// The drain's placeholder pods (balloon namespace `prewarm`).
+/// The drain's placeholder pods (balloon namespace `prewarm`), by the label its id becomes (a
+/// kwok node name may pass a label value's 63 characters).
 async fn placeholders(client: &kube::Client, instance: &str) -> Vec<Pod> {
     Api::<Pod>::namespaced(client.clone(), "prewarm")
-        .list(&ListParams::default().labels(&format!("prewarm.io/replacement-for={instance}")))
+        .list(
+            &ListParams::default().labels(&format!("{REPLACEMENT_FOR}={}", drain_label(instance))),
+        )
         .await
         .unwrap()
         .items

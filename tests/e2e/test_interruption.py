@@ -106,6 +106,16 @@ def instance_of(node: dict) -> str:
     return node["spec"]["providerID"].rstrip("/").rsplit("/", 1)[-1]
 
 
+def placeholders_of(k8s, node_name: str, deleting: bool = False) -> list[dict]:
+    """The replacement placeholders of the drain of `node_name` (those being deleted too if
+    `deleting`), by their `prewarm.io/replacement-of-node` annotation: the `replacement-for` label
+    holds the drain id cut to a label value's 63 characters, and a kwok node name (its instance id
+    here) can be longer."""
+    return [p for p in k8s.get("pods", namespace="prewarm", selector="prewarm.io/replacement-for") or []
+            if p["metadata"].get("annotations", {}).get("prewarm.io/replacement-of-node") == node_name
+            and (deleting or not p["metadata"].get("deletionTimestamp"))]
+
+
 def handler_env(stack_env: dict, **extra: str) -> dict:
     # The kwok provider's nodes have no EC2 ids: their providerIDs end in the node name.
     env = {"PREWARM_HANDLER": "interruption", "PREWARM_TARGETS": TARGETS, "RECHECK_SECONDS": "3",
@@ -280,7 +290,7 @@ def test_spot_warning_drains_make_before_break(k8s, aws, wait_until, lambda_watc
     seen: dict = {"placeholder": None}
 
     def watch_placeholder() -> None:
-        for p in k8s.get("pods", namespace="prewarm", selector=f"prewarm.io/replacement-for={instance}") or []:
+        for p in placeholders_of(k8s, node_name, deleting=True):
             seen["placeholder"] = seen["placeholder"] or p
 
     def finished() -> bool:
@@ -325,7 +335,7 @@ def test_spot_warning_drains_make_before_break(k8s, aws, wait_until, lambda_watc
                       timeout=300, what="both replicas Running again")
     assert all(p["spec"]["nodeName"] != node_name for p in pods)
     assert not [p for p in k8s.get("pods", namespace="inference") if p["metadata"]["name"] in on_node
-                and not p["metadata"].get("deletionTimestamp")]
+                and (deleting or not p["metadata"].get("deletionTimestamp"))]
     # The replacement was this drain's own placeholder: shaped like the node's two 1-GPU pods,
     # at the balloon priority, in the pool, labelled with the drain id and owner, expiring; kept
     # off the reclaimed type and zone by preferred affinity only; Running on a new node of the
@@ -352,8 +362,7 @@ def test_spot_warning_drains_make_before_break(k8s, aws, wait_until, lambda_watc
     assert ran_on <= {m["metadata"]["name"] for m in new_nodes}, (ran_on, [m["metadata"]["name"] for m in new_nodes])
     # Handed over: the placeholder is gone (deleted right before the evictions), and no
     # reservation is held on the balloon (the earlier design's), which stays at 0.
-    assert not [p for p in k8s.get("pods", namespace="prewarm", selector=f"prewarm.io/replacement-for={instance}")
-                if not p["metadata"].get("deletionTimestamp")]
+    assert not placeholders_of(k8s, node_name)
     balloon = k8s.get("deployment", BALLOON, "prewarm")
     reserved = {k: v for k, v in balloon["metadata"].get("annotations", {}).items() if "replacement" in k}
     assert reserved.get("prewarm.io/replacement-drains", "{}") == "{}", reserved

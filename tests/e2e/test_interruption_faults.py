@@ -22,12 +22,7 @@ import uuid
 
 from test_interruption import (BALLOON, VISIBILITY_S, balloon_deployment, deploy_on_one_node,  # noqa: F401
                                drain_debug, handler_env, instance_of, parse_iso, pdb, queue_total,
-                               running_pods, spot_warning, surge_targets)
-
-
-def placeholders(k8s, instance: str) -> list[dict]:
-    return [p for p in k8s.get("pods", namespace="prewarm", selector=f"prewarm.io/replacement-for={instance}")
-            or [] if not p["metadata"].get("deletionTimestamp")]
+                               placeholders_of, running_pods, spot_warning, surge_targets)
 
 
 def first_delivery(poll_sqs, drain_debug, queue: str):
@@ -84,7 +79,7 @@ def test_karpenter_interruption_handling_alongside_strands_nothing(
     assert "prewarm.io/drain-phase" in claimed, f"prewarm did not claim the node: {claimed}"
     k8s.run("delete", "nodeclaims.karpenter.sh", claims[0], "--wait=false")
 
-    seen = {"placeholder": bool(placeholders(k8s, instance)), "replicas": 0, "deliveries": first.received,
+    seen = {"placeholder": bool(placeholders_of(k8s, node_name)), "replicas": 0, "deliveries": first.received,
             "errors": []}
 
     def over() -> bool:
@@ -93,7 +88,7 @@ def test_karpenter_interruption_handling_alongside_strands_nothing(
         seen["deliveries"] += r.received
         if r.error:
             seen["errors"].append(r.error)
-        seen["placeholder"] = seen["placeholder"] or bool(placeholders(k8s, instance))
+        seen["placeholder"] = seen["placeholder"] or bool(placeholders_of(k8s, node_name))
         d = k8s.get("deployment", app, "inference")
         seen["replicas"] = max(seen["replicas"], d["spec"]["replicas"])
         return k8s.get("node", node_name) is None and queue_total(aws, queue) == 0
@@ -106,7 +101,7 @@ def test_karpenter_interruption_handling_alongside_strands_nothing(
     assert queue_total(aws, dlq) == 0, "a drain message went to the DLQ"
     # Nothing stranded: no placeholder, the balloon untouched, the surge (if one was raised)
     # given back exactly.
-    assert not placeholders(k8s, instance), placeholders(k8s, instance)
+    assert not placeholders_of(k8s, node_name), placeholders_of(k8s, node_name)
     balloon = k8s.get("deployment", BALLOON, "prewarm")
     assert balloon["spec"]["replicas"] == 0
     assert balloon["metadata"].get("annotations", {}).get("prewarm.io/replacement-drains", "{}") == "{}"
@@ -196,7 +191,7 @@ def test_the_function_killed_mid_drain_comes_back_and_finishes_make_before_break
     pods = wait_until(lambda: (ps := running_pods(k8s, "llm-killed")) and len(ps) == 2 and ps,
                       timeout=240, what="both replicas Running again")
     assert all(p["spec"]["nodeName"] != node_name for p in pods)
-    assert not placeholders(k8s, instance), placeholders(k8s, instance)
+    assert not placeholders_of(k8s, node_name), placeholders_of(k8s, node_name)
     balloon = k8s.get("deployment", BALLOON, "prewarm")
     assert balloon["spec"]["replicas"] == 0
     print(f"\nfunction killed mid-drain: killed {failed_at - notice_at:.1f} s after the notice, serving again "
