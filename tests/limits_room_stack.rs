@@ -204,8 +204,9 @@ async fn node_report(client: &kube::Client, node: &str) -> String {
 /// 4 GPUs; the GPU limit a number), with a 4-GPU workload Running on the node Karpenter
 /// launched for it: (pool, the user's limits, workload pod, node).
 async fn pool_at_its_cap(admin: &kube::Client, prefix: &str) -> (String, Value, String, String) {
-    // A short name: the kwok provider's node names (the drain id, a label value of at most 63
-    // characters) grow with the NodePool's.
+    // The kwok provider's node names (the drain ids here) grow with the NodePool's: a prefix of
+    // 19 characters or more makes them longer than a label value's 63, which the drain's
+    // placeholder label must then cut (`drain_label`).
     let pool = unique_hex(prefix);
     let users = json!({"cpu": "48", "nvidia.com/gpu": 4});
     make_pool(admin, &pool, users.clone()).await;
@@ -227,9 +228,13 @@ async fn a_pool_at_its_cap_launches_the_replacement_and_gets_the_users_limits_ba
     let admin = as_user("KUBECONFIG").await;
     let lambda = as_user("PREWARM_LAMBDA_KUBECONFIG").await;
     ensure_namespace(&admin).await;
-    let (pool, users, workload, node) = pool_at_its_cap(&admin, "re-").await;
+    let (pool, users, workload, node) = pool_at_its_cap(&admin, "replacement-at-cap-").await;
     let nodes = Api::<Node>::all(admin.clone());
     let instance = instance_of_node(&nodes.get(&node).await.unwrap()).unwrap_or_default();
+    assert!(
+        instance.len() > 63,
+        "a drain id past a label value's length: {instance}"
+    );
     let claims = Api::<DynamicObject>::all_with(
         admin.clone(),
         &kube::api::ApiResource::from_gvk_with_plural(
