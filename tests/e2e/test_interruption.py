@@ -335,7 +335,7 @@ def test_spot_warning_drains_make_before_break(k8s, aws, wait_until, lambda_watc
                       timeout=300, what="both replicas Running again")
     assert all(p["spec"]["nodeName"] != node_name for p in pods)
     assert not [p for p in k8s.get("pods", namespace="inference") if p["metadata"]["name"] in on_node
-                and (deleting or not p["metadata"].get("deletionTimestamp"))]
+                and not p["metadata"].get("deletionTimestamp")]
     # The replacement was this drain's own placeholder: shaped like the node's two 1-GPU pods,
     # at the balloon priority, in the pool, labelled with the drain id and owner, expiring; kept
     # off the reclaimed type and zone by preferred affinity only; Running on a new node of the
