@@ -351,9 +351,15 @@ def test_prometheus_stopped_mid_run_holds_the_headroom_and_says_why(
     print(f"invocation with Prometheus stopped: {time.monotonic() - t0:.1f}s {json.dumps(result)}")
 
     lines = decisions(watch, offset, model.name)
-    assert lines, f"no decision log line for {model.name}:\n{watch.log_tail()}"
     for line in lines:
         print("decision:", json.dumps(line))
+    # A tick within half a tick of the first invocation's last one is skipped by the overlap
+    # guard (the two invocations run back to back here); every other tick holds.
+    skipped = [line for line in lines if line["action"] == "skipped"]
+    assert all(line["reason"].startswith("another invocation acted") for line in skipped), skipped
+    lines = [line for line in lines if line["action"] != "skipped"]
+    assert lines, f"no decision log line for {model.name}:\n{watch.log_tail()}"
+    for line in lines:
         assert line["action"] == "fail_static", line
         assert "metrics_missing" in line["reason"], line
         assert line["desired"] >= line["current"], line
