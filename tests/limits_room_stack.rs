@@ -37,11 +37,11 @@ use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use prewarm::adapters::events::{parse_record_with, InstanceIdRule, ParsedRecord};
 use prewarm::adapters::kube::drain::instance_of_node;
+use prewarm::adapters::kube::drain::replacement::placeholder_selector;
 use prewarm::adapters::kube::nodepool::limits::LimitsIntent;
 use prewarm::adapters::kube::nodepool::limits_room::{pool_nodes, sync_room};
 use prewarm::adapters::kube::nodepool::{apply_node_pool, read_node_pool, PatchOutcome};
 use prewarm::adapters::kube::restore::{restore_all, Drains};
-use prewarm::adapters::kube::shape::placeholder::{drain_label, REPLACEMENT_FOR};
 use prewarm::config::Config;
 use prewarm::handlers::interruption::{Continuation, Interruption, RecordOutcome};
 use prewarm::handlers::tick::{tick_once, TickDeps};
@@ -161,9 +161,7 @@ async fn running_on(client: &kube::Client, namespace: &str, pod: &str) -> Option
 /// kwok node name may pass a label value's 63 characters).
 async fn placeholders(client: &kube::Client, instance: &str) -> Vec<Pod> {
     Api::<Pod>::namespaced(client.clone(), "prewarm")
-        .list(
-            &ListParams::default().labels(&format!("{REPLACEMENT_FOR}={}", drain_label(instance))),
-        )
+        .list(&placeholder_selector(Some(instance)))
         .await
         .unwrap()
         .items

@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::{Event as CoreEvent, Namespace, Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use prewarm::adapters::events::parse_record;
-use prewarm::adapters::kube::shape::placeholder::{drain_label, REPLACEMENT_FOR};
+use prewarm::adapters::kube::drain::replacement::placeholder_selector;
 use prewarm::config::{ClusterAccess, Config};
 use prewarm::handlers::interruption::{Continuation, Interruption, RecordOutcome};
 use serde_json::json;
@@ -739,9 +739,7 @@ pub async fn label(client: &kube::Client, node: &str, labels: serde_json::Value)
 /// The replacement placeholders of drain `instance` (balloon namespace `prewarm`).
 pub async fn placeholders_of(client: &kube::Client, instance: &str) -> Vec<Pod> {
     Api::<Pod>::namespaced(client.clone(), "prewarm")
-        .list(
-            &ListParams::default().labels(&format!("{REPLACEMENT_FOR}={}", drain_label(instance))),
-        )
+        .list(&placeholder_selector(Some(instance)))
         .await
         .unwrap()
         .items

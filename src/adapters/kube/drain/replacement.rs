@@ -159,7 +159,9 @@ pub async fn request(
     })
 }
 
-fn selector(drain_id: Option<&str>) -> ListParams {
+/// The list selector of drain `drain_id`'s placeholders (by the label its id becomes), or of
+/// every drain's.
+pub fn placeholder_selector(drain_id: Option<&str>) -> ListParams {
     ListParams::default().labels(&match drain_id {
         Some(id) => format!("{REPLACEMENT_FOR}={}", drain_label(id)),
         None => REPLACEMENT_FOR.to_string(),
@@ -168,7 +170,7 @@ fn selector(drain_id: Option<&str>) -> ListParams {
 
 async fn placeholders(client: &kube::Client, drain_id: Option<&str>) -> Result<Vec<Pod>> {
     Api::<Pod>::all(client.clone())
-        .list(&selector(drain_id))
+        .list(&placeholder_selector(drain_id))
         .await
         .map(|l| l.items)
         .map_err(|e| api_failure("list", "replacement placeholders", e))
@@ -326,7 +328,7 @@ pub async fn delete_placeholders_of(
         return Ok(Vec::new());
     };
     let pods = Api::<Pod>::namespaced(client.clone(), ns)
-        .list(&selector(None))
+        .list(&placeholder_selector(None))
         .await
         .map_err(|e| api_failure("list", &format!("replacement placeholders in {ns}"), e))?
         .items;
@@ -361,7 +363,7 @@ pub async fn placeholders_in(
     let mut failed = Vec::new();
     for ns in namespaces {
         match Api::<Pod>::namespaced(client.clone(), ns)
-            .list(&selector(None))
+            .list(&placeholder_selector(None))
             .await
         {
             Ok(l) => seen.extend(
